@@ -1,0 +1,186 @@
+/*
+ * pingpong: a context-switch-heavy benchmark, to measure what offcpud costs per switch.
+ *
+ * Two threads, both pinned to one CPU, pass one byte back and forth over two pipes. Each
+ * round trip is two blocking reads, so about two context switches; compare ns_per_round_trip
+ * with and without the profiler attached. Prints one JSON line on stdout.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ROUND_TRIPS_MAX 1000000000UL
+
+struct pingpong {
+	int to_peer[2];	  /* main writes, peer reads */
+	int from_peer[2]; /* peer writes, main reads */
+	unsigned long round_trips;
+};
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "pingpong: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void read_byte(int fd)
+{
+	char c;
+	ssize_t n;
+
+	do {
+		n = read(fd, &c, 1);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		die("read", errno);
+	if (n == 0)
+		die("read", EPIPE);
+}
+
+static void write_byte(int fd)
+{
+	ssize_t n;
+
+	do {
+		n = write(fd, "x", 1);
+	} while (n < 0 && errno == EINTR);
+	if (n != 1)
+		die("write", errno);
+}
+
+static void *peer_thread(void *arg)
+{
+	const struct pingpong *pp = arg;
+
+	for (unsigned long i = 0; i < pp->round_trips; i++) {
+		read_byte(pp->to_peer[0]);
+		write_byte(pp->from_peer[1]);
+	}
+	return NULL;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pingpong [--round-trips N] [--cpu C]\n"
+		   "Two threads pinned to CPU C (default 0) pass one byte over two pipes\n"
+		   "N times (default 200000); prints the time per round trip as JSON.\n");
+}
+
+/* Returns 0 and stores the value in *ret, or -EINVAL / -ERANGE leaving *ret unchanged. */
+static int parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *ret)
+{
+	char *end;
+	unsigned long v;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_ROUND_TRIPS = 256, OPT_CPU };
+	static const struct option options[] = {
+		{"round-trips", required_argument, NULL, OPT_ROUND_TRIPS},
+		{"cpu", required_argument, NULL, OPT_CPU},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	struct pingpong pp = {.round_trips = 200000};
+	unsigned long cpu = 0;
+	pthread_t peer;
+	cpu_set_t set;
+	uint64_t t0, elapsed_ns;
+	int opt, r;
+
+	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		switch (opt) {
+		case OPT_ROUND_TRIPS:
+			if (parse_ulong(optarg, 1, ROUND_TRIPS_MAX, &pp.round_trips) < 0) {
+				fprintf(stderr,
+					"pingpong: --round-trips wants an integer from 1 to %lu, "
+					"got '%s'\n",
+					ROUND_TRIPS_MAX, optarg);
+				exit(2);
+			}
+			break;
+		case OPT_CPU:
+			if (parse_ulong(optarg, 0, CPU_SETSIZE - 1, &cpu) < 0) {
+				fprintf(stderr,
+					"pingpong: --cpu wants an integer from 0 to %d, got '%s'\n",
+					CPU_SETSIZE - 1, optarg);
+				exit(2);
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			fprintf(stderr, "Try 'pingpong --help'.\n");
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "pingpong: unexpected argument '%s'\n", argv[optind]);
+		exit(2);
+	}
+
+	/* Pin main before creating the peer: the peer inherits the mask. */
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	r = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (r) {
+		fprintf(stderr, "pingpong: cannot pin to CPU %lu: %s%s\n", cpu, strerror(r),
+			r == EINVAL ? " (offline, or not in this process's allowed CPUs)" : "");
+		exit(1);
+	}
+
+	if (pipe(pp.to_peer) < 0 || pipe(pp.from_peer) < 0)
+		die("pipe", errno);
+	r = pthread_create(&peer, NULL, peer_thread, &pp);
+	if (r)
+		die("pthread_create", r);
+	r = pthread_getaffinity_np(peer, sizeof(set), &set);
+	if (r)
+		die("pthread_getaffinity_np", r);
+	if (CPU_COUNT(&set) != 1 || !CPU_ISSET(cpu, &set)) {
+		fprintf(stderr, "pingpong: peer thread is not pinned to CPU %lu\n", cpu);
+		exit(1);
+	}
+
+	t0 = now_ns();
+	for (unsigned long i = 0; i < pp.round_trips; i++) {
+		write_byte(pp.to_peer[1]);
+		read_byte(pp.from_peer[0]);
+	}
+	elapsed_ns = now_ns() - t0;
+	pthread_join(peer, NULL);
+
+	printf("{\"round_trips\":%lu,\"elapsed_ns\":%llu,\"ns_per_round_trip\":%llu}\n",
+	       pp.round_trips, (unsigned long long)elapsed_ns,
+	       (unsigned long long)(elapsed_ns / pp.round_trips));
+	return 0;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Structures shared by bpf/offcpu.bpf.c and its loader (daemon/collector.c).
+ * Only fixed-width fields: these cross the kernel/user boundary as raw bytes.
+ * Times are nanoseconds throughout this layer.
+ */
+#ifndef OFFCPU_H
+#define OFFCPU_H
+
+#define OFFCPU_MAX_SLOTS 8
+#define OFFCPU_MAX_STACK_DEPTH 127 /* the kernel's perf_event_max_stack default */
+#define OFFCPU_COMM_LEN 16
+
+/* Thread state classes at switch-out, as bit numbers of a slot's state_mask. */
+enum offcpu_state {
+	OFFCPU_STATE_RUNNING = 0, /* preempted: involuntary, still runnable */
+	OFFCPU_STATE_SLEEPING = 1, /* S: TASK_INTERRUPTIBLE */
+	OFFCPU_STATE_DISK = 2, /* D: TASK_UNINTERRUPTIBLE (not TASK_IDLE) */
+	OFFCPU_STATE_OTHER = 3, /* idle kthreads (I), stopped, traced, parked... */
+	OFFCPU_STATE_COUNT = 4,
+};
+
+/*
+ * One capture's duration filter. Which threads, states and stacks a slot
+ * wants is kept as bit masks over all slots (see offcpu.bpf.c), so the
+ * switch-out path tests every slot at once. Only blocks that begin at or after
+ * start_ns count, so a slot never inherits time from before it was activated.
+ */
+struct offcpu_slot {
+	__u64 start_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+	__u64 min_block_ns;
+	__u64 max_block_ns; /* 0: unbounded */
+};
+
+/* Aggregation key: one row of a capture's result. Stacks are named by hash. */
+struct offcpu_key {
+	__u32 slot;
+	__u32 tgid;
+	__u32 pid;
+	__u32 state;
+	__u64 kstack; /* 0: none collected */
+	__u64 ustack; /* 0: none collected (kernel thread, or not requested) */
+};
+
+struct offcpu_value {
+	__u64 sum_ns;
+	__u64 count;
+	char comm[OFFCPU_COMM_LEN];
+};
+
+struct offcpu_stack {
+	__u32 nr;
+	__u32 pad;
+	__u64 ips[OFFCPU_MAX_STACK_DEPTH];
+};
+
+/* Counters of what could not be recorded; per-CPU array indexed by this. */
+enum offcpu_counter {
+	OFFCPU_CNT_SWITCHES = 0, /* sched_switch events seen */
+	OFFCPU_CNT_RECORDED, /* blocks aggregated (per matching slot) */
+	OFFCPU_CNT_DROP_START_ALLOC, /* no room to store a switch-out timestamp */
+	OFFCPU_CNT_DROP_NEGATIVE_DELTA, /* switch-in before switch-out: clock oddity */
+	OFFCPU_CNT_DROP_AGG_FULL, /* aggregation map full */
+	OFFCPU_CNT_DROP_STACK_FULL, /* stack map full: time kept, stack lost */
+	OFFCPU_CNT_DROP_KSTACK_ERROR, /* kernel stack walk failed: time kept */
+	OFFCPU_CNT_DROP_USTACK_ERROR, /* user stack walk failed: time kept */
+	OFFCPU_CNT_BUFFER_MISSING, /* epoch selected a buffer that does not exist */
+	OFFCPU_CNT_MAX,
+};
+
+#endif

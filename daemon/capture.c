@@ -1,0 +1,116 @@
+/* capture: see capture.h. */
+#include "capture.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* Names of the drop counters (enum offcpu_counter) reported with a capture. */
+static const struct {
+	unsigned idx;
+	const char *name;
+} drop_names[] = {
+	{ OFFCPU_CNT_DROP_START_ALLOC, "start_alloc" },
+	{ OFFCPU_CNT_DROP_NEGATIVE_DELTA, "negative_delta" },
+	{ OFFCPU_CNT_DROP_AGG_FULL, "agg_map_full" },
+	{ OFFCPU_CNT_DROP_STACK_FULL, "stack_map_full" },
+	{ OFFCPU_CNT_DROP_KSTACK_ERROR, "kernel_stack_error" },
+	{ OFFCPU_CNT_DROP_USTACK_ERROR, "user_stack_error" },
+	{ OFFCPU_CNT_BUFFER_MISSING, "buffer_missing" },
+};
+
+#define N_DROPS (sizeof(drop_names) / sizeof(drop_names[0]))
+
+static bool id_exists(const char *proc_root, uint32_t pid, uint32_t tid)
+{
+	char path[128];
+
+	if (tid)
+		snprintf(path, sizeof(path), "%s/%u/task/%u", proc_root, pid, tid);
+	else
+		snprintf(path, sizeof(path), "%s/%u", proc_root, pid);
+	return access(path, F_OK) == 0;
+}
+
+int capture_check_targets(const char *proc_root, const struct proto_capture_request *req,
+			  char *err, size_t err_size)
+{
+	for (size_t i = 0; i < req->n_pids; i++) {
+		if (!id_exists(proc_root, req->pids[i], 0)) {
+			snprintf(err, err_size, "no process with pid %u", req->pids[i]);
+			return -ESRCH;
+		}
+	}
+	/* /proc/TID exists for any thread, though it is not listed. */
+	for (size_t i = 0; i < req->n_tids; i++) {
+		if (!id_exists(proc_root, req->tids[i], 0)) {
+			snprintf(err, err_size, "no thread with tid %u", req->tids[i]);
+			return -ESRCH;
+		}
+	}
+	return 0;
+}
+
+bool capture_target_exited(const char *proc_root, const struct proto_capture_request *req)
+{
+	char err[64];
+
+	return (req->n_pids || req->n_tids) &&
+	       capture_check_targets(proc_root, req, err, sizeof(err)) < 0;
+}
+
+void capture_filter(const struct proto_capture_request *req, struct collector_filter *ret)
+{
+	*ret = (struct collector_filter){
+		.tgids = req->pids,
+		.n_tgids = req->n_pids,
+		.tids = req->tids,
+		.n_tids = req->n_tids,
+		.state_mask = req->state_mask,
+		.min_block_ns = req->min_block_us * 1000,
+		.max_block_ns = req->max_block_us * 1000,
+		.user_stacks = req->stacks != PROTO_STACKS_KERNEL,
+		.kernel_stacks = req->stacks != PROTO_STACKS_USER,
+	};
+}
+
+char *capture_reply(const struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MAX],
+		    bool target_exited)
+{
+	struct proto_counter drops[N_DROPS];
+	struct proto_capture_result res = {
+		.id = c->id,
+		.duration_ns = c->end_ns - c->start_ns,
+		.total_ns = profile_total_ns(c->profile),
+		.n_samples = profile_rows(c->profile),
+		.target_exited = target_exited,
+		.drops = drops,
+		.n_drops = N_DROPS,
+	};
+	struct proto_sample *samples = NULL;
+	size_t n_samples = 0;
+	char *folded = NULL, *line;
+
+	for (size_t i = 0; i < N_DROPS; i++) {
+		unsigned idx = drop_names[i].idx;
+
+		drops[i].name = drop_names[i].name;
+		drops[i].value = counters_now[idx] - c->counters_start[idx];
+	}
+	if (c->req.format == PROTO_FORMAT_JSON) {
+		if (profile_samples(c->profile, &samples, &n_samples) < 0)
+			return NULL;
+		res.samples = samples;
+	} else {
+		folded = profile_folded(c->profile, c->req.stacks != PROTO_STACKS_KERNEL,
+					c->req.stacks != PROTO_STACKS_USER);
+		if (!folded)
+			return NULL;
+		res.folded = folded;
+	}
+	line = proto_reply_capture(&res, n_samples);
+	profile_samples_free(samples, n_samples);
+	free(folded);
+	return line;
+}

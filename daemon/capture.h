@@ -1,0 +1,56 @@
+/*
+ * capture: one client's capture request from start to reply. Holds the
+ * request, the slot it occupies, its profile and its timer. The manager owns
+ * the list of captures and decides when one ends; this module checks the
+ * targets, turns the request into a collector filter, and formats the reply.
+ * Reads <proc>/PID to check targets (the proc root is a parameter for tests).
+ * Does not log.
+ */
+#ifndef CAPTURE_H
+#define CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "collector.h"
+#include "profile.h"
+#include "proto.h"
+#include "server.h"
+
+enum capture_phase {
+	CAPTURE_RUNNING,
+	CAPTURE_ENDING, /* slot deactivated, waiting for the drain that flushes it */
+};
+
+struct capture {
+	uint64_t id;
+	unsigned slot;
+	enum capture_phase phase;
+	struct server_conn *conn; /* NULL once the client has gone: no reply */
+	struct proto_capture_request req;
+	struct profile *profile;
+	uv_timer_t timer;
+	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
+	uint64_t final_drain; /* the drain whose completion makes the result whole */
+	uint64_t counters_start[OFFCPU_CNT_MAX];
+};
+
+/* Checks that every requested pid and tid exists under proc_root. Returns 0,
+ * or -ESRCH with a message naming the first missing one in err. */
+int capture_check_targets(const char *proc_root, const struct proto_capture_request *req,
+			  char *err, size_t err_size);
+
+/* True if a requested pid or tid no longer exists. */
+bool capture_target_exited(const char *proc_root, const struct proto_capture_request *req);
+
+/* The collector filter of a request (pointing into req). */
+void capture_filter(const struct proto_capture_request *req, struct collector_filter *ret);
+
+/* The reply line for a finished capture; NULL on ENOMEM. counters_now are
+ * the collector's totals when the capture ended. */
+char *capture_reply(const struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MAX],
+		    bool target_exited);
+
+#endif

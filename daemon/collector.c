@@ -1,0 +1,365 @@
+/* collector: see collector.h. */
+#include "collector.h"
+
+#include <errno.h>
+#include <linux/membarrier.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "offcpu.skel.h"
+
+struct collector {
+	struct offcpu_bpf *skel;
+	struct bpf_link *links[2];
+	size_t n_links;
+	bool raw_tp;
+	uint32_t used_mask; /* slots handed out, as seen by this thread */
+	int ncpus;
+};
+
+static int load(const struct collector_options *opts, bool raw_tp, struct offcpu_bpf **ret)
+{
+	struct offcpu_bpf *skel;
+	int r;
+
+	skel = offcpu_bpf__open();
+	if (!skel)
+		return -errno;
+	skel->rodata->self_tgid = opts->trace_self ? 0 : (uint32_t)getpid();
+	bpf_map__set_max_entries(skel->maps.agg0, opts->agg_map_entries);
+	bpf_map__set_max_entries(skel->maps.agg1, opts->agg_map_entries);
+	bpf_map__set_max_entries(skel->maps.stacks0, opts->stack_map_entries);
+	bpf_map__set_max_entries(skel->maps.stacks1, opts->stack_map_entries);
+	bpf_program__set_autoload(skel->progs.sched_switch_btf, !raw_tp);
+	bpf_program__set_autoload(skel->progs.sched_switch_raw, raw_tp);
+	bpf_program__set_autoload(skel->progs.sched_process_free_raw, raw_tp);
+	bpf_map__set_autocreate(skel->maps.task_starts, !raw_tp);
+	bpf_map__set_autocreate(skel->maps.hash_starts, raw_tp);
+
+	r = offcpu_bpf__load(skel);
+	if (r < 0) {
+		offcpu_bpf__destroy(skel);
+		return r;
+	}
+	*ret = skel;
+	return 0;
+}
+
+int collector_new(const struct collector_options *opts, struct collector **ret)
+{
+	struct collector *c;
+	int r;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->ncpus = libbpf_num_possible_cpus();
+	if (c->ncpus <= 0) {
+		r = c->ncpus ? c->ncpus : -EINVAL;
+		goto fail;
+	}
+
+	/* tp_btf gives typed pointers and task storage; kernels before 5.5
+	 * (or without BTF) only have raw_tp. Probe by trying. */
+	r = load(opts, false, &c->skel);
+	if (r < 0 && r != -EPERM) {
+		c->raw_tp = true;
+		r = load(opts, true, &c->skel);
+	}
+	if (r < 0)
+		goto fail;
+
+	if (c->raw_tp) {
+		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_switch_raw);
+		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_process_free_raw);
+	} else {
+		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_switch_btf);
+	}
+	for (size_t i = 0; i < c->n_links; i++) {
+		if (!c->links[i]) {
+			r = -errno;
+			goto fail;
+		}
+	}
+	*ret = c;
+	return 0;
+fail:
+	collector_free(c);
+	return r;
+}
+
+void collector_free(struct collector *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n_links; i++)
+		bpf_link__destroy(c->links[i]);
+	offcpu_bpf__destroy(c->skel);
+	free(c);
+}
+
+const char *collector_tracepoint(const struct collector *c)
+{
+	return c->raw_tp ? "raw_tp" : "tp_btf";
+}
+
+const char *collector_program_name(const struct collector *c)
+{
+	return c->raw_tp ? "sched_switch_raw" : "sched_switch_btf";
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the clock of bpf_ktime_get_ns() */
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* Adds or removes slot's bit in the id -> slot mask filter map. */
+static int filter_ids_update(int map_fd, const uint32_t *ids, size_t n, unsigned slot, bool add)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t mask = 0;
+
+		bpf_map_lookup_elem(map_fd, &ids[i], &mask);
+		if (add)
+			mask |= 1u << slot;
+		else
+			mask &= ~(1u << slot);
+		if (mask) {
+			if (bpf_map_update_elem(map_fd, &ids[i], &mask, BPF_ANY) < 0)
+				return -errno;
+		} else {
+			bpf_map_delete_elem(map_fd, &ids[i]);
+		}
+	}
+	return 0;
+}
+
+/* Removes slot from every id in a filter map (ids are not kept here). */
+static void filter_ids_clear(int map_fd, unsigned slot)
+{
+	uint32_t key, next, mask;
+	bool first = true;
+
+	while (bpf_map_get_next_key(map_fd, first ? NULL : &key, &next) == 0) {
+		first = false;
+		key = next;
+		if (bpf_map_lookup_elem(map_fd, &key, &mask) < 0 || !(mask & (1u << slot)))
+			continue;
+		mask &= ~(1u << slot);
+		if (mask)
+			bpf_map_update_elem(map_fd, &key, &mask, BPF_ANY);
+		else
+			bpf_map_delete_elem(map_fd, &key); /* iteration restarts safely */
+	}
+}
+
+static void mask_set(uint32_t *mask, uint32_t bit, bool on)
+{
+	if (on)
+		__atomic_fetch_or(mask, bit, __ATOMIC_SEQ_CST);
+	else
+		__atomic_fetch_and(mask, ~bit, __ATOMIC_SEQ_CST);
+}
+
+int collector_slot_add(struct collector *c, const struct collector_filter *f, unsigned *ret_slot)
+{
+	int tgid_fd = bpf_map__fd(c->skel->maps.filter_tgids);
+	int tid_fd = bpf_map__fd(c->skel->maps.filter_tids);
+	struct offcpu_bpf__bss *bss;
+	unsigned slot;
+	uint32_t bit;
+	int r;
+
+	for (slot = 0; slot < OFFCPU_MAX_SLOTS; slot++)
+		if (!(c->used_mask & (1u << slot)))
+			break;
+	if (slot == OFFCPU_MAX_SLOTS)
+		return -EBUSY;
+	bit = 1u << slot;
+
+	r = filter_ids_update(tgid_fd, f->tgids, f->n_tgids, slot, true);
+	if (r == 0)
+		r = filter_ids_update(tid_fd, f->tids, f->n_tids, slot, true);
+	if (r < 0) {
+		filter_ids_update(tgid_fd, f->tgids, f->n_tgids, slot, false);
+		filter_ids_update(tid_fd, f->tids, f->n_tids, slot, false);
+		return r == -E2BIG ? -ENOSPC : r;
+	}
+
+	bss = c->skel->bss;
+	bss->slots[slot].start_ns = monotonic_ns();
+	bss->slots[slot].min_block_ns = f->min_block_ns;
+	bss->slots[slot].max_block_ns = f->max_block_ns;
+	for (unsigned st = 0; st < OFFCPU_STATE_COUNT; st++)
+		mask_set(&bss->state_slots[st], bit, f->state_mask & (1u << st));
+	mask_set(&bss->tgid_filter_slots, bit, f->n_tgids > 0);
+	mask_set(&bss->tid_filter_slots, bit, f->n_tids > 0);
+	mask_set(&bss->user_stack_slots, bit, f->user_stacks);
+	mask_set(&bss->kernel_stack_slots, bit, f->kernel_stacks);
+	/* Publish: the slot must be complete before a program sees its bit. */
+	__atomic_fetch_or(&bss->active_mask, bit, __ATOMIC_SEQ_CST);
+	c->used_mask |= 1u << slot;
+	*ret_slot = slot;
+	return 0;
+}
+
+void collector_slot_deactivate(struct collector *c, unsigned slot)
+{
+	if (slot < OFFCPU_MAX_SLOTS)
+		__atomic_fetch_and(&c->skel->bss->active_mask, ~(1u << slot), __ATOMIC_SEQ_CST);
+}
+
+void collector_slot_release(struct collector *c, unsigned slot)
+{
+	if (slot >= OFFCPU_MAX_SLOTS || !(c->used_mask & (1u << slot)))
+		return;
+	collector_slot_deactivate(c, slot);
+	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_tgids), slot);
+	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_tids), slot);
+	c->used_mask &= ~(1u << slot);
+}
+
+unsigned collector_slots_active(const struct collector *c)
+{
+	return __builtin_popcount(c->used_mask);
+}
+
+/*
+ * Waits until every BPF program run that began before the call has ended:
+ * they run inside RCU read-side sections, and MEMBARRIER_CMD_GLOBAL is
+ * synchronize_rcu(). Where membarrier is refused (nohz_full), a sleep far
+ * longer than one program run stands in.
+ */
+static void wait_for_programs(void)
+{
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) < 0)
+		nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
+}
+
+/* Empties a hash map into a growing array of key/value records. */
+static int drain_map(int fd, size_t key_size, size_t value_size, void **items, size_t *n)
+{
+	size_t cap = 0, chunk = 256;
+	char *keys = NULL, *values = NULL, *out = NULL;
+	uint32_t in_batch = 0, out_batch = 0;
+	bool first = true;
+	int r = 0;
+
+	*items = NULL;
+	*n = 0;
+	for (;;) {
+		__u32 count = chunk;
+		char *k = realloc(keys, chunk * key_size), *v;
+
+		if (!k) {
+			r = -ENOMEM;
+			break;
+		}
+		keys = k;
+		v = realloc(values, chunk * value_size);
+		if (!v) {
+			r = -ENOMEM;
+			break;
+		}
+		values = v;
+		r = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &in_batch, &out_batch, keys,
+						    values, &count, NULL);
+		if (r < 0 && errno == ENOSPC && count == 0) {
+			chunk *= 2; /* one bucket holds more than chunk entries */
+			continue;
+		}
+		if (r < 0 && errno != ENOENT) {
+			r = -errno;
+			break;
+		}
+		if (*n + count > cap) {
+			size_t new_cap = (*n + count) * 2;
+			char *o = realloc(out, new_cap * (key_size + value_size));
+
+			if (!o) {
+				r = -ENOMEM;
+				break;
+			}
+			out = o;
+			cap = new_cap;
+		}
+		for (__u32 i = 0; i < count; i++) {
+			char *rec = out + (*n + i) * (key_size + value_size);
+
+			memcpy(rec, keys + i * key_size, key_size);
+			memcpy(rec + key_size, values + i * value_size, value_size);
+		}
+		*n += count;
+		if (r < 0) { /* ENOENT: that was the last batch */
+			r = 0;
+			break;
+		}
+		in_batch = out_batch;
+		first = false;
+	}
+	free(keys);
+	free(values);
+	*items = out;
+	return r;
+}
+
+void collector_counters(struct collector *c, uint64_t out[OFFCPU_CNT_MAX])
+{
+	int fd = bpf_map__fd(c->skel->maps.counters);
+	uint64_t per_cpu[c->ncpus];
+
+	for (uint32_t i = 0; i < OFFCPU_CNT_MAX; i++) {
+		out[i] = 0;
+		if (bpf_map_lookup_elem(fd, &i, per_cpu) < 0)
+			continue;
+		for (int cpu = 0; cpu < c->ncpus; cpu++)
+			out[i] += per_cpu[cpu];
+	}
+}
+
+int collector_drain(struct collector *c, struct collector_batch *ret)
+{
+	uint32_t old;
+	struct bpf_map *agg, *stk;
+	void *rows = NULL, *stacks = NULL;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	/* A slot removed before this drain must not write to the new buffer. */
+	wait_for_programs();
+	old = __atomic_fetch_add(&c->skel->bss->epoch, 1, __ATOMIC_SEQ_CST) & 1;
+	wait_for_programs();
+
+	agg = old ? c->skel->maps.agg1 : c->skel->maps.agg0;
+	stk = old ? c->skel->maps.stacks1 : c->skel->maps.stacks0;
+	r = drain_map(bpf_map__fd(agg), sizeof(struct offcpu_key), sizeof(struct offcpu_value),
+		      &rows, &ret->n_rows);
+	ret->rows = rows;
+	if (r == 0) {
+		r = drain_map(bpf_map__fd(stk), sizeof(uint64_t), sizeof(struct offcpu_stack),
+			      &stacks, &ret->n_stacks);
+		ret->stacks = stacks;
+	}
+	collector_counters(c, ret->counters);
+	if (r < 0)
+		collector_batch_release(ret);
+	return r;
+}
+
+void collector_batch_release(struct collector_batch *b)
+{
+	free(b->rows);
+	free(b->stacks);
+	b->rows = NULL;
+	b->stacks = NULL;
+	b->n_rows = b->n_stacks = 0;
+}

@@ -1,0 +1,92 @@
+/*
+ * collector: owns the BPF side. Loads and attaches bpf/offcpu.bpf.c once
+ * (tp_btf/sched_switch, or raw_tp where tp_btf is missing), manages the filter
+ * slots that captures occupy, and drains the double-buffered aggregation maps.
+ * Slot calls come from the event loop thread; collector_drain() runs on a
+ * worker thread, one at a time. Does not log (libbpf prints through the
+ * daemon's libbpf print callback).
+ */
+#ifndef COLLECTOR_H
+#define COLLECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h> /* the __u32/__u64 of offcpu.h */
+
+#include "offcpu.h"
+
+struct collector;
+
+struct collector_options {
+	uint32_t agg_map_entries;
+	uint32_t stack_map_entries;
+	bool trace_self;
+};
+
+/* One capture's filter. Empty id lists mean "all". */
+struct collector_filter {
+	const uint32_t *tgids;
+	size_t n_tgids;
+	const uint32_t *tids;
+	size_t n_tids;
+	uint32_t state_mask;
+	uint64_t min_block_ns;
+	uint64_t max_block_ns; /* 0: unbounded */
+	bool user_stacks;
+	bool kernel_stacks;
+};
+
+struct collector_stack {
+	uint64_t hash;
+	struct offcpu_stack stack;
+};
+
+struct collector_row {
+	struct offcpu_key key;
+	struct offcpu_value value;
+};
+
+/* What one drain emptied out of the kernel. */
+struct collector_batch {
+	struct collector_row *rows;
+	size_t n_rows;
+	struct collector_stack *stacks;
+	size_t n_stacks;
+	uint64_t counters[OFFCPU_CNT_MAX]; /* totals since load, read after the flip */
+};
+
+/* Opens, loads and attaches. Returns 0, or -errno: -EPERM without
+ * privileges, other codes from libbpf. */
+int collector_new(const struct collector_options *opts, struct collector **ret);
+void collector_free(struct collector *c); /* NULL-safe; detaches */
+
+/* "tp_btf" or "raw_tp": which sched_switch program is attached. */
+const char *collector_tracepoint(const struct collector *c);
+const char *collector_program_name(const struct collector *c);
+
+/* Publishes a filter in a free slot, counting only blocks that start from
+ * now on. Returns 0 with *ret_slot set, -EBUSY if all slots are taken,
+ * -ENOSPC if the id filter maps are full (nothing published then). */
+int collector_slot_add(struct collector *c, const struct collector_filter *f, unsigned *ret_slot);
+
+/* Stops counting for slot. Rows already aggregated for it are returned by
+ * the next collector_drain() that starts after this call, and by none after
+ * that one; only then may the slot be released. */
+void collector_slot_deactivate(struct collector *c, unsigned slot);
+
+/* Makes a deactivated slot free for collector_slot_add() again. */
+void collector_slot_release(struct collector *c, unsigned slot);
+unsigned collector_slots_active(const struct collector *c);
+
+/* Totals since load, summed over CPUs (enum offcpu_counter). */
+void collector_counters(struct collector *c, uint64_t ret[OFFCPU_CNT_MAX]);
+
+/* Switches the kernel to the other buffer, waits until no program can still
+ * write to the old one, and empties it into *ret (free with
+ * collector_batch_release). Returns 0 or -errno (batch then empty). */
+int collector_drain(struct collector *c, struct collector_batch *ret);
+void collector_batch_release(struct collector_batch *b);
+
+#endif

@@ -1,0 +1,437 @@
+/* config: see config.h. Every key is described once, in the keys[] table. */
+#include "config.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Far above any real configuration; stops a wrong path (a log, /dev/zero)
+ * from being read into memory whole. */
+#define CONFIG_FILE_MAX_BYTES (1u << 20)
+
+enum key_type {
+	KEY_U32,  /* decimal, min..max */
+	KEY_MODE, /* octal, min..max */
+	KEY_BOOL,
+	KEY_PATH,  /* absolute, non-empty; max is the buffer size */
+	KEY_GROUP, /* [A-Za-z0-9_.-], may be empty; max is the buffer size */
+};
+
+struct key {
+	const char *name;
+	enum key_type type;
+	size_t offset;
+	uint32_t min;
+	uint32_t max;
+};
+
+#define FIELD_SIZE(f) sizeof(((struct config *)0)->f)
+
+/* 0, but stops the build unless field f of struct config has C type t. */
+#define TYPE_CHECK(f, t) (0 * sizeof(_Generic(((struct config *)0)->f, t : 0)))
+
+/* The key is spelled exactly as the field it sets. */
+#define KEY(f, kind, t, lo, hi)                                                                    \
+	{                                                                                          \
+		.name = #f, .type = kind, .offset = offsetof(struct config, f) + TYPE_CHECK(f, t), \
+		.min = lo, .max = hi,                                                              \
+	}
+
+static const struct key keys[] = {
+	KEY(socket_path, KEY_PATH, char *, 0, FIELD_SIZE(socket_path)),
+	KEY(socket_mode, KEY_MODE, mode_t, 0, 0777),
+	KEY(socket_group, KEY_GROUP, char *, 0, FIELD_SIZE(socket_group)),
+	KEY(drain_interval_ms, KEY_U32, uint32_t, 100, 60000),
+	KEY(max_capture_seconds, KEY_U32, uint32_t, 1, 86400),
+	KEY(max_request_bytes, KEY_U32, uint32_t, 1024, 16777216),
+	KEY(max_clients, KEY_U32, uint32_t, 1, 4096),
+	KEY(agg_map_entries, KEY_U32, uint32_t, 1024, 1048576),
+	KEY(stack_map_entries, KEY_U32, uint32_t, 1024, 1048576),
+	KEY(trace_self, KEY_BOOL, bool, 0, 1),
+};
+
+static const struct config config_defaults = {
+	.socket_path = "/run/offcpud/offcpud.sock",
+	.socket_mode = 0660,
+	.socket_group = "",
+	.drain_interval_ms = 1000,
+	.max_capture_seconds = 3600,
+	.max_request_bytes = 65536,
+	.max_clients = 64,
+	.agg_map_entries = 16384,
+	.stack_map_entries = 8192,
+	.trace_self = false,
+};
+
+/* Where a message points: "NAME:LINE: ". */
+struct where {
+	const char *name;
+	unsigned line;
+	char *err;
+	size_t err_size;
+};
+
+void config_init(struct config *c)
+{
+	assert(c);
+	*c = config_defaults;
+}
+
+static void set_error(char *err, size_t err_size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Always leaves err NUL-terminated; a long message is cut, never overflows. */
+static void set_error(char *err, size_t err_size, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !err_size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, err_size, fmt, ap);
+	va_end(ap);
+}
+
+static int fail(const struct where *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(const struct where *w, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!w->err || !w->err_size)
+		return -EINVAL;
+	n = snprintf(w->err, w->err_size, "%s:%u: ", w->name, w->line);
+	if (n >= 0 && (size_t)n < w->err_size) {
+		va_start(ap, fmt);
+		vsnprintf(w->err + n, w->err_size - n, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static int fail_value(const struct where *w, const struct key *k)
+{
+	switch (k->type) {
+	case KEY_U32:
+		return fail(w, "bad value for '%s': must be an integer from %u to %u", k->name,
+			    k->min, k->max);
+	case KEY_MODE:
+		return fail(w, "bad value for '%s': must be an octal mode from %#o to %#o", k->name,
+			    k->min, k->max);
+	case KEY_BOOL:
+		return fail(w, "bad value for '%s': must be true, false, yes, no, 1 or 0", k->name);
+	case KEY_PATH:
+		return fail(w, "bad value for '%s': must be an absolute path shorter than %u bytes",
+			    k->name, k->max);
+	case KEY_GROUP:
+		return fail(w,
+			    "bad value for '%s': must be empty or a group name of at most %u "
+			    "characters from A-Z a-z 0-9 _ . -",
+			    k->name, k->max - 1);
+	}
+	assert(!"unknown key type");
+	return -EINVAL;
+}
+
+static const char *skip_space(const char *s, const char *end)
+{
+	while (s < end && isspace((unsigned char)*s))
+		s++;
+	return s;
+}
+
+static const char *trim_end(const char *s, const char *end)
+{
+	while (end > s && isspace((unsigned char)end[-1]))
+		end--;
+	return end;
+}
+
+/* End of the line's content: the first '#' outside double quotes, if any. */
+static const char *comment_start(const char *s, const char *end)
+{
+	bool quoted = false;
+
+	for (; s < end; s++) {
+		if (*s == '"')
+			quoted = !quoted;
+		else if (*s == '#' && !quoted)
+			return s;
+	}
+	return end;
+}
+
+static const struct key *key_find(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strlen(keys[i].name) == len && !memcmp(keys[i].name, name, len))
+			return &keys[i];
+	return NULL;
+}
+
+/* Digits only: no sign, no space, no base prefix, at least one digit. */
+static int parse_uint(const char *s, size_t len, unsigned base, uint32_t min, uint32_t max,
+		      uint32_t *ret)
+{
+	uint64_t v = 0;
+
+	if (!len)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = s[i];
+
+		if (ch < '0' || ch >= '0' + base)
+			return -EINVAL;
+		v = v * base + (ch - '0');
+		if (v > max) /* checked per digit, so v cannot overflow */
+			return -ERANGE;
+	}
+	if (v < min)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
+static bool word_is(const char *s, size_t len, const char *word)
+{
+	return strlen(word) == len && !strncasecmp(s, word, len);
+}
+
+static int parse_bool(const char *s, size_t len, bool *ret)
+{
+	if (word_is(s, len, "true") || word_is(s, len, "yes") || word_is(s, len, "1"))
+		*ret = true;
+	else if (word_is(s, len, "false") || word_is(s, len, "no") || word_is(s, len, "0"))
+		*ret = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static bool group_char_ok(char ch)
+{
+	return isalnum((unsigned char)ch) || ch == '_' || ch == '.' || ch == '-';
+}
+
+/* Writes the value of key k into c. Returns -EINVAL if it is not valid. */
+static int key_set(struct config *c, const struct key *k, const char *s, size_t len)
+{
+	void *field = (char *)c + k->offset;
+	uint32_t v;
+	bool b;
+	int r;
+
+	switch (k->type) {
+	case KEY_U32:
+	case KEY_MODE:
+		r = parse_uint(s, len, k->type == KEY_MODE ? 8 : 10, k->min, k->max, &v);
+		if (r < 0)
+			return -EINVAL;
+		if (k->type == KEY_MODE)
+			*(mode_t *)field = v;
+		else
+			*(uint32_t *)field = v;
+		return 0;
+	case KEY_BOOL:
+		r = parse_bool(s, len, &b);
+		if (r < 0)
+			return r;
+		*(bool *)field = b;
+		return 0;
+	case KEY_PATH:
+		if (!len || s[0] != '/' || len >= k->max)
+			return -EINVAL;
+		break;
+	case KEY_GROUP:
+		if (len >= k->max)
+			return -EINVAL;
+		for (size_t i = 0; i < len; i++)
+			if (!group_char_ok(s[i]))
+				return -EINVAL;
+		break;
+	}
+	memcpy(field, s, len);
+	((char *)field)[len] = '\0';
+	return 0;
+}
+
+/* One line, without its '\n'. Blank and comment-only lines are fine. */
+static int parse_line(struct config *c, const char *s, const char *end, const struct where *w)
+{
+	const struct key *k;
+	const char *eq, *key_end, *val, *val_end;
+	size_t key_len;
+
+	end = comment_start(s, end);
+	s = skip_space(s, end);
+	end = trim_end(s, end); /* also drops the '\r' of a CRLF line */
+	if (s == end)
+		return 0;
+
+	eq = memchr(s, '=', end - s);
+	if (!eq || eq == s)
+		return fail(w, "expected 'key = value'");
+	key_end = trim_end(s, eq);
+	key_len = key_end - s;
+	k = key_find(s, key_len);
+	if (!k)
+		return fail(w, "unknown key '%.*s'", key_len < INT_MAX ? (int)key_len : INT_MAX, s);
+
+	val = skip_space(eq + 1, end);
+	val_end = end;
+	/* Quotes keep spaces and '#' in a value; there are no escapes. */
+	if (val < val_end && *val == '"') {
+		const char *close = memchr(val + 1, '"', val_end - val - 1);
+
+		if (!close)
+			return fail(w, "bad value for '%s': missing closing quote", k->name);
+		if (close + 1 != val_end)
+			return fail(w, "bad value for '%s': text after closing quote", k->name);
+		val++;
+		val_end = close;
+	}
+
+	if (key_set(c, k, val, val_end - val) < 0)
+		return fail_value(w, k);
+	return 0;
+}
+
+int config_parse(struct config *c, const char *name, const char *text, char *err, size_t err_size)
+{
+	struct where w = {.name = name, .line = 0, .err = err, .err_size = err_size};
+	struct config tmp;
+	const char *p = text;
+	int r;
+
+	assert(c && name && text);
+	/* Applied to a copy so a bad file leaves c as it was. */
+	tmp = *c;
+	while (*p) {
+		const char *eol = p + strcspn(p, "\n");
+
+		w.line++;
+		/* A key given twice is not an error: the last one wins, so a
+		 * line appended to the file overrides the shipped value. */
+		r = parse_line(&tmp, p, eol, &w);
+		if (r < 0)
+			return r;
+		p = *eol ? eol + 1 : eol;
+	}
+	*c = tmp;
+	if (err && err_size)
+		err[0] = '\0';
+	return 0;
+}
+
+/* Reads all of path into a NUL-terminated buffer. Returns -EFBIG past
+ * CONFIG_FILE_MAX_BYTES, else -errno. */
+static int read_file(const char *path, char **ret_text, size_t *ret_len)
+{
+	struct stat st;
+	char *buf = NULL, *nbuf;
+	size_t len = 0, cap;
+	ssize_t n;
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (S_ISREG(st.st_mode) && st.st_size > CONFIG_FILE_MAX_BYTES) {
+		r = -EFBIG;
+		goto out;
+	}
+	/* st_size is only a hint: the file may change, or be a pipe. */
+	cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 2 : 4096;
+	buf = malloc(cap);
+	if (!buf) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		/* Room for one more byte and the NUL, up to one byte past the
+		 * limit so an oversized file is seen as such. */
+		if (cap - len < 2) {
+			cap = cap * 2 > CONFIG_FILE_MAX_BYTES + 2 ? CONFIG_FILE_MAX_BYTES + 2
+								  : cap * 2;
+			nbuf = realloc(buf, cap);
+			if (!nbuf) {
+				r = -ENOMEM;
+				goto out;
+			}
+			buf = nbuf;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += n;
+		if (len > CONFIG_FILE_MAX_BYTES) {
+			r = -EFBIG;
+			goto out;
+		}
+	}
+	buf[len] = '\0';
+	*ret_text = buf;
+	*ret_len = len;
+	buf = NULL;
+	r = 0;
+out:
+	free(buf);
+	close(fd);
+	return r;
+}
+
+int config_load(struct config *c, const char *path, char *err, size_t err_size)
+{
+	const char *nul;
+	char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	assert(c && path);
+	r = read_file(path, &text, &len);
+	if (r == -EFBIG) {
+		set_error(err, err_size, "cannot read %s: larger than %u bytes", path,
+			  CONFIG_FILE_MAX_BYTES);
+		return r;
+	}
+	if (r < 0) {
+		set_error(err, err_size, "cannot read %s: %s", path, strerror(-r));
+		return r;
+	}
+
+	/* config_parse() would stop at a NUL and silently ignore the rest. */
+	nul = memchr(text, '\0', len);
+	if (nul) {
+		unsigned line = 1;
+
+		for (const char *p = text; p < nul; p++)
+			line += *p == '\n';
+		set_error(err, err_size, "%s:%u: unexpected NUL byte", path, line);
+		free(text);
+		return -EINVAL;
+	}
+
+	r = config_parse(c, path, text, err, err_size);
+	free(text);
+	return r;
+}

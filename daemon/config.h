@@ -1,0 +1,43 @@
+/*
+ * config: offcpud's configuration file (etc/offcpud.conf documents every key).
+ * Format: "key = value" lines; '#' starts a comment; blank lines ignored.
+ * An unknown key or a bad value is an error naming file, line and key.
+ * Called by main() once at start-up. Does not log: errors come back as text.
+ */
+#ifndef CONFIG_H
+#define CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct config {
+	char socket_path[108]; /* sun_path size */
+	mode_t socket_mode; /* octal in the file, e.g. 0660 */
+	char socket_group[64]; /* "" keeps the daemon's group */
+	uint32_t drain_interval_ms; /* how often the kernel maps are emptied */
+	uint32_t max_capture_seconds;
+	uint32_t max_request_bytes; /* longest accepted request line */
+	uint32_t max_clients; /* concurrent connections */
+	uint32_t agg_map_entries; /* per buffer; two buffers exist */
+	uint32_t stack_map_entries; /* per buffer; two buffers exist */
+	bool trace_self; /* include offcpud's own threads */
+};
+
+/* Fills every field with its documented default. */
+void config_init(struct config *c);
+
+/*
+ * Applies "key = value" lines from text to c (which holds defaults or earlier
+ * values). name is used in messages ("NAME:LINE: ..."). Returns 0, or
+ * -EINVAL with a message in err; c may then be partly updated.
+ */
+int config_parse(struct config *c, const char *name, const char *text, char *err,
+		 size_t err_size);
+
+/* Reads path and applies it with config_parse(). Returns -errno (with a
+ * message in err) if the file cannot be read, -EINVAL on a bad line. */
+int config_load(struct config *c, const char *path, char *err, size_t err_size);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * drain: one emptying of the kernel's aggregation maps, with every stack
+ * already named. drain_run() blocks (it waits for in-flight BPF programs and
+ * reads maps and ELF files), so the daemon runs it on a libuv worker thread,
+ * one at a time; the symbolizer is used only from there. Does not log.
+ */
+#ifndef DRAIN_H
+#define DRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector.h"
+#include "symbolizer.h"
+
+struct drain_row {
+	struct offcpu_key key;
+	struct offcpu_value value;
+	const char *ustack; /* ';'-joined frames root->leaf; "" if none */
+	const char *kstack;
+};
+
+struct drain_result {
+	struct drain_row *rows;
+	size_t n_rows;
+	uint64_t counters[OFFCPU_CNT_MAX]; /* totals since the programs were loaded */
+	/* private: */
+	struct hashtab *names;
+};
+
+/* Drains c and names the stacks. Returns 0 or -errno; *ret must be released
+ * with drain_result_release() either way. */
+int drain_run(struct collector *c, struct symbolizer *s, struct drain_result *ret);
+void drain_result_release(struct drain_result *r);
+
+#endif

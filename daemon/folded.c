@@ -1,0 +1,115 @@
+/* folded: see folded.h. Lines are collected, then sorted and merged once. */
+#define _GNU_SOURCE /* asprintf */
+#include "folded.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct folded_line {
+	char *stack;
+	uint64_t value;
+};
+
+struct folded {
+	struct folded_line *lines;
+	size_t n, cap;
+};
+
+int folded_new(struct folded **ret)
+{
+	struct folded *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	*ret = f;
+	return 0;
+}
+
+void folded_free(struct folded *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->n; i++)
+		free(f->lines[i].stack);
+	free(f->lines);
+	free(f);
+}
+
+/* A comm may hold any byte but NUL; ';' or a newline would break the line. */
+static void comm_sanitize(char *dst, size_t size, const char *comm)
+{
+	size_t i;
+
+	for (i = 0; comm[i] && i + 1 < size; i++)
+		dst[i] = (comm[i] == ';' || comm[i] == '\n' || comm[i] == '\r') ? '_' : comm[i];
+	dst[i] = '\0';
+}
+
+int folded_add(struct folded *f, const char *comm, const char *ustack, const char *kstack,
+	       bool want_user, bool want_kernel, uint64_t value)
+{
+	char name[64], *line = NULL;
+	int n;
+
+	comm_sanitize(name, sizeof(name), comm);
+	if (want_user && want_kernel)
+		n = asprintf(&line, "%s%s%s;-%s%s", name, *ustack ? ";" : "", ustack,
+			     *kstack ? ";" : "", kstack);
+	else if (want_user)
+		n = asprintf(&line, "%s%s%s", name, *ustack ? ";" : "", ustack);
+	else
+		n = asprintf(&line, "%s%s%s", name, *kstack ? ";" : "", kstack);
+	if (n < 0)
+		return -ENOMEM;
+
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 64;
+		struct folded_line *l = realloc(f->lines, cap * sizeof(*l));
+
+		if (!l) {
+			free(line);
+			return -ENOMEM;
+		}
+		f->lines = l;
+		f->cap = cap;
+	}
+	f->lines[f->n++] = (struct folded_line){ .stack = line, .value = value };
+	return 0;
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct folded_line *)a)->stack,
+		      ((const struct folded_line *)b)->stack);
+}
+
+char *folded_text(struct folded *f, uint64_t divisor)
+{
+	char *text = NULL;
+	size_t size = 0;
+	FILE *out;
+
+	qsort(f->lines, f->n, sizeof(*f->lines), line_cmp);
+	out = open_memstream(&text, &size);
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < f->n;) {
+		uint64_t sum = 0;
+		size_t j;
+
+		for (j = i; j < f->n && !strcmp(f->lines[j].stack, f->lines[i].stack); j++)
+			sum += f->lines[j].value;
+		sum = (sum + divisor / 2) / divisor;
+		if (sum)
+			fprintf(out, "%s %" PRIu64 "\n", f->lines[i].stack, sum);
+		i = j;
+	}
+	if (fclose(out) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}

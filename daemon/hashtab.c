@@ -1,0 +1,150 @@
+/* hashtab: see hashtab.h. Linear probing, grown to keep the load under 70 %. */
+#include "hashtab.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct hashtab {
+	size_t key_size;
+	size_t value_size;
+	size_t entry_size; /* used byte, key, value; padded for alignment */
+	size_t value_offset;
+	size_t capacity; /* power of two */
+	size_t count;
+	unsigned char *entries;
+};
+
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL;
+	return h ^ (h >> 31);
+}
+
+static unsigned char *entry_at(const struct hashtab *h, size_t i)
+{
+	return h->entries + i * h->entry_size;
+}
+
+int hashtab_new(size_t key_size, size_t value_size, struct hashtab **ret)
+{
+	struct hashtab *h = calloc(1, sizeof(*h));
+	size_t align = sizeof(uint64_t);
+
+	if (!h)
+		return -ENOMEM;
+	h->key_size = key_size;
+	h->value_size = value_size;
+	h->value_offset = (align + key_size + align - 1) / align * align;
+	h->entry_size = (h->value_offset + value_size + align - 1) / align * align;
+	h->capacity = 16;
+	h->entries = calloc(h->capacity, h->entry_size);
+	if (!h->entries) {
+		free(h);
+		return -ENOMEM;
+	}
+	*ret = h;
+	return 0;
+}
+
+void hashtab_free(struct hashtab *h)
+{
+	if (!h)
+		return;
+	free(h->entries);
+	free(h);
+}
+
+/* Index of key's entry, or of the empty entry where it would go. */
+static size_t find(const struct hashtab *h, const void *key)
+{
+	size_t mask = h->capacity - 1;
+	size_t i = hash_bytes(key, h->key_size) & mask;
+
+	for (;;) {
+		unsigned char *e = entry_at(h, i);
+
+		if (!e[0] || !memcmp(e + sizeof(uint64_t), key, h->key_size))
+			return i;
+		i = (i + 1) & mask;
+	}
+}
+
+void *hashtab_get(const struct hashtab *h, const void *key)
+{
+	unsigned char *e = entry_at(h, find(h, key));
+
+	return e[0] ? e + h->value_offset : NULL;
+}
+
+static int grow(struct hashtab *h)
+{
+	struct hashtab bigger = *h;
+
+	bigger.capacity = h->capacity * 2;
+	bigger.entries = calloc(bigger.capacity, h->entry_size);
+	if (!bigger.entries)
+		return -ENOMEM;
+	for (size_t i = 0; i < h->capacity; i++) {
+		unsigned char *e = entry_at(h, i);
+
+		if (e[0])
+			memcpy(entry_at(&bigger, find(&bigger, e + sizeof(uint64_t))), e,
+			       h->entry_size);
+	}
+	free(h->entries);
+	*h = bigger;
+	return 0;
+}
+
+void *hashtab_put(struct hashtab *h, const void *key, bool *ret_created)
+{
+	unsigned char *e;
+
+	e = entry_at(h, find(h, key));
+	if (e[0]) {
+		if (ret_created)
+			*ret_created = false;
+		return e + h->value_offset;
+	}
+	if ((h->count + 1) * 10 > h->capacity * 7) {
+		if (grow(h) < 0)
+			return NULL;
+		e = entry_at(h, find(h, key));
+	}
+	e[0] = 1;
+	memcpy(e + sizeof(uint64_t), key, h->key_size);
+	memset(e + h->value_offset, 0, h->value_size);
+	h->count++;
+	if (ret_created)
+		*ret_created = true;
+	return e + h->value_offset;
+}
+
+size_t hashtab_count(const struct hashtab *h)
+{
+	return h->count;
+}
+
+bool hashtab_next(const struct hashtab *h, size_t *pos, const void **ret_key, void **ret_value)
+{
+	for (size_t i = *pos; i < h->capacity; i++) {
+		unsigned char *e = entry_at(h, i);
+
+		if (e[0]) {
+			*pos = i + 1;
+			if (ret_key)
+				*ret_key = e + sizeof(uint64_t);
+			if (ret_value)
+				*ret_value = e + h->value_offset;
+			return true;
+		}
+	}
+	*pos = h->capacity;
+	return false;
+}

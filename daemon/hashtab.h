@@ -1,0 +1,32 @@
+/*
+ * hashtab: an open-addressing hash table with fixed-size keys and values,
+ * stored inline (no per-entry allocation). Keys are compared bytewise, so key
+ * structs must have no uninitialized padding. Used by the profile accumulator
+ * and the drain step. Not thread-safe. Does not log.
+ */
+#ifndef HASHTAB_H
+#define HASHTAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct hashtab;
+
+/* Returns 0 or -ENOMEM. */
+int hashtab_new(size_t key_size, size_t value_size, struct hashtab **ret);
+void hashtab_free(struct hashtab *h); /* NULL-safe */
+
+/* Value of key, or NULL. Valid until the next insertion. */
+void *hashtab_get(const struct hashtab *h, const void *key);
+
+/* Value of key, inserted zero-filled if absent (then *ret_created = true).
+ * NULL on ENOMEM (table unchanged). Valid until the next insertion. */
+void *hashtab_put(struct hashtab *h, const void *key, bool *ret_created);
+
+size_t hashtab_count(const struct hashtab *h);
+
+/* Iteration: start with *pos = 0; returns false at the end. Insertions during
+ * iteration are not allowed. */
+bool hashtab_next(const struct hashtab *h, size_t *pos, const void **ret_key, void **ret_value);
+
+#endif

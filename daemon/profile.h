@@ -1,0 +1,36 @@
+/*
+ * profile: what one capture has collected so far. Rows are keyed by thread,
+ * state and stacks and summed over drains; stack names are copied on first
+ * sight. Fed with drain rows and read out as folded text or protocol samples
+ * on the event loop thread. Does not log.
+ */
+#ifndef PROFILE_H
+#define PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "drain.h"
+#include "proto.h"
+
+struct profile;
+
+int profile_new(struct profile **ret); /* 0 or -ENOMEM */
+void profile_free(struct profile *p); /* NULL-safe */
+
+/* Adds a drained row (its slot is ignored). Returns 0 or -ENOMEM. */
+int profile_add(struct profile *p, const struct drain_row *row);
+
+uint64_t profile_total_ns(const struct profile *p);
+size_t profile_rows(const struct profile *p);
+
+/* Folded text, values in microseconds (see folded.h). NULL on ENOMEM. */
+char *profile_folded(const struct profile *p, bool want_user, bool want_kernel);
+
+/* Rows as protocol samples, frames root->leaf. Returns 0 or -ENOMEM; free
+ * with profile_samples_free(). */
+int profile_samples(const struct profile *p, struct proto_sample **ret, size_t *ret_n);
+void profile_samples_free(struct proto_sample *samples, size_t n);
+
+#endif

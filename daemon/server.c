@@ -1,0 +1,385 @@
+/* server: see server.h. */
+#define _GNU_SOURCE /* struct ucred */
+#include "server.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "proto.h"
+
+struct server {
+	uv_loop_t *loop;
+	uv_pipe_t listener;
+	struct server_ops ops;
+	void *userdata;
+	struct server_options opts;
+	char *path; /* set when we created the socket file */
+	bool activated;
+	uint32_t n_clients;
+	struct server_conn *conns; /* doubly linked */
+};
+
+struct server_conn {
+	uv_pipe_t pipe;
+	struct server *server;
+	struct server_conn *prev, *next;
+	char *buf;
+	size_t len, cap;
+	bool closing;
+	bool discard; /* rest of an oversized line */
+	uid_t uid;
+	void *data;
+};
+
+struct write_req {
+	uv_write_t req;
+	char *line;
+};
+
+static void conn_close_cb(uv_handle_t *h)
+{
+	struct server_conn *c = h->data;
+
+	free(c->buf);
+	free(c);
+}
+
+static void conn_unlink(struct server_conn *c)
+{
+	struct server *s = c->server;
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->prev = c->next = NULL;
+	s->n_clients--;
+}
+
+/* Closes now, dropping queued writes; tells the manager first. */
+static void conn_destroy(struct server_conn *c)
+{
+	if (c->closing && !c->server)
+		return;
+	if (c->server) {
+		c->server->ops.closed(c, c->server->userdata);
+		conn_unlink(c);
+		c->server = NULL;
+	}
+	c->closing = true;
+	if (!uv_is_closing((uv_handle_t *)&c->pipe))
+		uv_close((uv_handle_t *)&c->pipe, conn_close_cb);
+}
+
+static void shutdown_cb(uv_shutdown_t *req, int status)
+{
+	struct server_conn *c = req->handle->data;
+
+	(void)status;
+	free(req);
+	conn_destroy(c);
+}
+
+void server_conn_close(struct server_conn *c)
+{
+	uv_shutdown_t *req;
+
+	if (c->closing)
+		return;
+	c->closing = true;
+	uv_read_stop((uv_stream_t *)&c->pipe);
+	req = malloc(sizeof(*req));
+	/* uv_shutdown waits for queued writes, then ends our side. */
+	if (!req || uv_shutdown(req, (uv_stream_t *)&c->pipe, shutdown_cb) < 0) {
+		free(req);
+		c->closing = false;
+		conn_destroy(c);
+	}
+}
+
+static void write_cb(uv_write_t *req, int status)
+{
+	struct write_req *w = (struct write_req *)req;
+
+	(void)status; /* a client that went away is noticed by its read side */
+	free(w->line);
+	free(w);
+}
+
+int server_conn_send(struct server_conn *c, char *line)
+{
+	struct write_req *w;
+	uv_buf_t buf;
+	int r;
+
+	if (!line)
+		return -ENOMEM;
+	if (c->closing || !c->server) {
+		free(line);
+		return -EPIPE;
+	}
+	w = malloc(sizeof(*w));
+	if (!w) {
+		free(line);
+		return -ENOMEM;
+	}
+	w->line = line;
+	buf = uv_buf_init(line, strlen(line));
+	r = uv_write(&w->req, (uv_stream_t *)&c->pipe, &buf, 1, write_cb);
+	if (r < 0) {
+		free(line);
+		free(w);
+		return r; /* libuv errors are -errno */
+	}
+	return 0;
+}
+
+static void send_error_and_close(struct server_conn *c, const char *code, const char *msg)
+{
+	server_conn_send(c, proto_reply_error(code, msg));
+	server_conn_close(c);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct server_conn *c = h->data;
+	size_t want = c->len + (suggested < 65536 ? suggested : 65536);
+
+	if (want > c->cap) {
+		char *b = realloc(c->buf, want);
+
+		if (!b) {
+			*buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
+			return;
+		}
+		c->buf = b;
+		c->cap = want;
+	}
+	*buf = uv_buf_init(c->buf + c->len, c->cap - c->len);
+}
+
+static void read_cb(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
+{
+	struct server_conn *c = stream->data;
+	uint32_t limit;
+	size_t start = 0;
+
+	(void)buf;
+	if (n < 0) {
+		conn_destroy(c); /* EOF or error: the client is gone */
+		return;
+	}
+	if (!c->server || c->closing)
+		return;
+	limit = c->server->opts.max_request_bytes;
+	c->len += n;
+	for (;;) {
+		char *nl = memchr(c->buf + start, '\n', c->len - start);
+		size_t line_len;
+
+		if (!nl)
+			break;
+		line_len = nl - (c->buf + start);
+		*nl = '\0';
+		if (line_len > limit) {
+			send_error_and_close(c, PROTO_ERR_TOO_LARGE, "request line too long");
+			return;
+		}
+		c->server->ops.request(c, c->buf + start, line_len, c->server->userdata);
+		if (!c->server || c->closing)
+			return;
+		start = nl + 1 - c->buf;
+	}
+	memmove(c->buf, c->buf + start, c->len - start);
+	c->len -= start;
+	if (c->len > limit) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "request exceeds the limit of %u bytes", limit);
+		send_error_and_close(c, PROTO_ERR_TOO_LARGE, msg);
+	}
+}
+
+static void connection_cb(uv_stream_t *listener, int status)
+{
+	struct server *s = listener->data;
+	struct server_conn *c;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	uv_os_fd_t fd;
+
+	if (status < 0)
+		return;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return;
+	uv_pipe_init(s->loop, &c->pipe, 0);
+	c->pipe.data = c;
+	if (uv_accept(listener, (uv_stream_t *)&c->pipe) < 0) {
+		c->closing = true;
+		uv_close((uv_handle_t *)&c->pipe, conn_close_cb);
+		return;
+	}
+	c->server = s;
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	s->n_clients++;
+	c->uid = (uid_t)-1;
+	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+		c->uid = cred.uid;
+
+	if (s->n_clients > s->opts.max_clients) {
+		send_error_and_close(c, PROTO_ERR_BUSY, "too many clients connected");
+		return;
+	}
+	uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb);
+}
+
+/* A socket file left by a dead daemon is removed; a live one is an error. */
+static int path_take_over(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, r = 0;
+
+	if (access(path, F_OK) < 0)
+		return 0;
+	strncpy(sa.sun_path, path, sizeof(sa.sun_path) - 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		r = -EADDRINUSE;
+	else if (unlink(path) < 0 && errno != ENOENT)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+static int listen_on_path(struct server *s)
+{
+	const struct server_options *o = &s->opts;
+	char *dir, *slash;
+	int r;
+
+	dir = strdup(o->path);
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		mkdir(dir, 0755); /* /run/offcpud; an existing one is fine */
+	}
+	free(dir);
+
+	r = path_take_over(o->path);
+	if (r < 0)
+		return r;
+	r = uv_pipe_bind(&s->listener, o->path);
+	if (r < 0)
+		return r;
+	s->path = strdup(o->path);
+	if (!s->path)
+		return -ENOMEM;
+	if (chmod(o->path, o->mode) < 0)
+		return -errno;
+	if (o->group && *o->group) {
+		struct group *g = getgrnam(o->group);
+
+		if (!g)
+			return -ENOENT;
+		if (chown(o->path, (uid_t)-1, g->gr_gid) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+int server_new(uv_loop_t *loop, const struct server_options *opts, const struct server_ops *ops,
+	       void *userdata, struct server **ret)
+{
+	struct server *s;
+	int n, r;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->loop = loop;
+	s->ops = *ops;
+	s->opts = *opts;
+	s->userdata = userdata;
+	uv_pipe_init(loop, &s->listener, 0);
+	s->listener.data = s;
+
+	n = sd_listen_fds(1);
+	if (n > 1) {
+		r = -EINVAL; /* offcpud.socket declares exactly one */
+		goto fail;
+	}
+	if (n == 1) {
+		s->activated = true;
+		r = uv_pipe_open(&s->listener, SD_LISTEN_FDS_START);
+	} else {
+		r = listen_on_path(s);
+	}
+	if (r == 0)
+		r = uv_listen((uv_stream_t *)&s->listener, 128, connection_cb);
+	if (r < 0)
+		goto fail;
+	*ret = s;
+	return 0;
+fail:
+	server_free(s);
+	return r;
+}
+
+static void listener_close_cb(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+void server_free(struct server *s)
+{
+	if (!s)
+		return;
+	while (s->conns)
+		conn_destroy(s->conns);
+	if (s->path) {
+		unlink(s->path);
+		free(s->path);
+		s->path = NULL;
+	}
+	uv_close((uv_handle_t *)&s->listener, listener_close_cb);
+}
+
+int server_activated(const struct server *s)
+{
+	return s->activated;
+}
+
+void server_conn_set_data(struct server_conn *c, void *data)
+{
+	c->data = data;
+}
+
+void *server_conn_get_data(const struct server_conn *c)
+{
+	return c->data;
+}
+
+uid_t server_conn_uid(const struct server_conn *c)
+{
+	return c->uid;
+}

@@ -1,0 +1,951 @@
+/*
+ * symbolizer: see symbolizer.h.
+ *
+ * Three caches: the kernel table (loaded once), process maps (hash by tgid,
+ * LRU-bounded) and ELF symbol tables (a fixed pool of slots, LRU). A mapping
+ * points at its ELF slot together with the slot's serial, so an evicted and
+ * reused slot is noticed without reference counts. Not thread-safe.
+ */
+#include "symbolizer.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SYM_KALLSYMS_LINE_MAX	  1024 /* KSYM_NAME_LEN is 512 */
+#define SYM_MAPS_LINE_MAX	  (PATH_MAX + 256)
+#define SYM_KERNEL_FUNC_MAX_BYTES (1u << 20) /* farther from a symbol: not inside it */
+#define SYM_TABLE_MAX		  (1u << 24) /* symbols per table */
+#define SYM_NAME_BITS		  29	     /* low bits of sym_func.name: offset in names */
+#define SYM_NAMES_MAX_BYTES	  (1u << SYM_NAME_BITS)
+#define SYM_PROC_MAPS_MAX	  65536 /* executable mappings per process */
+#define SYM_PROCS_MAX		  4096
+#define SYM_PROC_BUCKETS	  1024 /* power of two */
+#define SYM_ELFS_MAX		  256
+#define SYM_ELF_LOADS_MAX	  32
+#define SYM_ELF_PHDRS_MAX	  4096
+#define SYM_BUILD_ID_MAX	  32
+#define SYM_NOTE_MAX_BYTES	  (64u << 10)
+#define SYM_SECTION_MAX_BYTES	  (1ull << 30)
+
+enum sym_bind {
+	SYM_BIND_GLOBAL,
+	SYM_BIND_WEAK,
+	SYM_BIND_LOCAL,
+};
+
+struct sym_func {
+	uint64_t addr;
+	uint32_t size; /* 0: up to the next symbol */
+	/* rank << SYM_NAME_BITS | offset in names: sorting on (addr, name) puts
+	 * the preferred name of an address first, then the table's order. */
+	uint32_t name;
+};
+
+struct sym_table {
+	struct sym_func *funcs;
+	size_t n_funcs, cap_funcs;
+	char *names;
+	size_t names_len, names_cap;
+};
+
+struct sym_elf_key {
+	uint8_t build_id[SYM_BUILD_ID_MAX];
+	size_t build_id_len; /* 0: identified by dev and ino */
+	uint64_t dev, ino;
+};
+
+struct sym_elf_load {
+	uint64_t offset, vaddr, filesz;
+};
+
+struct sym_elf {
+	uint64_t serial; /* 0: free slot */
+	uint64_t last_used;
+	struct sym_elf_key key;
+	struct sym_elf_load loads[SYM_ELF_LOADS_MAX];
+	size_t n_loads;
+	struct sym_table syms;
+};
+
+enum sym_map_elf_state {
+	SYM_MAP_ELF_UNKNOWN,
+	SYM_MAP_ELF_OK,
+	SYM_MAP_ELF_NONE,
+};
+
+struct sym_map {
+	uint64_t start, end, pgoff, ino;
+	uint32_t path; /* offset in sym_proc.paths */
+	enum sym_map_elf_state elf_state;
+	struct sym_elf *elf; /* valid while elf->serial == elf_serial */
+	uint64_t elf_serial;
+};
+
+struct sym_proc {
+	uint32_t tgid;
+	int err; /* maps unreadable: every lookup is [unknown] */
+	struct sym_proc *hash_next;
+	struct sym_proc *lru_prev, *lru_next;
+	struct sym_map *maps;
+	size_t n_maps, cap_maps;
+	char *paths;
+	size_t paths_len, paths_cap;
+};
+
+struct symbolizer {
+	char *proc_root;
+
+	struct sym_table kernel;
+	bool kernel_loaded;
+
+	struct sym_proc *procs[SYM_PROC_BUCKETS];
+	struct sym_proc *lru_oldest, *lru_newest;
+	size_t n_procs;
+
+	struct sym_elf *elfs; /* SYM_ELFS_MAX slots */
+	uint64_t elf_clock;
+	uint64_t elf_serial;
+};
+
+/* Grows *p (holding *cap elements of size each) to hold at least need. */
+static int sym_grow(void *p, size_t *cap, size_t need, size_t size, size_t initial)
+{
+	void **ptr = p;
+	size_t n = *cap ? *cap : initial;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	q = reallocarray(*ptr, n, size);
+	if (!q)
+		return -ENOMEM;
+	*ptr = q;
+	*cap = n;
+	return 0;
+}
+
+/* Appends a string of len bytes plus a NUL; returns its offset or -errno. */
+static int64_t sym_strbuf_add(char **buf, size_t *len_used, size_t *cap, size_t max, const char *s,
+			      size_t len)
+{
+	size_t off = *len_used;
+
+	if (len >= max - off)
+		return -E2BIG;
+	if (sym_grow(buf, cap, off + len + 1, 1, 16384) < 0)
+		return -ENOMEM;
+	memcpy(*buf + off, s, len);
+	(*buf)[off + len] = '\0';
+	*len_used = off + len + 1;
+	return off;
+}
+
+/*
+ * Symbols that share an address: the lowest rank names them. A public name
+ * wins over a '_' one even when only weak: glibc's poll, nanosleep and ~170
+ * others are weak aliases of a global __poll, __nanosleep...
+ */
+static unsigned sym_rank(enum sym_bind bind, const char *name)
+{
+	bool underscore = name[0] == '_';
+
+	switch (bind) {
+	case SYM_BIND_GLOBAL:
+		return underscore ? 2 : 0;
+	case SYM_BIND_WEAK:
+		return underscore ? 3 : 1;
+	default:
+		return underscore ? 5 : 4;
+	}
+}
+
+/* Returns 0, -E2BIG when the table is full (the symbol is dropped) or -ENOMEM. */
+static int sym_table_add(struct sym_table *t, uint64_t addr, uint64_t size, unsigned rank,
+			 const char *name, size_t len)
+{
+	int64_t off;
+
+	if (t->n_funcs >= SYM_TABLE_MAX)
+		return -E2BIG;
+	if (sym_grow(&t->funcs, &t->cap_funcs, t->n_funcs + 1, sizeof(*t->funcs), 1024) < 0)
+		return -ENOMEM;
+	off = sym_strbuf_add(&t->names, &t->names_len, &t->names_cap, SYM_NAMES_MAX_BYTES, name,
+			     len);
+	if (off < 0)
+		return off;
+	t->funcs[t->n_funcs++] = (struct sym_func){
+		.addr = addr,
+		.size = size > UINT32_MAX ? UINT32_MAX : size,
+		.name = (uint32_t)rank << SYM_NAME_BITS | (uint32_t)off,
+	};
+	return 0;
+}
+
+static int sym_func_cmp(const void *a, const void *b)
+{
+	const struct sym_func *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/* Sorts and keeps one symbol per address: the best-ranked name, the largest
+ * size (an alias may carry the size the other lacks). */
+static void sym_table_finish(struct sym_table *t)
+{
+	size_t i, n = 0;
+	void *p;
+
+	if (!t->n_funcs)
+		return;
+	qsort(t->funcs, t->n_funcs, sizeof(*t->funcs), sym_func_cmp);
+	for (i = 0; i < t->n_funcs; i++) {
+		if (n && t->funcs[n - 1].addr == t->funcs[i].addr) {
+			if (t->funcs[i].size > t->funcs[n - 1].size)
+				t->funcs[n - 1].size = t->funcs[i].size;
+			continue;
+		}
+		t->funcs[n++] = t->funcs[i];
+	}
+	t->n_funcs = n;
+	/* Tables live long: give back what doubling over-allocated. */
+	p = reallocarray(t->funcs, n, sizeof(*t->funcs));
+	if (p) {
+		t->funcs = p;
+		t->cap_funcs = n;
+	}
+	p = realloc(t->names, t->names_len);
+	if (p) {
+		t->names = p;
+		t->names_cap = t->names_len;
+	}
+}
+
+/* Returns the symbol with the greatest address <= addr, or NULL. */
+static const struct sym_func *sym_table_find(const struct sym_table *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->n_funcs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->funcs[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &t->funcs[lo - 1] : NULL;
+}
+
+static const char *sym_table_name(const struct sym_table *t, const struct sym_func *f)
+{
+	return t->names + (f->name & (SYM_NAMES_MAX_BYTES - 1));
+}
+
+static void sym_table_free(struct sym_table *t)
+{
+	free(t->funcs);
+	free(t->names);
+	*t = (struct sym_table){ 0 };
+}
+
+/* Reads one line without its '\n' into buf. Returns 1, 0 at end of file, or
+ * -EOVERFLOW for a line that did not fit (consumed, buf holds its start). */
+static int sym_getline(FILE *f, char *buf, size_t size)
+{
+	bool overflow = false;
+	size_t len = 0;
+	int c;
+
+	while ((c = getc_unlocked(f)) != EOF && c != '\n') {
+		if (len + 1 < size)
+			buf[len++] = c;
+		else
+			overflow = true;
+	}
+	if (c == EOF && !len && !overflow)
+		return 0;
+	buf[len] = '\0';
+	return overflow ? -EOVERFLOW : 1;
+}
+
+/* "ffffffff81000000 T name\t[module]": adds text symbols, skips the rest. */
+static int sym_kernel_parse_line(struct sym_table *t, const char *line)
+{
+	enum sym_bind bind;
+	const char *name;
+	uint64_t addr;
+	char *end;
+	size_t len;
+
+	addr = strtoull(line, &end, 16);
+	if (end == line || end[0] != ' ' || !end[1] || end[2] != ' ')
+		return 0;
+	switch (end[1]) {
+	case 'T':
+		bind = SYM_BIND_GLOBAL;
+		break;
+	case 'W':
+	case 'w':
+		bind = SYM_BIND_WEAK;
+		break;
+	case 't':
+		bind = SYM_BIND_LOCAL;
+		break;
+	default:
+		return 0;
+	}
+	name = end + 3;
+	len = strcspn(name, " \t");
+	/* kptr_restrict shows every address as 0 */
+	if (!len || !addr)
+		return 0;
+	return sym_table_add(t, addr, 0, sym_rank(bind, name), name, len);
+}
+
+static int sym_kernel_load(struct symbolizer *s)
+{
+	char path[PATH_MAX], line[SYM_KALLSYMS_LINE_MAX];
+	int r = 0;
+	FILE *f;
+
+	if (snprintf(path, sizeof(path), "%s/kallsyms", s->proc_root) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	for (;;) {
+		int n = sym_getline(f, line, sizeof(line));
+
+		if (!n)
+			break;
+		if (n < 0)
+			continue;
+		r = sym_kernel_parse_line(&s->kernel, line);
+		if (r == -ENOMEM)
+			break;
+	}
+	fclose(f);
+	if (r == -ENOMEM) {
+		sym_table_free(&s->kernel);
+		return r;
+	}
+	sym_table_finish(&s->kernel);
+	return 0;
+}
+
+int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t size)
+{
+	const struct sym_func *f;
+
+	/* Loaded once: a failure other than memory (no file, kptr_restrict)
+	 * will not go away by reading again. */
+	if (!s->kernel_loaded && sym_kernel_load(s) != -ENOMEM)
+		s->kernel_loaded = true;
+	f = sym_table_find(&s->kernel, addr);
+	if (!f || addr - f->addr >= SYM_KERNEL_FUNC_MAX_BYTES) {
+		snprintf(buf, size, "0x%" PRIx64, addr);
+		return -ENOENT;
+	}
+	snprintf(buf, size, "%s", sym_table_name(&s->kernel, f));
+	return 0;
+}
+
+static void sym_elf_clear(struct sym_elf *e)
+{
+	sym_table_free(&e->syms);
+	memset(e, 0, sizeof(*e));
+}
+
+static bool sym_elf_key_equal(const struct sym_elf_key *a, const struct sym_elf_key *b)
+{
+	if (a->build_id_len != b->build_id_len)
+		return false;
+	if (a->build_id_len)
+		return !memcmp(a->build_id, b->build_id, a->build_id_len);
+	return a->dev == b->dev && a->ino == b->ino;
+}
+
+/* True if [offset, offset + size) lies inside a file of file_size bytes. */
+static bool sym_in_file(uint64_t offset, uint64_t size, uint64_t file_size)
+{
+	return offset <= file_size && size <= file_size - offset;
+}
+
+static bool sym_elf_build_id(Elf *elf, size_t phnum, uint64_t file_size, struct sym_elf_key *key)
+{
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		Elf_Data *d;
+		size_t pos = 0, next, name_off, desc_off;
+		GElf_Nhdr nh;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_NOTE)
+			continue;
+		if (!sym_in_file(ph.p_offset, ph.p_filesz, file_size) ||
+		    ph.p_filesz > SYM_NOTE_MAX_BYTES)
+			continue;
+		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz,
+					 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+		if (!d)
+			continue;
+		while ((next = gelf_getnote(d, pos, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof("GNU") &&
+			    !memcmp((char *)d->d_buf + name_off, "GNU", sizeof("GNU")) &&
+			    nh.n_descsz && nh.n_descsz <= SYM_BUILD_ID_MAX) {
+				memcpy(key->build_id, (char *)d->d_buf + desc_off, nh.n_descsz);
+				key->build_id_len = nh.n_descsz;
+				return true;
+			}
+			pos = next;
+		}
+	}
+	return false;
+}
+
+static void sym_elf_read_loads(struct sym_elf *e, Elf *elf, size_t phnum)
+{
+	for (size_t i = 0; i < phnum && e->n_loads < SYM_ELF_LOADS_MAX; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		e->loads[e->n_loads++] = (struct sym_elf_load){
+			.offset = ph.p_offset,
+			.vaddr = ph.p_vaddr,
+			.filesz = ph.p_filesz,
+		};
+	}
+}
+
+static bool sym_section_usable(const GElf_Shdr *sh, uint64_t file_size)
+{
+	return sh->sh_type != SHT_NOBITS && sh->sh_size <= SYM_SECTION_MAX_BYTES &&
+	       sym_in_file(sh->sh_offset, sh->sh_size, file_size);
+}
+
+/* A symbol without size is taken to end at the end of its section at the
+ * latest (e.g. _init must not swallow the PLT that follows it). */
+static uint64_t sym_elf_unsized_bound(Elf *elf, const GElf_Sym *sym)
+{
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+
+	if (sym->st_shndx >= SHN_LORESERVE)
+		return 0;
+	scn = elf_getscn(elf, sym->st_shndx);
+	if (!scn || !gelf_getshdr(scn, &sh))
+		return 0;
+	if (sym->st_value < sh.sh_addr || sym->st_value - sh.sh_addr >= sh.sh_size)
+		return 0;
+	return sh.sh_size - (sym->st_value - sh.sh_addr);
+}
+
+static int sym_elf_read_symbols(struct sym_table *t, Elf *elf, Elf_Scn *scn, uint64_t file_size)
+{
+	GElf_Shdr sh, str_sh;
+	Elf_Scn *str_scn;
+	Elf_Data *d;
+	size_t entsize, n;
+
+	if (!gelf_getshdr(scn, &sh) || !sym_section_usable(&sh, file_size))
+		return -EINVAL;
+	str_scn = elf_getscn(elf, sh.sh_link);
+	if (!str_scn || !gelf_getshdr(str_scn, &str_sh) || !sym_section_usable(&str_sh, file_size))
+		return -EINVAL;
+	entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
+	d = elf_getdata(scn, NULL);
+	if (!d || !entsize)
+		return -EINVAL;
+	n = d->d_size / entsize;
+	for (size_t i = 1; i < n; i++) {
+		GElf_Sym sym;
+		enum sym_bind bind;
+		const char *name;
+		uint64_t size;
+		size_t len;
+		int r;
+
+		if (!gelf_getsym(d, i, &sym))
+			break;
+		if (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
+		    GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC)
+			continue;
+		if (sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			continue;
+		name = elf_strptr(elf, sh.sh_link, sym.st_name);
+		if (!name)
+			continue;
+		len = strcspn(name, "@"); /* "read@@GLIBC_2.2.5" */
+		if (!len)
+			continue;
+		switch (GELF_ST_BIND(sym.st_info)) {
+		case STB_WEAK:
+			bind = SYM_BIND_WEAK;
+			break;
+		case STB_LOCAL:
+			bind = SYM_BIND_LOCAL;
+			break;
+		default:
+			bind = SYM_BIND_GLOBAL;
+			break;
+		}
+		size = sym.st_size ? sym.st_size : sym_elf_unsized_bound(elf, &sym);
+		r = sym_table_add(t, sym.st_value, size, sym_rank(bind, name), name, len);
+		if (r == -E2BIG)
+			break;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Fills e from an opened ELF: its PT_LOADs and its function symbols, from
+ * .symtab if that has any, else from .dynsym. */
+static int sym_elf_load(struct sym_elf *e, Elf *elf, size_t phnum, uint64_t file_size)
+{
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+	int r = 0;
+
+	sym_elf_read_loads(e, elf, phnum);
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			break;
+		if (sh.sh_type == SHT_SYMTAB && !symtab)
+			symtab = scn;
+		else if (sh.sh_type == SHT_DYNSYM && !dynsym)
+			dynsym = scn;
+	}
+	if (symtab)
+		r = sym_elf_read_symbols(&e->syms, elf, symtab, file_size);
+	if (r != -ENOMEM && !e->syms.n_funcs && dynsym) {
+		sym_table_free(&e->syms);
+		r = sym_elf_read_symbols(&e->syms, elf, dynsym, file_size);
+	}
+	if (r == -ENOMEM)
+		return r;
+	sym_table_finish(&e->syms);
+	return 0;
+}
+
+static struct sym_elf *sym_elf_find(struct symbolizer *s, const struct sym_elf_key *key)
+{
+	for (size_t i = 0; i < SYM_ELFS_MAX; i++)
+		if (s->elfs[i].serial && sym_elf_key_equal(&s->elfs[i].key, key))
+			return &s->elfs[i];
+	return NULL;
+}
+
+/* A free slot, else the least recently used one, emptied. */
+static struct sym_elf *sym_elf_victim(struct symbolizer *s)
+{
+	struct sym_elf *v = &s->elfs[0];
+
+	for (size_t i = 0; i < SYM_ELFS_MAX; i++) {
+		if (!s->elfs[i].serial) {
+			v = &s->elfs[i];
+			break;
+		}
+		if (s->elfs[i].last_used < v->last_used)
+			v = &s->elfs[i];
+	}
+	sym_elf_clear(v);
+	return v;
+}
+
+/* Opens path if it is a regular file (and, if ino is nonzero, that inode:
+ * a path may since name another file). Returns an fd or -errno. */
+static int sym_open_regular(const char *path, uint64_t ino, struct stat *st)
+{
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || (ino && st->st_ino != ino)) {
+		close(fd);
+		return -ENOENT;
+	}
+	return fd;
+}
+
+/* map_files reaches deleted files and other mount namespaces, <pid>/root
+ * only the latter; the plain path is the last resort. */
+static int sym_map_open(struct symbolizer *s, uint32_t tgid, const struct sym_map *m,
+			const char *path, struct stat *st)
+{
+	char buf[PATH_MAX];
+	int fd = -ENOENT;
+
+	if (snprintf(buf, sizeof(buf), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64,
+		     s->proc_root, tgid, m->start, m->end) < (int)sizeof(buf))
+		fd = sym_open_regular(buf, 0, st);
+	if (fd < 0 && snprintf(buf, sizeof(buf), "%s/%" PRIu32 "/root%s", s->proc_root, tgid,
+			       path) < (int)sizeof(buf))
+		fd = sym_open_regular(buf, m->ino, st);
+	if (fd < 0)
+		fd = sym_open_regular(path, m->ino, st);
+	return fd;
+}
+
+/* Returns the ELF slot of m's file, opening and loading it if needed, or
+ * NULL if it cannot be read as ELF (remembered until the maps are dropped). */
+static struct sym_elf *sym_map_elf(struct symbolizer *s, uint32_t tgid, struct sym_map *m,
+				   const char *path)
+{
+	struct sym_elf_key key = { 0 };
+	struct sym_elf *e = NULL;
+	struct stat st;
+	size_t phnum;
+	Elf *elf;
+	int fd;
+
+	if (m->elf_state == SYM_MAP_ELF_NONE)
+		return NULL;
+	if (m->elf_state == SYM_MAP_ELF_OK && m->elf->serial == m->elf_serial) {
+		m->elf->last_used = ++s->elf_clock;
+		return m->elf;
+	}
+	m->elf_state = SYM_MAP_ELF_NONE;
+	fd = sym_map_open(s, tgid, m, path, &st);
+	if (fd < 0)
+		return NULL;
+	/* ELF_C_READ: elfutils reads only the parts asked for, and a file
+	 * truncated under us gives errors, not SIGBUS as a mapping would. */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum) < 0)
+		goto out;
+	if (phnum > SYM_ELF_PHDRS_MAX)
+		phnum = SYM_ELF_PHDRS_MAX;
+	if (!sym_elf_build_id(elf, phnum, st.st_size, &key)) {
+		key.dev = st.st_dev;
+		key.ino = st.st_ino;
+	}
+	e = sym_elf_find(s, &key);
+	if (!e) {
+		e = sym_elf_victim(s);
+		if (sym_elf_load(e, elf, phnum, st.st_size) < 0) {
+			sym_elf_clear(e);
+			e = NULL;
+			goto out;
+		}
+		e->key = key;
+		e->serial = ++s->elf_serial;
+	}
+	e->last_used = ++s->elf_clock;
+	m->elf = e;
+	m->elf_serial = e->serial;
+	m->elf_state = SYM_MAP_ELF_OK;
+out:
+	elf_end(elf);
+	close(fd);
+	return e;
+}
+
+static bool sym_elf_vaddr(const struct sym_elf *e, uint64_t offset, uint64_t *ret_vaddr)
+{
+	for (size_t i = 0; i < e->n_loads; i++) {
+		const struct sym_elf_load *l = &e->loads[i];
+
+		if (offset >= l->offset && offset - l->offset < l->filesz) {
+			*ret_vaddr = offset - l->offset + l->vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * "start-end perms offset dev inode   path": adds executable mappings, skips
+ * anything malformed. The path is the rest of the line (it may hold spaces).
+ */
+static int sym_proc_parse_line(struct sym_proc *p, const char *line)
+{
+	static const char deleted[] = " (deleted)";
+	uint64_t start, end, pgoff, ino;
+	const char *q = line;
+	size_t len;
+	int64_t off;
+	char *e;
+
+	start = strtoull(q, &e, 16);
+	if (e == q || *e != '-')
+		return 0;
+	q = e + 1;
+	end = strtoull(q, &e, 16);
+	if (e == q || *e != ' ' || start >= end)
+		return 0;
+	q = e + 1;
+	if (strnlen(q, 5) < 5 || q[4] != ' ' || q[2] != 'x')
+		return 0;
+	q += 5;
+	pgoff = strtoull(q, &e, 16);
+	if (e == q || *e != ' ')
+		return 0;
+	q = strchr(e + 1, ' '); /* dev */
+	if (!q)
+		return 0;
+	q++;
+	ino = strtoull(q, &e, 10);
+	if (e == q || (*e != ' ' && *e))
+		return 0;
+	q = e + strspn(e, " ");
+	len = strlen(q);
+	if (len > sizeof(deleted) - 1 && !strcmp(q + len - (sizeof(deleted) - 1), deleted))
+		len -= sizeof(deleted) - 1;
+
+	if (p->n_maps >= SYM_PROC_MAPS_MAX)
+		return 0;
+	if (sym_grow(&p->maps, &p->cap_maps, p->n_maps + 1, sizeof(*p->maps), 16) < 0)
+		return -ENOMEM;
+	off = sym_strbuf_add(&p->paths, &p->paths_len, &p->paths_cap, UINT32_MAX, q, len);
+	if (off == -E2BIG)
+		return 0;
+	if (off < 0)
+		return off;
+	p->maps[p->n_maps++] = (struct sym_map){
+		.start = start,
+		.end = end,
+		.pgoff = pgoff,
+		.ino = ino,
+		.path = off,
+	};
+	return 0;
+}
+
+static int sym_map_cmp(const void *a, const void *b)
+{
+	const struct sym_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Returns 0, -ENOENT if the maps cannot be read, or -ENOMEM. */
+static int sym_proc_read_maps(struct symbolizer *s, struct sym_proc *p)
+{
+	char path[PATH_MAX], line[SYM_MAPS_LINE_MAX];
+	int r = 0;
+	FILE *f;
+
+	if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", s->proc_root, p->tgid) >=
+	    (int)sizeof(path))
+		return -ENOENT;
+	f = fopen(path, "re");
+	if (!f)
+		return -ENOENT;
+	for (;;) {
+		int n = sym_getline(f, line, sizeof(line));
+
+		if (!n)
+			break;
+		if (n < 0)
+			continue;
+		r = sym_proc_parse_line(p, line);
+		if (r < 0)
+			break;
+	}
+	fclose(f);
+	if (r < 0)
+		return r;
+	if (p->n_maps)
+		qsort(p->maps, p->n_maps, sizeof(*p->maps), sym_map_cmp);
+	return 0;
+}
+
+static struct sym_map *sym_proc_find_map(struct sym_proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->n_maps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr >= p->maps[lo - 1].end)
+		return NULL;
+	return &p->maps[lo - 1];
+}
+
+static void sym_proc_free(struct sym_proc *p)
+{
+	if (!p)
+		return;
+	free(p->maps);
+	free(p->paths);
+	free(p);
+}
+
+static void sym_lru_unlink(struct symbolizer *s, struct sym_proc *p)
+{
+	if (p->lru_prev)
+		p->lru_prev->lru_next = p->lru_next;
+	else
+		s->lru_oldest = p->lru_next;
+	if (p->lru_next)
+		p->lru_next->lru_prev = p->lru_prev;
+	else
+		s->lru_newest = p->lru_prev;
+	p->lru_prev = p->lru_next = NULL;
+}
+
+static void sym_lru_push(struct symbolizer *s, struct sym_proc *p)
+{
+	p->lru_prev = s->lru_newest;
+	p->lru_next = NULL;
+	if (s->lru_newest)
+		s->lru_newest->lru_next = p;
+	else
+		s->lru_oldest = p;
+	s->lru_newest = p;
+}
+
+static struct sym_proc **sym_proc_bucket(struct symbolizer *s, uint32_t tgid)
+{
+	return &s->procs[tgid & (SYM_PROC_BUCKETS - 1)];
+}
+
+static void sym_proc_evict_oldest(struct symbolizer *s)
+{
+	struct sym_proc *p = s->lru_oldest, **pp;
+
+	for (pp = sym_proc_bucket(s, p->tgid); *pp != p; pp = &(*pp)->hash_next)
+		;
+	*pp = p->hash_next;
+	sym_lru_unlink(s, p);
+	sym_proc_free(p);
+	s->n_procs--;
+}
+
+/* Returns the cached process, reading its maps on first use, or NULL when
+ * out of memory. */
+static struct sym_proc *sym_proc_get(struct symbolizer *s, uint32_t tgid)
+{
+	struct sym_proc **bucket = sym_proc_bucket(s, tgid), *p;
+
+	for (p = *bucket; p; p = p->hash_next) {
+		if (p->tgid == tgid) {
+			sym_lru_unlink(s, p);
+			sym_lru_push(s, p);
+			return p;
+		}
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->tgid = tgid;
+	p->err = sym_proc_read_maps(s, p);
+	if (p->err == -ENOMEM) {
+		sym_proc_free(p);
+		return NULL;
+	}
+	if (s->n_procs >= SYM_PROCS_MAX)
+		sym_proc_evict_oldest(s);
+	p->hash_next = *bucket;
+	*bucket = p;
+	sym_lru_push(s, p);
+	s->n_procs++;
+	return p;
+}
+
+static const char *sym_basename(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b && b[1] ? b + 1 : path;
+}
+
+int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *buf, size_t size)
+{
+	const struct sym_func *f;
+	struct sym_elf *e;
+	struct sym_proc *p;
+	struct sym_map *m;
+	uint64_t offset, vaddr;
+	const char *path;
+
+	p = sym_proc_get(s, tgid);
+	m = p && !p->err ? sym_proc_find_map(p, addr) : NULL;
+	if (!m) {
+		snprintf(buf, size, "[unknown]");
+		return -ENOENT;
+	}
+	path = p->paths + m->path;
+	/* "[vdso]", "[anon:name]" are shown as they are; no path, "//anon",
+	 * "anon_inode:..." name nothing useful. */
+	if (path[0] != '/' || path[1] == '/') {
+		snprintf(buf, size, "%s", path[0] == '[' ? path : "[unknown]");
+		return -ENOENT;
+	}
+	offset = addr - m->start + m->pgoff;
+	e = sym_map_elf(s, tgid, m, path);
+	if (!e || !sym_elf_vaddr(e, offset, &vaddr)) {
+		snprintf(buf, size, "%s+0x%" PRIx64, sym_basename(path), offset);
+		return -ENOENT;
+	}
+	f = sym_table_find(&e->syms, vaddr);
+	if (!f || (f->size && vaddr - f->addr >= f->size)) {
+		snprintf(buf, size, "%s+0x%" PRIx64, sym_basename(path), vaddr);
+		return -ENOENT;
+	}
+	snprintf(buf, size, "%s", sym_table_name(&e->syms, f));
+	return 0;
+}
+
+void symbolizer_forget_processes(struct symbolizer *s)
+{
+	while (s->lru_oldest)
+		sym_proc_evict_oldest(s);
+}
+
+int symbolizer_new(const char *proc_root, struct symbolizer **ret)
+{
+	struct symbolizer *s;
+
+	assert(proc_root && ret);
+	/* If libelf refused this version, elf_begin() fails later and frames
+	 * come out as module+offset, as for any unreadable file. */
+	elf_version(EV_CURRENT);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->proc_root = strdup(proc_root);
+	s->elfs = calloc(SYM_ELFS_MAX, sizeof(*s->elfs));
+	if (!s->proc_root || !s->elfs) {
+		symbolizer_free(s);
+		return -ENOMEM;
+	}
+	*ret = s;
+	return 0;
+}
+
+void symbolizer_free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	symbolizer_forget_processes(s);
+	if (s->elfs)
+		for (size_t i = 0; i < SYM_ELFS_MAX; i++)
+			sym_table_free(&s->elfs[i].syms);
+	free(s->elfs);
+	sym_table_free(&s->kernel);
+	free(s->proc_root);
+	free(s);
+}

@@ -1,0 +1,40 @@
+/*
+ * symbolizer: turns stack addresses into frame names.
+ * Kernel addresses via <proc>/kallsyms; user addresses via <proc>/PID/maps and
+ * the mapped ELF file's .symtab (else .dynsym), read with libelf. ELF symbol
+ * tables are cached per binary (by build-id where present, else by device and
+ * inode) and shared by every process that maps it; process maps are cached per
+ * tgid until symbolizer_forget_processes(). The proc root is a parameter so
+ * tests can use a fixture directory. Called by the daemon when it drains
+ * stacks. Does not log.
+ *
+ * A frame is never dropped: what cannot be named is written as
+ * "module+0xOFFSET" (OFFSET: the ELF virtual address, as addr2line takes it),
+ * or "[unknown]" if no mapping covers the address.
+ */
+#ifndef SYMBOLIZER_H
+#define SYMBOLIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct symbolizer;
+
+/* proc_root is usually "/proc". Returns 0 or -ENOMEM. */
+int symbolizer_new(const char *proc_root, struct symbolizer **ret);
+void symbolizer_free(struct symbolizer *s); /* NULL-safe */
+
+/* Writes the name of the kernel function containing addr into buf (always
+ * NUL-terminated, truncated to size). Returns 0 if found, -ENOENT if written
+ * as a raw address. */
+int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t size);
+
+/* Same for an address in process tgid's user address space. Returns 0 if a
+ * symbol was found, -ENOENT if written as module+0xOFFSET or [unknown]. */
+int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *buf, size_t size);
+
+/* Drops cached process maps, so the next lookup re-reads them (mappings
+ * change with dlopen/exec; pids get reused). ELF caches are kept. */
+void symbolizer_forget_processes(struct symbolizer *s);
+
+#endif

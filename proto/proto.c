@@ -1,0 +1,1153 @@
+/*
+ * proto: request parsing and reply formatting for the offcpud socket protocol
+ * (see proto.h and PROTOCOL.md). All JSON handling of the project lives here.
+ * The capture request is described once, by proto__capture_fields[], which
+ * drives defaults, parsing, validation and proto_request_format().
+ */
+#include "proto.h"
+#include "thread_state.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#define PROTO__PID_MAX	       4194304 /* PID_MAX_LIMIT on 64-bit kernels */
+#define PROTO__SECONDS_MAX     86400
+#define PROTO__SECONDS_DEFAULT 10
+/* Largest integer a JSON number (an IEEE double) carries exactly. */
+#define PROTO__JSON_INT_MAX    (UINT64_C(1) << 53)
+
+/* ---- the capture request's fields -------------------------------------- */
+
+enum proto__kind {
+	PROTO__KIND_UINT,   /* integer in [min, max], stored in a uint32_t or uint64_t */
+	PROTO__KIND_IDS,    /* array of integers in [min, max], stored as uint32_t[] + count */
+	PROTO__KIND_STATES, /* non-empty array of thread_state names, stored as a mask */
+	PROTO__KIND_ENUM,   /* one of names[], stored as its index (the enum value) */
+};
+
+struct proto__field {
+	const char *name;
+	enum proto__kind kind;
+	size_t offset;		  /* of the value in struct proto_capture_request */
+	size_t size;		  /* of the value; for IDS, of the whole array */
+	size_t count_offset;	  /* IDS: of the element count */
+	uint64_t min;		  /* UINT, IDS (per element) */
+	uint64_t max;		  /* UINT, IDS (per element) */
+	uint64_t def;		  /* UINT: value; STATES: mask; ENUM: index */
+	const char *const *names; /* ENUM: NULL-terminated, indexed by enum value */
+};
+
+/* Enum values are stored through a uint32_t; see proto__store(). */
+_Static_assert(sizeof(enum proto_stacks) == sizeof(uint32_t), "enum proto_stacks size");
+_Static_assert(sizeof(enum proto_format) == sizeof(uint32_t), "enum proto_format size");
+
+static const char *const proto__stacks_names[] = {
+	[PROTO_STACKS_BOTH] = "both",
+	[PROTO_STACKS_USER] = "user",
+	[PROTO_STACKS_KERNEL] = "kernel",
+	NULL,
+};
+
+static const char *const proto__format_names[] = {
+	[PROTO_FORMAT_FOLDED] = "folded",
+	[PROTO_FORMAT_JSON] = "json",
+	NULL,
+};
+
+#define PROTO__AT(member)                                                                          \
+	.offset = offsetof(struct proto_capture_request, member),                                  \
+	.size = sizeof(((struct proto_capture_request *)0)->member)
+
+static const struct proto__field proto__capture_fields[] = {
+	{
+		.name = "pids",
+		.kind = PROTO__KIND_IDS,
+		PROTO__AT(pids),
+		.count_offset = offsetof(struct proto_capture_request, n_pids),
+		.min = 1,
+		.max = PROTO__PID_MAX,
+	},
+	{
+		.name = "tids",
+		.kind = PROTO__KIND_IDS,
+		PROTO__AT(tids),
+		.count_offset = offsetof(struct proto_capture_request, n_tids),
+		.min = 1,
+		.max = PROTO__PID_MAX,
+	},
+	{
+		.name = "seconds",
+		.kind = PROTO__KIND_UINT,
+		PROTO__AT(seconds),
+		.min = 1,
+		.max = PROTO__SECONDS_MAX,
+		.def = PROTO__SECONDS_DEFAULT,
+	},
+	{
+		.name = "states",
+		.kind = PROTO__KIND_STATES,
+		PROTO__AT(state_mask),
+		.def = THREAD_STATE_ALL,
+	},
+	{
+		.name = "min_block_us",
+		.kind = PROTO__KIND_UINT,
+		PROTO__AT(min_block_us),
+		.max = PROTO__JSON_INT_MAX,
+	},
+	{
+		.name = "max_block_us",
+		.kind = PROTO__KIND_UINT,
+		PROTO__AT(max_block_us),
+		.max = PROTO__JSON_INT_MAX,
+	},
+	{
+		.name = "stacks",
+		.kind = PROTO__KIND_ENUM,
+		PROTO__AT(stacks),
+		.def = PROTO_STACKS_BOTH,
+		.names = proto__stacks_names,
+	},
+	{
+		.name = "format",
+		.kind = PROTO__KIND_ENUM,
+		PROTO__AT(format),
+		.def = PROTO_FORMAT_FOLDED,
+		.names = proto__format_names,
+	},
+};
+
+#define PROTO__N_FIELDS (sizeof(proto__capture_fields) / sizeof(proto__capture_fields[0]))
+_Static_assert(PROTO__N_FIELDS <= 32, "the duplicate check uses a 32-bit mask");
+
+static const struct {
+	const char *name;
+	enum proto_cmd cmd;
+	bool has_fields; /* takes proto__capture_fields */
+} proto__commands[] = {
+	{ "status", PROTO_CMD_STATUS, false },
+	{ "capture", PROTO_CMD_CAPTURE, true },
+	{ "stop", PROTO_CMD_STOP, false },
+};
+
+#define PROTO__N_COMMANDS (sizeof(proto__commands) / sizeof(proto__commands[0]))
+
+/* ---- small helpers ----------------------------------------------------- */
+
+/* Integer members of 4 or 8 bytes, in host byte order; memcpy keeps this free
+ * of aliasing questions for the enum members. */
+static void proto__store(void *dst, size_t size, uint64_t v)
+{
+	assert(size == sizeof(uint32_t) || size == sizeof(uint64_t));
+	if (size == sizeof(uint32_t)) {
+		uint32_t v32 = v;
+
+		memcpy(dst, &v32, sizeof(v32));
+	} else {
+		memcpy(dst, &v, sizeof(v));
+	}
+}
+
+static uint64_t proto__load(const void *src, size_t size)
+{
+	assert(size == sizeof(uint32_t) || size == sizeof(uint64_t));
+	if (size == sizeof(uint32_t)) {
+		uint32_t v32;
+
+		memcpy(&v32, src, sizeof(v32));
+		return v32;
+	} else {
+		uint64_t v;
+
+		memcpy(&v, src, sizeof(v));
+		return v;
+	}
+}
+
+static int proto__fail(char *err, size_t err_size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int proto__fail(char *err, size_t err_size, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && err_size) {
+		va_start(ap, fmt);
+		vsnprintf(err, err_size, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/*
+ * Offset of the first NUL in buf[0..len), raw or escaped as \u0000, or len.
+ * cJSON strings are NUL-terminated, so either would silently cut a string
+ * (or, raw, the whole input). In valid JSON every backslash starts an escape,
+ * which makes a plain scan enough; in invalid JSON cJSON finds the error.
+ */
+static size_t proto__find_nul(const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (!buf[i])
+			return i;
+		if (buf[i] != '\\')
+			continue;
+		if (len - i >= 6 && !memcmp(buf + i + 1, "u0000", 5))
+			return i;
+		i++; /* the escaped character, which may be a backslash */
+		if (i < len && !buf[i])
+			return i;
+	}
+	return len;
+}
+
+/*
+ * Parses buf[0..len) as exactly one JSON value, surrounded by optional
+ * whitespace. Returns the tree, or NULL with *ret_offset set to the byte
+ * offset of the first error. len is authoritative; a NUL is an error.
+ */
+static cJSON *proto__parse_json(const char *buf, size_t len, size_t *ret_offset)
+{
+	const char *end = NULL;
+	cJSON *root;
+	size_t pos;
+
+	*ret_offset = 0;
+	if (!buf || !len)
+		return NULL;
+	pos = proto__find_nul(buf, len);
+	if (pos < len) {
+		*ret_offset = pos;
+		return NULL;
+	}
+	root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+	if (!root) {
+		if (end && end >= buf && end <= buf + len)
+			*ret_offset = end - buf;
+		return NULL;
+	}
+	pos = end - buf;
+	while (pos < len &&
+	       (buf[pos] == ' ' || buf[pos] == '\t' || buf[pos] == '\r' || buf[pos] == '\n'))
+		pos++;
+	if (pos < len) {
+		cJSON_Delete(root);
+		*ret_offset = pos;
+		return NULL;
+	}
+	return root;
+}
+
+/*
+ * Reads an integral JSON number in [min, max] into *ret. what names the value
+ * in messages, e.g. "field 'seconds'".
+ */
+static int proto__get_uint(const cJSON *item, const char *what, uint64_t min, uint64_t max,
+			   uint64_t *ret, char *err, size_t err_size)
+{
+	double d;
+
+	if (!cJSON_IsNumber(item))
+		return proto__fail(err, err_size, "%s must be an integer", what);
+	d = item->valuedouble;
+	/* Converting NaN, infinities or |d| >= 2^63 to an integer is undefined;
+	 * those fail the range check instead. */
+	if (d > -9.0e18 && d < 9.0e18 && d != (double)(int64_t)d)
+		return proto__fail(err, err_size, "%s must be an integer", what);
+	if (!(d >= (double)min && d <= (double)max))
+		return proto__fail(err, err_size, "%s must be between %" PRIu64 " and %" PRIu64,
+				   what, min, max);
+	*ret = (uint64_t)d;
+	return 0;
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+static void proto__capture_defaults(struct proto_capture_request *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < PROTO__N_FIELDS; i++) {
+		const struct proto__field *f = &proto__capture_fields[i];
+
+		if (f->kind != PROTO__KIND_IDS)
+			proto__store((char *)c + f->offset, f->size, f->def);
+	}
+}
+
+static int proto__parse_enum(const struct proto__field *f, const cJSON *item, void *dst,
+			     const char *what, char *err, size_t err_size)
+{
+	char list[64] = "";
+
+	for (size_t i = 0; f->names[i]; i++) {
+		if (cJSON_IsString(item) && !strcmp(item->valuestring, f->names[i])) {
+			proto__store(dst, f->size, i);
+			return 0;
+		}
+	}
+	for (size_t i = 0; f->names[i]; i++) {
+		if (strlen(list) + strlen(f->names[i]) + 3 > sizeof(list))
+			break;
+		if (i)
+			strcat(list, ", ");
+		strcat(list, f->names[i]);
+	}
+	return proto__fail(err, err_size, "%s must be one of: %s", what, list);
+}
+
+static int proto__parse_field(const struct proto__field *f, const cJSON *item,
+			      struct proto_capture_request *c, char *err, size_t err_size)
+{
+	char *dst = (char *)c + f->offset;
+	char what[96];
+	const cJSON *el;
+	uint64_t v;
+	size_t n;
+	int r;
+
+	snprintf(what, sizeof(what), "field '%s'", f->name);
+
+	switch (f->kind) {
+	case PROTO__KIND_UINT:
+		r = proto__get_uint(item, what, f->min, f->max, &v, err, err_size);
+		if (r < 0)
+			return r;
+		proto__store(dst, f->size, v);
+		return 0;
+
+	case PROTO__KIND_IDS: {
+		size_t cap = f->size / sizeof(uint32_t);
+		uint32_t ids[PROTO_MAX_IDS];
+
+		if (!cJSON_IsArray(item))
+			return proto__fail(err, err_size, "%s must be an array of integers", what);
+		n = cJSON_GetArraySize(item);
+		if (n > cap || n > PROTO_MAX_IDS)
+			return proto__fail(err, err_size, "%s has %zu entries; at most %zu allowed",
+					   what, n, cap);
+		n = 0;
+		cJSON_ArrayForEach(el, item)
+		{
+			char el_what[128];
+
+			snprintf(el_what, sizeof(el_what), "%s[%zu]", what, n);
+			r = proto__get_uint(el, el_what, f->min, f->max, &v, err, err_size);
+			if (r < 0)
+				return r;
+			ids[n++] = v;
+		}
+		memcpy(dst, ids, n * sizeof(ids[0]));
+		proto__store((char *)c + f->count_offset, sizeof(size_t), n);
+		return 0;
+	}
+
+	case PROTO__KIND_STATES: {
+		uint32_t mask = 0;
+
+		if (!cJSON_IsArray(item))
+			return proto__fail(err, err_size, "%s must be an array of strings", what);
+		cJSON_ArrayForEach(el, item)
+		{
+			int bit;
+
+			if (!cJSON_IsString(el))
+				return proto__fail(err, err_size, "%s must be an array of strings",
+						   what);
+			bit = thread_state_parse(el->valuestring);
+			if (bit < 0)
+				return proto__fail(
+					err, err_size,
+					"%s: unknown thread state '%s' (expected R, S, D, O "
+					"or running, sleeping, disk, other)",
+					what, el->valuestring);
+			mask |= 1u << bit;
+		}
+		/* An empty list would capture nothing; almost surely a client bug. */
+		if (!mask)
+			return proto__fail(err, err_size, "%s must not be empty", what);
+		proto__store(dst, f->size, mask);
+		return 0;
+	}
+
+	case PROTO__KIND_ENUM:
+		return proto__parse_enum(f, item, dst, what, err, err_size);
+	}
+	return proto__fail(err, err_size, "%s: internal error", what);
+}
+
+static const struct proto__field *proto__find_field(const char *name, size_t *ret_index)
+{
+	for (size_t i = 0; i < PROTO__N_FIELDS; i++) {
+		if (!strcmp(name, proto__capture_fields[i].name)) {
+			*ret_index = i;
+			return &proto__capture_fields[i];
+		}
+	}
+	return NULL;
+}
+
+static int proto__parse_request(const cJSON *root, struct proto_request *req, char *err,
+				size_t err_size)
+{
+	const cJSON *v, *cmd, *item;
+	const char *cmd_name;
+	bool has_fields = false;
+	uint32_t seen = 0;
+	size_t i;
+	int r;
+
+	if (!cJSON_IsObject(root))
+		return proto__fail(err, err_size, "request must be a JSON object");
+
+	/* The version comes first: another version may use another shape. */
+	v = cJSON_GetObjectItemCaseSensitive(root, "v");
+	if (!v)
+		return proto__fail(err, err_size, "missing field 'v' (protocol version)");
+	if (!cJSON_IsNumber(v))
+		return proto__fail(err, err_size, "field 'v' must be an integer");
+	if (v->valuedouble != PROTO_VERSION)
+		return proto__fail(err, err_size,
+				   "unsupported protocol version %g; this daemon speaks %d",
+				   v->valuedouble, PROTO_VERSION);
+
+	cmd = cJSON_GetObjectItemCaseSensitive(root, "cmd");
+	if (!cmd)
+		return proto__fail(err, err_size, "missing field 'cmd'");
+	if (!cJSON_IsString(cmd))
+		return proto__fail(err, err_size, "field 'cmd' must be a string");
+	cmd_name = cmd->valuestring;
+	for (i = 0; i < PROTO__N_COMMANDS; i++) {
+		if (!strcmp(cmd_name, proto__commands[i].name)) {
+			req->cmd = proto__commands[i].cmd;
+			has_fields = proto__commands[i].has_fields;
+			break;
+		}
+	}
+	if (i == PROTO__N_COMMANDS)
+		return proto__fail(err, err_size, "unknown command '%s'", cmd_name);
+
+	if (has_fields)
+		proto__capture_defaults(&req->capture);
+
+	cJSON_ArrayForEach(item, root)
+	{
+		const struct proto__field *f = NULL;
+		const char *name = item->string;
+		size_t index;
+
+		if (!strcmp(name, "v") || !strcmp(name, "cmd")) {
+			/* cJSON keeps duplicate keys; the lookups above saw the first. */
+			if (item != v && item != cmd)
+				return proto__fail(err, err_size, "duplicate field '%s'", name);
+			continue;
+		}
+		if (has_fields)
+			f = proto__find_field(name, &index);
+		if (!f)
+			return proto__fail(err, err_size, "unknown field '%s' for command '%s'",
+					   name, cmd_name);
+		if (seen & (UINT32_C(1) << index))
+			return proto__fail(err, err_size, "duplicate field '%s'", name);
+		seen |= UINT32_C(1) << index;
+		r = proto__parse_field(f, item, &req->capture, err, err_size);
+		if (r < 0)
+			return r;
+	}
+
+	/* The one rule that spans two fields. */
+	if (has_fields && req->capture.max_block_us &&
+	    req->capture.max_block_us < req->capture.min_block_us)
+		return proto__fail(err, err_size,
+				   "field 'max_block_us' (%" PRIu64
+				   ") must be >= 'min_block_us' (%" PRIu64 "), or 0 for no bound",
+				   req->capture.max_block_us, req->capture.min_block_us);
+	return 0;
+}
+
+int proto_request_parse(const char *buf, size_t len, struct proto_request *ret, char *err,
+			size_t err_size)
+{
+	size_t offset;
+	cJSON *root;
+	int r;
+
+	if (err && err_size)
+		err[0] = '\0';
+	if (!buf || !len)
+		return proto__fail(err, err_size, "empty request");
+	root = proto__parse_json(buf, len, &offset);
+	if (!root)
+		return proto__fail(err, err_size, "malformed JSON at byte %zu", offset);
+	memset(ret, 0, sizeof(*ret));
+	r = proto__parse_request(root, ret, err, err_size);
+	cJSON_Delete(root);
+	return r;
+}
+
+/* ---- reply and request formatting -------------------------------------- */
+
+/*
+ * Length of the well-formed UTF-8 sequence at s, or 0 if there is none
+ * (overlong forms, surrogates and code points past U+10FFFF are not).
+ * Stops at the first bad byte, so never reads past a NUL.
+ */
+static size_t proto__utf8_seq(const unsigned char *s)
+{
+	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c >= 0xe0 && c <= 0xef) {
+		if (c == 0xe0)
+			lo = 0xa0;
+		else if (c == 0xed)
+			hi = 0x9f;
+		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80)
+			return 0;
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f;
+		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+static bool proto__utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	for (; *p; p += n) {
+		n = proto__utf8_seq(p);
+		if (!n)
+			return false;
+	}
+	return true;
+}
+
+/* A malloc'd copy of s with each byte that does not start valid UTF-8
+ * replaced by U+FFFD; NULL on ENOMEM. */
+static char *proto__utf8_fix(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned char *fixed, *q;
+	size_t n;
+
+	fixed = malloc(strlen(s) * 3 + 1);
+	if (!fixed)
+		return NULL;
+	for (q = fixed; *p; p += n ? n : 1) {
+		n = proto__utf8_seq(p);
+		if (n) {
+			memcpy(q, p, n);
+			q += n;
+		} else {
+			memcpy(q, "\xef\xbf\xbd", 3);
+			q += 3;
+		}
+	}
+	*q = '\0';
+	return (char *)fixed;
+}
+
+/*
+ * A JSON string item for s. cJSON escapes quotes and control characters but
+ * copies other bytes as they are, and comm names, symbols and error messages
+ * (which quote client input) may hold any bytes: cleaning them keeps every
+ * line valid JSON. NULL becomes "".
+ */
+static cJSON *proto__string(const char *s)
+{
+	cJSON *item;
+	char *fixed;
+
+	if (!s)
+		s = "";
+	if (proto__utf8_valid(s))
+		return cJSON_CreateString(s);
+	fixed = proto__utf8_fix(s);
+	if (!fixed)
+		return NULL;
+	item = cJSON_CreateString(fixed);
+	free(fixed);
+	return item;
+}
+
+/* Adds item under name (cleaned like a string value: counter names come
+ * from the caller; NULL becomes ""). Consumes item, also on failure. */
+static bool proto__add_item(cJSON *obj, const char *name, cJSON *item)
+{
+	char *fixed = NULL;
+	bool ok;
+
+	if (!item)
+		return false;
+	if (!name)
+		name = "";
+	if (!proto__utf8_valid(name)) {
+		fixed = proto__utf8_fix(name);
+		if (!fixed) {
+			cJSON_Delete(item);
+			return false;
+		}
+		name = fixed;
+	}
+	ok = cJSON_AddItemToObject(obj, name, item);
+	if (!ok)
+		cJSON_Delete(item);
+	free(fixed);
+	return ok;
+}
+
+static bool proto__add_string(cJSON *obj, const char *name, const char *s)
+{
+	return proto__add_item(obj, name, proto__string(s));
+}
+
+/*
+ * Integers go out as raw decimal text: cJSON prints doubles with 15
+ * significant digits, which would round nanosecond totals past 10^15.
+ */
+static cJSON *proto__u64(uint64_t v)
+{
+	char text[24];
+
+	snprintf(text, sizeof(text), "%" PRIu64, v);
+	return cJSON_CreateRaw(text);
+}
+
+static bool proto__add_u64(cJSON *obj, const char *name, uint64_t v)
+{
+	return proto__add_item(obj, name, proto__u64(v));
+}
+
+/* cJSON would print NaN and infinities as null; rates are never negative either. */
+static bool proto__add_rate(cJSON *obj, const char *name, double v)
+{
+	return proto__add_item(obj, name, cJSON_CreateNumber(isfinite(v) && v > 0 ? v : 0));
+}
+
+static bool proto__add_bool(cJSON *obj, const char *name, bool v)
+{
+	return proto__add_item(obj, name, cJSON_CreateBool(v));
+}
+
+static bool proto__add_counters(cJSON *obj, const char *name, const struct proto_counter *c,
+				size_t n)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	for (size_t i = 0; o && c && i < n; i++) {
+		if (!proto__add_u64(o, c[i].name, c[i].value)) {
+			cJSON_Delete(o);
+			return false;
+		}
+	}
+	return proto__add_item(obj, name, o);
+}
+
+static bool proto__add_frames(cJSON *obj, const char *name, const char *const *frames, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (size_t i = 0; a && frames && i < n; i++) {
+		cJSON *s = proto__string(frames[i]);
+
+		if (!s || !cJSON_AddItemToArray(a, s)) {
+			cJSON_Delete(s);
+			cJSON_Delete(a);
+			return false;
+		}
+	}
+	return proto__add_item(obj, name, a);
+}
+
+/* A reply or request object with its "v" member. */
+static cJSON *proto__new_message(void)
+{
+	cJSON *root = cJSON_CreateObject();
+
+	if (root && !proto__add_u64(root, "v", PROTO_VERSION)) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return root;
+}
+
+/* Prints root as one '\n'-terminated line and frees it; NULL on ENOMEM. */
+static char *proto__finish(cJSON *root)
+{
+	char *line, *grown;
+	size_t len;
+
+	if (!root)
+		return NULL;
+	line = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	if (!line)
+		return NULL;
+	/* cJSON allocates with malloc (no hooks are installed), so realloc is fine. */
+	len = strlen(line);
+	grown = realloc(line, len + 2);
+	if (!grown) {
+		free(line);
+		return NULL;
+	}
+	grown[len] = '\n';
+	grown[len + 1] = '\0';
+	return grown;
+}
+
+static bool proto__format_field(cJSON *obj, const struct proto__field *f,
+				const struct proto_capture_request *c)
+{
+	const char *src = (const char *)c + f->offset;
+	uint64_t v;
+	cJSON *a;
+
+	switch (f->kind) {
+	case PROTO__KIND_UINT:
+		v = proto__load(src, f->size);
+		return v == f->def || proto__add_u64(obj, f->name, v);
+
+	case PROTO__KIND_IDS: {
+		size_t n = proto__load((const char *)c + f->count_offset, sizeof(size_t));
+		uint32_t id;
+
+		/* The caller builds the request; more ids would not fit the struct. */
+		assert(n <= f->size / sizeof(uint32_t));
+		if (!n)
+			return true;
+		a = cJSON_CreateArray();
+		for (size_t i = 0; a && i < n; i++) {
+			memcpy(&id, src + i * sizeof(id), sizeof(id));
+			if (!cJSON_AddItemToArray(a, proto__u64(id))) {
+				cJSON_Delete(a);
+				return false;
+			}
+		}
+		return proto__add_item(obj, f->name, a);
+	}
+
+	case PROTO__KIND_STATES:
+		v = proto__load(src, f->size);
+		if (v == f->def)
+			return true;
+		a = cJSON_CreateArray();
+		for (unsigned bit = 0; a && bit < 32; bit++) {
+			/* Unknown bits are sent as "?" so the daemon rejects them. */
+			if ((v & (UINT64_C(1) << bit)) &&
+			    !cJSON_AddItemToArray(a, cJSON_CreateString(thread_state_name(bit)))) {
+				cJSON_Delete(a);
+				return false;
+			}
+		}
+		return proto__add_item(obj, f->name, a);
+
+	case PROTO__KIND_ENUM: {
+		size_t n_names = 0;
+
+		v = proto__load(src, f->size);
+		while (f->names[n_names])
+			n_names++;
+		assert(v < n_names);
+		return v == f->def || proto__add_string(obj, f->name, f->names[v]);
+	}
+	}
+	return false;
+}
+
+char *proto_request_format(const struct proto_request *req)
+{
+	cJSON *root = proto__new_message();
+	const char *name = NULL;
+	bool has_fields = false;
+
+	for (size_t i = 0; i < PROTO__N_COMMANDS; i++) {
+		if (proto__commands[i].cmd == req->cmd) {
+			name = proto__commands[i].name;
+			has_fields = proto__commands[i].has_fields;
+		}
+	}
+	assert(name);
+	if (!root || !proto__add_string(root, "cmd", name))
+		goto fail;
+	for (size_t i = 0; has_fields && i < PROTO__N_FIELDS; i++)
+		if (!proto__format_field(root, &proto__capture_fields[i], &req->capture))
+			goto fail;
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
+char *proto_reply_error(const char *code, const char *message)
+{
+	cJSON *root = proto__new_message();
+	cJSON *error;
+
+	if (!root || !proto__add_bool(root, "ok", false))
+		goto fail;
+	error = cJSON_AddObjectToObject(root, "error");
+	if (!proto__add_string(error, "code", code ? code : PROTO_ERR_INTERNAL) ||
+	    !proto__add_string(error, "message", message))
+		goto fail;
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
+/* {"v":1,"ok":true,"cmd":CMD,CMD:{}}, with *ret_body pointing at the last object. */
+static cJSON *proto__new_ok(const char *cmd, cJSON **ret_body)
+{
+	cJSON *root = proto__new_message();
+
+	if (!root || !proto__add_bool(root, "ok", true) || !proto__add_string(root, "cmd", cmd) ||
+	    !(*ret_body = cJSON_AddObjectToObject(root, cmd))) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return root;
+}
+
+char *proto_reply_status(const struct proto_status *s)
+{
+	cJSON *body, *programs, *root = proto__new_ok("status", &body);
+
+	if (!root)
+		return NULL;
+	if (!proto__add_string(body, "version", s->version) ||
+	    !proto__add_u64(body, "uptime_s", s->uptime_s) ||
+	    !proto__add_u64(body, "pid", s->pid) ||
+	    !proto__add_string(body, "tracepoint", s->tracepoint) ||
+	    !(programs = cJSON_AddArrayToObject(body, "programs")))
+		goto fail;
+	for (size_t i = 0; s->programs && i < s->n_programs; i++) {
+		cJSON *p = cJSON_CreateObject();
+
+		if (!p || !cJSON_AddItemToArray(programs, p)) {
+			cJSON_Delete(p);
+			goto fail;
+		}
+		if (!proto__add_string(p, "name", s->programs[i].name) ||
+		    !proto__add_bool(p, "attached", s->programs[i].attached))
+			goto fail;
+	}
+	if (!proto__add_u64(body, "slots_active", s->slots_active) ||
+	    !proto__add_u64(body, "slots_max", s->slots_max) ||
+	    !proto__add_u64(body, "captures_running", s->captures_running) ||
+	    !proto__add_rate(body, "switches_per_s", s->switches_per_s) ||
+	    !proto__add_rate(body, "recorded_per_s", s->recorded_per_s) ||
+	    !proto__add_counters(body, "counters", s->counters, s->n_counters))
+		goto fail;
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
+static bool proto__add_sample(cJSON *samples, const struct proto_sample *s)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !cJSON_AddItemToArray(samples, o)) {
+		cJSON_Delete(o);
+		return false;
+	}
+	return proto__add_string(o, "comm", s->comm) && proto__add_u64(o, "tgid", s->tgid) &&
+	       proto__add_u64(o, "pid", s->pid) && proto__add_string(o, "state", s->state) &&
+	       proto__add_u64(o, "value_ns", s->value_ns) && proto__add_u64(o, "count", s->count) &&
+	       proto__add_frames(o, "ustack", s->ustack, s->n_ustack) &&
+	       proto__add_frames(o, "kstack", s->kstack, s->n_kstack);
+}
+
+char *proto_reply_capture(const struct proto_capture_result *r, size_t n_samples)
+{
+	cJSON *body, *root = proto__new_ok("capture", &body);
+
+	if (!root)
+		return NULL;
+	if (!proto__add_u64(body, "id", r->id) ||
+	    !proto__add_u64(body, "duration_ns", r->duration_ns) ||
+	    !proto__add_u64(body, "total_ns", r->total_ns) ||
+	    !proto__add_u64(body, "samples_count", r->n_samples) ||
+	    !proto__add_bool(body, "target_exited", r->target_exited) ||
+	    !proto__add_counters(body, "drops", r->drops, r->n_drops))
+		goto fail;
+	if (r->folded && !proto__add_string(body, "folded", r->folded))
+		goto fail;
+	if (r->samples) {
+		cJSON *samples = cJSON_AddArrayToObject(body, "samples");
+
+		if (!samples)
+			goto fail;
+		for (size_t i = 0; i < n_samples; i++)
+			if (!proto__add_sample(samples, &r->samples[i]))
+				goto fail;
+	}
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
+/* ---- reply parsing (offcpuctl) ----------------------------------------- */
+
+/* The public reply plus what its pointers point into. */
+struct proto__reply {
+	struct proto_reply pub;
+	cJSON *root; /* every string of pub lives here */
+	struct proto_program *programs;
+	struct proto_counter *counters;
+	struct proto_counter *drops;
+};
+
+static int proto__reply_str(const cJSON *obj, const char *name, const char **ret)
+{
+	const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	if (!cJSON_IsString(item))
+		return -EINVAL;
+	*ret = item->valuestring;
+	return 0;
+}
+
+static int proto__reply_bool(const cJSON *obj, const char *name, bool *ret)
+{
+	const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	if (!cJSON_IsBool(item))
+		return -EINVAL;
+	*ret = cJSON_IsTrue(item);
+	return 0;
+}
+
+static int proto__reply_double(const cJSON *obj, const char *name, double *ret)
+{
+	const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	if (!cJSON_IsNumber(item))
+		return -EINVAL;
+	*ret = item->valuedouble;
+	return 0;
+}
+
+/* A non-negative integral number. Values at or past 2^64 saturate: a daemon
+ * printing UINT64_MAX as a double sends exactly 2^64. */
+static int proto__number_u64(const cJSON *item, uint64_t *ret)
+{
+	double d;
+
+	if (!cJSON_IsNumber(item))
+		return -EINVAL;
+	d = item->valuedouble;
+	if (!(d >= 0))
+		return -EINVAL;
+	if (d >= 18446744073709551616.0) {
+		*ret = UINT64_MAX;
+		return 0;
+	}
+	if (d != (double)(uint64_t)d)
+		return -EINVAL;
+	*ret = (uint64_t)d;
+	return 0;
+}
+
+static int proto__reply_u64(const cJSON *obj, const char *name, uint64_t *ret)
+{
+	return proto__number_u64(cJSON_GetObjectItemCaseSensitive(obj, name), ret);
+}
+
+static int proto__reply_u32(const cJSON *obj, const char *name, uint32_t *ret)
+{
+	uint64_t v;
+
+	if (proto__reply_u64(obj, name, &v) < 0 || v > UINT32_MAX)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+/* {"name":value,...} into a malloc'd array; names point into the tree. */
+static int proto__reply_counters(const cJSON *obj, const char *name, struct proto_counter **ret,
+				 size_t *ret_n)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(obj, name), *item;
+	struct proto_counter *c;
+	size_t n = 0;
+
+	if (!cJSON_IsObject(o))
+		return -EINVAL;
+	c = calloc(cJSON_GetArraySize(o) + 1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	cJSON_ArrayForEach(item, o)
+	{
+		if (proto__number_u64(item, &c[n].value) < 0) {
+			free(c);
+			return -EINVAL;
+		}
+		c[n++].name = item->string;
+	}
+	*ret = c;
+	*ret_n = n;
+	return 0;
+}
+
+static int proto__reply_status(struct proto__reply *r, const cJSON *o)
+{
+	struct proto_status *s = &r->pub.status;
+	const cJSON *programs, *item;
+	size_t n = 0;
+	int e;
+
+	if (!cJSON_IsObject(o))
+		return -EINVAL;
+	programs = cJSON_GetObjectItemCaseSensitive(o, "programs");
+	if (!cJSON_IsArray(programs))
+		return -EINVAL;
+	r->programs = calloc(cJSON_GetArraySize(programs) + 1, sizeof(*r->programs));
+	if (!r->programs)
+		return -ENOMEM;
+	cJSON_ArrayForEach(item, programs)
+	{
+		if (!cJSON_IsObject(item) ||
+		    proto__reply_str(item, "name", &r->programs[n].name) < 0 ||
+		    proto__reply_bool(item, "attached", &r->programs[n].attached) < 0)
+			return -EINVAL;
+		n++;
+	}
+	s->programs = r->programs;
+	s->n_programs = n;
+
+	if (proto__reply_str(o, "version", &s->version) < 0 ||
+	    proto__reply_u64(o, "uptime_s", &s->uptime_s) < 0 ||
+	    proto__reply_u32(o, "pid", &s->pid) < 0 ||
+	    proto__reply_str(o, "tracepoint", &s->tracepoint) < 0 ||
+	    proto__reply_u32(o, "slots_active", &s->slots_active) < 0 ||
+	    proto__reply_u32(o, "slots_max", &s->slots_max) < 0 ||
+	    proto__reply_u32(o, "captures_running", &s->captures_running) < 0 ||
+	    proto__reply_double(o, "switches_per_s", &s->switches_per_s) < 0 ||
+	    proto__reply_double(o, "recorded_per_s", &s->recorded_per_s) < 0)
+		return -EINVAL;
+	e = proto__reply_counters(o, "counters", &r->counters, &s->n_counters);
+	if (e < 0)
+		return e;
+	s->counters = r->counters;
+	return 0;
+}
+
+static int proto__reply_capture(struct proto__reply *r, const cJSON *o)
+{
+	struct proto_capture_result *c = &r->pub.capture;
+	const cJSON *folded;
+	int e;
+
+	if (!cJSON_IsObject(o))
+		return -EINVAL;
+	if (proto__reply_u64(o, "id", &c->id) < 0 ||
+	    proto__reply_u64(o, "duration_ns", &c->duration_ns) < 0 ||
+	    proto__reply_u64(o, "total_ns", &c->total_ns) < 0 ||
+	    proto__reply_u64(o, "samples_count", &c->n_samples) < 0 ||
+	    proto__reply_bool(o, "target_exited", &c->target_exited) < 0)
+		return -EINVAL;
+	folded = cJSON_GetObjectItemCaseSensitive(o, "folded");
+	if (folded) {
+		if (!cJSON_IsString(folded))
+			return -EINVAL;
+		c->folded = folded->valuestring;
+	}
+	e = proto__reply_counters(o, "drops", &r->drops, &c->n_drops);
+	if (e < 0)
+		return e;
+	c->drops = r->drops;
+	return 0;
+}
+
+static int proto__reply_fill(struct proto__reply *r)
+{
+	const cJSON *root = r->root, *error;
+	const char *cmd;
+	uint64_t version;
+
+	if (!cJSON_IsObject(root))
+		return -EINVAL;
+	if (proto__reply_u64(root, "v", &version) < 0 || version != PROTO_VERSION)
+		return -EINVAL;
+	if (proto__reply_bool(root, "ok", &r->pub.ok) < 0)
+		return -EINVAL;
+	if (!r->pub.ok) {
+		error = cJSON_GetObjectItemCaseSensitive(root, "error");
+		if (!cJSON_IsObject(error) ||
+		    proto__reply_str(error, "code", &r->pub.error_code) < 0 ||
+		    proto__reply_str(error, "message", &r->pub.error_message) < 0)
+			return -EINVAL;
+		return 0;
+	}
+	if (proto__reply_str(root, "cmd", &cmd) < 0)
+		return -EINVAL;
+	if (!strcmp(cmd, "status")) {
+		r->pub.cmd = PROTO_CMD_STATUS;
+		return proto__reply_status(r, cJSON_GetObjectItemCaseSensitive(root, "status"));
+	}
+	if (!strcmp(cmd, "capture")) {
+		r->pub.cmd = PROTO_CMD_CAPTURE;
+		return proto__reply_capture(r, cJSON_GetObjectItemCaseSensitive(root, "capture"));
+	}
+	return -EINVAL;
+}
+
+int proto_reply_parse(const char *buf, size_t len, struct proto_reply **ret)
+{
+	struct proto__reply *r;
+	size_t offset;
+	int e;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->root = proto__parse_json(buf, len, &offset);
+	if (!r->root) {
+		free(r);
+		return -EINVAL;
+	}
+	e = proto__reply_fill(r);
+	if (e < 0) {
+		proto_reply_free(&r->pub);
+		return e;
+	}
+	*ret = &r->pub;
+	return 0;
+}
+
+void proto_reply_free(struct proto_reply *reply)
+{
+	struct proto__reply *r;
+
+	if (!reply)
+		return;
+	/* pub is the first member, so the reply is the private struct. */
+	r = (struct proto__reply *)reply;
+	cJSON_Delete(r->root);
+	free(r->programs);
+	free(r->counters);
+	free(r->drops);
+	free(r);
+}

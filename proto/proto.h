@@ -1,0 +1,147 @@
+/*
+ * proto: the offcpud socket protocol, version 1 (spec: proto/PROTOCOL.md).
+ * The only module that touches JSON. Used by the daemon (parse requests,
+ * format replies) and by offcpuctl (format requests, parse replies).
+ * Each request's fields are described once, in a table in proto.c that drives
+ * both parsing and validation; unknown fields are rejected. Does not log.
+ * Framing: one JSON object per line, '\n' terminated, both directions.
+ */
+#ifndef PROTO_H
+#define PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROTO_VERSION 1
+#define PROTO_MAX_IDS 256 /* pids or tids in one capture request */
+
+enum proto_cmd {
+	PROTO_CMD_STATUS,
+	PROTO_CMD_CAPTURE,
+	PROTO_CMD_STOP, /* ends this connection's running capture early */
+};
+
+enum proto_stacks {
+	PROTO_STACKS_BOTH,
+	PROTO_STACKS_USER,
+	PROTO_STACKS_KERNEL,
+};
+
+enum proto_format {
+	PROTO_FORMAT_FOLDED,
+	PROTO_FORMAT_JSON,
+};
+
+struct proto_capture_request {
+	uint32_t pids[PROTO_MAX_IDS]; /* tgids; empty: every process */
+	size_t n_pids;
+	uint32_t tids[PROTO_MAX_IDS]; /* threads; empty: every thread */
+	size_t n_tids;
+	uint32_t seconds;
+	uint32_t state_mask; /* thread_state bits; default: all */
+	uint64_t min_block_us; /* default 0 */
+	uint64_t max_block_us; /* 0: no upper bound */
+	enum proto_stacks stacks;
+	enum proto_format format;
+};
+
+struct proto_request {
+	enum proto_cmd cmd;
+	struct proto_capture_request capture; /* PROTO_CMD_CAPTURE */
+};
+
+/* Error codes carried in error replies ("code" field). */
+#define PROTO_ERR_BAD_REQUEST "bad_request"
+#define PROTO_ERR_TOO_LARGE "too_large"
+#define PROTO_ERR_NO_SUCH_PID "no_such_pid"
+#define PROTO_ERR_BUSY "busy"
+#define PROTO_ERR_PERMISSION "permission_denied"
+#define PROTO_ERR_INTERNAL "internal"
+
+/* A named counter, e.g. a drop reason. */
+struct proto_counter {
+	const char *name;
+	uint64_t value;
+};
+
+struct proto_program {
+	const char *name;
+	bool attached;
+};
+
+struct proto_status {
+	const char *version;
+	uint64_t uptime_s;
+	uint32_t pid;
+	const char *tracepoint; /* "tp_btf" or "raw_tp" */
+	const struct proto_program *programs;
+	size_t n_programs;
+	uint32_t slots_active;
+	uint32_t slots_max;
+	uint32_t captures_running;
+	double switches_per_s; /* sched_switch events/s over the last drain interval */
+	double recorded_per_s; /* blocks aggregated/s over the last drain interval */
+	const struct proto_counter *counters; /* totals since start */
+	size_t n_counters;
+};
+
+/* One aggregated row; frames are ordered root -> leaf. */
+struct proto_sample {
+	const char *comm;
+	uint32_t tgid;
+	uint32_t pid;
+	const char *state; /* thread_state_name() */
+	uint64_t value_ns;
+	uint64_t count;
+	const char *const *ustack;
+	size_t n_ustack;
+	const char *const *kstack;
+	size_t n_kstack;
+};
+
+struct proto_capture_result {
+	uint64_t id;
+	uint64_t duration_ns;
+	uint64_t total_ns; /* sum of all samples */
+	uint64_t n_samples;
+	bool target_exited; /* a requested pid/tid exited during the capture */
+	const struct proto_counter *drops; /* drop counters' growth during the capture */
+	size_t n_drops;
+	const char *folded; /* set for PROTO_FORMAT_FOLDED, else NULL */
+	const struct proto_sample *samples; /* set for PROTO_FORMAT_JSON */
+};
+
+/*
+ * Parses one request line (without or with its '\n'). On success fills *ret
+ * (defaults applied) and returns 0. On failure returns -EINVAL and writes a
+ * human-readable reason into err (always NUL-terminated); *ret is then
+ * unspecified.
+ */
+int proto_request_parse(const char *buf, size_t len, struct proto_request *ret, char *err,
+			size_t err_size);
+
+/* Formats a request as one '\n'-terminated line; malloc'd, NULL on ENOMEM. */
+char *proto_request_format(const struct proto_request *req);
+
+/* Reply lines, '\n'-terminated and malloc'd; NULL only on ENOMEM. */
+char *proto_reply_error(const char *code, const char *message);
+char *proto_reply_status(const struct proto_status *status);
+char *proto_reply_capture(const struct proto_capture_result *result, size_t n_samples);
+
+/* A parsed reply, for offcpuctl. Strings live as long as the reply. */
+struct proto_reply {
+	bool ok;
+	enum proto_cmd cmd;
+	const char *error_code; /* !ok */
+	const char *error_message; /* !ok */
+	struct proto_status status; /* cmd == STATUS */
+	struct proto_capture_result capture; /* cmd == CAPTURE; samples not parsed */
+};
+
+/* Returns 0 and a reply to free with proto_reply_free(), or -EINVAL if the
+ * line is not a well-formed version 1 reply (ret untouched). */
+int proto_reply_parse(const char *buf, size_t len, struct proto_reply **ret);
+void proto_reply_free(struct proto_reply *reply);
+
+#endif

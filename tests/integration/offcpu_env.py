@@ -1,0 +1,143 @@
+"""Shared fixtures of the integration tests: a real offcpud on a temporary
+socket, offcpuctl, and the ground-truth workload.
+
+Everything here runs the real programs; nothing is mocked. The tests need
+root (BPF) and the build directory in OFFCPU_BUILD_DIR.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+BUILD = os.environ.get("OFFCPU_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+OFFCPUD = os.path.join(BUILD, "daemon", "offcpud")
+OFFCPUCTL = os.path.join(BUILD, "ctl", "offcpuctl")
+WORKLOAD = os.path.join(BUILD, "tests", "offcpu_workload")
+
+# Exit codes of offcpuctl (proto/PROTOCOL.md).
+EXIT_USAGE, EXIT_NOT_RUNNING, EXIT_PERMISSION, EXIT_NO_SUCH_PID, EXIT_BUSY = 2, 3, 4, 5, 6
+
+
+class Daemon:
+    """offcpud with its own config, socket and log in a temporary directory."""
+
+    def __init__(self, extra_config=""):
+        self.dir = tempfile.mkdtemp(prefix="offcpud-test-")
+        self.socket = os.path.join(self.dir, "offcpud.sock")
+        self.config = os.path.join(self.dir, "offcpud.conf")
+        self.log_path = os.path.join(self.dir, "offcpud.log")
+        with open(self.config, "w") as f:
+            f.write(f"socket_path = {self.socket}\nsocket_mode = 0600\n{extra_config}")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([OFFCPUD, "--config", self.config], stdout=self.log, stderr=self.log)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(self.socket):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"offcpud exited with {self.proc.returncode}: {self.log_text()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("offcpud did not create its socket in 20 s")
+            time.sleep(0.05)
+
+    def log_text(self):
+        self.log.flush()
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self):
+        """SIGTERM; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+    def ctl(self, *args, timeout=120):
+        """Runs offcpuctl against this daemon; returns the CompletedProcess."""
+        return subprocess.run([OFFCPUCTL, "--socket", self.socket, *args], capture_output=True,
+                              text=True, timeout=timeout)
+
+    def ctl_popen(self, *args):
+        return subprocess.Popen([OFFCPUCTL, "--socket", self.socket, *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def status(self):
+        r = self.ctl("--json", "status")
+        if r.returncode != 0:
+            raise RuntimeError(f"status failed: {r.stdout} {r.stderr}")
+        return json.loads(r.stdout)["status"]
+
+    def wait_captures(self, n, timeout=10):
+        """Waits until n captures are running (a capture counts only blocks
+        that begin after it started, so tests start the workload after)."""
+        deadline = time.monotonic() + timeout
+        while self.status()["captures_running"] < n:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"fewer than {n} captures running after {timeout} s")
+            time.sleep(0.02)
+
+    def raw(self, data, lines=1, timeout=10):
+        """Sends raw bytes on a fresh connection; returns up to `lines` reply
+        objects (fewer if the daemon closes the connection first)."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        s.connect(self.socket)
+        try:
+            s.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the daemon may close on a flood early: its reply is still readable
+        out = b""
+        try:
+            while out.count(b"\n") < lines:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+        except ConnectionResetError:
+            pass
+        s.close()
+        return [json.loads(line) for line in out.decode().splitlines() if line]
+
+
+class Workload:
+    """offcpu_workload --wait-go: started, held at its start line until go()."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([WORKLOAD, "--wait-go", *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().split()
+        assert line and line[0] == "ready", f"workload did not get ready: {line}"
+        self.pid = int(line[1])
+        self.tids = {}
+        for tid in os.listdir(f"/proc/{self.pid}/task"):
+            with open(f"/proc/{self.pid}/task/{tid}/comm") as f:
+                self.tids[f.read().strip()] = int(tid)
+
+    def go(self):
+        """Starts the timed phase; returns the ground truth once it is done."""
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        out, _ = self.proc.communicate(timeout=60)
+        assert self.proc.returncode == 0, f"workload failed: {self.proc.returncode}"
+        return {t["name"]: t for t in json.loads(out.strip().splitlines()[-1])["threads"]}
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def parse_folded(text):
+    """Folded lines -> list of (frames, value); asserts each line's shape."""
+    rows = []
+    for line in text.splitlines():
+        stack, _, value = line.rpartition(" ")
+        assert stack and value.isdigit(), f"malformed folded line: {line!r}"
+        rows.append((stack.split(";"), int(value)))
+    return rows

@@ -1,0 +1,527 @@
+/*
+ * Unit test of daemon/config.c alone. argv[1]: path of etc/offcpud.conf
+ * (default "etc/offcpud.conf", relative to the source root).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+			failures++;                                                                \
+		}                                                                                  \
+	} while (0)
+
+#define CHECK_STR(a, b)                                                                            \
+	do {                                                                                       \
+		const char *a_ = (a), *b_ = (b);                                                   \
+		if (strcmp(a_, b_)) {                                                              \
+			fprintf(stderr, "%s:%d: check failed: \"%s\" != \"%s\"\n", __FILE__,       \
+				__LINE__, a_, b_);                                                 \
+			failures++;                                                                \
+		}                                                                                  \
+	} while (0)
+
+static char err[512];
+
+/* Parses text over defaults into *c; returns config_parse()'s result. */
+static int parse(struct config *c, const char *text)
+{
+	config_init(c);
+	memset(err, 'x', sizeof(err)); /* so a missing terminator shows */
+	return config_parse(c, "test.conf", text, err, sizeof(err));
+}
+
+static int config_equal(const struct config *a, const struct config *b)
+{
+	return !strcmp(a->socket_path, b->socket_path) && a->socket_mode == b->socket_mode &&
+	       !strcmp(a->socket_group, b->socket_group) &&
+	       a->drain_interval_ms == b->drain_interval_ms &&
+	       a->max_capture_seconds == b->max_capture_seconds &&
+	       a->max_request_bytes == b->max_request_bytes && a->max_clients == b->max_clients &&
+	       a->agg_map_entries == b->agg_map_entries &&
+	       a->stack_map_entries == b->stack_map_entries && a->trace_self == b->trace_self;
+}
+
+/* A config differing from the defaults in every field. */
+static void config_scramble(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	strcpy(c->socket_path, "/scrambled");
+	c->socket_mode = 0123;
+	strcpy(c->socket_group, "scrambled");
+	c->drain_interval_ms = 7;
+	c->max_capture_seconds = 7;
+	c->max_request_bytes = 7;
+	c->max_clients = 7;
+	c->agg_map_entries = 7;
+	c->stack_map_entries = 7;
+	c->trace_self = true;
+}
+
+static void test_defaults(void)
+{
+	struct config c;
+
+	config_init(&c);
+	CHECK_STR(c.socket_path, "/run/offcpud/offcpud.sock");
+	CHECK(c.socket_mode == 0660);
+	CHECK_STR(c.socket_group, "");
+	CHECK(c.drain_interval_ms == 1000);
+	CHECK(c.max_capture_seconds == 3600);
+	CHECK(c.max_request_bytes == 65536);
+	CHECK(c.max_clients == 64);
+	CHECK(c.agg_map_entries == 16384);
+	CHECK(c.stack_map_entries == 8192);
+	CHECK(!c.trace_self);
+}
+
+static void test_empty(void)
+{
+	struct config c, def;
+
+	config_init(&def);
+	CHECK(parse(&c, "") == 0);
+	CHECK(config_equal(&c, &def));
+	CHECK_STR(err, "");
+	CHECK(parse(&c, "\n\n   \n\t\n") == 0);
+	CHECK(config_equal(&c, &def));
+	CHECK(parse(&c, "# only a comment\n   # indented\n") == 0);
+	CHECK(config_equal(&c, &def));
+	CHECK(parse(&c, "# no final newline") == 0);
+	CHECK(config_equal(&c, &def));
+}
+
+static const struct {
+	const char *key;
+	size_t offset;
+	uint32_t min, max;
+} u32_keys[] = {
+	{"drain_interval_ms", offsetof(struct config, drain_interval_ms), 100, 60000},
+	{"max_capture_seconds", offsetof(struct config, max_capture_seconds), 1, 86400},
+	{"max_request_bytes", offsetof(struct config, max_request_bytes), 1024, 16777216},
+	{"max_clients", offsetof(struct config, max_clients), 1, 4096},
+	{"agg_map_entries", offsetof(struct config, agg_map_entries), 1024, 1048576},
+	{"stack_map_entries", offsetof(struct config, stack_map_entries), 1024, 1048576},
+};
+
+static void test_integers(void)
+{
+	static const char *const garbage[] = {
+		"",	      "+500",	    "-500",  "500x",  "x500",  "5 00",
+		"0x200",      "1e3",	    "500.0", "5\"00", "'500'", "99999999999999999999999",
+		"4294967296", "4294967396", /* 2^32 + 100: wraps into range if overflow is missed */
+	};
+	char text[128], want[256];
+	struct config c;
+
+	for (size_t i = 0; i < sizeof(u32_keys) / sizeof(u32_keys[0]); i++) {
+		const char *key = u32_keys[i].key;
+		uint32_t min = u32_keys[i].min, max = u32_keys[i].max;
+		const uint32_t *field = (const uint32_t *)((const char *)&c + u32_keys[i].offset);
+
+		snprintf(want, sizeof(want),
+			 "test.conf:1: bad value for '%s': must be an integer from %u to %u", key,
+			 min, max);
+
+		snprintf(text, sizeof(text), "%s = %u\n", key, min);
+		CHECK(parse(&c, text) == 0);
+		CHECK(*field == min);
+		snprintf(text, sizeof(text), "%s=%u", key, max);
+		CHECK(parse(&c, text) == 0);
+		CHECK(*field == max);
+		snprintf(text, sizeof(text), "  %s\t=\t0%u  \n", key, min); /* leading zero */
+		CHECK(parse(&c, text) == 0);
+		CHECK(*field == min);
+		snprintf(text, sizeof(text), "%s = \"%u\"\n", key, max);
+		CHECK(parse(&c, text) == 0);
+		CHECK(*field == max);
+
+		snprintf(text, sizeof(text), "%s = %u\n", key, min - 1);
+		CHECK(parse(&c, text) == -EINVAL);
+		CHECK_STR(err, want);
+		snprintf(text, sizeof(text), "%s = %u\n", key, max + 1);
+		CHECK(parse(&c, text) == -EINVAL);
+		CHECK_STR(err, want);
+		for (size_t j = 0; j < sizeof(garbage) / sizeof(garbage[0]); j++) {
+			snprintf(text, sizeof(text), "%s = %s\n", key, garbage[j]);
+			CHECK(parse(&c, text) == -EINVAL);
+			CHECK_STR(err, want);
+		}
+	}
+}
+
+static void test_mode(void)
+{
+	static const char *const bad[] = {"",	  "1000",  "0778", "8",		"-1",
+					  "+660", "0x1a0", "66 0", "rw-rw----", "07777"};
+	const char *want = "test.conf:1: bad value for 'socket_mode': must be an octal mode "
+			   "from 0 to 0777";
+	char text[128];
+	struct config c;
+
+	CHECK(parse(&c, "socket_mode = 0660") == 0);
+	CHECK(c.socket_mode == 0660);
+	CHECK(parse(&c, "socket_mode = 640") == 0);
+	CHECK(c.socket_mode == 0640);
+	CHECK(parse(&c, "socket_mode = 0") == 0);
+	CHECK(c.socket_mode == 0);
+	CHECK(parse(&c, "socket_mode = 0777") == 0);
+	CHECK(c.socket_mode == 0777);
+	CHECK(parse(&c, "socket_mode = 00600") == 0);
+	CHECK(c.socket_mode == 0600);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "socket_mode = %s", bad[i]);
+		CHECK(parse(&c, text) == -EINVAL);
+		CHECK_STR(err, want);
+	}
+}
+
+static void test_bool(void)
+{
+	static const struct {
+		const char *text;
+		bool value;
+	} good[] = {
+		{"true", true},	  {"yes", true}, {"1", true},  {"TRUE", true},
+		{"false", false}, {"no", false}, {"0", false}, {"No", false},
+	};
+	static const char *const bad[] = {"", "2", "truth", "y", "n", "on", "off", "01", "true!"};
+	const char *want = "test.conf:1: bad value for 'trace_self': must be true, false, yes, "
+			   "no, 1 or 0";
+	char text[128];
+	struct config c;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		/* Start from the opposite value so a no-op cannot pass. */
+		snprintf(text, sizeof(text), "trace_self = %s\ntrace_self = %s\n",
+			 good[i].value ? "false" : "true", good[i].text);
+		CHECK(parse(&c, text) == 0);
+		CHECK(c.trace_self == good[i].value);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "trace_self = %s", bad[i]);
+		CHECK(parse(&c, text) == -EINVAL);
+		CHECK_STR(err, want);
+	}
+}
+
+static void test_path(void)
+{
+	const char *want = "test.conf:1: bad value for 'socket_path': must be an absolute path "
+			   "shorter than 108 bytes";
+	char text[512], path[200];
+	struct config c;
+
+	CHECK(parse(&c, "socket_path = /tmp/x.sock") == 0);
+	CHECK_STR(c.socket_path, "/tmp/x.sock");
+	CHECK(parse(&c, "socket_path = /tmp/with space/x.sock  ") == 0);
+	CHECK_STR(c.socket_path, "/tmp/with space/x.sock");
+	CHECK(parse(&c, "socket_path = \"/tmp/#not a comment \" # a comment") == 0);
+	CHECK_STR(c.socket_path, "/tmp/#not a comment ");
+
+	/* 107 bytes plus the NUL fill sun_path exactly. */
+	memset(path, 'a', sizeof(path));
+	path[0] = '/';
+	path[107] = '\0';
+	snprintf(text, sizeof(text), "socket_path = %s", path);
+	CHECK(parse(&c, text) == 0);
+	CHECK_STR(c.socket_path, path);
+	path[107] = 'a';
+	path[108] = '\0';
+	snprintf(text, sizeof(text), "socket_path = %s", path);
+	CHECK(parse(&c, text) == -EINVAL);
+	CHECK_STR(err, want);
+
+	CHECK(parse(&c, "socket_path = relative.sock") == -EINVAL);
+	CHECK_STR(err, want);
+	CHECK(parse(&c, "socket_path = \" /leading-space\"") == -EINVAL);
+	CHECK_STR(err, want);
+	CHECK(parse(&c, "socket_path =") == -EINVAL);
+	CHECK_STR(err, want);
+	CHECK(parse(&c, "socket_path = \"\"") == -EINVAL);
+	CHECK_STR(err, want);
+	CHECK(parse(&c, "socket_path = # nothing") == -EINVAL);
+	CHECK_STR(err, want);
+}
+
+static void test_group(void)
+{
+	const char *want = "test.conf:1: bad value for 'socket_group': must be empty or a group "
+			   "name of at most 63 characters from A-Z a-z 0-9 _ . -";
+	static const char *const bad[] = {"bad group",	 "bad/group", "\"a b\"",
+					  "gr\xc3\xbcn", "a:b",	      "'x'"};
+	char text[256], name[80];
+	struct config c;
+
+	CHECK(parse(&c, "socket_group = offcpu") == 0);
+	CHECK_STR(c.socket_group, "offcpu");
+	CHECK(parse(&c, "socket_group = Off_cpu.users-2") == 0);
+	CHECK_STR(c.socket_group, "Off_cpu.users-2");
+	CHECK(parse(&c, "socket_group = \"wheel\"") == 0);
+	CHECK_STR(c.socket_group, "wheel");
+	CHECK(parse(&c, "socket_group = wheel\nsocket_group =\n") == 0);
+	CHECK_STR(c.socket_group, "");
+	CHECK(parse(&c, "socket_group = wheel\nsocket_group = \"\"\n") == 0);
+	CHECK_STR(c.socket_group, "");
+
+	memset(name, 'g', sizeof(name));
+	name[63] = '\0';
+	snprintf(text, sizeof(text), "socket_group = %s", name);
+	CHECK(parse(&c, text) == 0);
+	CHECK_STR(c.socket_group, name);
+	name[63] = 'g';
+	name[64] = '\0';
+	snprintf(text, sizeof(text), "socket_group = %s", name);
+	CHECK(parse(&c, text) == -EINVAL);
+	CHECK_STR(err, want);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "socket_group = %s", bad[i]);
+		CHECK(parse(&c, text) == -EINVAL);
+		CHECK_STR(err, want);
+	}
+}
+
+static void test_syntax(void)
+{
+	struct config c;
+
+	/* Comments, blank lines, odd spacing, CRLF, no final newline. */
+	CHECK(parse(&c, "# header\r\n"
+			"\r\n"
+			"max_clients=5\r\n"
+			"\t drain_interval_ms \t = \t 250 \t # trailing comment\r\n"
+			"trace_self = yes#no space before comment\r\n"
+			"socket_path = /a/b\r\n"
+			"max_capture_seconds = 10") == 0);
+	CHECK(c.max_clients == 5);
+	CHECK(c.drain_interval_ms == 250);
+	CHECK(c.trace_self);
+	CHECK_STR(c.socket_path, "/a/b");
+	CHECK(c.max_capture_seconds == 10);
+
+	/* Duplicate keys: the last one wins. */
+	CHECK(parse(&c, "max_clients = 5\nmax_clients = 6\nmax_clients = 7\n") == 0);
+	CHECK(c.max_clients == 7);
+
+	CHECK(parse(&c, "max_clients 5\n") == -EINVAL);
+	CHECK_STR(err, "test.conf:1: expected 'key = value'");
+	CHECK(parse(&c, "# fine\n\nmax_clients = 5\ntrace_self\n") == -EINVAL);
+	CHECK_STR(err, "test.conf:4: expected 'key = value'");
+	CHECK(parse(&c, "= 5\n") == -EINVAL);
+	CHECK_STR(err, "test.conf:1: expected 'key = value'");
+	CHECK(parse(&c, "max_clients # = 5\n") == -EINVAL);
+	CHECK_STR(err, "test.conf:1: expected 'key = value'");
+	CHECK(parse(&c, "\r\n\r\nmax_clients\r\n") == -EINVAL);
+	CHECK_STR(err, "test.conf:3: expected 'key = value'");
+
+	/* The value is everything after the first '='. */
+	CHECK(parse(&c, "socket_path = /a=b\n") == 0);
+	CHECK_STR(c.socket_path, "/a=b");
+
+	/* Keys are case-sensitive and exact. */
+	CHECK(parse(&c, "\n# comment\nmax_clients = 5\nfoo = 1\n") == -EINVAL);
+	CHECK_STR(err, "test.conf:4: unknown key 'foo'");
+	CHECK(parse(&c, "Max_Clients = 5") == -EINVAL);
+	CHECK_STR(err, "test.conf:1: unknown key 'Max_Clients'");
+	CHECK(parse(&c, "max clients = 5") == -EINVAL);
+	CHECK_STR(err, "test.conf:1: unknown key 'max clients'");
+	CHECK(parse(&c, "max_client = 5") == -EINVAL);
+	CHECK_STR(err, "test.conf:1: unknown key 'max_client'");
+	/* An unknown key is an error even with a bad value. */
+	CHECK(parse(&c, "nope = \"unterminated\n") == -EINVAL);
+	CHECK_STR(err, "test.conf:1: unknown key 'nope'");
+
+	/* Quotes. */
+	CHECK(parse(&c, "socket_path = \"/a # b\"\n") == 0);
+	CHECK_STR(c.socket_path, "/a # b");
+	CHECK(parse(&c, "socket_path = \"/a\n") == -EINVAL);
+	CHECK_STR(err, "test.conf:1: bad value for 'socket_path': missing closing quote");
+	CHECK(parse(&c, "socket_path = \"/a\" /b\n") == -EINVAL);
+	CHECK_STR(err, "test.conf:1: bad value for 'socket_path': text after closing quote");
+	CHECK(parse(&c, "socket_path = \"/a\"   # comment\r\n") == 0);
+	CHECK_STR(c.socket_path, "/a");
+	CHECK(parse(&c, "socket_path = /a\"b\n") == 0); /* only surrounding quotes are syntax */
+	CHECK_STR(c.socket_path, "/a\"b");
+	CHECK(parse(&c, "trace_self = \"yes\"\n") == 0);
+	CHECK(c.trace_self);
+
+	/* The error names the right line after many good ones. */
+	CHECK(parse(&c, "max_clients = 1\nmax_clients = 2\nmax_clients = 3\n"
+			"max_clients = 4\nmax_clients = 5\nmax_clients = 6\n"
+			"max_clients = 7\nmax_clients = 8\nmax_clients = 9\n"
+			"max_clients = 10\nmax_clients = 0\n") == -EINVAL);
+	CHECK_STR(err, "test.conf:11: bad value for 'max_clients': must be an integer from 1 to "
+		       "4096");
+}
+
+static void test_error_leaves_config(void)
+{
+	struct config c, before;
+
+	config_scramble(&before);
+	c = before;
+	CHECK(config_parse(&c, "x", "max_clients = 5\nsocket_path = /b\nbogus = 1\n", err,
+			   sizeof(err)) == -EINVAL);
+	CHECK(config_equal(&c, &before));
+
+	/* Parsing applies over what is there: unset keys keep their value. */
+	CHECK(config_parse(&c, "x", "max_clients = 5\n", err, sizeof(err)) == 0);
+	CHECK(c.max_clients == 5);
+	CHECK_STR(c.socket_path, "/scrambled");
+}
+
+static void test_error_buffer(void)
+{
+	struct config c;
+	char small[8];
+
+	config_init(&c);
+	memset(small, 'x', sizeof(small));
+	CHECK(config_parse(&c, "name.conf", "foo = 1", small, sizeof(small)) == -EINVAL);
+	CHECK_STR(small, "name.co");
+
+	memset(small, 'x', sizeof(small));
+	CHECK(config_parse(&c, "n", "foo = 1", small, 1) == -EINVAL);
+	CHECK(small[0] == '\0');
+	CHECK(small[1] == 'x');
+
+	/* The name prefix alone overflows: still terminated. */
+	memset(small, 'x', sizeof(small));
+	CHECK(config_parse(&c, "a-very-long-name.conf", "foo = 1", small, sizeof(small)) ==
+	      -EINVAL);
+	CHECK_STR(small, "a-very-");
+
+	CHECK(config_parse(&c, "n", "foo = 1", NULL, 0) == -EINVAL);
+	CHECK(config_parse(&c, "n", "max_clients = 3", NULL, 0) == 0);
+	CHECK(c.max_clients == 3);
+}
+
+/* Writes len bytes to a new temporary file; returns its path (static). */
+static const char *write_temp(const void *data, size_t len)
+{
+	static char path[64];
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/test-config.XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0) {
+		perror("mkstemp");
+		exit(1);
+	}
+	f = fdopen(fd, "w");
+	if (!f || fwrite(data, 1, len, f) != len || fclose(f)) {
+		perror("write temp file");
+		exit(1);
+	}
+	return path;
+}
+
+#define write_temp_str(s) write_temp(s, sizeof(s) - 1)
+
+static void test_load(void)
+{
+	char want[256], *big;
+	const char *path;
+	struct config c;
+	size_t big_len = (1u << 20) + 1;
+
+	config_init(&c);
+	CHECK(config_load(&c, "/nonexistent/offcpud.conf", err, sizeof(err)) == -ENOENT);
+	CHECK_STR(err, "cannot read /nonexistent/offcpud.conf: No such file or directory");
+
+	CHECK(config_load(&c, "/", err, sizeof(err)) == -EISDIR);
+	CHECK_STR(err, "cannot read /: Is a directory");
+
+	/* Not regular files: no size known up front, so the limit is met while reading. */
+	CHECK(config_load(&c, "/dev/null", err, sizeof(err)) == 0);
+	CHECK(config_load(&c, "/dev/zero", err, sizeof(err)) == -EFBIG);
+	CHECK_STR(err, "cannot read /dev/zero: larger than 1048576 bytes");
+
+	path = write_temp_str("max_clients = 9\n");
+	CHECK(config_load(&c, path, err, sizeof(err)) == 0);
+	CHECK(c.max_clients == 9);
+	unlink(path);
+
+	path = write_temp_str("max_clients = 9\n\nbogus = 1\n");
+	CHECK(config_load(&c, path, err, sizeof(err)) == -EINVAL);
+	snprintf(want, sizeof(want), "%s:3: unknown key 'bogus'", path);
+	CHECK_STR(err, want);
+	unlink(path);
+
+	/* A NUL would otherwise hide the rest of the file from the parser. */
+	path = write_temp_str("max_clients = 9\nmax\0_clients = 1\n");
+	CHECK(config_load(&c, path, err, sizeof(err)) == -EINVAL);
+	snprintf(want, sizeof(want), "%s:2: unexpected NUL byte", path);
+	CHECK_STR(err, want);
+	unlink(path);
+
+	path = write_temp_str("");
+	config_init(&c);
+	c.max_clients = 11;
+	CHECK(config_load(&c, path, err, sizeof(err)) == 0);
+	CHECK(c.max_clients == 11);
+	unlink(path);
+
+	/* Exactly 1 MiB of comment is accepted; one byte more is not. */
+	big = malloc(big_len);
+	CHECK(big);
+	if (!big)
+		return;
+	memset(big, '#', big_len);
+	path = write_temp(big, big_len - 1);
+	CHECK(config_load(&c, path, err, sizeof(err)) == 0);
+	unlink(path);
+	path = write_temp(big, big_len);
+	CHECK(config_load(&c, path, err, sizeof(err)) == -EFBIG);
+	snprintf(want, sizeof(want), "cannot read %s: larger than 1048576 bytes", path);
+	CHECK_STR(err, want);
+	unlink(path);
+	free(big);
+}
+
+/* The shipped file lists every key, set to its default. */
+static void test_shipped_file(const char *path)
+{
+	struct config c, def;
+	int r;
+
+	config_init(&def);
+	config_scramble(&c);
+	r = config_load(&c, path, err, sizeof(err));
+	if (r < 0)
+		fprintf(stderr, "%s\n", err);
+	CHECK(r == 0);
+	CHECK(config_equal(&c, &def));
+}
+
+int main(int argc, char **argv)
+{
+	test_defaults();
+	test_empty();
+	test_integers();
+	test_mode();
+	test_bool();
+	test_path();
+	test_group();
+	test_syntax();
+	test_error_leaves_config();
+	test_error_buffer();
+	test_load();
+	test_shipped_file(argc > 1 ? argv[1] : "etc/offcpud.conf");
+
+	if (failures) {
+		fprintf(stderr, "test-config: %d check(s) failed\n", failures);
+		return 1;
+	}
+	return 0;
+}

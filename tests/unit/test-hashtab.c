@@ -1,0 +1,45 @@
+/* Unit test of daemon/hashtab.c. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "hashtab.h"
+
+struct key {
+	uint32_t a, b;
+};
+
+int main(void)
+{
+	struct hashtab *h;
+	uint64_t *v, sum = 0;
+	const struct key *k;
+	size_t pos = 0, seen = 0;
+	bool created;
+
+	CHECK(hashtab_new(sizeof(struct key), sizeof(uint64_t), &h) == 0);
+	CHECK(hashtab_get(h, &(struct key){ 1, 2 }) == NULL);
+	/* Enough keys to force several grows; keys that differ only in b. */
+	for (uint32_t i = 0; i < 10000; i++) {
+		v = hashtab_put(h, &(struct key){ i % 100, i / 100 }, &created);
+		CHECK(v && created && *v == 0);
+		*v = i;
+	}
+	CHECK(hashtab_count(h) == 10000);
+	v = hashtab_put(h, &(struct key){ 5, 7 }, &created);
+	CHECK(v && !created && *v == 705);
+	CHECK(hashtab_count(h) == 10000);
+	v = hashtab_get(h, &(struct key){ 99, 99 });
+	CHECK(v && *v == 9999);
+	CHECK(hashtab_get(h, &(struct key){ 100, 0 }) == NULL);
+	while (hashtab_next(h, &pos, (const void **)&k, (void **)&v)) {
+		CHECK(*v == k->b * 100 + k->a);
+		sum += *v;
+		seen++;
+	}
+	CHECK(seen == 10000 && sum == 10000ULL * 9999 / 2);
+	CHECK(!hashtab_next(h, &pos, NULL, NULL));
+	hashtab_free(h);
+	hashtab_free(NULL);
+	return CHECK_DONE();
+}
