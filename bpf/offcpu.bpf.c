@@ -293,6 +293,8 @@ static __always_inline void switch_in(struct task_struct *next, bool btf)
 	struct start_rec *rec;
 	struct offcpu_key key;
 
+	if (!active_mask)
+		return; /* any start record left would not count anyway */
 	pid = btf ? next->pid : BPF_CORE_READ(next, pid);
 	if (!pid)
 		return;

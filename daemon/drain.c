@@ -117,7 +117,8 @@ static const char *name_get(struct drain_result *r, struct symbolizer *s,
 	return *slot ? *slot : "[out of memory]";
 }
 
-int drain_run(struct collector *c, struct symbolizer *s, struct drain_result *ret)
+int drain_run(struct collector *c, struct symbolizer *s, const uint32_t *tgids, size_t n_tgids,
+	      struct drain_result *ret)
 {
 	struct collector_batch b;
 	int r;
@@ -136,7 +137,9 @@ int drain_run(struct collector *c, struct symbolizer *s, struct drain_result *re
 		return -ENOMEM;
 	}
 	qsort(b.stacks, b.n_stacks, sizeof(*b.stacks), stack_cmp);
-	symbolizer_forget_processes(s); /* mappings may have changed since the last drain */
+	symbolizer_refresh_processes(s); /* mappings may have changed since the last drain */
+	for (size_t i = 0; i < n_tgids; i++)
+		symbolizer_prime(s, tgids[i]);
 	for (size_t i = 0; i < b.n_rows; i++) {
 		struct drain_row *row = &ret->rows[i];
 

@@ -28,9 +28,12 @@ struct drain_result {
 	struct hashtab *names;
 };
 
-/* Drains c and names the stacks. Returns 0 or -errno; *ret must be released
- * with drain_result_release() either way. */
-int drain_run(struct collector *c, struct symbolizer *s, struct drain_result *ret);
+/* Drains c and names the stacks. The maps of the n_tgids processes in tgids
+ * (the captures' targets) are read too, so that a target that exits before
+ * its stacks are drained is still named. Returns 0 or -errno; *ret must be
+ * released with drain_result_release() either way. */
+int drain_run(struct collector *c, struct symbolizer *s, const uint32_t *tgids, size_t n_tgids,
+	      struct drain_result *ret);
 void drain_result_release(struct drain_result *r);
 
 #endif

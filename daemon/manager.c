@@ -30,6 +30,8 @@ struct manager {
 	uv_timer_t drain_timer;
 	uv_work_t drain_work;
 	struct drain_result drain_result;
+	uint32_t drain_tgids[OFFCPU_MAX_SLOTS * PROTO_MAX_IDS]; /* targets to prime */
+	size_t n_drain_tgids;
 	int drain_error;
 	bool draining;
 	bool stopping; /* free once the drain under way is done */
@@ -75,7 +77,8 @@ static void drain_work_cb(uv_work_t *req)
 {
 	struct manager *m = req->data;
 
-	m->drain_error = drain_run(m->collector, m->symbolizer, &m->drain_result);
+	m->drain_error = drain_run(m->collector, m->symbolizer, m->drain_tgids, m->n_drain_tgids,
+				   &m->drain_result);
 }
 
 static void capture_free_cb(uv_handle_t *h)
@@ -155,6 +158,16 @@ static void drain_start(struct manager *m)
 	}
 	m->draining = true;
 	m->drains_started++;
+	m->n_drain_tgids = 0;
+	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
+		struct capture *c = m->captures[i];
+
+		if (!c || c->phase != CAPTURE_RUNNING)
+			continue;
+		memcpy(m->drain_tgids + m->n_drain_tgids, c->req.pids,
+		       c->req.n_pids * sizeof(*c->req.pids));
+		m->n_drain_tgids += c->req.n_pids;
+	}
 	m->drain_work.data = m;
 	if (uv_queue_work(m->loop, &m->drain_work, drain_work_cb, drain_after_cb) < 0) {
 		m->draining = false;
@@ -247,6 +260,7 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 	m->captures[c->slot] = c;
 	server_conn_set_data(conn, c);
 	notify_status(m);
+	drain_start(m); /* reads the targets' maps while they surely exist */
 }
 
 /* ---- status ---- */

@@ -94,6 +94,7 @@ struct sym_map {
 struct sym_proc {
 	uint32_t tgid;
 	int err; /* maps unreadable: every lookup is [unknown] */
+	bool stale; /* re-read the maps on next use, keeping these if that fails */
 	struct sym_proc *hash_next;
 	struct sym_proc *lru_prev, *lru_next;
 	struct sym_map *maps;
@@ -834,6 +835,30 @@ static void sym_proc_evict_oldest(struct symbolizer *s)
 	s->n_procs--;
 }
 
+/* Re-reads p's maps. If they cannot be read any more, the process has
+ * exited: its last-known maps still name the code its final stacks ran. */
+static void sym_proc_refresh(struct symbolizer *s, struct sym_proc *p)
+{
+	struct sym_proc fresh = { .tgid = p->tgid };
+
+	p->stale = false;
+	fresh.err = sym_proc_read_maps(s, &fresh);
+	if (fresh.err < 0 && !p->err) {
+		free(fresh.maps);
+		free(fresh.paths);
+		return;
+	}
+	free(p->maps);
+	free(p->paths);
+	p->err = fresh.err;
+	p->maps = fresh.maps;
+	p->n_maps = fresh.n_maps;
+	p->cap_maps = fresh.cap_maps;
+	p->paths = fresh.paths;
+	p->paths_len = fresh.paths_len;
+	p->paths_cap = fresh.paths_cap;
+}
+
 /* Returns the cached process, reading its maps on first use, or NULL when
  * out of memory. */
 static struct sym_proc *sym_proc_get(struct symbolizer *s, uint32_t tgid)
@@ -844,6 +869,8 @@ static struct sym_proc *sym_proc_get(struct symbolizer *s, uint32_t tgid)
 		if (p->tgid == tgid) {
 			sym_lru_unlink(s, p);
 			sym_lru_push(s, p);
+			if (p->stale)
+				sym_proc_refresh(s, p);
 			return p;
 		}
 	}
@@ -909,10 +936,15 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
 	return 0;
 }
 
-void symbolizer_forget_processes(struct symbolizer *s)
+void symbolizer_refresh_processes(struct symbolizer *s)
 {
-	while (s->lru_oldest)
-		sym_proc_evict_oldest(s);
+	for (struct sym_proc *p = s->lru_oldest; p; p = p->lru_next)
+		p->stale = true;
+}
+
+void symbolizer_prime(struct symbolizer *s, uint32_t tgid)
+{
+	sym_proc_get(s, tgid);
 }
 
 int symbolizer_new(const char *proc_root, struct symbolizer **ret)
@@ -940,7 +972,8 @@ void symbolizer_free(struct symbolizer *s)
 {
 	if (!s)
 		return;
-	symbolizer_forget_processes(s);
+	while (s->lru_oldest)
+		sym_proc_evict_oldest(s);
 	if (s->elfs)
 		for (size_t i = 0; i < SYM_ELFS_MAX; i++)
 			sym_table_free(&s->elfs[i].syms);

@@ -4,7 +4,7 @@
  * the mapped ELF file's .symtab (else .dynsym), read with libelf. ELF symbol
  * tables are cached per binary (by build-id where present, else by device and
  * inode) and shared by every process that maps it; process maps are cached per
- * tgid until symbolizer_forget_processes(). The proc root is a parameter so
+ * tgid and refreshed by symbolizer_refresh_processes(). The proc root is a parameter so
  * tests can use a fixture directory. Called by the daemon when it drains
  * stacks. Does not log.
  *
@@ -33,8 +33,14 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t siz
  * symbol was found, -ENOENT if written as module+0xOFFSET or [unknown]. */
 int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *buf, size_t size);
 
-/* Drops cached process maps, so the next lookup re-reads them (mappings
- * change with dlopen/exec; pids get reused). ELF caches are kept. */
-void symbolizer_forget_processes(struct symbolizer *s);
+/* Marks cached process maps stale, so the next lookup re-reads them
+ * (mappings change with dlopen and exec; pids get reused). A process whose
+ * maps can no longer be read has exited: it keeps its last-known maps, so
+ * the stacks of its final blocks are still named. ELF caches are kept. */
+void symbolizer_refresh_processes(struct symbolizer *s);
+
+/* Reads tgid's maps now if they are not cached or stale, so they are known
+ * even if the process exits before any of its stacks is named. */
+void symbolizer_prime(struct symbolizer *s, uint32_t tgid);
 
 #endif

@@ -462,17 +462,22 @@ static void test_processes(void)
 
 	CHECK(symbolizer_new(dir, &s) == 0);
 
-	/* an exited process, remembered as such until forgotten */
+	/* a process never seen alive stays [unknown] until the next refresh */
 	CHECK_USER(s, TGID_MISSING, 0x10010, -ENOENT, "[unknown]");
 	CHECK(mkdir(path_in("%d", TGID_MISSING), 0700) == 0);
 	snprintf(line, sizeof(line), "10000-11000 r-xp 00000000 fd:01 0 %s\n",
 		 path_in("not elf.txt"));
 	write_text(path_in("%d/maps", TGID_MISSING), line);
 	CHECK_USER(s, TGID_MISSING, 0x10010, -ENOENT, "[unknown]");
-	symbolizer_forget_processes(s);
+	symbolizer_refresh_processes(s);
 	CHECK_USER(s, TGID_MISSING, 0x10010, -ENOENT, "not elf.txt+0x10");
 
-	/* changed maps are seen only after forgetting */
+	/* once it exits (maps gone), its last-known maps still name its code */
+	CHECK(unlink(path_in("%d/maps", TGID_MISSING)) == 0);
+	symbolizer_refresh_processes(s);
+	CHECK_USER(s, TGID_MISSING, 0x10010, -ENOENT, "not elf.txt+0x10");
+
+	/* changed maps are seen only after a refresh */
 	CHECK(mkdir(path_in("%d", TGID_CHANGING), 0700) == 0);
 	write_text(path_in("%d/maps", TGID_CHANGING), line);
 	CHECK_USER(s, TGID_CHANGING, 0x10010, -ENOENT, "not elf.txt+0x10");
@@ -480,10 +485,10 @@ static void test_processes(void)
 		 path_in("not elf.txt"));
 	write_text(path_in("%d/maps", TGID_CHANGING), line);
 	CHECK_USER(s, TGID_CHANGING, 0x10010, -ENOENT, "not elf.txt+0x10");
-	symbolizer_forget_processes(s);
+	symbolizer_refresh_processes(s);
 	CHECK_USER(s, TGID_CHANGING, 0x10010, -ENOENT, "not elf.txt+0x5010");
-	symbolizer_forget_processes(s);
-	symbolizer_forget_processes(s);
+	symbolizer_refresh_processes(s);
+	symbolizer_refresh_processes(s);
 
 	/* more processes than the cache holds: evicted ones are read again */
 	for (int i = 0; i < TGID_MANY_N; i++) {

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Overhead of offcpud on a context-switch-heavy workload.
+
+bench/pingpong (two threads pinned to one CPU passing a byte over pipes) runs
+in three modes, alternating, --runs times each:
+  none     no offcpud running: the baseline
+  idle     offcpud attached, no capture (the program runs, every slot off)
+  capture  a system-wide capture active (all states, user + kernel stacks)
+Context switches per run are counted from /proc/stat "ctxt". Reported: the
+median run time per mode, slowdown against the baseline, and the extra
+nanoseconds per context switch. Ratios within one run of this script are what
+count; absolute times depend on the machine.
+
+Usage: sudo bench/overhead.py [--build DIR] [--runs N] [--round-trips N] [--cpu C] [--json]
+"""
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+
+
+def ctxt():
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("ctxt "):
+                return int(line.split()[1])
+    raise RuntimeError("no ctxt line in /proc/stat")
+
+
+def run_pingpong(build, round_trips, cpu):
+    before = ctxt()
+    out = subprocess.run([os.path.join(build, "bench", "pingpong"), "--round-trips", str(round_trips),
+                          "--cpu", str(cpu)], capture_output=True, text=True, check=True).stdout
+    switches = ctxt() - before
+    return json.loads(out)["elapsed_ns"], switches
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--round-trips", type=int, default=200000)
+    ap.add_argument("--cpu", type=int, default=0)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    if args.runs < 5:
+        ap.error("--runs must be at least 5")
+    os.environ["OFFCPU_BUILD_DIR"] = os.path.abspath(args.build)
+    from offcpu_env import Daemon  # the same daemon fixture as the tests
+
+    results = {"none": [], "idle": [], "capture": []}
+    for _ in range(args.runs):
+        results["none"].append(run_pingpong(args.build, args.round_trips, args.cpu))
+        daemon = Daemon()
+        try:
+            results["idle"].append(run_pingpong(args.build, args.round_trips, args.cpu))
+            cap = daemon.ctl_popen("capture", "--seconds", "3600", "-o", os.devnull)
+            daemon.wait_captures(1)
+            results["capture"].append(run_pingpong(args.build, args.round_trips, args.cpu))
+            cap.send_signal(signal.SIGINT)
+            cap.communicate(timeout=60)
+            if cap.returncode != 0:
+                raise RuntimeError(f"capture failed with {cap.returncode}")
+            status = daemon.status()
+        finally:
+            daemon.stop()
+
+    base_ns = statistics.median(ns for ns, _ in results["none"])
+    report = {"round_trips": args.round_trips, "runs": args.runs, "cpu": args.cpu, "modes": {}}
+    for mode, runs in results.items():
+        med_ns = statistics.median(ns for ns, _ in runs)
+        med_sw = statistics.median(sw for _, sw in runs)
+        report["modes"][mode] = {
+            "median_ms": round(med_ns / 1e6, 2),
+            "switches": med_sw,
+            "slowdown_pct": round(100 * (med_ns - base_ns) / base_ns, 1),
+            "extra_ns_per_switch": round((med_ns - base_ns) / med_sw, 0),
+            "runs_ms": [round(ns / 1e6, 1) for ns, _ in runs],
+        }
+    report["drops_last_run"] = {k: v for k, v in status["counters"].items() if k.startswith("drop_") and v}
+    if args.json:
+        print(json.dumps(report))
+        return
+    print(f"pingpong: {args.round_trips} round trips pinned to CPU {args.cpu}, {args.runs} runs per mode")
+    print(f"{'mode':8} {'median ms':>10} {'switches':>9} {'slowdown':>9} {'ns/switch':>10}")
+    for mode, r in report["modes"].items():
+        print(f"{mode:8} {r['median_ms']:10.1f} {r['switches']:9d} {r['slowdown_pct']:8.1f}% "
+              f"{r['extra_ns_per_switch']:10.0f}")
+    print(f"drops during the last capture: {report['drops_last_run'] or 'none'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages offcpud needs (build and test), then builds
+# into ./build. Idempotent; run as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake pkg-config clang bpftool libbpf-dev libelf-dev libdw-dev
+	  zlib1g-dev libuv1-dev libcjson-dev libsqlite3-dev libsystemd-dev python3 systemd)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	echo "setup: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+echo "setup: building (log: build/build.log)"
+cmake --build build -j"$(nproc)" >build/build.log 2>&1 || { cat build/build.log; exit 1; }
