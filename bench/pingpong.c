@@ -104,12 +104,12 @@ int main(int argc, char **argv)
 {
 	enum { OPT_ROUND_TRIPS = 256, OPT_CPU };
 	static const struct option options[] = {
-		{"round-trips", required_argument, NULL, OPT_ROUND_TRIPS},
-		{"cpu", required_argument, NULL, OPT_CPU},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		{ "round-trips", required_argument, NULL, OPT_ROUND_TRIPS },
+		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
-	struct pingpong pp = {.round_trips = 200000};
+	struct pingpong pp = { .round_trips = 200000 };
 	unsigned long cpu = 0;
 	pthread_t peer;
 	cpu_set_t set;

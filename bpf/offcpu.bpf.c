@@ -21,10 +21,10 @@
 #include <bpf/bpf_core_read.h>
 #include "offcpu.h"
 
-#define TASK_INTERRUPTIBLE 0x0001
+#define TASK_INTERRUPTIBLE   0x0001
 #define TASK_UNINTERRUPTIBLE 0x0002
-#define TASK_NOLOAD 0x0400
-#define PF_KTHREAD 0x00200000
+#define TASK_NOLOAD	     0x0400
+#define PF_KTHREAD	     0x00200000
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -39,11 +39,11 @@ const volatile __u32 self_tgid = 0; /* the daemon; not traced unless 0 */
 struct offcpu_slot slots[OFFCPU_MAX_SLOTS];
 __u32 active_mask;
 __u32 state_slots[OFFCPU_STATE_COUNT]; /* slots that accept each state class */
-__u32 tgid_filter_slots; /* slots limited to the tgids in filter_tgids */
-__u32 tid_filter_slots; /* slots limited to the tids in filter_tids */
-__u32 user_stack_slots; /* slots that want user stacks */
-__u32 kernel_stack_slots; /* slots that want kernel stacks */
-__u32 epoch; /* its low bit selects the buffer being written */
+__u32 tgid_filter_slots;	       /* slots limited to the tgids in filter_tgids */
+__u32 tid_filter_slots;		       /* slots limited to the tids in filter_tids */
+__u32 user_stack_slots;		       /* slots that want user stacks */
+__u32 kernel_stack_slots;	       /* slots that want kernel stacks */
+__u32 epoch;			       /* its low bit selects the buffer being written */
 
 struct start_rec {
 	__u64 ts;
@@ -256,7 +256,8 @@ static __always_inline __u64 intern_stack(void *stack_map, const struct offcpu_s
 		return 0;
 	h = stack_hash(st);
 	if (!bpf_map_lookup_elem(stack_map, &h) &&
-	    bpf_map_update_elem(stack_map, &h, st, BPF_NOEXIST) && !bpf_map_lookup_elem(stack_map, &h))
+	    bpf_map_update_elem(stack_map, &h, st, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(stack_map, &h))
 		count(OFFCPU_CNT_DROP_STACK_FULL); /* the time is still counted */
 	return h;
 }

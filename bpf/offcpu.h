@@ -7,16 +7,16 @@
 #ifndef OFFCPU_H
 #define OFFCPU_H
 
-#define OFFCPU_MAX_SLOTS 8
+#define OFFCPU_MAX_SLOTS       8
 #define OFFCPU_MAX_STACK_DEPTH 127 /* the kernel's perf_event_max_stack default */
-#define OFFCPU_COMM_LEN 16
+#define OFFCPU_COMM_LEN	       16
 
 /* Thread state classes at switch-out, as bit numbers of a slot's state_mask. */
 enum offcpu_state {
-	OFFCPU_STATE_RUNNING = 0, /* preempted: involuntary, still runnable */
+	OFFCPU_STATE_RUNNING = 0,  /* preempted: involuntary, still runnable */
 	OFFCPU_STATE_SLEEPING = 1, /* S: TASK_INTERRUPTIBLE */
-	OFFCPU_STATE_DISK = 2, /* D: TASK_UNINTERRUPTIBLE (not TASK_IDLE) */
-	OFFCPU_STATE_OTHER = 3, /* idle kthreads (I), stopped, traced, parked... */
+	OFFCPU_STATE_DISK = 2,	   /* D: TASK_UNINTERRUPTIBLE (not TASK_IDLE) */
+	OFFCPU_STATE_OTHER = 3,	   /* idle kthreads (I), stopped, traced, parked... */
 	OFFCPU_STATE_COUNT = 4,
 };
 
@@ -56,15 +56,15 @@ struct offcpu_stack {
 
 /* Counters of what could not be recorded; per-CPU array indexed by this. */
 enum offcpu_counter {
-	OFFCPU_CNT_SWITCHES = 0, /* sched_switch events seen */
-	OFFCPU_CNT_RECORDED, /* blocks aggregated (per matching slot) */
-	OFFCPU_CNT_DROP_START_ALLOC, /* no room to store a switch-out timestamp */
+	OFFCPU_CNT_SWITCHES = 0,	/* sched_switch events seen */
+	OFFCPU_CNT_RECORDED,		/* blocks aggregated (per matching slot) */
+	OFFCPU_CNT_DROP_START_ALLOC,	/* no room to store a switch-out timestamp */
 	OFFCPU_CNT_DROP_NEGATIVE_DELTA, /* switch-in before switch-out: clock oddity */
-	OFFCPU_CNT_DROP_AGG_FULL, /* aggregation map full */
-	OFFCPU_CNT_DROP_STACK_FULL, /* stack map full: time kept, stack lost */
-	OFFCPU_CNT_DROP_KSTACK_ERROR, /* kernel stack walk failed: time kept */
-	OFFCPU_CNT_DROP_USTACK_ERROR, /* user stack walk failed: time kept */
-	OFFCPU_CNT_BUFFER_MISSING, /* epoch selected a buffer that does not exist */
+	OFFCPU_CNT_DROP_AGG_FULL,	/* aggregation map full */
+	OFFCPU_CNT_DROP_STACK_FULL,	/* stack map full: time kept, stack lost */
+	OFFCPU_CNT_DROP_KSTACK_ERROR,	/* kernel stack walk failed: time kept */
+	OFFCPU_CNT_DROP_USTACK_ERROR,	/* user stack walk failed: time kept */
+	OFFCPU_CNT_BUFFER_MISSING,	/* epoch selected a buffer that does not exist */
 	OFFCPU_CNT_MAX,
 };
 

@@ -42,12 +42,14 @@ static void usage(FILE *out)
 		"Usage: offcpuctl [--socket PATH] [--json] COMMAND [OPTIONS]\n"
 		"\n"
 		"Commands:\n"
-		"  status                      daemon version, uptime, programs, slots, rates, drops\n"
+		"  status                      daemon version, uptime, programs, slots, rates, "
+		"drops\n"
 		"  capture [OPTIONS]           capture off-CPU stacks; folded output\n"
 		"      -p, --pid PID[,PID...]  processes to capture (default: all)\n"
 		"      -t, --tid TID[,TID...]  only these threads\n"
 		"      -d, --seconds N         duration (default 10); Ctrl-C ends it early\n"
-		"          --state LIST        thread states at switch-out: R (running, preempted),\n"
+		"          --state LIST        thread states at switch-out: R (running, "
+		"preempted),\n"
 		"                              S (sleeping), D (disk), O (other); e.g. S,D\n"
 		"          --min-block-us N    only blocks of at least N microseconds\n"
 		"          --max-block-us N    only blocks of at most N microseconds\n"
@@ -57,7 +59,8 @@ static void usage(FILE *out)
 		"  help                        this text\n"
 		"\n"
 		"Global options:\n"
-		"  -s, --socket PATH  daemon socket (default $OFFCPUD_SOCKET or " DEFAULT_SOCKET ")\n"
+		"  -s, --socket PATH  daemon socket (default $OFFCPUD_SOCKET or " DEFAULT_SOCKET
+		")\n"
 		"  -j, --json         JSON output, errors included\n"
 		"\n"
 		"Exit codes: 0 ok, 1 error, 2 bad arguments, 3 daemon not running,\n"
@@ -119,7 +122,7 @@ static int reply_error(const struct proto_reply *reply, const char *raw)
 		const char *code;
 		int exit_code;
 	} codes[] = {
-		{ PROTO_ERR_BAD_REQUEST, EXIT_USAGE },	 { PROTO_ERR_TOO_LARGE, EXIT_USAGE },
+		{ PROTO_ERR_BAD_REQUEST, EXIT_USAGE },	     { PROTO_ERR_TOO_LARGE, EXIT_USAGE },
 		{ PROTO_ERR_NO_SUCH_PID, EXIT_NO_SUCH_PID }, { PROTO_ERR_BUSY, EXIT_BUSY },
 		{ PROTO_ERR_PERMISSION, EXIT_PERMISSION },
 	};
@@ -168,7 +171,8 @@ static int transact(const struct proto_request *req, void (*tick)(void *), void 
 		return fail(EXIT_ERROR, "io_error", "talking to offcpud: %s", strerror(-r));
 	if (proto_reply_parse(raw, len, &reply) < 0) {
 		free(raw);
-		return fail(EXIT_ERROR, "bad_reply", "offcpud sent a reply this offcpuctl cannot read");
+		return fail(EXIT_ERROR, "bad_reply",
+			    "offcpud sent a reply this offcpuctl cannot read");
 	}
 	if (!reply->ok) {
 		r = reply_error(reply, raw);
@@ -198,7 +202,8 @@ static int cmd_status(int argc, char **argv)
 		printf("%s\n", raw);
 	} else {
 		st = &reply->status;
-		printf("offcpud %s, pid %u, up %" PRIu64 " s\n", st->version, st->pid, st->uptime_s);
+		printf("offcpud %s, pid %u, up %" PRIu64 " s\n", st->version, st->pid,
+		       st->uptime_s);
 		printf("programs:");
 		for (size_t i = 0; i < st->n_programs; i++)
 			printf(" %s (%s)", st->programs[i].name,
@@ -280,7 +285,8 @@ static int write_output(const char *path, const char *text)
 	FILE *out = path ? fopen(path, "w") : stdout;
 
 	if (!out)
-		return fail(EXIT_ERROR, "output_error", "cannot open %s: %s", path, strerror(errno));
+		return fail(EXIT_ERROR, "output_error", "cannot open %s: %s", path,
+			    strerror(errno));
 	fputs(text, out);
 	if ((path ? fclose(out) : fflush(out)) != 0)
 		return fail(EXIT_ERROR, "output_error", "cannot write %s: %s",
@@ -295,7 +301,8 @@ static void capture_summary(const struct proto_capture_result *res)
 	for (size_t i = 0; i < res->n_drops; i++)
 		dropped += res->drops[i].value;
 	if (dropped) {
-		fprintf(stderr, "offcpuctl: warning: %" PRIu64 " events not fully recorded:", dropped);
+		fprintf(stderr,
+			"offcpuctl: warning: %" PRIu64 " events not fully recorded:", dropped);
 		for (size_t i = 0; i < res->n_drops; i++)
 			if (res->drops[i].value)
 				fprintf(stderr, " %s=%" PRIu64, res->drops[i].name,
@@ -347,13 +354,15 @@ static int cmd_capture(int argc, char **argv)
 		switch (opt) {
 		case 'p':
 			if (parse_ids(optarg, cap->pids, &cap->n_pids) < 0)
-				r = usage_error("bad --pid '%s': want positive pids, comma-separated",
-						optarg);
+				r = usage_error(
+					"bad --pid '%s': want positive pids, comma-separated",
+					optarg);
 			break;
 		case 't':
 			if (parse_ids(optarg, cap->tids, &cap->n_tids) < 0)
-				r = usage_error("bad --tid '%s': want positive tids, comma-separated",
-						optarg);
+				r = usage_error(
+					"bad --tid '%s': want positive tids, comma-separated",
+					optarg);
 			break;
 		case 'd':
 			if (parse_u64(optarg, 86400, &v) < 0 || v == 0)

@@ -33,8 +33,8 @@ static bool id_exists(const char *proc_root, uint32_t pid, uint32_t tid)
 	return access(path, F_OK) == 0;
 }
 
-int capture_check_targets(const char *proc_root, const struct proto_capture_request *req,
-			  char *err, size_t err_size)
+int capture_check_targets(const char *proc_root, const struct proto_capture_request *req, char *err,
+			  size_t err_size)
 {
 	for (size_t i = 0; i < req->n_pids; i++) {
 		if (!id_exists(proc_root, req->pids[i], 0)) {

@@ -33,14 +33,14 @@ struct capture {
 	struct profile *profile;
 	uv_timer_t timer;
 	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
-	uint64_t final_drain; /* the drain whose completion makes the result whole */
+	uint64_t final_drain;	   /* the drain whose completion makes the result whole */
 	uint64_t counters_start[OFFCPU_CNT_MAX];
 };
 
 /* Checks that every requested pid and tid exists under proc_root. Returns 0,
  * or -ESRCH with a message naming the first missing one in err. */
-int capture_check_targets(const char *proc_root, const struct proto_capture_request *req,
-			  char *err, size_t err_size);
+int capture_check_targets(const char *proc_root, const struct proto_capture_request *req, char *err,
+			  size_t err_size);
 
 /* True if a requested pid or tid no longer exists. */
 bool capture_target_exited(const char *proc_root, const struct proto_capture_request *req);

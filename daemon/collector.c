@@ -67,8 +67,9 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 
 	/* tp_btf gives typed pointers and task storage; kernels before 5.5
 	 * (or without BTF) only have raw_tp. Probe by trying. */
-	r = load(opts, false, &c->skel);
-	if (r < 0 && r != -EPERM) {
+	c->raw_tp = opts->attach == COLLECTOR_ATTACH_RAW_TP;
+	r = load(opts, c->raw_tp, &c->skel);
+	if (r < 0 && r != -EPERM && opts->attach == COLLECTOR_ATTACH_AUTO) {
 		c->raw_tp = true;
 		r = load(opts, true, &c->skel);
 	}

@@ -19,10 +19,17 @@
 
 struct collector;
 
+enum collector_attach {
+	COLLECTOR_ATTACH_AUTO, /* tp_btf, else raw_tp */
+	COLLECTOR_ATTACH_TP_BTF,
+	COLLECTOR_ATTACH_RAW_TP,
+};
+
 struct collector_options {
 	uint32_t agg_map_entries;
 	uint32_t stack_map_entries;
 	bool trace_self;
+	enum collector_attach attach;
 };
 
 /* One capture's filter. Empty id lists mean "all". */

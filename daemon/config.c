@@ -22,8 +22,9 @@ enum key_type {
 	KEY_U32,  /* decimal, min..max */
 	KEY_MODE, /* octal, min..max */
 	KEY_BOOL,
-	KEY_PATH,  /* absolute, non-empty; max is the buffer size */
-	KEY_GROUP, /* [A-Za-z0-9_.-], may be empty; max is the buffer size */
+	KEY_PATH,   /* absolute, non-empty; max is the buffer size */
+	KEY_GROUP,  /* [A-Za-z0-9_.-], may be empty; max is the buffer size */
+	KEY_CHOICE, /* one of choices[]; stored as its index (unsigned) */
 };
 
 struct key {
@@ -32,6 +33,7 @@ struct key {
 	size_t offset;
 	uint32_t min;
 	uint32_t max;
+	const char *const *choices; /* KEY_CHOICE: NULL-terminated */
 };
 
 #define FIELD_SIZE(f) sizeof(((struct config *)0)->f)
@@ -46,6 +48,8 @@ struct key {
 		.min = lo, .max = hi,                                                              \
 	}
 
+static const char *const tracepoint_names[] = { "auto", "tp_btf", "raw_tp", NULL };
+
 static const struct key keys[] = {
 	KEY(socket_path, KEY_PATH, char *, 0, FIELD_SIZE(socket_path)),
 	KEY(socket_mode, KEY_MODE, mode_t, 0, 0777),
@@ -57,6 +61,10 @@ static const struct key keys[] = {
 	KEY(agg_map_entries, KEY_U32, uint32_t, 1024, 1048576),
 	KEY(stack_map_entries, KEY_U32, uint32_t, 1024, 1048576),
 	KEY(trace_self, KEY_BOOL, bool, 0, 1),
+	{ .name = "tracepoint",
+	  .type = KEY_CHOICE,
+	  .choices = tracepoint_names,
+	  .offset = offsetof(struct config, tracepoint) + TYPE_CHECK(tracepoint, unsigned) },
 };
 
 static const struct config config_defaults = {
@@ -130,6 +138,9 @@ static int fail_value(const struct where *w, const struct key *k)
 			    k->min, k->max);
 	case KEY_BOOL:
 		return fail(w, "bad value for '%s': must be true, false, yes, no, 1 or 0", k->name);
+	case KEY_CHOICE:
+		return fail(w, "bad value for '%s': must be %s, %s or %s", k->name, k->choices[0],
+			    k->choices[1], k->choices[2]);
 	case KEY_PATH:
 		return fail(w, "bad value for '%s': must be an absolute path shorter than %u bytes",
 			    k->name, k->max);
@@ -248,6 +259,14 @@ static int key_set(struct config *c, const struct key *k, const char *s, size_t 
 			return r;
 		*(bool *)field = b;
 		return 0;
+	case KEY_CHOICE:
+		for (unsigned i = 0; k->choices[i]; i++) {
+			if (word_is(s, len, k->choices[i])) {
+				*(unsigned *)field = i;
+				return 0;
+			}
+		}
+		return -EINVAL;
 	case KEY_PATH:
 		if (!len || s[0] != '/' || len >= k->max)
 			return -EINVAL;
@@ -308,7 +327,7 @@ static int parse_line(struct config *c, const char *s, const char *end, const st
 
 int config_parse(struct config *c, const char *name, const char *text, char *err, size_t err_size)
 {
-	struct where w = {.name = name, .line = 0, .err = err, .err_size = err_size};
+	struct where w = { .name = name, .line = 0, .err = err, .err_size = err_size };
 	struct config tmp;
 	const char *p = text;
 	int r;

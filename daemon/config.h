@@ -13,16 +13,24 @@
 #include <sys/types.h>
 
 struct config {
-	char socket_path[108]; /* sun_path size */
-	mode_t socket_mode; /* octal in the file, e.g. 0660 */
-	char socket_group[64]; /* "" keeps the daemon's group */
+	char socket_path[108];	    /* sun_path size */
+	mode_t socket_mode;	    /* octal in the file, e.g. 0660 */
+	char socket_group[64];	    /* "" keeps the daemon's group */
 	uint32_t drain_interval_ms; /* how often the kernel maps are emptied */
 	uint32_t max_capture_seconds;
 	uint32_t max_request_bytes; /* longest accepted request line */
-	uint32_t max_clients; /* concurrent connections */
-	uint32_t agg_map_entries; /* per buffer; two buffers exist */
+	uint32_t max_clients;	    /* concurrent connections */
+	uint32_t agg_map_entries;   /* per buffer; two buffers exist */
 	uint32_t stack_map_entries; /* per buffer; two buffers exist */
-	bool trace_self; /* include offcpud's own threads */
+	bool trace_self;	    /* include offcpud's own threads */
+	unsigned tracepoint;	    /* enum config_tracepoint */
+};
+
+/* Which sched_switch program to attach. */
+enum config_tracepoint {
+	CONFIG_TRACEPOINT_AUTO, /* tp_btf, else raw_tp */
+	CONFIG_TRACEPOINT_TP_BTF,
+	CONFIG_TRACEPOINT_RAW_TP,
 };
 
 /* Fills every field with its documented default. */
@@ -33,8 +41,7 @@ void config_init(struct config *c);
  * values). name is used in messages ("NAME:LINE: ..."). Returns 0, or
  * -EINVAL with a message in err; c may then be partly updated.
  */
-int config_parse(struct config *c, const char *name, const char *text, char *err,
-		 size_t err_size);
+int config_parse(struct config *c, const char *name, const char *text, char *err, size_t err_size);
 
 /* Reads path and applies it with config_parse(). Returns -errno (with a
  * message in err) if the file cannot be read, -EINVAL on a bad line. */

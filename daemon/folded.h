@@ -16,7 +16,7 @@
 struct folded;
 
 int folded_new(struct folded **ret); /* 0 or -ENOMEM */
-void folded_free(struct folded *f); /* NULL-safe */
+void folded_free(struct folded *f);  /* NULL-safe */
 
 /*
  * Adds one stack. ustack and kstack are ';'-joined frames root->leaf ("" if

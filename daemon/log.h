@@ -10,11 +10,11 @@
 
 extern int log_to_journal; /* set by main when stderr is the journal */
 
-#define log_at(prio, word, fmt, ...)                                                    \
-	fprintf(stderr, "%s%s" fmt "\n", log_to_journal ? prio : "", log_to_journal ? "" : word, \
+#define log_at(prio, word, fmt, ...)                                                               \
+	fprintf(stderr, "%s%s" fmt "\n", log_to_journal ? prio : "", log_to_journal ? "" : word,   \
 		##__VA_ARGS__)
-#define log_error(fmt, ...) log_at("<3>", "offcpud: error: ", fmt, ##__VA_ARGS__)
+#define log_error(fmt, ...)   log_at("<3>", "offcpud: error: ", fmt, ##__VA_ARGS__)
 #define log_warning(fmt, ...) log_at("<4>", "offcpud: warning: ", fmt, ##__VA_ARGS__)
-#define log_info(fmt, ...) log_at("<6>", "offcpud: ", fmt, ##__VA_ARGS__)
+#define log_info(fmt, ...)    log_at("<6>", "offcpud: ", fmt, ##__VA_ARGS__)
 
 #endif

@@ -34,7 +34,7 @@ struct manager {
 	size_t n_drain_tgids;
 	int drain_error;
 	bool draining;
-	bool stopping; /* free once the drain under way is done */
+	bool stopping;	  /* free once the drain under way is done */
 	bool drain_again; /* a capture ended during a drain: run another at once */
 	uint64_t drains_started;
 	uint64_t next_capture_id;
@@ -99,7 +99,8 @@ static void capture_finish(struct manager *m, struct capture *c)
 		if (line)
 			server_conn_send(c->conn, line);
 		else
-			reply_error(c->conn, PROTO_ERR_INTERNAL, "out of memory formatting the reply");
+			reply_error(c->conn, PROTO_ERR_INTERNAL,
+				    "out of memory formatting the reply");
 		server_conn_set_data(c->conn, NULL);
 	}
 	m->captures[c->slot] = NULL;
@@ -216,7 +217,8 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 	int r;
 
 	if (server_conn_get_data(conn)) {
-		reply_error(conn, PROTO_ERR_BUSY, "a capture is already running on this connection");
+		reply_error(conn, PROTO_ERR_BUSY,
+			    "a capture is already running on this connection");
 		return;
 	}
 	if (req->seconds > m->cfg.max_capture_seconds) {
@@ -387,6 +389,9 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		.agg_map_entries = cfg->agg_map_entries,
 		.stack_map_entries = cfg->stack_map_entries,
 		.trace_self = cfg->trace_self,
+		.attach = cfg->tracepoint == CONFIG_TRACEPOINT_TP_BTF	? COLLECTOR_ATTACH_TP_BTF
+			  : cfg->tracepoint == CONFIG_TRACEPOINT_RAW_TP ? COLLECTOR_ATTACH_RAW_TP
+									: COLLECTOR_ATTACH_AUTO,
 	};
 	struct server_options sopts = {
 		.path = cfg->socket_path,
@@ -430,8 +435,8 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 			log_error("cannot listen on %s: %s", cfg->socket_path, strerror(-r));
 		goto fail;
 	}
-	log_info("listening on %s", server_activated(m->server) ? "the socket passed by systemd" :
-								   cfg->socket_path);
+	log_info("listening on %s",
+		 server_activated(m->server) ? "the socket passed by systemd" : cfg->socket_path);
 
 	uv_timer_init(loop, &m->drain_timer);
 	m->drain_timer.data = m;

@@ -17,7 +17,7 @@
 struct profile;
 
 int profile_new(struct profile **ret); /* 0 or -ENOMEM */
-void profile_free(struct profile *p); /* NULL-safe */
+void profile_free(struct profile *p);  /* NULL-safe */
 
 /* Adds a drained row (its slot is ignored). Returns 0 or -ENOMEM. */
 int profile_add(struct profile *p, const struct drain_row *row);

@@ -93,7 +93,7 @@ struct sym_map {
 
 struct sym_proc {
 	uint32_t tgid;
-	int err; /* maps unreadable: every lookup is [unknown] */
+	int err;    /* maps unreadable: every lookup is [unknown] */
 	bool stale; /* re-read the maps on next use, keeping these if that fails */
 	struct sym_proc *hash_next;
 	struct sym_proc *lru_prev, *lru_next;
@@ -283,14 +283,37 @@ static int sym_getline(FILE *f, char *buf, size_t size)
 	return overflow ? -EOVERFLOW : 1;
 }
 
-/* "ffffffff81000000 T name\t[module]": adds text symbols, skips the rest. */
-static int sym_kernel_parse_line(struct sym_table *t, const char *line)
+/* Calls parse(arg, line) on each line of the file at path, skipping lines
+ * that do not fit in line[size], and stops at the first negative result.
+ * Returns 0, that result, or a positive errno if path cannot be opened. */
+static int sym_read_lines(const char *path, char *line, size_t size,
+			  int (*parse)(void *arg, const char *line), void *arg)
 {
+	FILE *f = fopen(path, "re");
+	int n, r = 0;
+
+	if (!f)
+		return errno;
+	while (r >= 0 && (n = sym_getline(f, line, size)) != 0) {
+		if (n > 0)
+			r = parse(arg, line);
+	}
+	fclose(f);
+	return r;
+}
+
+/* "ffffffff81000000 T name\t[module]": adds text symbols to the sym_table
+ * arg, skips the rest. Returns 0, or -ENOMEM (a symbol that does not fit the
+ * table is skipped too). */
+static int sym_kernel_parse_line(void *arg, const char *line)
+{
+	struct sym_table *t = arg;
 	enum sym_bind bind;
 	const char *name;
 	uint64_t addr;
 	char *end;
 	size_t len;
+	int r;
 
 	addr = strtoull(line, &end, 16);
 	if (end == line || end[0] != ' ' || !end[1] || end[2] != ' ')
@@ -314,33 +337,21 @@ static int sym_kernel_parse_line(struct sym_table *t, const char *line)
 	/* kptr_restrict shows every address as 0 */
 	if (!len || !addr)
 		return 0;
-	return sym_table_add(t, addr, 0, sym_rank(bind, name), name, len);
+	r = sym_table_add(t, addr, 0, sym_rank(bind, name), name, len);
+	return r == -ENOMEM ? r : 0;
 }
 
 static int sym_kernel_load(struct symbolizer *s)
 {
 	char path[PATH_MAX], line[SYM_KALLSYMS_LINE_MAX];
-	int r = 0;
-	FILE *f;
+	int r;
 
 	if (snprintf(path, sizeof(path), "%s/kallsyms", s->proc_root) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	for (;;) {
-		int n = sym_getline(f, line, sizeof(line));
-
-		if (!n)
-			break;
-		if (n < 0)
-			continue;
-		r = sym_kernel_parse_line(&s->kernel, line);
-		if (r == -ENOMEM)
-			break;
-	}
-	fclose(f);
-	if (r == -ENOMEM) {
+	r = sym_read_lines(path, line, sizeof(line), sym_kernel_parse_line, &s->kernel);
+	if (r > 0)
+		return -r;
+	if (r < 0) {
 		sym_table_free(&s->kernel);
 		return r;
 	}
@@ -672,11 +683,13 @@ static bool sym_elf_vaddr(const struct sym_elf *e, uint64_t offset, uint64_t *re
 }
 
 /*
- * "start-end perms offset dev inode   path": adds executable mappings, skips
- * anything malformed. The path is the rest of the line (it may hold spaces).
+ * "start-end perms offset dev inode   path": adds executable mappings to the
+ * sym_proc arg, skips anything malformed. The path is the rest of the line (it
+ * may hold spaces). Returns 0 or -ENOMEM.
  */
-static int sym_proc_parse_line(struct sym_proc *p, const char *line)
+static int sym_proc_parse_line(void *arg, const char *line)
 {
+	struct sym_proc *p = arg;
 	static const char deleted[] = " (deleted)";
 	uint64_t start, end, pgoff, ino;
 	const char *q = line;
@@ -740,27 +753,14 @@ static int sym_map_cmp(const void *a, const void *b)
 static int sym_proc_read_maps(struct symbolizer *s, struct sym_proc *p)
 {
 	char path[PATH_MAX], line[SYM_MAPS_LINE_MAX];
-	int r = 0;
-	FILE *f;
+	int r;
 
 	if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", s->proc_root, p->tgid) >=
 	    (int)sizeof(path))
 		return -ENOENT;
-	f = fopen(path, "re");
-	if (!f)
+	r = sym_read_lines(path, line, sizeof(line), sym_proc_parse_line, p);
+	if (r > 0)
 		return -ENOENT;
-	for (;;) {
-		int n = sym_getline(f, line, sizeof(line));
-
-		if (!n)
-			break;
-		if (n < 0)
-			continue;
-		r = sym_proc_parse_line(p, line);
-		if (r < 0)
-			break;
-	}
-	fclose(f);
 	if (r < 0)
 		return r;
 	if (p->n_maps)

@@ -39,7 +39,7 @@ struct proto_capture_request {
 	uint32_t tids[PROTO_MAX_IDS]; /* threads; empty: every thread */
 	size_t n_tids;
 	uint32_t seconds;
-	uint32_t state_mask; /* thread_state bits; default: all */
+	uint32_t state_mask;   /* thread_state bits; default: all */
 	uint64_t min_block_us; /* default 0 */
 	uint64_t max_block_us; /* 0: no upper bound */
 	enum proto_stacks stacks;
@@ -53,11 +53,11 @@ struct proto_request {
 
 /* Error codes carried in error replies ("code" field). */
 #define PROTO_ERR_BAD_REQUEST "bad_request"
-#define PROTO_ERR_TOO_LARGE "too_large"
+#define PROTO_ERR_TOO_LARGE   "too_large"
 #define PROTO_ERR_NO_SUCH_PID "no_such_pid"
-#define PROTO_ERR_BUSY "busy"
-#define PROTO_ERR_PERMISSION "permission_denied"
-#define PROTO_ERR_INTERNAL "internal"
+#define PROTO_ERR_BUSY	      "busy"
+#define PROTO_ERR_PERMISSION  "permission_denied"
+#define PROTO_ERR_INTERNAL    "internal"
 
 /* A named counter, e.g. a drop reason. */
 struct proto_counter {
@@ -105,10 +105,10 @@ struct proto_capture_result {
 	uint64_t duration_ns;
 	uint64_t total_ns; /* sum of all samples */
 	uint64_t n_samples;
-	bool target_exited; /* a requested pid/tid exited during the capture */
+	bool target_exited;		   /* a requested pid/tid exited during the capture */
 	const struct proto_counter *drops; /* drop counters' growth during the capture */
 	size_t n_drops;
-	const char *folded; /* set for PROTO_FORMAT_FOLDED, else NULL */
+	const char *folded;		    /* set for PROTO_FORMAT_FOLDED, else NULL */
 	const struct proto_sample *samples; /* set for PROTO_FORMAT_JSON */
 };
 
@@ -133,9 +133,9 @@ char *proto_reply_capture(const struct proto_capture_result *result, size_t n_sa
 struct proto_reply {
 	bool ok;
 	enum proto_cmd cmd;
-	const char *error_code; /* !ok */
-	const char *error_message; /* !ok */
-	struct proto_status status; /* cmd == STATUS */
+	const char *error_code;		     /* !ok */
+	const char *error_message;	     /* !ok */
+	struct proto_status status;	     /* cmd == STATUS */
 	struct proto_capture_result capture; /* cmd == CAPTURE; samples not parsed */
 };
 

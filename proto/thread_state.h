@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define THREAD_STATE_COUNT 4
-#define THREAD_STATE_ALL 0xfu
+#define THREAD_STATE_ALL   0xfu
 
 /* Short name ("R", "S", "D", "O") of a class; "?" if out of range. */
 const char *thread_state_name(unsigned state);

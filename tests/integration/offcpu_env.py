@@ -24,7 +24,7 @@ EXIT_USAGE, EXIT_NOT_RUNNING, EXIT_PERMISSION, EXIT_NO_SUCH_PID, EXIT_BUSY = 2, 
 class Daemon:
     """offcpud with its own config, socket and log in a temporary directory."""
 
-    def __init__(self, extra_config=""):
+    def __init__(self, extra_config="", env=None):
         self.dir = tempfile.mkdtemp(prefix="offcpud-test-")
         self.socket = os.path.join(self.dir, "offcpud.sock")
         self.config = os.path.join(self.dir, "offcpud.conf")
@@ -32,7 +32,8 @@ class Daemon:
         with open(self.config, "w") as f:
             f.write(f"socket_path = {self.socket}\nsocket_mode = 0600\n{extra_config}")
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([OFFCPUD, "--config", self.config], stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen([OFFCPUD, "--config", self.config], stdout=self.log, stderr=self.log,
+                                     env=env)
         deadline = time.monotonic() + 20
         while not os.path.exists(self.socket):
             if self.proc.poll() is not None:
@@ -42,7 +43,8 @@ class Daemon:
             time.sleep(0.05)
 
     def log_text(self):
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         with open(self.log_path) as f:
             return f.read()
 

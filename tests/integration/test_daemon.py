@@ -12,8 +12,8 @@ import subprocess
 import time
 import unittest
 
-from offcpu_env import (EXIT_BUSY, EXIT_NO_SUCH_PID, EXIT_NOT_RUNNING, EXIT_USAGE, OFFCPUCTL, Daemon,
-                        Workload, parse_folded)
+from offcpu_env import (EXIT_BUSY, EXIT_NO_SUCH_PID, EXIT_NOT_RUNNING, EXIT_PERMISSION, EXIT_USAGE, OFFCPUCTL,
+                        OFFCPUD, Daemon, Workload, parse_folded)
 
 TOLERANCE = 0.05
 
@@ -285,12 +285,81 @@ class DaemonTest(unittest.TestCase):
         self.assertTrue(d.raw(b'{"v":1,"cmd":"status"}\n')[0]["ok"])
 
 
+class RawTracepointTest(unittest.TestCase):
+    """The raw_tp fallback (for kernels without tp_btf), forced by config."""
+
+    def test_ground_truth_on_raw_tp(self):
+        d = Daemon("tracepoint = raw_tp\n")
+        try:
+            self.assertEqual(d.status()["tracepoint"], "raw_tp")
+            w = Workload("--only", "sleeper", "--only", "reader")
+            cap, truth = capture_json(d, w, seconds=3)
+            for name, frame in (("ow-sleeper", "sleeper_thread"), ("ow-reader", "reader_thread")):
+                got = per_thread(cap, w.tids[name], lambda s: frame in s["ustack"])
+                self.assertAlmostEqual(got / truth[name]["blocked_ns"], 1.0, delta=TOLERANCE, msg=name)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
+def bpf_program_ids(pid):
+    """Ids of the BPF programs process pid holds, from its fds' fdinfo."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                ids.update(int(line.split()[1]) for line in f if line.startswith("prog_id:"))
+        except OSError:
+            pass
+    return ids
+
+
+def bpf_program_name(prog_id):
+    """The program's name, or None once the kernel has freed it."""
+    r = subprocess.run(["bpftool", "--json", "prog", "show", "id", str(prog_id)], capture_output=True, text=True)
+    return json.loads(r.stdout).get("name") if r.returncode == 0 else None
+
+
 class LifecycleTest(unittest.TestCase):
+    def test_sd_notify_and_clean_stop(self):
+        notify = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"offcpud-notify-{os.getpid()}")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        listener.bind(notify)
+        listener.settimeout(10)
+        try:
+            d = Daemon(env=dict(os.environ, NOTIFY_SOCKET=notify))
+            messages = []
+            while not any("READY=1" in m for m in messages):
+                messages.append(listener.recv(4096).decode())
+            self.assertTrue(any(line.startswith("STATUS=") for m in messages for line in m.split("\n")), messages)
+            ids = bpf_program_ids(d.proc.pid)
+            self.assertIn("sched_switch_btf", {bpf_program_name(i) for i in ids})
+            self.assertEqual(d.stop(), 0)
+            deadline = time.monotonic() + 10  # the kernel frees programs after an RCU grace period
+            while [i for i in ids if bpf_program_name(i)] and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertEqual([i for i in ids if bpf_program_name(i)], [], "programs detached and freed")
+            messages.append(listener.recv(4096).decode())
+            self.assertTrue(any("STOPPING=1" in m for m in messages), messages)
+            self.assertFalse(os.path.exists(d.socket), "socket removed at stop")
+            self.assertIn("stopped", d.log_text())
+        finally:
+            listener.close()
+            os.unlink(notify)
+
+    def test_permission_denied(self):
+        d = Daemon()  # socket_mode 0600, owned by root
+        try:
+            r = subprocess.run([OFFCPUCTL, "--socket", d.socket, "status"], capture_output=True, text=True,
+                               user="nobody", timeout=30)
+            self.assertEqual(r.returncode, EXIT_PERMISSION, r.stderr)
+            self.assertIn("permission denied", r.stderr)
+        finally:
+            self.assertEqual(d.stop(), 0)
+
     def test_second_daemon_refuses_a_live_socket(self):
         d = Daemon()
         try:
-            r = subprocess.run([os.path.join(os.path.dirname(OFFCPUCTL), "..", "daemon", "offcpud"),
-                                "--config", d.config], capture_output=True, text=True, timeout=30)
+            r = subprocess.run([OFFCPUD, "--config", d.config], capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 1)
             self.assertIn("already listening", r.stderr)
             self.assertTrue(d.status())
@@ -298,18 +367,15 @@ class LifecycleTest(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
 
     def test_bad_config_names_file_line_and_key(self):
-        d_dir = Daemon.__new__(Daemon)
         path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"offcpud-bad-{os.getpid()}.conf")
         with open(path, "w") as f:
             f.write("# comment\ndrain_interval_ms = 1000\nno_such_key = 1\n")
         try:
-            r = subprocess.run([os.path.join(os.path.dirname(OFFCPUCTL), "..", "daemon", "offcpud"),
-                                "--config", path], capture_output=True, text=True, timeout=30)
+            r = subprocess.run([OFFCPUD, "--config", path], capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 1)
             self.assertIn(f"{path}:3: unknown key 'no_such_key'", r.stderr)
         finally:
             os.unlink(path)
-        del d_dir
 
     def test_stale_socket_file_is_replaced(self):
         d = Daemon()
@@ -320,8 +386,7 @@ class LifecycleTest(unittest.TestCase):
         d2 = Daemon.__new__(Daemon)
         d2.__dict__.update(d.__dict__)
         d2.log = open(d.log_path, "a")
-        d2.proc = subprocess.Popen([os.path.join(os.path.dirname(OFFCPUCTL), "..", "daemon", "offcpud"),
-                                    "--config", d.config], stdout=d2.log, stderr=d2.log)
+        d2.proc = subprocess.Popen([OFFCPUD, "--config", d.config], stdout=d2.log, stderr=d2.log)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             try:

@@ -10,25 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
-
-#define CHECK_STR(a, b)                                                                            \
-	do {                                                                                       \
-		const char *a_ = (a), *b_ = (b);                                                   \
-		if (strcmp(a_, b_)) {                                                              \
-			fprintf(stderr, "%s:%d: check failed: \"%s\" != \"%s\"\n", __FILE__,       \
-				__LINE__, a_, b_);                                                 \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
+#include "check.h"
 
 static char err[512];
 
@@ -48,7 +30,8 @@ static int config_equal(const struct config *a, const struct config *b)
 	       a->max_capture_seconds == b->max_capture_seconds &&
 	       a->max_request_bytes == b->max_request_bytes && a->max_clients == b->max_clients &&
 	       a->agg_map_entries == b->agg_map_entries &&
-	       a->stack_map_entries == b->stack_map_entries && a->trace_self == b->trace_self;
+	       a->stack_map_entries == b->stack_map_entries && a->trace_self == b->trace_self &&
+	       a->tracepoint == b->tracepoint;
 }
 
 /* A config differing from the defaults in every field. */
@@ -65,6 +48,7 @@ static void config_scramble(struct config *c)
 	c->agg_map_entries = 7;
 	c->stack_map_entries = 7;
 	c->trace_self = true;
+	c->tracepoint = CONFIG_TRACEPOINT_RAW_TP;
 }
 
 static void test_defaults(void)
@@ -82,6 +66,7 @@ static void test_defaults(void)
 	CHECK(c.agg_map_entries == 16384);
 	CHECK(c.stack_map_entries == 8192);
 	CHECK(!c.trace_self);
+	CHECK(c.tracepoint == CONFIG_TRACEPOINT_AUTO);
 }
 
 static void test_empty(void)
@@ -105,12 +90,12 @@ static const struct {
 	size_t offset;
 	uint32_t min, max;
 } u32_keys[] = {
-	{"drain_interval_ms", offsetof(struct config, drain_interval_ms), 100, 60000},
-	{"max_capture_seconds", offsetof(struct config, max_capture_seconds), 1, 86400},
-	{"max_request_bytes", offsetof(struct config, max_request_bytes), 1024, 16777216},
-	{"max_clients", offsetof(struct config, max_clients), 1, 4096},
-	{"agg_map_entries", offsetof(struct config, agg_map_entries), 1024, 1048576},
-	{"stack_map_entries", offsetof(struct config, stack_map_entries), 1024, 1048576},
+	{ "drain_interval_ms", offsetof(struct config, drain_interval_ms), 100, 60000 },
+	{ "max_capture_seconds", offsetof(struct config, max_capture_seconds), 1, 86400 },
+	{ "max_request_bytes", offsetof(struct config, max_request_bytes), 1024, 16777216 },
+	{ "max_clients", offsetof(struct config, max_clients), 1, 4096 },
+	{ "agg_map_entries", offsetof(struct config, agg_map_entries), 1024, 1048576 },
+	{ "stack_map_entries", offsetof(struct config, stack_map_entries), 1024, 1048576 },
 };
 
 static void test_integers(void)
@@ -161,8 +146,8 @@ static void test_integers(void)
 
 static void test_mode(void)
 {
-	static const char *const bad[] = {"",	  "1000",  "0778", "8",		"-1",
-					  "+660", "0x1a0", "66 0", "rw-rw----", "07777"};
+	static const char *const bad[] = { "",	   "1000",  "0778", "8",	 "-1",
+					   "+660", "0x1a0", "66 0", "rw-rw----", "07777" };
 	const char *want = "test.conf:1: bad value for 'socket_mode': must be an octal mode "
 			   "from 0 to 0777";
 	char text[128];
@@ -191,10 +176,10 @@ static void test_bool(void)
 		const char *text;
 		bool value;
 	} good[] = {
-		{"true", true},	  {"yes", true}, {"1", true},  {"TRUE", true},
-		{"false", false}, {"no", false}, {"0", false}, {"No", false},
+		{ "true", true },   { "yes", true }, { "1", true },  { "TRUE", true },
+		{ "false", false }, { "no", false }, { "0", false }, { "No", false },
 	};
-	static const char *const bad[] = {"", "2", "truth", "y", "n", "on", "off", "01", "true!"};
+	static const char *const bad[] = { "", "2", "truth", "y", "n", "on", "off", "01", "true!" };
 	const char *want = "test.conf:1: bad value for 'trace_self': must be true, false, yes, "
 			   "no, 1 or 0";
 	char text[128];
@@ -212,6 +197,21 @@ static void test_bool(void)
 		CHECK(parse(&c, text) == -EINVAL);
 		CHECK_STR(err, want);
 	}
+}
+
+static void test_choice(void)
+{
+	struct config c;
+
+	CHECK(parse(&c, "tracepoint = raw_tp\n") == 0);
+	CHECK(c.tracepoint == CONFIG_TRACEPOINT_RAW_TP);
+	CHECK(parse(&c, "tracepoint = tp_btf\n") == 0);
+	CHECK(c.tracepoint == CONFIG_TRACEPOINT_TP_BTF);
+	CHECK(parse(&c, "tracepoint = auto\n") == 0);
+	CHECK(c.tracepoint == CONFIG_TRACEPOINT_AUTO);
+	CHECK(parse(&c, "tracepoint = kprobe\n") == -EINVAL);
+	CHECK_STR(err, "test.conf:1: bad value for 'tracepoint': must be auto, tp_btf or raw_tp");
+	CHECK(parse(&c, "tracepoint =\n") == -EINVAL);
 }
 
 static void test_path(void)
@@ -257,8 +257,8 @@ static void test_group(void)
 {
 	const char *want = "test.conf:1: bad value for 'socket_group': must be empty or a group "
 			   "name of at most 63 characters from A-Z a-z 0-9 _ . -";
-	static const char *const bad[] = {"bad group",	 "bad/group", "\"a b\"",
-					  "gr\xc3\xbcn", "a:b",	      "'x'"};
+	static const char *const bad[] = { "bad group",	  "bad/group", "\"a b\"",
+					   "gr\xc3\xbcn", "a:b",       "'x'" };
 	char text[256], name[80];
 	struct config c;
 
@@ -511,6 +511,7 @@ int main(int argc, char **argv)
 	test_integers();
 	test_mode();
 	test_bool();
+	test_choice();
 	test_path();
 	test_group();
 	test_syntax();
@@ -519,9 +520,5 @@ int main(int argc, char **argv)
 	test_load();
 	test_shipped_file(argc > 1 ? argv[1] : "etc/offcpud.conf");
 
-	if (failures) {
-		fprintf(stderr, "test-config: %d check(s) failed\n", failures);
-		return 1;
-	}
-	return 0;
+	return CHECK_DONE();
 }

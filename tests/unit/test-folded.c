@@ -19,7 +19,8 @@ int main(void)
 
 	/* Both parts: the delimiter always stands between them. */
 	CHECK(folded_new(&f) == 0);
-	CHECK(folded_add(f, "app", "main;work", "entry_SYSCALL_64;schedule", true, true, 1500) == 0);
+	CHECK(folded_add(f, "app", "main;work", "entry_SYSCALL_64;schedule", true, true, 1500) ==
+	      0);
 	CHECK(folded_add(f, "kworker/0:1", "", "worker_thread;schedule", true, true, 2000) == 0);
 	CHECK(folded_add(f, "app", "main;work", "entry_SYSCALL_64;schedule", true, true, 600) == 0);
 	CHECK(folded_add(f, "idle", "main", "", true, true, 1000) == 0);

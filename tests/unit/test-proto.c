@@ -14,19 +14,7 @@
 
 #include <cjson/cJSON.h>
 
-static int failures;
-
-#define CHECK_AT(file, line, cond, ...)                                                            \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s", file, line, #cond);             \
-			fprintf(stderr, " " __VA_ARGS__);                                          \
-			fputc('\n', stderr);                                                       \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
-
-#define CHECK(cond, ...) CHECK_AT(__FILE__, __LINE__, cond, "" __VA_ARGS__)
+#include "check.h"
 
 /* For messages about strings that may be NULL. */
 #define STR(s) ((s) ? (s) : "(null)")
@@ -413,7 +401,7 @@ static void test_request_format(void)
 	req.cmd = PROTO_CMD_STATUS;
 	CHECK_ROUNDTRIP(&req);
 	s = proto_request_format(&req);
-	CHECK(s && !strcmp(s, "{\"v\":1,\"cmd\":\"status\"}\n"), "('%s')", STR(s));
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"status\"}\n"), "('%s')", STR(s));
 	free(s);
 	req.cmd = PROTO_CMD_STOP;
 	CHECK_ROUNDTRIP(&req);
@@ -461,10 +449,10 @@ static void test_reply_error(void)
 	if (s && proto_reply_parse(s, strlen(s), &reply) == 0) {
 		CHECK(!reply->ok);
 		CHECK(!strcmp(reply->error_code, "bad_request"));
-		CHECK(!strcmp(reply->error_message, fixed), "('%s')", reply->error_message);
+		CHECK_MSG(!strcmp(reply->error_message, fixed), "('%s')", reply->error_message);
 		proto_reply_free(reply);
 	} else {
-		CHECK(0, "(reply does not parse: '%s')", STR(s));
+		CHECK_MSG(0, "(reply does not parse: '%s')", STR(s));
 	}
 	free(s);
 
@@ -475,7 +463,7 @@ static void test_reply_error(void)
 		CHECK(!strcmp(reply->error_code, "internal"));
 		CHECK(!strcmp(reply->error_message, ""));
 	} else {
-		CHECK(0, "(reply does not parse: '%s')", STR(s));
+		CHECK_MSG(0, "(reply does not parse: '%s')", STR(s));
 	}
 	proto_reply_free(reply);
 	free(s);
@@ -492,8 +480,8 @@ static void test_reply_error(void)
 		reply = NULL;
 		CHECK(s && proto_reply_parse(s, strlen(s), &reply) == 0);
 		if (reply)
-			CHECK(strstr(reply->error_message, "unknown field '\xef\xbf\xbd\n\"x'"),
-			      "('%s')", reply->error_message);
+			CHECK_MSG(strstr(reply->error_message, "unknown field '\xef\xbf\xbd\n\"x'"),
+				  "('%s')", reply->error_message);
 		proto_reply_free(reply);
 		free(s);
 	}
@@ -529,9 +517,9 @@ static void test_reply_status(void)
 	char *s = proto_reply_status(&st);
 
 	CHECK_LINE(s);
-	CHECK(s && !strncmp(s, "{\"v\":1,\"ok\":true,\"cmd\":\"status\",\"status\":{", 42),
-	      "('%s')", STR(s));
-	CHECK(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	CHECK_MSG(s && !strncmp(s, "{\"v\":1,\"ok\":true,\"cmd\":\"status\",\"status\":{", 42),
+		  "('%s')", STR(s));
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
 	if (reply) {
 		const struct proto_status *p = &reply->status;
 
@@ -576,14 +564,14 @@ static void test_reply_status(void)
 		s = proto_reply_status(&st);
 		CHECK_LINE(s);
 		reply = NULL;
-		CHECK(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+		CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
 		if (reply && reply->status.n_counters == 2) {
 			CHECK(!strcmp(reply->status.programs[0].name, ""));
 			CHECK(!strcmp(reply->status.counters[0].name, ""));
 			CHECK(!strcmp(reply->status.counters[1].name, "\xef\xbf\xbd"));
 			CHECK(reply->status.counters[1].value == 2);
 		} else {
-			CHECK(0, "(odd status did not round-trip)");
+			CHECK_MSG(0, "(odd status did not round-trip)");
 		}
 		proto_reply_free(reply);
 		free(s);
@@ -594,7 +582,7 @@ static void test_reply_status(void)
 	s = proto_reply_status(&st);
 	CHECK_LINE(s);
 	reply = NULL;
-	CHECK(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
 	if (reply) {
 		CHECK(reply->status.n_programs == 0 && reply->status.n_counters == 0);
 		CHECK(!strcmp(reply->status.version, ""));
@@ -624,7 +612,7 @@ static void test_reply_capture(void)
 	char *s = proto_reply_capture(&res, 0);
 
 	CHECK_LINE(s);
-	CHECK(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
 	if (reply) {
 		const struct proto_capture_result *c = &reply->capture;
 
@@ -649,10 +637,10 @@ static void test_reply_capture(void)
 	res.total_ns = UINT64_C(9007199254740991);
 	res.duration_ns = UINT64_MAX;
 	s = proto_reply_capture(&res, 0);
-	CHECK(s && strstr(s, "\"total_ns\":9007199254740991,"), "('%s')", STR(s));
-	CHECK(s && strstr(s, "\"duration_ns\":18446744073709551615,"), "('%s')", STR(s));
+	CHECK_MSG(s && strstr(s, "\"total_ns\":9007199254740991,"), "('%s')", STR(s));
+	CHECK_MSG(s && strstr(s, "\"duration_ns\":18446744073709551615,"), "('%s')", STR(s));
 	reply = NULL;
-	CHECK(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
 	if (reply) {
 		CHECK(reply->capture.total_ns == UINT64_C(9007199254740991));
 		CHECK(reply->capture.duration_ns == UINT64_MAX);
@@ -667,7 +655,7 @@ static void test_reply_capture(void)
 	s = proto_reply_capture(&res, 0);
 	CHECK_LINE(s);
 	reply = NULL;
-	CHECK(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
 	if (reply) {
 		CHECK(reply->capture.folded == NULL);
 		CHECK(reply->capture.n_drops == 0);
@@ -701,10 +689,10 @@ static void test_reply_samples(void)
 	if (!s)
 		return;
 	root = cJSON_Parse(s);
-	CHECK(root != NULL, "('%s')", STR(s));
+	CHECK_MSG(root != NULL, "('%s')", STR(s));
 	arr = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "capture"),
 					       "samples");
-	CHECK(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 2, "('%s')", STR(s));
+	CHECK_MSG(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 2, "('%s')", STR(s));
 	if (cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 2) {
 		el = cJSON_GetArrayItem(arr, 0);
 		CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(el, "comm")), "cat"));
@@ -717,8 +705,8 @@ static void test_reply_samples(void)
 			cJSON *u = cJSON_GetArrayItem(cJSON_GetObjectItem(el, "ustack"), i);
 			cJSON *k = cJSON_GetArrayItem(cJSON_GetObjectItem(el, "kstack"), i);
 
-			CHECK(u && !strcmp(cJSON_GetStringValue(u), u0[i]), "(frame %d)", i);
-			CHECK(k && !strcmp(cJSON_GetStringValue(k), k0[i]), "(frame %d)", i);
+			CHECK_MSG(u && !strcmp(cJSON_GetStringValue(u), u0[i]), "(frame %d)", i);
+			CHECK_MSG(k && !strcmp(cJSON_GetStringValue(k), k0[i]), "(frame %d)", i);
 		}
 		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(el, "ustack")) == 3);
 
@@ -746,7 +734,7 @@ static void test_reply_samples(void)
 	/* An empty sample list is still an array. */
 	res.n_samples = 0;
 	s = proto_reply_capture(&res, 0);
-	CHECK(s && strstr(s, "\"samples\":[]"), "('%s')", STR(s));
+	CHECK_MSG(s && strstr(s, "\"samples\":[]"), "('%s')", STR(s));
 	free(s);
 }
 
@@ -774,7 +762,7 @@ static void test_reply_invalid(void)
 
 	/* The reference status reply parses; variations of it do not. */
 	snprintf(buf, sizeof(buf), "{\"v\":1,\"ok\":true,\"cmd\":\"status\",\"status\":%s}}", st);
-	CHECK(proto_reply_parse(buf, strlen(buf), &reply) == 0, "('%s')", buf);
+	CHECK_MSG(proto_reply_parse(buf, strlen(buf), &reply) == 0, "('%s')", buf);
 	proto_reply_free(reply);
 	snprintf(buf, sizeof(buf), "{\"v\":2,\"ok\":true,\"cmd\":\"status\",\"status\":%s}}", st);
 	REPLY_BAD(buf);
@@ -784,7 +772,7 @@ static void test_reply_invalid(void)
 	REPLY_BAD(buf);
 	snprintf(buf, sizeof(buf),
 		 "{\"v\":1,\"ok\":true,\"cmd\":\"status\",\"status\":%s,\"x\":1}}", st);
-	CHECK(proto_reply_parse(buf, strlen(buf), &reply) == 0, "(unknown fields are ignored)");
+	CHECK_MSG(proto_reply_parse(buf, strlen(buf), &reply) == 0, "(unknown fields are ignored)");
 	proto_reply_free(reply);
 	snprintf(buf, sizeof(buf),
 		 "{\"v\":1,\"ok\":true,\"cmd\":\"status\",\"status\":%s,\"pid\":-1}}", st);
@@ -900,7 +888,7 @@ static void test_garbage(void)
 		memset(deep + 5 + depth, ']', depth);
 		strcpy(deep + 5 + 2 * depth, "}");
 		CHECK(proto_request_parse(deep, strlen(deep), &req, err, sizeof(err)) == -EINVAL);
-		CHECK(!strncmp(err, "malformed JSON at byte", 22), "('%s')", err);
+		CHECK_MSG(!strncmp(err, "malformed JSON at byte", 22), "('%s')", err);
 		CHECK(proto_reply_parse(deep, strlen(deep), &reply) == -EINVAL);
 		free(deep);
 	}
@@ -924,7 +912,7 @@ static void test_thread_state(void)
 	CHECK(thread_state_mask_parse("S,,D", &mask) == -EINVAL);
 	CHECK(thread_state_mask_parse("S,", &mask) == -EINVAL);
 	CHECK(thread_state_mask_parse(",S", &mask) == -EINVAL);
-	CHECK(mask == 0x55, "(mask written on failure)");
+	CHECK_MSG(mask == 0x55, "(mask written on failure)");
 	CHECK(thread_state_parse("uninterruptible") == 2);
 	CHECK(thread_state_parse("bogus") == -EINVAL);
 	CHECK(!strcmp(thread_state_name(3), "O"));
@@ -948,10 +936,8 @@ int main(void)
 	test_garbage();
 	test_thread_state();
 
-	if (failures) {
-		fprintf(stderr, "test-proto: %d check(s) failed\n", failures);
+	if (CHECK_DONE())
 		return 1;
-	}
 	printf("test-proto: all checks passed\n");
 	return 0;
 }

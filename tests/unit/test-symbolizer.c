@@ -24,15 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
+#include "check.h"
 
 /* Looks addr up and compares both the return value and the text. */
 #define CHECK_USER(s, tgid, addr, want_r, want)                                                    \
@@ -46,7 +38,7 @@ static void check_result(const char *file, int line, const char *what, uint64_t 
 		return;
 	fprintf(stderr, "%s:%d: %s 0x%" PRIx64 ": got %d \"%s\", want %d \"%s\"\n", file, line,
 		what, addr, r, buf, want_r, want);
-	failures++;
+	check_failures++;
 }
 
 static void check_user(const char *file, int line, struct symbolizer *s, uint32_t tgid,
@@ -604,9 +596,9 @@ int main(void)
 	test_processes();
 	test_corrupt_elf();
 
-	if (!failures)
+	if (!check_failures)
 		remove_tree(dir);
 	else
-		fprintf(stderr, "%d check(s) failed; fixture left in %s\n", failures, dir);
-	return failures ? 1 : 0;
+		fprintf(stderr, "fixture left in %s\n", dir);
+	return CHECK_DONE();
 }

@@ -62,10 +62,10 @@ static const struct {
 	const char *name;
 	unsigned int role;
 } role_names[] = {
-	{"sleeper", ROLE_SLEEPER},
-	{"reader", ROLE_READER},
-	{"locker", ROLE_LOCKER},
-	{"spinner", ROLE_SPINNER},
+	{ "sleeper", ROLE_SLEEPER },
+	{ "reader", ROLE_READER },
+	{ "locker", ROLE_LOCKER },
+	{ "spinner", ROLE_SPINNER },
 };
 
 struct config {
@@ -103,12 +103,12 @@ static void *holder_thread(void *arg);
 static void *spinner_thread(void *arg);
 
 static const struct worker_spec worker_specs[] = {
-	{"ow-sleeper", "block_in_sleep", sleeper_thread, ROLE_SLEEPER},
-	{"ow-reader", "block_in_pipe_read", reader_thread, ROLE_READER},
-	{"ow-writer", "block_in_sleep", writer_thread, ROLE_READER},
-	{"ow-locker", "block_in_mutex_lock", locker_thread, ROLE_LOCKER},
-	{"ow-holder", "block_in_sleep", holder_thread, ROLE_LOCKER},
-	{"ow-spinner", "spin_on_cpu", spinner_thread, ROLE_SPINNER},
+	{ "ow-sleeper", "block_in_sleep", sleeper_thread, ROLE_SLEEPER },
+	{ "ow-reader", "block_in_pipe_read", reader_thread, ROLE_READER },
+	{ "ow-writer", "block_in_sleep", writer_thread, ROLE_READER },
+	{ "ow-locker", "block_in_mutex_lock", locker_thread, ROLE_LOCKER },
+	{ "ow-holder", "block_in_sleep", holder_thread, ROLE_LOCKER },
+	{ "ow-spinner", "spin_on_cpu", spinner_thread, ROLE_SPINNER },
 };
 
 #define N_WORKERS (sizeof(worker_specs) / sizeof(worker_specs[0]))
@@ -401,16 +401,16 @@ static void parse_args(int argc, char **argv)
 		OPT_WAIT_GO
 	};
 	static const struct option options[] = {
-		{"sleeps", required_argument, NULL, OPT_SLEEPS},
-		{"sleep-ms", required_argument, NULL, OPT_SLEEP_MS},
-		{"reads", required_argument, NULL, OPT_READS},
-		{"period-ms", required_argument, NULL, OPT_PERIOD_MS},
-		{"locks", required_argument, NULL, OPT_LOCKS},
-		{"hold-ms", required_argument, NULL, OPT_HOLD_MS},
-		{"only", required_argument, NULL, OPT_ONLY},
-		{"wait-go", no_argument, NULL, OPT_WAIT_GO},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		{ "sleeps", required_argument, NULL, OPT_SLEEPS },
+		{ "sleep-ms", required_argument, NULL, OPT_SLEEP_MS },
+		{ "reads", required_argument, NULL, OPT_READS },
+		{ "period-ms", required_argument, NULL, OPT_PERIOD_MS },
+		{ "locks", required_argument, NULL, OPT_LOCKS },
+		{ "hold-ms", required_argument, NULL, OPT_HOLD_MS },
+		{ "only", required_argument, NULL, OPT_ONLY },
+		{ "wait-go", no_argument, NULL, OPT_WAIT_GO },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	int opt;
 
