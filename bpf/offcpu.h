@@ -7,7 +7,7 @@
 #ifndef OFFCPU_H
 #define OFFCPU_H
 
-#define OFFCPU_MAX_SLOTS       8
+#define OFFCPU_MAX_SLOTS       16 /* one is the continuous profile; masks are __u32 */
 #define OFFCPU_MAX_STACK_DEPTH 127 /* the kernel's perf_event_max_stack default */
 #define OFFCPU_COMM_LEN	       16
 

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <regex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -19,6 +20,7 @@
 #include "client.h"
 #include "proto.h"
 #include "thread_state.h"
+#include "timearg.h"
 
 #define DEFAULT_SOCKET "/run/offcpud/offcpud.sock"
 
@@ -56,7 +58,24 @@ static void usage(FILE *out)
 		"      -U, --user-only         user stacks only\n"
 		"      -K, --kernel-only       kernel stacks only\n"
 		"      -o, --output FILE       write to FILE instead of stdout\n"
+		"  windows [--since T]         list the stored windows (T: a time, or lastNx)\n"
+		"  export RANGE [OPTIONS]      merge stored windows; folded output\n"
+		"      RANGE is one of:\n"
+		"          --window lastNx     the last N s, m, h or d, e.g. last30m\n"
+		"          --from T [--to T]   windows starting at or after --from, before --to\n"
+		"                              (default: now)\n"
+		"          --capture ID        the window a capture stored\n"
+		"      -p, --pid PID[,PID...]  only these processes\n"
+		"          --comm NAME         only threads named exactly NAME\n"
+		"          --state LIST        thread states, as for capture\n"
+		"          --grep RE           only stacks with a frame matching RE\n"
+		"          --exclude RE        drop stacks with a frame matching RE\n"
+		"                              (RE: POSIX extended; the comm counts as a frame)\n"
+		"      -o, --output FILE       write to FILE instead of stdout\n"
 		"  help                        this text\n"
+		"\n"
+		"Times T: unix seconds (1732240000.5), RFC 3339 (2026-11-22T01:00:00Z,\n"
+		"2026-11-22 01:00:00+01:00) or relative (30m-ago); units s, m, h, d.\n"
 		"\n"
 		"Global options:\n"
 		"  -s, --socket PATH  daemon socket (default $OFFCPUD_SOCKET or " DEFAULT_SOCKET
@@ -89,7 +108,7 @@ static int fail(int code, const char *json_code, const char *fmt, ...)
 
 static int usage_error(const char *fmt, const char *arg)
 {
-	char msg[256];
+	char msg[2048]; /* room for a quoted regex */
 
 	snprintf(msg, sizeof(msg), fmt, arg);
 	if (!json_output)
@@ -441,6 +460,381 @@ static int cmd_capture(int argc, char **argv)
 	return r;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A time option's value: timearg_point(), or with allow_window also "lastNx"
+ * meaning its start. Reports a usage error and returns EXIT_USAGE on failure. */
+static int parse_time(const char *opt, const char *s, bool allow_window, int64_t now,
+		      int64_t *ret_ms)
+{
+	char msg[256];
+	int64_t to;
+	int r;
+
+	r = allow_window ? timearg_window(s, now, ret_ms, &to) : -EINVAL;
+	if (r == -EINVAL)
+		r = timearg_point(s, now, ret_ms);
+	if (r == 0)
+		return EXIT_OK;
+	if (r == -ERANGE)
+		snprintf(msg, sizeof(msg), "bad %s '%s': out of range (1970 to 9999)", opt, s);
+	else
+		snprintf(msg, sizeof(msg),
+			 "bad %s '%s': want unix seconds, RFC 3339 like 2026-11-22T01:00:00Z, "
+			 "or Nx-ago%s (x: s, m, h, d)",
+			 opt, s, allow_window ? " or lastNx" : "");
+	return usage_error("%s", msg);
+}
+
+/* Local time as "2026-11-22 01:00:00". */
+static void format_local(int64_t ms, char *buf, size_t size)
+{
+	time_t t = ms / 1000;
+	struct tm tm;
+
+	if (ms < 0 || !localtime_r(&t, &tm) || !strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, size, "?");
+}
+
+static void format_duration(int64_t ms, char *buf, size_t size)
+{
+	if (ms < 0)
+		snprintf(buf, size, "?");
+	else if (ms < 1000)
+		snprintf(buf, size, "%" PRId64 " ms", ms);
+	else if (ms < 60 * 1000)
+		snprintf(buf, size, "%.1f s", ms / 1000.0);
+	else if (ms < 3600 * 1000)
+		snprintf(buf, size, "%" PRId64 "m%02" PRId64 "s", ms / 60000, ms / 1000 % 60);
+	else if (ms < 86400 * 1000)
+		snprintf(buf, size, "%" PRId64 "h%02" PRId64 "m", ms / 3600000, ms / 60000 % 60);
+	else
+		snprintf(buf, size, "%" PRId64 "d%02" PRId64 "h", ms / 86400000, ms / 3600000 % 24);
+}
+
+/* "512 B", "12.3 KiB", ... */
+static void format_bytes(uint64_t bytes, char *buf, size_t size)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = bytes;
+	size_t i = 0;
+
+	if (bytes < 1024) {
+		snprintf(buf, size, "%" PRIu64 " B", bytes);
+		return;
+	}
+	v /= 1024;
+	while (v >= 1024 && i + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(buf, size, "%.1f %s", v, units[i]);
+}
+
+static void print_windows(const struct proto_window_info *w, size_t n)
+{
+	char start[32], end[32], duration[32], capture[32], bytes[32];
+	uint64_t total = 0;
+
+	if (!n) {
+		printf("no stored windows\n");
+		return;
+	}
+	printf("%-19s  %-19s  %8s  %-10s  %8s  %9s  %10s\n", "START", "END", "DURATION", "CAPTURE",
+	       "STACKS", "SAMPLES", "BYTES");
+	for (size_t i = 0; i < n; i++) {
+		format_local(w[i].start_ms, start, sizeof(start));
+		format_local(w[i].end_ms, end, sizeof(end));
+		format_duration(w[i].end_ms - w[i].start_ms, duration, sizeof(duration));
+		if (w[i].capture_id)
+			snprintf(capture, sizeof(capture), "%" PRIu64, w[i].capture_id);
+		else
+			snprintf(capture, sizeof(capture), "continuous");
+		format_bytes(w[i].bytes, bytes, sizeof(bytes));
+		printf("%-19s  %-19s  %8s  %-10s  %8" PRIu64 "  %9" PRIu64 "  %10s\n", start, end,
+		       duration, capture, w[i].stacks, w[i].samples, bytes);
+		total += w[i].bytes;
+	}
+	format_bytes(total, bytes, sizeof(bytes));
+	printf("%zu window%s, %s\n", n, n == 1 ? "" : "s", bytes);
+}
+
+static int cmd_windows(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "since", required_argument, NULL, 'S' },
+		{ "json", no_argument, NULL, 'j' },
+		{ 0 },
+	};
+	struct proto_request req = { .cmd = PROTO_CMD_WINDOWS };
+	struct proto_reply *reply;
+	const char *since = NULL;
+	char *raw;
+	int opt, r;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "j", options, NULL)) != -1) {
+		switch (opt) {
+		case 'S':
+			since = optarg;
+			break;
+		case 'j':
+			json_output = true;
+			break;
+		default:
+			return usage_error("%s", "bad windows option");
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (since) {
+		r = parse_time("--since", since, true, now_ms(), &req.windows.since_ms);
+		if (r != EXIT_OK)
+			return r;
+	}
+
+	r = transact(&req, NULL, NULL, &reply, &raw);
+	if (r != EXIT_OK)
+		return r;
+	if (json_output)
+		printf("%s\n", raw);
+	else
+		print_windows(reply->windows, reply->n_windows);
+	proto_reply_free(reply);
+	free(raw);
+	return EXIT_OK;
+}
+
+/* Compiles re as the daemon will, for an early, clear error. */
+static int check_regex(const char *opt, const char *re)
+{
+	char msg[PROTO_REGEX_MAX + 256], why[128];
+	regex_t compiled;
+	int r;
+
+	if (strlen(re) > PROTO_REGEX_MAX) {
+		snprintf(msg, sizeof(msg), "%s is too long: at most %d bytes", opt,
+			 PROTO_REGEX_MAX);
+		return usage_error("%s", msg);
+	}
+	r = regcomp(&compiled, re, REG_EXTENDED | REG_NOSUB);
+	if (r == 0) {
+		regfree(&compiled);
+		return EXIT_OK;
+	}
+	regerror(r, &compiled, why, sizeof(why));
+	snprintf(msg, sizeof(msg), "bad %s '%s': %s", opt, re, why);
+	return usage_error("%s", msg);
+}
+
+/* Checks the range options and fills the request's range. */
+static int export_range(struct proto_export_request *ex, const char *window, const char *from,
+			const char *to, const char *capture)
+{
+	int64_t now = now_ms(), window_to;
+	uint64_t id;
+	int r;
+
+	if (capture && (window || from || to))
+		return usage_error("%s",
+				   "--capture cannot be combined with --window, --from or --to");
+	if (window && (from || to))
+		return usage_error("%s", "--window cannot be combined with --from or --to");
+	if (to && !from)
+		return usage_error("%s", "--to needs --from");
+	if (!window && !from && !capture)
+		return usage_error("%s", "export needs --window, --from or --capture");
+
+	if (capture) {
+		if (parse_u64(capture, UINT64_C(1) << 53, &id) < 0 || id == 0)
+			return usage_error(
+				"bad --capture '%s': want a capture id (a positive number)",
+				capture);
+		ex->capture_id = id;
+		return EXIT_OK;
+	}
+	if (window) {
+		r = timearg_window(window, now, &ex->from_ms, &window_to);
+		if (r == -ERANGE)
+			return usage_error("bad --window '%s': reaches back before 1970", window);
+		if (r < 0)
+			return usage_error(
+				"bad --window '%s': want lastN followed by s, m, h or d, "
+				"e.g. last30m",
+				window);
+		return EXIT_OK; /* to_ms 0: up to the daemon's now */
+	}
+	r = parse_time("--from", from, false, now, &ex->from_ms);
+	if (r != EXIT_OK)
+		return r;
+	if (ex->from_ms == 0)
+		return usage_error("bad --from '%s': must be after 1970-01-01T00:00:00Z", from);
+	if (to) {
+		r = parse_time("--to", to, false, now, &ex->to_ms);
+		if (r != EXIT_OK)
+			return r;
+		if (ex->to_ms <= ex->from_ms)
+			return usage_error("bad --to '%s': must be later than --from", to);
+	}
+	return EXIT_OK;
+}
+
+static void export_summary(const struct proto_export_result *res)
+{
+	if (!res->windows && res->capture_id)
+		fprintf(stderr, "offcpuctl: note: no window of capture %" PRIu64 " is stored\n",
+			res->capture_id);
+	else if (!res->windows)
+		fprintf(stderr, "offcpuctl: note: no stored window starts in that range\n");
+	else if (isatty(STDERR_FILENO))
+		fprintf(stderr, "%" PRIu64 " window%s, %.1f s off-CPU\n", res->windows,
+			res->windows == 1 ? "" : "s", res->total_ns / 1e9);
+}
+
+static int cmd_export(int argc, char **argv)
+{
+	enum {
+		OPT_WINDOW = 256,
+		OPT_FROM,
+		OPT_TO,
+		OPT_CAPTURE,
+		OPT_COMM,
+		OPT_STATE,
+		OPT_GREP,
+		OPT_EXCLUDE,
+	};
+	static const struct option options[] = {
+		{ "window", required_argument, NULL, OPT_WINDOW },
+		{ "from", required_argument, NULL, OPT_FROM },
+		{ "to", required_argument, NULL, OPT_TO },
+		{ "capture", required_argument, NULL, OPT_CAPTURE },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "comm", required_argument, NULL, OPT_COMM },
+		{ "state", required_argument, NULL, OPT_STATE },
+		{ "grep", required_argument, NULL, OPT_GREP },
+		{ "exclude", required_argument, NULL, OPT_EXCLUDE },
+		{ "output", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },
+		{ 0 },
+	};
+	const char *window = NULL, *from = NULL, *to = NULL, *capture = NULL;
+	const char *grep = NULL, *exclude = NULL, *output = NULL;
+	struct proto_export_request *ex;
+	struct proto_request *req;
+	struct proto_reply *reply;
+	char *raw;
+	int opt, r;
+
+	/* Two 1 KiB patterns and the capture's id arrays: keep it off the stack. */
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return fail(EXIT_ERROR, "internal", "out of memory");
+	req->cmd = PROTO_CMD_EXPORT;
+	ex = &req->export;
+	ex->state_mask = THREAD_STATE_ALL;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "p:o:j", options, NULL)) != -1) {
+		r = 0;
+		switch (opt) {
+		case OPT_WINDOW:
+			window = optarg;
+			break;
+		case OPT_FROM:
+			from = optarg;
+			break;
+		case OPT_TO:
+			to = optarg;
+			break;
+		case OPT_CAPTURE:
+			capture = optarg;
+			break;
+		case 'p':
+			if (parse_ids(optarg, ex->pids, &ex->n_pids) < 0)
+				r = usage_error(
+					"bad --pid '%s': want positive pids, comma-separated",
+					optarg);
+			break;
+		case OPT_COMM:
+			if (!*optarg || strlen(optarg) > PROTO_COMM_MAX)
+				r = usage_error("bad --comm '%s': want a thread name of 1 to "
+						"63 bytes",
+						optarg);
+			else
+				strcpy(ex->comm, optarg);
+			break;
+		case OPT_STATE:
+			if (thread_state_mask_parse(optarg, &ex->state_mask) < 0)
+				r = usage_error("bad --state '%s': want a list of R, S, D, O "
+						"(running, sleeping, disk, other)",
+						optarg);
+			break;
+		case OPT_GREP:
+			grep = optarg;
+			break;
+		case OPT_EXCLUDE:
+			exclude = optarg;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'j':
+			json_output = true;
+			break;
+		default:
+			r = usage_error("%s", "bad export option");
+		}
+		if (r)
+			goto out;
+	}
+	if (optind < argc) {
+		r = usage_error("unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	r = export_range(ex, window, from, to, capture);
+	if (r != EXIT_OK)
+		goto out;
+	if (grep) {
+		r = check_regex("--grep", grep);
+		if (r != EXIT_OK)
+			goto out;
+		strcpy(ex->grep, grep);
+	}
+	if (exclude) {
+		r = check_regex("--exclude", exclude);
+		if (r != EXIT_OK)
+			goto out;
+		strcpy(ex->exclude, exclude);
+	}
+	ex->format = json_output ? PROTO_FORMAT_JSON : PROTO_FORMAT_FOLDED;
+
+	r = transact(req, NULL, NULL, &reply, &raw);
+	if (r != EXIT_OK)
+		goto out;
+	if (json_output) {
+		char *text = NULL;
+
+		if (asprintf(&text, "%s\n", raw) < 0)
+			r = fail(EXIT_ERROR, "internal", "out of memory");
+		else
+			r = write_output(output, text);
+		free(text);
+	} else {
+		export_summary(&reply->export);
+		r = write_output(output, reply->export.folded ? reply->export.folded : "");
+	}
+	proto_reply_free(reply);
+	free(raw);
+out:
+	free(req);
+	return r;
+}
+
 static int cmd_help(int argc, char **argv)
 {
 	(void)argc;
@@ -453,9 +847,8 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-	{ "status", cmd_status },
-	{ "capture", cmd_capture },
-	{ "help", cmd_help },
+	{ "status", cmd_status }, { "capture", cmd_capture }, { "windows", cmd_windows },
+	{ "export", cmd_export }, { "help", cmd_help },
 };
 
 int main(int argc, char **argv)

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,26 +15,51 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "thread_state.h"
+
 /* Far above any real configuration; stops a wrong path (a log, /dev/zero)
  * from being read into memory whole. */
 #define CONFIG_FILE_MAX_BYTES (1u << 20)
 
 enum key_type {
 	KEY_U32,  /* decimal, min..max */
+	KEY_U64,  /* decimal, min..max */
 	KEY_MODE, /* octal, min..max */
 	KEY_BOOL,
-	KEY_PATH,   /* absolute, non-empty; max is the buffer size */
-	KEY_GROUP,  /* [A-Za-z0-9_.-], may be empty; max is the buffer size */
-	KEY_CHOICE, /* one of choices[]; stored as its index (unsigned) */
+	KEY_PATH,     /* absolute, non-empty; max is the buffer size */
+	KEY_GROUP,    /* [A-Za-z0-9_.-], may be empty; max is the buffer size */
+	KEY_CHOICE,   /* one of choices[]; stored as its index (unsigned) */
+	KEY_STATES,   /* thread-state list, "S,D"; stored as a uint32_t mask */
+	KEY_BYTES,    /* decimal, optional K/KiB/M/MiB/... suffix; uint64_t bytes, min..max */
+	KEY_DURATION, /* decimal, optional s/m/h/d suffix; uint64_t seconds, min..max */
 };
 
 struct key {
 	const char *name;
 	enum key_type type;
 	size_t offset;
-	uint32_t min;
-	uint32_t max;
+	uint64_t min;
+	uint64_t max;
 	const char *const *choices; /* KEY_CHOICE: NULL-terminated */
+};
+
+/* A suffix of KEY_BYTES or KEY_DURATION and what it multiplies by. */
+struct unit {
+	const char *name;
+	uint64_t factor;
+};
+
+/* Powers of 1024 only: "MB" is refused, not guessed at. The -iB names come
+ * first: messages print sizes with them. */
+static const struct unit byte_units[] = {
+	{ "KiB", UINT64_C(1) << 10 }, { "MiB", UINT64_C(1) << 20 }, { "GiB", UINT64_C(1) << 30 },
+	{ "TiB", UINT64_C(1) << 40 }, { "K", UINT64_C(1) << 10 },   { "M", UINT64_C(1) << 20 },
+	{ "G", UINT64_C(1) << 30 },   { "T", UINT64_C(1) << 40 },   { NULL, 0 },
+};
+
+/* Lower case only, so "1M" (a month?) is an error rather than a minute. */
+static const struct unit duration_units[] = {
+	{ "s", 1 }, { "m", 60 }, { "h", 3600 }, { "d", 86400 }, { NULL, 0 },
 };
 
 #define FIELD_SIZE(f) sizeof(((struct config *)0)->f)
@@ -41,12 +67,16 @@ struct key {
 /* 0, but stops the build unless field f of struct config has C type t. */
 #define TYPE_CHECK(f, t) (0 * sizeof(_Generic(((struct config *)0)->f, t : 0)))
 
-/* The key is spelled exactly as the field it sets. */
-#define KEY(f, kind, t, lo, hi)                                                                    \
+/* A key spelled differently from its field: the field names the unit
+ * (max_age_s), the value carries its own ("24h"). */
+#define KEY_AS(key, f, kind, t, lo, hi)                                                            \
 	{                                                                                          \
-		.name = #f, .type = kind, .offset = offsetof(struct config, f) + TYPE_CHECK(f, t), \
-		.min = lo, .max = hi,                                                              \
+		.name = key, .type = kind,                                                         \
+		.offset = offsetof(struct config, f) + TYPE_CHECK(f, t), .min = lo, .max = hi,     \
 	}
+
+/* Usually the key is spelled exactly as the field it sets. */
+#define KEY(f, kind, t, lo, hi) KEY_AS(#f, f, kind, t, lo, hi)
 
 static const char *const tracepoint_names[] = { "auto", "tp_btf", "raw_tp", NULL };
 
@@ -65,6 +95,13 @@ static const struct key keys[] = {
 	  .type = KEY_CHOICE,
 	  .choices = tracepoint_names,
 	  .offset = offsetof(struct config, tracepoint) + TYPE_CHECK(tracepoint, unsigned) },
+	KEY(continuous, KEY_BOOL, bool, 0, 1),
+	KEY(continuous_states, KEY_STATES, uint32_t, 0, 0),
+	KEY(continuous_min_block_us, KEY_U64, uint64_t, 0, 60000000),
+	KEY(window_seconds, KEY_U32, uint32_t, 1, 3600),
+	KEY(database, KEY_PATH, char *, 0, FIELD_SIZE(database)),
+	KEY(max_db_bytes, KEY_BYTES, uint64_t, UINT64_C(1) << 20, UINT64_C(1) << 40),
+	KEY_AS("max_age", max_age_s, KEY_DURATION, uint64_t, 60, 365 * 86400),
 };
 
 static const struct config config_defaults = {
@@ -78,6 +115,14 @@ static const struct config config_defaults = {
 	.agg_map_entries = 16384,
 	.stack_map_entries = 8192,
 	.trace_self = false,
+	.tracepoint = CONFIG_TRACEPOINT_AUTO,
+	.continuous = true,
+	.continuous_states = THREAD_STATE_ALL,
+	.continuous_min_block_us = 0,
+	.window_seconds = 10,
+	.database = "/var/lib/offcpud/offcpud.db",
+	.max_db_bytes = UINT64_C(256) << 20,
+	.max_age_s = 24 * 3600,
 };
 
 /* Where a message points: "NAME:LINE: ". */
@@ -127,27 +172,68 @@ static int fail(const struct where *w, const char *fmt, ...)
 	return -EINVAL;
 }
 
+/* v with the largest unit that divides it exactly, e.g. "256MiB", "24h";
+ * plain digits if none does. */
+static const char *unit_format(uint64_t v, const struct unit *units, char *buf, size_t size)
+{
+	const struct unit *best = NULL;
+
+	for (const struct unit *u = units; u->name; u++)
+		if (v && v % u->factor == 0 && (!best || u->factor > best->factor))
+			best = u;
+	if (best && best->factor > 1)
+		snprintf(buf, size, "%" PRIu64 "%s", v / best->factor, best->name);
+	else
+		snprintf(buf, size, "%" PRIu64, v);
+	return buf;
+}
+
 static int fail_value(const struct where *w, const struct key *k)
 {
+	char lo[32], hi[32];
+
 	switch (k->type) {
 	case KEY_U32:
-		return fail(w, "bad value for '%s': must be an integer from %u to %u", k->name,
-			    k->min, k->max);
+	case KEY_U64:
+		return fail(w,
+			    "bad value for '%s': must be an integer from %" PRIu64 " to %" PRIu64,
+			    k->name, k->min, k->max);
 	case KEY_MODE:
-		return fail(w, "bad value for '%s': must be an octal mode from %#o to %#o", k->name,
-			    k->min, k->max);
+		return fail(w,
+			    "bad value for '%s': must be an octal mode from %#" PRIo64
+			    " to %#" PRIo64,
+			    k->name, k->min, k->max);
+	case KEY_STATES:
+		return fail(w,
+			    "bad value for '%s': must be a comma-separated list of thread states: "
+			    "R (running), S (sleeping), D (disk), O (other)",
+			    k->name);
+	case KEY_BYTES:
+		return fail(w,
+			    "bad value for '%s': must be a size from %s to %s: an integer with an "
+			    "optional suffix K, M, G or T (or KiB, MiB, GiB, TiB; powers of 1024)",
+			    k->name, unit_format(k->min, byte_units, lo, sizeof(lo)),
+			    unit_format(k->max, byte_units, hi, sizeof(hi)));
+	case KEY_DURATION:
+		return fail(w,
+			    "bad value for '%s': must be a duration from %s to %s: an integer with "
+			    "an optional suffix s, m, h or d (seconds if none)",
+			    k->name, unit_format(k->min, duration_units, lo, sizeof(lo)),
+			    unit_format(k->max, duration_units, hi, sizeof(hi)));
 	case KEY_BOOL:
 		return fail(w, "bad value for '%s': must be true, false, yes, no, 1 or 0", k->name);
 	case KEY_CHOICE:
 		return fail(w, "bad value for '%s': must be %s, %s or %s", k->name, k->choices[0],
 			    k->choices[1], k->choices[2]);
 	case KEY_PATH:
-		return fail(w, "bad value for '%s': must be an absolute path shorter than %u bytes",
+		return fail(w,
+			    "bad value for '%s': must be an absolute path shorter than %" PRIu64
+			    " bytes",
 			    k->name, k->max);
 	case KEY_GROUP:
 		return fail(w,
-			    "bad value for '%s': must be empty or a group name of at most %u "
-			    "characters from A-Z a-z 0-9 _ . -",
+			    "bad value for '%s': must be empty or a group name of at most %" PRIu64
+			    " characters from A-Z a-z 0-9 _ . -",
 			    k->name, k->max - 1);
 	}
 	assert(!"unknown key type");
@@ -191,8 +277,8 @@ static const struct key *key_find(const char *name, size_t len)
 }
 
 /* Digits only: no sign, no space, no base prefix, at least one digit. */
-static int parse_uint(const char *s, size_t len, unsigned base, uint32_t min, uint32_t max,
-		      uint32_t *ret)
+static int parse_uint(const char *s, size_t len, unsigned base, uint64_t min, uint64_t max,
+		      uint64_t *ret)
 {
 	uint64_t v = 0;
 
@@ -200,17 +286,80 @@ static int parse_uint(const char *s, size_t len, unsigned base, uint32_t min, ui
 		return -EINVAL;
 	for (size_t i = 0; i < len; i++) {
 		unsigned char ch = s[i];
+		unsigned digit = ch - '0';
 
 		if (ch < '0' || ch >= '0' + base)
 			return -EINVAL;
-		v = v * base + (ch - '0');
-		if (v > max) /* checked per digit, so v cannot overflow */
+		/* v * base + digit > max, asked without overflowing */
+		if (digit > max || v > (max - digit) / base)
 			return -ERANGE;
+		v = v * base + digit;
 	}
 	if (v < min)
 		return -ERANGE;
 	*ret = v;
 	return 0;
+}
+
+/* Decimal digits, then optional blanks and one of units (none: factor 1).
+ * "256M", "256 MiB", "90m". The product must lie in min..max. */
+static int parse_scaled(const char *s, size_t len, const struct unit *units, bool ignore_case,
+			uint64_t min, uint64_t max, uint64_t *ret)
+{
+	const char *suffix;
+	size_t n = 0, suffix_len;
+	uint64_t factor = 1, v;
+	int r;
+
+	while (n < len && s[n] >= '0' && s[n] <= '9')
+		n++;
+	suffix = skip_space(s + n, s + len);
+	suffix_len = s + len - suffix;
+	if (suffix_len) {
+		const struct unit *u;
+
+		for (u = units; u->name; u++)
+			if (strlen(u->name) == suffix_len &&
+			    !(ignore_case ? strncasecmp : strncmp)(suffix, u->name, suffix_len))
+				break;
+		if (!u->name)
+			return -EINVAL;
+		factor = u->factor;
+	}
+	r = parse_uint(s, n, 10, 0, max / factor, &v);
+	if (r < 0)
+		return r;
+	if (v * factor < min)
+		return -ERANGE;
+	*ret = v * factor;
+	return 0;
+}
+
+/* Blanks around the names are allowed ("S, D"); thread_state_mask_parse()
+ * takes the list without them. */
+static int parse_states(const char *s, size_t len, uint32_t *ret)
+{
+	const char *end = s + len;
+	char list[128];
+	size_t n = 0;
+
+	for (;;) {
+		const char *comma = memchr(s, ',', end - s);
+		const char *name_end = comma ? comma : end;
+		const char *name = skip_space(s, name_end);
+		size_t name_len = trim_end(name, name_end) - name;
+
+		if (n + name_len + 1 >= sizeof(list))
+			return -EINVAL;
+		memcpy(list + n, name, name_len);
+		n += name_len;
+		if (!comma)
+			break;
+		list[n++] = ',';
+		s = comma + 1;
+	}
+	list[n] = '\0';
+	return thread_state_mask_parse(list, ret);
 }
 
 static bool word_is(const char *s, size_t len, const char *word)
@@ -238,20 +387,39 @@ static bool group_char_ok(char ch)
 static int key_set(struct config *c, const struct key *k, const char *s, size_t len)
 {
 	void *field = (char *)c + k->offset;
-	uint32_t v;
+	uint32_t mask;
+	uint64_t v;
 	bool b;
 	int r;
 
 	switch (k->type) {
 	case KEY_U32:
+	case KEY_U64:
 	case KEY_MODE:
 		r = parse_uint(s, len, k->type == KEY_MODE ? 8 : 10, k->min, k->max, &v);
 		if (r < 0)
 			return -EINVAL;
 		if (k->type == KEY_MODE)
 			*(mode_t *)field = v;
-		else
+		else if (k->type == KEY_U32)
 			*(uint32_t *)field = v;
+		else
+			*(uint64_t *)field = v;
+		return 0;
+	case KEY_BYTES:
+	case KEY_DURATION:
+		r = k->type == KEY_BYTES
+			    ? parse_scaled(s, len, byte_units, true, k->min, k->max, &v)
+			    : parse_scaled(s, len, duration_units, false, k->min, k->max, &v);
+		if (r < 0)
+			return -EINVAL;
+		*(uint64_t *)field = v;
+		return 0;
+	case KEY_STATES:
+		r = parse_states(s, len, &mask);
+		if (r < 0)
+			return -EINVAL;
+		*(uint32_t *)field = mask;
 		return 0;
 	case KEY_BOOL:
 		r = parse_bool(s, len, &b);

@@ -24,6 +24,15 @@ struct config {
 	uint32_t stack_map_entries; /* per buffer; two buffers exist */
 	bool trace_self;	    /* include offcpud's own threads */
 	unsigned tracepoint;	    /* enum config_tracepoint */
+
+	/* The continuous profile and its store. */
+	bool continuous;		  /* run the always-on capture of every process */
+	uint32_t continuous_states;	  /* thread_state mask (THREAD_STATE_ALL: all) */
+	uint64_t continuous_min_block_us; /* its shortest block kept; 0: all */
+	uint32_t window_seconds;	  /* length of one stored window */
+	char database[256];		  /* the SQLite file of the window ring */
+	uint64_t max_db_bytes;		  /* database plus WAL; oldest windows go first */
+	uint64_t max_age_s;		  /* key max_age: windows ended longer ago go */
 };
 
 /* Which sched_switch program to attach. */

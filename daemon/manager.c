@@ -14,9 +14,12 @@
 #include "capture.h"
 #include "collector.h"
 #include "drain.h"
+#include "history.h"
 #include "log.h"
 #include "proto.h"
 #include "server.h"
+#include "store.h"
+#include "store_queue.h"
 #include "symbolizer.h"
 
 #define PROC_ROOT "/proc"
@@ -28,14 +31,24 @@ struct manager {
 	struct symbolizer *symbolizer;
 	struct server *server;
 	uv_timer_t drain_timer;
+	uv_timer_t watchdog_timer;
+	struct store *store;
+	struct store_queue *store_queue;
+	/* The always-on capture: a slot whose rows fill the current window. */
+	bool continuous;
+	unsigned continuous_slot;
+	struct profile *window;
+	int64_t window_start_ms, window_close_ms; /* CLOCK_REALTIME */
+	uint64_t windows_written, windows_failed;
 	uv_work_t drain_work;
 	struct drain_result drain_result;
 	uint32_t drain_tgids[OFFCPU_MAX_SLOTS * PROTO_MAX_IDS]; /* targets to prime */
 	size_t n_drain_tgids;
 	int drain_error;
 	bool draining;
-	bool stopping;	  /* free once the drain under way is done */
-	bool drain_again; /* a capture ended during a drain: run another at once */
+	bool stopping;	       /* free once the drain under way and the store jobs are done */
+	unsigned handles_open; /* timers still closing at the end */
+	bool drain_again;      /* a capture ended during a drain: run another at once */
 	uint64_t drains_started;
 	uint64_t next_capture_id;
 	struct capture *captures[OFFCPU_MAX_SLOTS]; /* by slot */
@@ -44,6 +57,14 @@ struct manager {
 	uint64_t counters_prev[OFFCPU_CNT_MAX];
 	uint64_t counters_ns, counters_prev_ns;
 };
+
+static int64_t realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static uint64_t now_ns(void)
 {
@@ -68,10 +89,56 @@ static void reply_error(struct server_conn *conn, const char *code, const char *
 	server_conn_send(conn, proto_reply_error(code, message));
 }
 
+/* ---- windows of the continuous profile ---- */
+
+static void window_written(void *arg, const struct store_window *w, int r, const char *msg)
+{
+	struct manager *m = arg;
+
+	if (r < 0) {
+		/* Rate-limited by the window cadence itself. */
+		m->windows_failed++;
+		log_warning("window %lld..%lld not stored: %s", (long long)w->start_ms,
+			    (long long)w->end_ms, msg);
+		return;
+	}
+	m->windows_written++;
+}
+
+/* Starts a window at now_ms; it closes at the next multiple of the window
+ * length, so windows line up with the clock (…:00, …:10, …:20). */
+static int window_open(struct manager *m, int64_t now_ms)
+{
+	int64_t len_ms = (int64_t)m->cfg.window_seconds * 1000;
+
+	m->window_start_ms = now_ms;
+	m->window_close_ms = (now_ms / len_ms + 1) * len_ms;
+	return profile_new(&m->window);
+}
+
+/* Hands the current window to the store and opens the next one, which
+ * starts where this one ends: every drained row lands in exactly one. */
+static void window_rotate(struct manager *m, bool reopen)
+{
+	int64_t now_ms = realtime_ms();
+	struct store_window w = {
+		.start_ms = m->window_start_ms,
+		.end_ms = now_ms > m->window_start_ms ? now_ms : m->window_start_ms + 1,
+	};
+
+	if (!m->window)
+		return;
+	if (history_write(m->store_queue, m->window, &w, window_written, m) < 0)
+		log_warning("out of memory: a window was lost");
+	m->window = NULL;
+	if (reopen && window_open(m, w.end_ms) < 0)
+		log_error("out of memory: continuous profiling paused");
+}
+
 /* ---- drains ---- */
 
 static void drain_start(struct manager *m);
-static void manager_free(struct manager *m);
+static void shutdown_continue(struct manager *m);
 
 static void drain_work_cb(uv_work_t *req)
 {
@@ -92,6 +159,12 @@ static void capture_free_cb(uv_handle_t *h)
 /* The capture's last rows are in: reply (if its client is still there). */
 static void capture_finish(struct manager *m, struct capture *c)
 {
+	struct store_window w = {
+		.start_ms = c->start_ms,
+		.end_ms = c->start_ms + (int64_t)((c->end_ns - c->start_ns) / 1000000) + 1,
+		.capture_id = c->id,
+	};
+
 	if (c->conn) {
 		bool exited = capture_target_exited(PROC_ROOT, &c->req);
 		char *line = capture_reply(c, m->counters, exited);
@@ -102,6 +175,11 @@ static void capture_finish(struct manager *m, struct capture *c)
 			reply_error(c->conn, PROTO_ERR_INTERNAL,
 				    "out of memory formatting the reply");
 		server_conn_set_data(c->conn, NULL);
+		/* Kept for "export --capture ID"; a cancelled capture is not. */
+		if (history_write(m->store_queue, c->profile, &w, window_written, m) < 0)
+			log_warning("out of memory: capture %llu not stored",
+				    (unsigned long long)c->id);
+		c->profile = NULL;
 	}
 	m->captures[c->slot] = NULL;
 	collector_slot_release(m->collector, c->slot);
@@ -115,11 +193,6 @@ static void drain_after_cb(uv_work_t *req, int status)
 	uint64_t completed = m->drains_started;
 
 	m->draining = false;
-	if (m->stopping) {
-		drain_result_release(r);
-		manager_free(m);
-		return;
-	}
 	if (status < 0 || m->drain_error < 0)
 		log_warning("draining the kernel maps failed: %s",
 			    strerror(-(status < 0 ? status : m->drain_error)));
@@ -130,19 +203,35 @@ static void drain_after_cb(uv_work_t *req, int status)
 	m->counters_ns = now_ns();
 
 	for (size_t i = 0; i < r->n_rows; i++) {
-		struct capture *c = m->captures[r->rows[i].key.slot % OFFCPU_MAX_SLOTS];
+		unsigned slot = r->rows[i].key.slot % OFFCPU_MAX_SLOTS;
+		struct capture *c = m->captures[slot];
+		struct profile *p = c						  ? c->profile
+				    : m->continuous && slot == m->continuous_slot ? m->window
+										  : NULL;
 
-		if (c && profile_add(c->profile, &r->rows[i]) < 0)
-			log_warning("capture %llu: out of memory, a row was lost",
-				    (unsigned long long)c->id);
+		if (p && profile_add(p, &r->rows[i]) < 0)
+			log_warning("out of memory: a row was lost");
 	}
 	drain_result_release(r);
+	if (m->window && realtime_ms() >= m->window_close_ms)
+		window_rotate(m, true);
 
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
 		struct capture *c = m->captures[i];
 
 		if (c && c->phase == CAPTURE_ENDING && c->final_drain <= completed)
 			capture_finish(m, c);
+	}
+	if (m->stopping) {
+		if (m->drain_again) { /* this drain began before the slot went off */
+			m->drain_again = false;
+			drain_start(m);
+			return;
+		}
+		/* The final drain is in: store the open window, then stop. */
+		window_rotate(m, false);
+		shutdown_continue(m);
+		return;
 	}
 	notify_status(m);
 	if (m->drain_again) {
@@ -255,6 +344,7 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 	c->id = ++m->next_capture_id;
 	c->conn = conn;
 	c->start_ns = now_ns();
+	c->start_ms = realtime_ms();
 	c->phase = CAPTURE_RUNNING;
 	uv_timer_init(m->loop, &c->timer);
 	c->timer.data = c;
@@ -332,6 +422,7 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 	struct proto_request *req;
 	struct capture *c;
 	char err[256];
+	int r;
 
 	/* struct proto_request holds two id arrays: too big for the stack. */
 	req = malloc(sizeof(*req));
@@ -350,6 +441,17 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 		break;
 	case PROTO_CMD_CAPTURE:
 		handle_capture(m, conn, &req->capture);
+		break;
+	case PROTO_CMD_WINDOWS:
+		if (history_windows(m->store_queue, conn, &req->windows) < 0)
+			reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+		break;
+	case PROTO_CMD_EXPORT:
+		r = history_export(m->store_queue, conn, &req->export, err, sizeof(err));
+		if (r == -EINVAL)
+			reply_error(conn, PROTO_ERR_BAD_REQUEST, err);
+		else if (r < 0)
+			reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
 		break;
 	case PROTO_CMD_STOP:
 		c = server_conn_get_data(conn);
@@ -383,6 +485,83 @@ static int libbpf_print_cb(enum libbpf_print_level level, const char *fmt, va_li
 	return vfprintf(stderr, fmt, args);
 }
 
+static void watchdog_cb(uv_timer_t *t)
+{
+	(void)t;
+	sd_notify(0, "WATCHDOG=1"); /* from the loop: a stuck loop stops the pings */
+}
+
+/* Capture ids stay unique across restarts: stored captures keep theirs. */
+static uint64_t last_stored_capture_id(struct store *store)
+{
+	struct store_window *w = NULL;
+	uint64_t max = 0;
+	char msg[256];
+	size_t n = 0;
+
+	if (store_windows_list(store, 0, &w, &n, msg, sizeof(msg)) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (w[i].capture_id > max)
+			max = w[i].capture_id;
+	free(w);
+	return max;
+}
+
+static int store_start(struct manager *m)
+{
+	struct store_limits limits = {
+		.max_db_bytes = m->cfg.max_db_bytes,
+		.max_age_ms = m->cfg.max_age_s * 1000,
+	};
+	char msg[512], *dir, *slash;
+	int r;
+
+	dir = strdup(m->cfg.database);
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		mkdir(dir, 0750); /* StateDirectory= makes it under systemd */
+	}
+	free(dir);
+	r = store_open(m->cfg.database, &limits, &m->store, msg, sizeof(msg));
+	if (r < 0) {
+		log_error("cannot open the profile store %s: %s", m->cfg.database, msg);
+		return r;
+	}
+	m->next_capture_id = last_stored_capture_id(m->store);
+	r = store_queue_new(m->loop, m->store, &m->store_queue);
+	if (r < 0)
+		log_error("out of memory");
+	return r;
+}
+
+static int continuous_start(struct manager *m)
+{
+	struct collector_filter filter = {
+		.state_mask = m->cfg.continuous_states,
+		.min_block_ns = (uint64_t)m->cfg.continuous_min_block_us * 1000,
+		.user_stacks = true,
+		.kernel_stacks = true,
+	};
+	int r;
+
+	r = window_open(m, realtime_ms());
+	if (r < 0)
+		return log_error("out of memory"), r;
+	r = collector_slot_add(m->collector, &filter, &m->continuous_slot);
+	if (r < 0) {
+		log_error("cannot start continuous profiling: %s", strerror(-r));
+		return r;
+	}
+	m->continuous = true;
+	log_info("continuous profiling on: %u s windows into %s", m->cfg.window_seconds,
+		 m->cfg.database);
+	return 0;
+}
+
 int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 {
 	struct collector_options copts = {
@@ -401,6 +580,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		.max_request_bytes = cfg->max_request_bytes,
 	};
 	struct server_ops ops = { .request = request_cb, .closed = closed_cb };
+	uint64_t watchdog_us = 0;
 	struct manager *m;
 	int r;
 
@@ -411,7 +591,14 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	m->cfg = *cfg;
 	m->started_ns = now_ns();
 	loop->data = m;
+	uv_timer_init(loop, &m->drain_timer);
+	m->drain_timer.data = m;
+	uv_timer_init(loop, &m->watchdog_timer);
+	m->watchdog_timer.data = m;
 
+	r = store_start(m);
+	if (r < 0)
+		goto fail;
 	libbpf_set_print(libbpf_print_cb);
 	r = collector_new(&copts, &m->collector);
 	if (r < 0) {
@@ -424,6 +611,11 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	if (r < 0) {
 		log_error("cannot set up the symbolizer: %s", strerror(-r));
 		goto fail;
+	}
+	if (cfg->continuous) {
+		r = continuous_start(m);
+		if (r < 0)
+			goto fail;
 	}
 	r = server_new(loop, &sopts, &ops, m, &m->server);
 	if (r < 0) {
@@ -438,23 +630,32 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	log_info("listening on %s",
 		 server_activated(m->server) ? "the socket passed by systemd" : cfg->socket_path);
 
-	uv_timer_init(loop, &m->drain_timer);
-	m->drain_timer.data = m;
 	uv_timer_start(&m->drain_timer, drain_timer_cb, cfg->drain_interval_ms,
 		       cfg->drain_interval_ms);
+	if (sd_watchdog_enabled(0, &watchdog_us) > 0 && watchdog_us >= 2000)
+		uv_timer_start(&m->watchdog_timer, watchdog_cb, watchdog_us / 2000,
+			       watchdog_us / 2000);
 	*ret = m;
 	return 0;
 fail:
-	manager_free(m);
+	m->stopping = true;
+	shutdown_continue(m);
 	return r;
 }
 
 static void manager_free_cb(uv_handle_t *h)
 {
-	free(h->data);
+	struct manager *m = h->data;
+
+	if (--m->handles_open == 0)
+		free(m);
 }
 
-/* Precondition: no drain is running (it uses the collector). */
+/*
+ * The last step of stopping, once no drain and no store job is running:
+ * captures still running get an error reply, the programs are detached, the
+ * socket goes, the store is closed.
+ */
 static void manager_free(struct manager *m)
 {
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
@@ -472,11 +673,29 @@ static void manager_free(struct manager *m)
 	server_free(m->server);
 	collector_free(m->collector);
 	symbolizer_free(m->symbolizer);
-	if (m->drain_timer.data) {
-		uv_close((uv_handle_t *)&m->drain_timer, manager_free_cb);
-	} else {
-		free(m);
+	profile_free(m->window);
+	store_queue_free(m->store_queue);
+	store_close(m->store);
+	m->handles_open = 2;
+	uv_close((uv_handle_t *)&m->drain_timer, manager_free_cb);
+	uv_close((uv_handle_t *)&m->watchdog_timer, manager_free_cb);
+}
+
+static void store_idle_cb(void *arg)
+{
+	shutdown_continue(arg);
+}
+
+/* Stopping goes on when the drain under way and the store jobs are done. */
+static void shutdown_continue(struct manager *m)
+{
+	if (m->draining)
+		return; /* drain_after_cb calls again */
+	if (m->store_queue && !store_queue_idle(m->store_queue)) {
+		store_queue_on_idle(m->store_queue, store_idle_cb, m);
+		return;
 	}
+	manager_free(m);
 }
 
 void manager_shutdown(struct manager *m)
@@ -484,8 +703,13 @@ void manager_shutdown(struct manager *m)
 	if (!m || m->stopping)
 		return;
 	m->stopping = true;
-	if (m->drain_timer.data)
-		uv_timer_stop(&m->drain_timer);
-	if (!m->draining)
-		manager_free(m);
+	uv_timer_stop(&m->drain_timer);
+	uv_timer_stop(&m->watchdog_timer);
+	if (m->continuous) {
+		/* One last drain so the open window is stored whole. */
+		collector_slot_deactivate(m->collector, m->continuous_slot);
+		drain_start(m);
+		return;
+	}
+	shutdown_continue(m);
 }

@@ -2,6 +2,7 @@
 #include "profile.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,26 +50,87 @@ void profile_free(struct profile *p)
 	free(p);
 }
 
-int profile_add(struct profile *p, const struct drain_row *row)
+/* Sums a row under key, copying its names the first time the key is seen. */
+static int add(struct profile *p, struct offcpu_key *key, const char *comm, const char *ustack,
+	       const char *kstack, uint64_t sum_ns, uint64_t count)
 {
-	struct offcpu_key key = row->key;
 	struct profile_value *v;
 	bool created;
 
-	key.slot = 0;
-	v = hashtab_put(p->rows, &key, &created);
+	key->slot = 0;
+	v = hashtab_put(p->rows, key, &created);
 	if (!v)
 		return -ENOMEM;
 	if (created) {
-		memcpy(v->comm, row->value.comm, sizeof(v->comm));
-		v->ustack = strdup(row->ustack);
-		v->kstack = strdup(row->kstack);
+		snprintf(v->comm, sizeof(v->comm), "%s", comm);
+		v->ustack = strdup(ustack);
+		v->kstack = strdup(kstack);
 		if (!v->ustack || !v->kstack)
 			return -ENOMEM; /* the row stays, named "" by the readers */
 	}
-	v->sum_ns += row->value.sum_ns;
-	v->count += row->value.count;
-	p->total_ns += row->value.sum_ns;
+	v->sum_ns += sum_ns;
+	v->count += count;
+	p->total_ns += sum_ns;
+	return 0;
+}
+
+int profile_add(struct profile *p, const struct drain_row *row)
+{
+	struct offcpu_key key = row->key;
+
+	return add(p, &key, row->value.comm, row->ustack, row->kstack, row->value.sum_ns,
+		   row->value.count);
+}
+
+/* 0 for "": the same convention as the kernel's "no stack". */
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h ? h : 1;
+}
+
+int profile_add_row(struct profile *p, const struct profile_row *row)
+{
+	struct offcpu_key key = {
+		.tgid = row->tgid,
+		.pid = row->pid,
+		.state = row->state,
+		.kstack = name_hash(row->kstack),
+		.ustack = name_hash(row->ustack),
+	};
+
+	return add(p, &key, row->comm, row->ustack, row->kstack, row->sum_ns, row->count);
+}
+
+int profile_foreach(const struct profile *p, int (*fn)(void *arg, const struct profile_row *row),
+		    void *arg)
+{
+	const struct offcpu_key *key;
+	struct profile_value *v;
+	size_t pos = 0;
+	int r;
+
+	while (hashtab_next(p->rows, &pos, (const void **)&key, (void **)&v)) {
+		struct profile_row row = {
+			.comm = v->comm,
+			.tgid = key->tgid,
+			.pid = key->pid,
+			.state = key->state,
+			.sum_ns = v->sum_ns,
+			.count = v->count,
+			.ustack = v->ustack ? v->ustack : "",
+			.kstack = v->kstack ? v->kstack : "",
+		};
+
+		r = fn(arg, &row);
+		if (r)
+			return r;
+	}
 	return 0;
 }
 
@@ -82,22 +144,29 @@ size_t profile_rows(const struct profile *p)
 	return hashtab_count(p->rows);
 }
 
+struct folded_args {
+	struct folded *f;
+	bool want_user, want_kernel;
+};
+
+static int add_folded(void *arg, const struct profile_row *row)
+{
+	struct folded_args *a = arg;
+
+	return folded_add(a->f, row->comm, row->ustack, row->kstack, a->want_user, a->want_kernel,
+			  row->sum_ns);
+}
+
 char *profile_folded(const struct profile *p, bool want_user, bool want_kernel)
 {
-	struct profile_value *v;
-	struct folded *f;
-	size_t pos = 0;
+	struct folded_args a = { .want_user = want_user, .want_kernel = want_kernel };
 	char *text = NULL;
 
-	if (folded_new(&f) < 0)
+	if (folded_new(&a.f) < 0)
 		return NULL;
-	while (hashtab_next(p->rows, &pos, NULL, (void **)&v))
-		if (folded_add(f, v->comm, v->ustack ? v->ustack : "", v->kstack ? v->kstack : "",
-			       want_user, want_kernel, v->sum_ns) < 0)
-			goto out;
-	text = folded_text(f, 1000);
-out:
-	folded_free(f);
+	if (profile_foreach(p, add_folded, &a) == 0)
+		text = folded_text(a.f, 1000);
+	folded_free(a.f);
 	return text;
 }
 
@@ -125,33 +194,42 @@ static const char **frames_split(const char *joined, size_t *ret_n)
 	return frames;
 }
 
+struct samples_args {
+	struct proto_sample *samples;
+	size_t n;
+};
+
+static int add_sample(void *arg, const struct profile_row *row)
+{
+	struct samples_args *a = arg;
+	struct proto_sample *s = &a->samples[a->n++];
+
+	*s = (struct proto_sample){
+		.comm = row->comm,
+		.tgid = row->tgid,
+		.pid = row->pid,
+		.state = thread_state_name(row->state),
+		.value_ns = row->sum_ns,
+		.count = row->count,
+	};
+	s->ustack = frames_split(row->ustack, &s->n_ustack);
+	s->kstack = frames_split(row->kstack, &s->n_kstack);
+	return s->ustack && s->kstack ? 0 : -ENOMEM;
+}
+
 int profile_samples(const struct profile *p, struct proto_sample **ret, size_t *ret_n)
 {
-	size_t n = hashtab_count(p->rows), i = 0, pos = 0;
-	struct proto_sample *samples = calloc(n ? n : 1, sizeof(*samples));
-	const struct offcpu_key *key;
-	struct profile_value *v;
+	size_t n = hashtab_count(p->rows);
+	struct samples_args a = { .samples = calloc(n ? n : 1, sizeof(*a.samples)) };
 
-	if (!samples)
+	if (!a.samples)
 		return -ENOMEM;
-	while (hashtab_next(p->rows, &pos, (const void **)&key, (void **)&v)) {
-		struct proto_sample *s = &samples[i++];
-
-		s->comm = v->comm;
-		s->tgid = key->tgid;
-		s->pid = key->pid;
-		s->state = thread_state_name(key->state);
-		s->value_ns = v->sum_ns;
-		s->count = v->count;
-		s->ustack = frames_split(v->ustack ? v->ustack : "", &s->n_ustack);
-		s->kstack = frames_split(v->kstack ? v->kstack : "", &s->n_kstack);
-		if (!s->ustack || !s->kstack) {
-			profile_samples_free(samples, i);
-			return -ENOMEM;
-		}
+	if (profile_foreach(p, add_sample, &a) < 0) {
+		profile_samples_free(a.samples, a.n);
+		return -ENOMEM;
 	}
-	*ret = samples;
-	*ret_n = n;
+	*ret = a.samples;
+	*ret_n = a.n;
 	return 0;
 }
 

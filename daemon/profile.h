@@ -16,11 +16,32 @@
 
 struct profile;
 
+/* One accumulated row, by name. */
+struct profile_row {
+	const char *comm;
+	uint32_t tgid;
+	uint32_t pid;
+	uint32_t state; /* enum offcpu_state */
+	uint64_t sum_ns;
+	uint64_t count;
+	const char *ustack; /* ';'-joined frames root->leaf; "" if none */
+	const char *kstack;
+};
+
 int profile_new(struct profile **ret); /* 0 or -ENOMEM */
 void profile_free(struct profile *p);  /* NULL-safe */
 
 /* Adds a drained row (its slot is ignored). Returns 0 or -ENOMEM. */
 int profile_add(struct profile *p, const struct drain_row *row);
+
+/* Adds a row given by name, e.g. read back from the store; rows with equal
+ * thread, state and stack names are summed. Returns 0 or -ENOMEM. */
+int profile_add_row(struct profile *p, const struct profile_row *row);
+
+/* Calls fn for every row, in no particular order; stops at and returns the
+ * first nonzero result of fn. */
+int profile_foreach(const struct profile *p, int (*fn)(void *arg, const struct profile_row *row),
+		    void *arg);
 
 uint64_t profile_total_ns(const struct profile *p);
 size_t profile_rows(const struct profile *p);

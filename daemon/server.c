@@ -35,7 +35,7 @@ struct server_conn {
 	char *buf;
 	size_t len, cap;
 	bool closing;
-	bool discard; /* rest of an oversized line */
+	unsigned refs; /* the open handle holds one */
 	uid_t uid;
 	void *data;
 };
@@ -45,12 +45,22 @@ struct write_req {
 	char *line;
 };
 
-static void conn_close_cb(uv_handle_t *h)
+void server_conn_ref(struct server_conn *c)
 {
-	struct server_conn *c = h->data;
+	c->refs++;
+}
 
+void server_conn_unref(struct server_conn *c)
+{
+	if (--c->refs)
+		return;
 	free(c->buf);
 	free(c);
+}
+
+static void conn_close_cb(uv_handle_t *h)
+{
+	server_conn_unref(h->data);
 }
 
 static void conn_unlink(struct server_conn *c)
@@ -224,6 +234,7 @@ static void connection_cb(uv_stream_t *listener, int status)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return;
+	c->refs = 1;
 	uv_pipe_init(s->loop, &c->pipe, 0);
 	c->pipe.data = c;
 	if (uv_accept(listener, (uv_stream_t *)&c->pipe) < 0) {

@@ -49,6 +49,11 @@ int server_conn_send(struct server_conn *conn, char *line);
 /* Closes after queued replies are written. */
 void server_conn_close(struct server_conn *conn);
 
+/* Keeps conn's memory alive past its closing, for work that finishes later
+ * (a reply to a closed connection is dropped). Every ref needs an unref. */
+void server_conn_ref(struct server_conn *conn);
+void server_conn_unref(struct server_conn *conn);
+
 void server_conn_set_data(struct server_conn *conn, void *data);
 void *server_conn_get_data(const struct server_conn *conn);
 uid_t server_conn_uid(const struct server_conn *conn); /* SO_PEERCRED */

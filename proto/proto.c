@@ -1,8 +1,10 @@
 /*
  * proto: request parsing and reply formatting for the offcpud socket protocol
  * (see proto.h and PROTOCOL.md). All JSON handling of the project lives here.
- * The capture request is described once, by proto__capture_fields[], which
- * drives defaults, parsing, validation and proto_request_format().
+ * Each command's fields are described once, by its field table below
+ * (proto__commands[] names the table and where the command's struct sits in
+ * struct proto_request), which drives defaults, parsing, validation and
+ * proto_request_format().
  */
 #include "proto.h"
 #include "thread_state.h"
@@ -24,24 +26,29 @@
 /* Largest integer a JSON number (an IEEE double) carries exactly. */
 #define PROTO__JSON_INT_MAX    (UINT64_C(1) << 53)
 
-/* ---- the capture request's fields -------------------------------------- */
+#define PROTO__ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- the requests' fields ---------------------------------------------- */
 
 enum proto__kind {
-	PROTO__KIND_UINT,   /* integer in [min, max], stored in a uint32_t or uint64_t */
+	/* integer in [min, max], stored in a uint32_t, uint64_t or int64_t
+	 * (min >= 0, so the int64_t bits are the uint64_t's) */
+	PROTO__KIND_UINT,
 	PROTO__KIND_IDS,    /* array of integers in [min, max], stored as uint32_t[] + count */
 	PROTO__KIND_STATES, /* non-empty array of thread_state names, stored as a mask */
 	PROTO__KIND_ENUM,   /* one of names[], stored as its index (the enum value) */
+	PROTO__KIND_STRING, /* string of at most max bytes (< size), stored NUL-terminated */
 };
 
 struct proto__field {
 	const char *name;
 	enum proto__kind kind;
-	size_t offset;		  /* of the value in struct proto_capture_request */
+	size_t offset;		  /* of the value in the command's struct */
 	size_t size;		  /* of the value; for IDS, of the whole array */
 	size_t count_offset;	  /* IDS: of the element count */
 	uint64_t min;		  /* UINT, IDS (per element) */
-	uint64_t max;		  /* UINT, IDS (per element) */
-	uint64_t def;		  /* UINT: value; STATES: mask; ENUM: index */
+	uint64_t max;		  /* UINT, IDS (per element); STRING: bytes */
+	uint64_t def;		  /* UINT: value; STATES: mask; ENUM: index; STRING: "" */
 	const char *const *names; /* ENUM: NULL-terminated, indexed by enum value */
 };
 
@@ -62,15 +69,17 @@ static const char *const proto__format_names[] = {
 	NULL,
 };
 
-#define PROTO__AT(member)                                                                          \
-	.offset = offsetof(struct proto_capture_request, member),                                  \
-	.size = sizeof(((struct proto_capture_request *)0)->member)
+/* Offset and size of a member of the command's struct TYPE. */
+#define PROTO__AT(type, member)                                                                    \
+	.offset = offsetof(type, member), .size = sizeof(((type *)0)->member)
+
+#define PROTO__CAP(member) PROTO__AT(struct proto_capture_request, member)
 
 static const struct proto__field proto__capture_fields[] = {
 	{
 		.name = "pids",
 		.kind = PROTO__KIND_IDS,
-		PROTO__AT(pids),
+		PROTO__CAP(pids),
 		.count_offset = offsetof(struct proto_capture_request, n_pids),
 		.min = 1,
 		.max = PROTO__PID_MAX,
@@ -78,7 +87,7 @@ static const struct proto__field proto__capture_fields[] = {
 	{
 		.name = "tids",
 		.kind = PROTO__KIND_IDS,
-		PROTO__AT(tids),
+		PROTO__CAP(tids),
 		.count_offset = offsetof(struct proto_capture_request, n_tids),
 		.min = 1,
 		.max = PROTO__PID_MAX,
@@ -86,7 +95,7 @@ static const struct proto__field proto__capture_fields[] = {
 	{
 		.name = "seconds",
 		.kind = PROTO__KIND_UINT,
-		PROTO__AT(seconds),
+		PROTO__CAP(seconds),
 		.min = 1,
 		.max = PROTO__SECONDS_MAX,
 		.def = PROTO__SECONDS_DEFAULT,
@@ -94,51 +103,151 @@ static const struct proto__field proto__capture_fields[] = {
 	{
 		.name = "states",
 		.kind = PROTO__KIND_STATES,
-		PROTO__AT(state_mask),
+		PROTO__CAP(state_mask),
 		.def = THREAD_STATE_ALL,
 	},
 	{
 		.name = "min_block_us",
 		.kind = PROTO__KIND_UINT,
-		PROTO__AT(min_block_us),
+		PROTO__CAP(min_block_us),
 		.max = PROTO__JSON_INT_MAX,
 	},
 	{
 		.name = "max_block_us",
 		.kind = PROTO__KIND_UINT,
-		PROTO__AT(max_block_us),
+		PROTO__CAP(max_block_us),
 		.max = PROTO__JSON_INT_MAX,
 	},
 	{
 		.name = "stacks",
 		.kind = PROTO__KIND_ENUM,
-		PROTO__AT(stacks),
+		PROTO__CAP(stacks),
 		.def = PROTO_STACKS_BOTH,
 		.names = proto__stacks_names,
 	},
 	{
 		.name = "format",
 		.kind = PROTO__KIND_ENUM,
-		PROTO__AT(format),
+		PROTO__CAP(format),
 		.def = PROTO_FORMAT_FOLDED,
 		.names = proto__format_names,
 	},
 };
 
-#define PROTO__N_FIELDS (sizeof(proto__capture_fields) / sizeof(proto__capture_fields[0]))
-_Static_assert(PROTO__N_FIELDS <= 32, "the duplicate check uses a 32-bit mask");
-
-static const struct {
-	const char *name;
-	enum proto_cmd cmd;
-	bool has_fields; /* takes proto__capture_fields */
-} proto__commands[] = {
-	{ "status", PROTO_CMD_STATUS, false },
-	{ "capture", PROTO_CMD_CAPTURE, true },
-	{ "stop", PROTO_CMD_STOP, false },
+static const struct proto__field proto__windows_fields[] = {
+	{
+		.name = "since_ms",
+		.kind = PROTO__KIND_UINT,
+		PROTO__AT(struct proto_windows_request, since_ms),
+		.max = PROTO__JSON_INT_MAX,
+	},
 };
 
-#define PROTO__N_COMMANDS (sizeof(proto__commands) / sizeof(proto__commands[0]))
+#define PROTO__EXP(member) PROTO__AT(struct proto_export_request, member)
+
+static const struct proto__field proto__export_fields[] = {
+	{
+		.name = "from_ms",
+		.kind = PROTO__KIND_UINT,
+		PROTO__EXP(from_ms),
+		.max = PROTO__JSON_INT_MAX,
+	},
+	{
+		.name = "to_ms",
+		.kind = PROTO__KIND_UINT,
+		PROTO__EXP(to_ms),
+		.max = PROTO__JSON_INT_MAX,
+	},
+	{
+		.name = "capture",
+		.kind = PROTO__KIND_UINT,
+		PROTO__EXP(capture_id),
+		.max = PROTO__JSON_INT_MAX,
+	},
+	{
+		.name = "pids",
+		.kind = PROTO__KIND_IDS,
+		PROTO__EXP(pids),
+		.count_offset = offsetof(struct proto_export_request, n_pids),
+		.min = 1,
+		.max = PROTO__PID_MAX,
+	},
+	{
+		.name = "comm",
+		.kind = PROTO__KIND_STRING,
+		PROTO__EXP(comm),
+		.max = PROTO_COMM_MAX,
+	},
+	{
+		.name = "states",
+		.kind = PROTO__KIND_STATES,
+		PROTO__EXP(state_mask),
+		.def = THREAD_STATE_ALL,
+	},
+	{
+		.name = "grep",
+		.kind = PROTO__KIND_STRING,
+		PROTO__EXP(grep),
+		.max = PROTO_REGEX_MAX,
+	},
+	{
+		.name = "exclude",
+		.kind = PROTO__KIND_STRING,
+		PROTO__EXP(exclude),
+		.max = PROTO_REGEX_MAX,
+	},
+	{
+		.name = "format",
+		.kind = PROTO__KIND_ENUM,
+		PROTO__EXP(format),
+		.def = PROTO_FORMAT_FOLDED,
+		.names = proto__format_names,
+	},
+};
+
+/* The duplicate check keeps one bit per field of a command. */
+_Static_assert(PROTO__ARRAY_SIZE(proto__capture_fields) <= 32, "too many capture fields");
+_Static_assert(PROTO__ARRAY_SIZE(proto__windows_fields) <= 32, "too many windows fields");
+_Static_assert(PROTO__ARRAY_SIZE(proto__export_fields) <= 32, "too many export fields");
+
+/* Rules that span fields, checked once all fields are in. */
+static int proto__capture_check(const void *args, char *err, size_t err_size);
+static int proto__export_check(const void *args, char *err, size_t err_size);
+
+#define PROTO__FIELDS(member, table)                                                               \
+	.offset = offsetof(struct proto_request, member), .fields = table,                         \
+	.n_fields = PROTO__ARRAY_SIZE(table)
+
+static const struct proto__command {
+	const char *name;
+	enum proto_cmd cmd;
+	size_t offset;			   /* of the command's struct in struct proto_request */
+	const struct proto__field *fields; /* NULL: the command takes no fields */
+	size_t n_fields;
+	int (*check)(const void *args, char *err, size_t err_size); /* NULL: none */
+} proto__commands[] = {
+	{ .name = "status", .cmd = PROTO_CMD_STATUS },
+	{
+		.name = "capture",
+		.cmd = PROTO_CMD_CAPTURE,
+		PROTO__FIELDS(capture, proto__capture_fields),
+		.check = proto__capture_check,
+	},
+	{ .name = "stop", .cmd = PROTO_CMD_STOP },
+	{
+		.name = "windows",
+		.cmd = PROTO_CMD_WINDOWS,
+		PROTO__FIELDS(windows, proto__windows_fields),
+	},
+	{
+		.name = "export",
+		.cmd = PROTO_CMD_EXPORT,
+		PROTO__FIELDS(export, proto__export_fields),
+		.check = proto__export_check,
+	},
+};
+
+#define PROTO__N_COMMANDS PROTO__ARRAY_SIZE(proto__commands)
 
 /* ---- small helpers ----------------------------------------------------- */
 
@@ -271,14 +380,23 @@ static int proto__get_uint(const cJSON *item, const char *what, uint64_t min, ui
 
 /* ---- requests ---------------------------------------------------------- */
 
-static void proto__capture_defaults(struct proto_capture_request *c)
+static void proto__defaults(const struct proto__command *c, void *args)
 {
-	memset(c, 0, sizeof(*c));
-	for (size_t i = 0; i < PROTO__N_FIELDS; i++) {
-		const struct proto__field *f = &proto__capture_fields[i];
+	for (size_t i = 0; i < c->n_fields; i++) {
+		const struct proto__field *f = &c->fields[i];
+		char *dst = (char *)args + f->offset;
 
-		if (f->kind != PROTO__KIND_IDS)
-			proto__store((char *)c + f->offset, f->size, f->def);
+		switch (f->kind) {
+		case PROTO__KIND_IDS:
+			memset(dst, 0, f->size);
+			proto__store((char *)args + f->count_offset, sizeof(size_t), 0);
+			break;
+		case PROTO__KIND_STRING:
+			memset(dst, 0, f->size);
+			break;
+		default:
+			proto__store(dst, f->size, f->def);
+		}
 	}
 }
 
@@ -303,10 +421,13 @@ static int proto__parse_enum(const struct proto__field *f, const cJSON *item, vo
 	return proto__fail(err, err_size, "%s must be one of: %s", what, list);
 }
 
-static int proto__parse_field(const struct proto__field *f, const cJSON *item,
-			      struct proto_capture_request *c, char *err, size_t err_size)
+static bool proto__utf8_valid(const char *s);
+
+/* args: the command's struct. */
+static int proto__parse_field(const struct proto__field *f, const cJSON *item, void *args,
+			      char *err, size_t err_size)
 {
-	char *dst = (char *)c + f->offset;
+	char *dst = (char *)args + f->offset;
 	char what[96];
 	const cJSON *el;
 	uint64_t v;
@@ -345,7 +466,7 @@ static int proto__parse_field(const struct proto__field *f, const cJSON *item,
 			ids[n++] = v;
 		}
 		memcpy(dst, ids, n * sizeof(ids[0]));
-		proto__store((char *)c + f->count_offset, sizeof(size_t), n);
+		proto__store((char *)args + f->count_offset, sizeof(size_t), n);
 		return 0;
 	}
 
@@ -379,29 +500,77 @@ static int proto__parse_field(const struct proto__field *f, const cJSON *item,
 
 	case PROTO__KIND_ENUM:
 		return proto__parse_enum(f, item, dst, what, err, err_size);
+
+	case PROTO__KIND_STRING:
+		assert(f->max < f->size);
+		if (!cJSON_IsString(item))
+			return proto__fail(err, err_size, "%s must be a string", what);
+		/* No NUL can hide in it: proto__parse_json() refuses them. */
+		n = strlen(item->valuestring);
+		if (n > f->max)
+			return proto__fail(err, err_size,
+					   "%s is %zu bytes long; at most %" PRIu64 " allowed",
+					   what, n, f->max);
+		/* Formatting would replace invalid bytes, so such a value could
+		 * not mean what it says. */
+		if (!proto__utf8_valid(item->valuestring))
+			return proto__fail(err, err_size, "%s must be valid UTF-8", what);
+		memcpy(dst, item->valuestring, n + 1);
+		return 0;
 	}
 	return proto__fail(err, err_size, "%s: internal error", what);
 }
 
-static const struct proto__field *proto__find_field(const char *name, size_t *ret_index)
+static const struct proto__field *proto__find_field(const struct proto__command *c,
+						    const char *name, size_t *ret_index)
 {
-	for (size_t i = 0; i < PROTO__N_FIELDS; i++) {
-		if (!strcmp(name, proto__capture_fields[i].name)) {
+	for (size_t i = 0; i < c->n_fields; i++) {
+		if (!strcmp(name, c->fields[i].name)) {
 			*ret_index = i;
-			return &proto__capture_fields[i];
+			return &c->fields[i];
 		}
 	}
 	return NULL;
 }
 
+static int proto__capture_check(const void *args, char *err, size_t err_size)
+{
+	const struct proto_capture_request *c = args;
+
+	if (c->max_block_us && c->max_block_us < c->min_block_us)
+		return proto__fail(err, err_size,
+				   "field 'max_block_us' (%" PRIu64
+				   ") must be >= 'min_block_us' (%" PRIu64 "), or 0 for no bound",
+				   c->max_block_us, c->min_block_us);
+	return 0;
+}
+
+static int proto__export_check(const void *args, char *err, size_t err_size)
+{
+	const struct proto_export_request *e = args;
+
+	if (e->capture_id && (e->from_ms || e->to_ms))
+		return proto__fail(err, err_size,
+				   "field 'capture' excludes 'from_ms' and 'to_ms': ask for "
+				   "a capture or a time range, not both");
+	if (!e->capture_id && !e->from_ms)
+		return proto__fail(err, err_size, "export needs from_ms or capture");
+	if (e->to_ms && e->to_ms <= e->from_ms)
+		return proto__fail(err, err_size,
+				   "field 'to_ms' (%" PRId64 ") must be > 'from_ms' (%" PRId64
+				   "), or 0 for now",
+				   e->to_ms, e->from_ms);
+	return 0;
+}
+
 static int proto__parse_request(const cJSON *root, struct proto_request *req, char *err,
 				size_t err_size)
 {
+	const struct proto__command *c = NULL;
 	const cJSON *v, *cmd, *item;
 	const char *cmd_name;
-	bool has_fields = false;
 	uint32_t seen = 0;
-	size_t i;
+	void *args;
 	int r;
 
 	if (!cJSON_IsObject(root))
@@ -424,22 +593,21 @@ static int proto__parse_request(const cJSON *root, struct proto_request *req, ch
 	if (!cJSON_IsString(cmd))
 		return proto__fail(err, err_size, "field 'cmd' must be a string");
 	cmd_name = cmd->valuestring;
-	for (i = 0; i < PROTO__N_COMMANDS; i++) {
+	for (size_t i = 0; i < PROTO__N_COMMANDS; i++) {
 		if (!strcmp(cmd_name, proto__commands[i].name)) {
-			req->cmd = proto__commands[i].cmd;
-			has_fields = proto__commands[i].has_fields;
+			c = &proto__commands[i];
 			break;
 		}
 	}
-	if (i == PROTO__N_COMMANDS)
+	if (!c)
 		return proto__fail(err, err_size, "unknown command '%s'", cmd_name);
-
-	if (has_fields)
-		proto__capture_defaults(&req->capture);
+	req->cmd = c->cmd;
+	args = (char *)req + c->offset;
+	proto__defaults(c, args);
 
 	cJSON_ArrayForEach(item, root)
 	{
-		const struct proto__field *f = NULL;
+		const struct proto__field *f;
 		const char *name = item->string;
 		size_t index;
 
@@ -449,27 +617,18 @@ static int proto__parse_request(const cJSON *root, struct proto_request *req, ch
 				return proto__fail(err, err_size, "duplicate field '%s'", name);
 			continue;
 		}
-		if (has_fields)
-			f = proto__find_field(name, &index);
+		f = proto__find_field(c, name, &index);
 		if (!f)
 			return proto__fail(err, err_size, "unknown field '%s' for command '%s'",
 					   name, cmd_name);
 		if (seen & (UINT32_C(1) << index))
 			return proto__fail(err, err_size, "duplicate field '%s'", name);
 		seen |= UINT32_C(1) << index;
-		r = proto__parse_field(f, item, &req->capture, err, err_size);
+		r = proto__parse_field(f, item, args, err, err_size);
 		if (r < 0)
 			return r;
 	}
-
-	/* The one rule that spans two fields. */
-	if (has_fields && req->capture.max_block_us &&
-	    req->capture.max_block_us < req->capture.min_block_us)
-		return proto__fail(err, err_size,
-				   "field 'max_block_us' (%" PRIu64
-				   ") must be >= 'min_block_us' (%" PRIu64 "), or 0 for no bound",
-				   req->capture.max_block_us, req->capture.min_block_us);
-	return 0;
+	return c->check ? c->check(args, err, err_size) : 0;
 }
 
 int proto_request_parse(const char *buf, size_t len, struct proto_request *ret, char *err,
@@ -637,6 +796,14 @@ static bool proto__add_u64(cJSON *obj, const char *name, uint64_t v)
 	return proto__add_item(obj, name, proto__u64(v));
 }
 
+static bool proto__add_i64(cJSON *obj, const char *name, int64_t v)
+{
+	char text[24];
+
+	snprintf(text, sizeof(text), "%" PRId64, v);
+	return proto__add_item(obj, name, cJSON_CreateRaw(text));
+}
+
 /* cJSON would print NaN and infinities as null; rates are never negative either. */
 static bool proto__add_rate(cJSON *obj, const char *name, double v)
 {
@@ -714,10 +881,10 @@ static char *proto__finish(cJSON *root)
 	return grown;
 }
 
-static bool proto__format_field(cJSON *obj, const struct proto__field *f,
-				const struct proto_capture_request *c)
+/* args: the command's struct. */
+static bool proto__format_field(cJSON *obj, const struct proto__field *f, const void *args)
 {
-	const char *src = (const char *)c + f->offset;
+	const char *src = (const char *)args + f->offset;
 	uint64_t v;
 	cJSON *a;
 
@@ -727,7 +894,7 @@ static bool proto__format_field(cJSON *obj, const struct proto__field *f,
 		return v == f->def || proto__add_u64(obj, f->name, v);
 
 	case PROTO__KIND_IDS: {
-		size_t n = proto__load((const char *)c + f->count_offset, sizeof(size_t));
+		size_t n = proto__load((const char *)args + f->count_offset, sizeof(size_t));
 		uint32_t id;
 
 		/* The caller builds the request; more ids would not fit the struct. */
@@ -769,6 +936,11 @@ static bool proto__format_field(cJSON *obj, const struct proto__field *f,
 		assert(v < n_names);
 		return v == f->def || proto__add_string(obj, f->name, f->names[v]);
 	}
+
+	case PROTO__KIND_STRING:
+		/* The caller fills a fixed buffer; it must stay terminated. */
+		assert(memchr(src, '\0', f->size));
+		return !*src || proto__add_string(obj, f->name, src);
 	}
 	return false;
 }
@@ -776,20 +948,18 @@ static bool proto__format_field(cJSON *obj, const struct proto__field *f,
 char *proto_request_format(const struct proto_request *req)
 {
 	cJSON *root = proto__new_message();
-	const char *name = NULL;
-	bool has_fields = false;
+	const struct proto__command *c = NULL;
+	const void *args;
 
-	for (size_t i = 0; i < PROTO__N_COMMANDS; i++) {
-		if (proto__commands[i].cmd == req->cmd) {
-			name = proto__commands[i].name;
-			has_fields = proto__commands[i].has_fields;
-		}
-	}
-	assert(name);
-	if (!root || !proto__add_string(root, "cmd", name))
+	for (size_t i = 0; i < PROTO__N_COMMANDS; i++)
+		if (proto__commands[i].cmd == req->cmd)
+			c = &proto__commands[i];
+	assert(c);
+	args = (const char *)req + c->offset;
+	if (!root || !proto__add_string(root, "cmd", c->name))
 		goto fail;
-	for (size_t i = 0; has_fields && i < PROTO__N_FIELDS; i++)
-		if (!proto__format_field(root, &proto__capture_fields[i], &req->capture))
+	for (size_t i = 0; i < c->n_fields; i++)
+		if (!proto__format_field(root, &c->fields[i], args))
 			goto fail;
 	return proto__finish(root);
 fail:
@@ -814,13 +984,24 @@ fail:
 	return NULL;
 }
 
-/* {"v":1,"ok":true,"cmd":CMD,CMD:{}}, with *ret_body pointing at the last object. */
-static cJSON *proto__new_ok(const char *cmd, cJSON **ret_body)
+/* {"v":1,"ok":true,"cmd":CMD}, to which the caller adds the body. */
+static cJSON *proto__new_ok_head(const char *cmd)
 {
 	cJSON *root = proto__new_message();
 
-	if (!root || !proto__add_bool(root, "ok", true) || !proto__add_string(root, "cmd", cmd) ||
-	    !(*ret_body = cJSON_AddObjectToObject(root, cmd))) {
+	if (!root || !proto__add_bool(root, "ok", true) || !proto__add_string(root, "cmd", cmd)) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return root;
+}
+
+/* {"v":1,"ok":true,"cmd":CMD,CMD:{}}, with *ret_body pointing at the last object. */
+static cJSON *proto__new_ok(const char *cmd, cJSON **ret_body)
+{
+	cJSON *root = proto__new_ok_head(cmd);
+
+	if (root && !(*ret_body = cJSON_AddObjectToObject(root, cmd))) {
 		cJSON_Delete(root);
 		return NULL;
 	}
@@ -878,6 +1059,25 @@ static bool proto__add_sample(cJSON *samples, const struct proto_sample *s)
 	       proto__add_frames(o, "kstack", s->kstack, s->n_kstack);
 }
 
+/* The result's "folded" text or "samples" array, whichever is set. */
+static bool proto__add_rows(cJSON *body, const char *folded, const struct proto_sample *samples,
+			    size_t n_samples)
+{
+	cJSON *a;
+
+	if (folded && !proto__add_string(body, "folded", folded))
+		return false;
+	if (!samples)
+		return true;
+	a = cJSON_AddArrayToObject(body, "samples");
+	if (!a)
+		return false;
+	for (size_t i = 0; i < n_samples; i++)
+		if (!proto__add_sample(a, &samples[i]))
+			return false;
+	return true;
+}
+
 char *proto_reply_capture(const struct proto_capture_result *r, size_t n_samples)
 {
 	cJSON *body, *root = proto__new_ok("capture", &body);
@@ -889,19 +1089,57 @@ char *proto_reply_capture(const struct proto_capture_result *r, size_t n_samples
 	    !proto__add_u64(body, "total_ns", r->total_ns) ||
 	    !proto__add_u64(body, "samples_count", r->n_samples) ||
 	    !proto__add_bool(body, "target_exited", r->target_exited) ||
-	    !proto__add_counters(body, "drops", r->drops, r->n_drops))
+	    !proto__add_counters(body, "drops", r->drops, r->n_drops) ||
+	    !proto__add_rows(body, r->folded, r->samples, n_samples))
 		goto fail;
-	if (r->folded && !proto__add_string(body, "folded", r->folded))
-		goto fail;
-	if (r->samples) {
-		cJSON *samples = cJSON_AddArrayToObject(body, "samples");
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
 
-		if (!samples)
+char *proto_reply_windows(const struct proto_window_info *w, size_t n)
+{
+	cJSON *list, *root = proto__new_ok_head("windows");
+
+	if (!root || !(list = cJSON_AddArrayToObject(root, "windows")))
+		goto fail;
+	for (size_t i = 0; w && i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o || !cJSON_AddItemToArray(list, o)) {
+			cJSON_Delete(o);
 			goto fail;
-		for (size_t i = 0; i < n_samples; i++)
-			if (!proto__add_sample(samples, &r->samples[i]))
-				goto fail;
+		}
+		if (!proto__add_u64(o, "id", w[i].id) ||
+		    !proto__add_i64(o, "start_ms", w[i].start_ms) ||
+		    !proto__add_i64(o, "end_ms", w[i].end_ms) ||
+		    !proto__add_u64(o, "capture_id", w[i].capture_id) ||
+		    !proto__add_u64(o, "stacks", w[i].stacks) ||
+		    !proto__add_u64(o, "samples", w[i].samples) ||
+		    !proto__add_u64(o, "bytes", w[i].bytes))
+			goto fail;
 	}
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
+char *proto_reply_export(const struct proto_export_result *r, size_t n_samples)
+{
+	cJSON *body, *root = proto__new_ok("export", &body);
+
+	if (!root)
+		return NULL;
+	if (!proto__add_i64(body, "from_ms", r->from_ms) ||
+	    !proto__add_i64(body, "to_ms", r->to_ms) ||
+	    !proto__add_u64(body, "capture_id", r->capture_id) ||
+	    !proto__add_u64(body, "windows", r->windows) ||
+	    !proto__add_u64(body, "total_ns", r->total_ns) ||
+	    !proto__add_u64(body, "samples_count", r->n_samples) ||
+	    !proto__add_rows(body, r->folded, r->samples, n_samples))
+		goto fail;
 	return proto__finish(root);
 fail:
 	cJSON_Delete(root);
@@ -917,6 +1155,7 @@ struct proto__reply {
 	struct proto_program *programs;
 	struct proto_counter *counters;
 	struct proto_counter *drops;
+	struct proto_window_info *windows;
 };
 
 static int proto__reply_str(const cJSON *obj, const char *name, const char **ret)
@@ -973,6 +1212,24 @@ static int proto__number_u64(const cJSON *item, uint64_t *ret)
 static int proto__reply_u64(const cJSON *obj, const char *name, uint64_t *ret)
 {
 	return proto__number_u64(cJSON_GetObjectItemCaseSensitive(obj, name), ret);
+}
+
+/* An integral number in int64_t's range. */
+static int proto__reply_i64(const cJSON *obj, const char *name, int64_t *ret)
+{
+	const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
+	double d;
+
+	if (!cJSON_IsNumber(item))
+		return -EINVAL;
+	d = item->valuedouble;
+	/* -2^63 and 2^63 are exact doubles; NaN fails both comparisons. */
+	if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+		return -EINVAL;
+	if (d != (double)(int64_t)d)
+		return -EINVAL;
+	*ret = (int64_t)d;
+	return 0;
 }
 
 static int proto__reply_u32(const cJSON *obj, const char *name, uint32_t *ret)
@@ -1081,6 +1338,59 @@ static int proto__reply_capture(struct proto__reply *r, const cJSON *o)
 	return 0;
 }
 
+/* The reply's own array, not an object: {"cmd":"windows","windows":[...]}. */
+static int proto__reply_windows(struct proto__reply *r, const cJSON *a)
+{
+	const cJSON *o;
+	size_t n = 0;
+
+	if (!cJSON_IsArray(a))
+		return -EINVAL;
+	r->windows = calloc(cJSON_GetArraySize(a) + 1, sizeof(*r->windows));
+	if (!r->windows)
+		return -ENOMEM;
+	cJSON_ArrayForEach(o, a)
+	{
+		struct proto_window_info *w = &r->windows[n];
+
+		if (!cJSON_IsObject(o) || proto__reply_u64(o, "id", &w->id) < 0 ||
+		    proto__reply_i64(o, "start_ms", &w->start_ms) < 0 ||
+		    proto__reply_i64(o, "end_ms", &w->end_ms) < 0 ||
+		    proto__reply_u64(o, "capture_id", &w->capture_id) < 0 ||
+		    proto__reply_u64(o, "stacks", &w->stacks) < 0 ||
+		    proto__reply_u64(o, "samples", &w->samples) < 0 ||
+		    proto__reply_u64(o, "bytes", &w->bytes) < 0)
+			return -EINVAL;
+		n++;
+	}
+	r->pub.windows = r->windows;
+	r->pub.n_windows = n;
+	return 0;
+}
+
+static int proto__reply_export(struct proto__reply *r, const cJSON *o)
+{
+	struct proto_export_result *e = &r->pub.export;
+	const cJSON *folded;
+
+	if (!cJSON_IsObject(o))
+		return -EINVAL;
+	if (proto__reply_i64(o, "from_ms", &e->from_ms) < 0 ||
+	    proto__reply_i64(o, "to_ms", &e->to_ms) < 0 ||
+	    proto__reply_u64(o, "capture_id", &e->capture_id) < 0 ||
+	    proto__reply_u64(o, "windows", &e->windows) < 0 ||
+	    proto__reply_u64(o, "total_ns", &e->total_ns) < 0 ||
+	    proto__reply_u64(o, "samples_count", &e->n_samples) < 0)
+		return -EINVAL;
+	folded = cJSON_GetObjectItemCaseSensitive(o, "folded");
+	if (folded) {
+		if (!cJSON_IsString(folded))
+			return -EINVAL;
+		e->folded = folded->valuestring;
+	}
+	return 0;
+}
+
 static int proto__reply_fill(struct proto__reply *r)
 {
 	const cJSON *root = r->root, *error;
@@ -1110,6 +1420,14 @@ static int proto__reply_fill(struct proto__reply *r)
 	if (!strcmp(cmd, "capture")) {
 		r->pub.cmd = PROTO_CMD_CAPTURE;
 		return proto__reply_capture(r, cJSON_GetObjectItemCaseSensitive(root, "capture"));
+	}
+	if (!strcmp(cmd, "windows")) {
+		r->pub.cmd = PROTO_CMD_WINDOWS;
+		return proto__reply_windows(r, cJSON_GetObjectItemCaseSensitive(root, "windows"));
+	}
+	if (!strcmp(cmd, "export")) {
+		r->pub.cmd = PROTO_CMD_EXPORT;
+		return proto__reply_export(r, cJSON_GetObjectItemCaseSensitive(root, "export"));
 	}
 	return -EINVAL;
 }
@@ -1149,5 +1467,6 @@ void proto_reply_free(struct proto_reply *reply)
 	free(r->programs);
 	free(r->counters);
 	free(r->drops);
+	free(r->windows);
 	free(r);
 }

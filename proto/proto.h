@@ -13,13 +13,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROTO_VERSION 1
-#define PROTO_MAX_IDS 256 /* pids or tids in one capture request */
+#define PROTO_VERSION	1
+#define PROTO_MAX_IDS	256  /* pids or tids in one capture or export request */
+#define PROTO_COMM_MAX	63   /* bytes of an export's comm, without the NUL */
+#define PROTO_REGEX_MAX 1023 /* bytes of an export's grep or exclude, without the NUL */
 
 enum proto_cmd {
 	PROTO_CMD_STATUS,
 	PROTO_CMD_CAPTURE,
-	PROTO_CMD_STOP, /* ends this connection's running capture early */
+	PROTO_CMD_STOP,	   /* ends this connection's running capture early */
+	PROTO_CMD_WINDOWS, /* lists the stored windows */
+	PROTO_CMD_EXPORT,  /* merges stored windows into one profile */
 };
 
 enum proto_stacks {
@@ -46,9 +50,30 @@ struct proto_capture_request {
 	enum proto_format format;
 };
 
+/* Times are CLOCK_REALTIME in unix milliseconds; requests take 0..2^53. */
+struct proto_windows_request {
+	int64_t since_ms; /* windows that start at or after this; default 0: all */
+};
+
+/* Exactly one of a range (from_ms > 0) or a capture_id is set. */
+struct proto_export_request {
+	int64_t from_ms;	      /* windows with from_ms <= start < to_ms */
+	int64_t to_ms;		      /* 0: now */
+	uint64_t capture_id;	      /* nonzero: that capture's window; from_ms, to_ms 0 */
+	uint32_t pids[PROTO_MAX_IDS]; /* tgids; empty: every process */
+	size_t n_pids;
+	char comm[PROTO_COMM_MAX + 1];	   /* exact thread name; "": all */
+	uint32_t state_mask;		   /* thread_state bits; default: all */
+	char grep[PROTO_REGEX_MAX + 1];	   /* POSIX ERE, per frame; "": no filter */
+	char exclude[PROTO_REGEX_MAX + 1]; /* POSIX ERE, per frame; "": no filter */
+	enum proto_format format;
+};
+
 struct proto_request {
 	enum proto_cmd cmd;
 	struct proto_capture_request capture; /* PROTO_CMD_CAPTURE */
+	struct proto_windows_request windows; /* PROTO_CMD_WINDOWS */
+	struct proto_export_request export;   /* PROTO_CMD_EXPORT */
 };
 
 /* Error codes carried in error replies ("code" field). */
@@ -58,6 +83,7 @@ struct proto_request {
 #define PROTO_ERR_BUSY	      "busy"
 #define PROTO_ERR_PERMISSION  "permission_denied"
 #define PROTO_ERR_INTERNAL    "internal"
+#define PROTO_ERR_STORE	      "store_error" /* the profile database failed, e.g. disk full */
 
 /* A named counter, e.g. a drop reason. */
 struct proto_counter {
@@ -112,6 +138,26 @@ struct proto_capture_result {
 	const struct proto_sample *samples; /* set for PROTO_FORMAT_JSON */
 };
 
+/* One stored window, as listed by "windows". */
+struct proto_window_info {
+	uint64_t id;
+	int64_t start_ms, end_ms; /* unix milliseconds */
+	uint64_t capture_id;	  /* 0: the continuous profile */
+	uint64_t stacks;	  /* distinct stacks */
+	uint64_t samples;	  /* rows */
+	uint64_t bytes;		  /* estimated size in the database */
+};
+
+struct proto_export_result {
+	int64_t from_ms, to_ms; /* the range queried, to_ms resolved */
+	uint64_t capture_id;
+	uint64_t windows; /* windows that matched */
+	uint64_t total_ns;
+	uint64_t n_samples;
+	const char *folded;		    /* set for PROTO_FORMAT_FOLDED, else NULL */
+	const struct proto_sample *samples; /* set for PROTO_FORMAT_JSON */
+};
+
 /*
  * Parses one request line (without or with its '\n'). On success fills *ret
  * (defaults applied) and returns 0. On failure returns -EINVAL and writes a
@@ -128,15 +174,20 @@ char *proto_request_format(const struct proto_request *req);
 char *proto_reply_error(const char *code, const char *message);
 char *proto_reply_status(const struct proto_status *status);
 char *proto_reply_capture(const struct proto_capture_result *result, size_t n_samples);
+char *proto_reply_windows(const struct proto_window_info *w, size_t n); /* w: oldest first */
+char *proto_reply_export(const struct proto_export_result *r, size_t n_samples);
 
 /* A parsed reply, for offcpuctl. Strings live as long as the reply. */
 struct proto_reply {
 	bool ok;
 	enum proto_cmd cmd;
-	const char *error_code;		     /* !ok */
-	const char *error_message;	     /* !ok */
-	struct proto_status status;	     /* cmd == STATUS */
-	struct proto_capture_result capture; /* cmd == CAPTURE; samples not parsed */
+	const char *error_code;			 /* !ok */
+	const char *error_message;		 /* !ok */
+	struct proto_status status;		 /* cmd == STATUS */
+	struct proto_capture_result capture;	 /* cmd == CAPTURE; samples not parsed */
+	const struct proto_window_info *windows; /* cmd == WINDOWS */
+	size_t n_windows;
+	struct proto_export_result export; /* cmd == EXPORT; samples not parsed */
 };
 
 /* Returns 0 and a reply to free with proto_reply_free(), or -EINVAL if the

@@ -29,11 +29,22 @@ class Daemon:
         self.socket = os.path.join(self.dir, "offcpud.sock")
         self.config = os.path.join(self.dir, "offcpud.conf")
         self.log_path = os.path.join(self.dir, "offcpud.log")
+        self.database = os.path.join(self.dir, "offcpud.db")
         with open(self.config, "w") as f:
-            f.write(f"socket_path = {self.socket}\nsocket_mode = 0600\n{extra_config}")
+            f.write(f"socket_path = {self.socket}\nsocket_mode = 0600\ndatabase = {self.database}\n"
+                    f"{extra_config}")
         self.log = open(self.log_path, "w")
+        self.env = env
+        self.start()
+
+    def start(self):
+        """(Re)starts offcpud on this fixture's config; waits for its socket."""
+        if os.path.exists(self.socket):
+            os.unlink(self.socket)  # a stale one from a killed daemon would look ready
+        if self.log.closed:
+            self.log = open(self.log_path, "a")
         self.proc = subprocess.Popen([OFFCPUD, "--config", self.config], stdout=self.log, stderr=self.log,
-                                     env=env)
+                                     env=self.env)
         deadline = time.monotonic() + 20
         while not os.path.exists(self.socket):
             if self.proc.poll() is not None:
@@ -74,6 +85,10 @@ class Daemon:
         if r.returncode != 0:
             raise RuntimeError(f"status failed: {r.stdout} {r.stderr}")
         return json.loads(r.stdout)["status"]
+
+    def free_slots(self):
+        st = self.status()
+        return st["slots_max"] - st["slots_active"]
 
     def wait_captures(self, n, timeout=10):
         """Waits until n captures are running (a capture counts only blocks

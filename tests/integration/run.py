@@ -13,6 +13,8 @@ if not os.path.exists("/sys/kernel/btf/vmlinux"):
     print("skipped: this kernel has no BTF (/sys/kernel/btf/vmlinux)")
     sys.exit(77)
 
-suite = unittest.defaultTestLoader.loadTestsFromNames(sys.argv[1:] or ["test_daemon"])
+here = os.path.dirname(os.path.abspath(__file__))
+loader = unittest.defaultTestLoader
+suite = loader.loadTestsFromNames(sys.argv[1:]) if sys.argv[1:] else loader.discover(here, "test_*.py")
 result = unittest.TextTestRunner(verbosity=2).run(suite)
 sys.exit(0 if result.wasSuccessful() else 1)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "thread_state.h"
 
 static char err[512];
 
@@ -31,7 +32,11 @@ static int config_equal(const struct config *a, const struct config *b)
 	       a->max_request_bytes == b->max_request_bytes && a->max_clients == b->max_clients &&
 	       a->agg_map_entries == b->agg_map_entries &&
 	       a->stack_map_entries == b->stack_map_entries && a->trace_self == b->trace_self &&
-	       a->tracepoint == b->tracepoint;
+	       a->tracepoint == b->tracepoint && a->continuous == b->continuous &&
+	       a->continuous_states == b->continuous_states &&
+	       a->continuous_min_block_us == b->continuous_min_block_us &&
+	       a->window_seconds == b->window_seconds && !strcmp(a->database, b->database) &&
+	       a->max_db_bytes == b->max_db_bytes && a->max_age_s == b->max_age_s;
 }
 
 /* A config differing from the defaults in every field. */
@@ -49,6 +54,13 @@ static void config_scramble(struct config *c)
 	c->stack_map_entries = 7;
 	c->trace_self = true;
 	c->tracepoint = CONFIG_TRACEPOINT_RAW_TP;
+	c->continuous = false;
+	c->continuous_states = 0x5;
+	c->continuous_min_block_us = 7;
+	c->window_seconds = 7;
+	strcpy(c->database, "/scrambled.db");
+	c->max_db_bytes = 7;
+	c->max_age_s = 7;
 }
 
 static void test_defaults(void)
@@ -67,6 +79,13 @@ static void test_defaults(void)
 	CHECK(c.stack_map_entries == 8192);
 	CHECK(!c.trace_self);
 	CHECK(c.tracepoint == CONFIG_TRACEPOINT_AUTO);
+	CHECK(c.continuous);
+	CHECK(c.continuous_states == THREAD_STATE_ALL);
+	CHECK(c.continuous_min_block_us == 0);
+	CHECK(c.window_seconds == 10);
+	CHECK_STR(c.database, "/var/lib/offcpud/offcpud.db");
+	CHECK(c.max_db_bytes == 256ull << 20);
+	CHECK(c.max_age_s == 86400);
 }
 
 static void test_empty(void)
@@ -85,55 +104,85 @@ static void test_empty(void)
 	CHECK(config_equal(&c, &def));
 }
 
+/* Plain decimal keys; size is that of the field (uint32_t or uint64_t). */
 static const struct {
 	const char *key;
-	size_t offset;
-	uint32_t min, max;
-} u32_keys[] = {
-	{ "drain_interval_ms", offsetof(struct config, drain_interval_ms), 100, 60000 },
-	{ "max_capture_seconds", offsetof(struct config, max_capture_seconds), 1, 86400 },
-	{ "max_request_bytes", offsetof(struct config, max_request_bytes), 1024, 16777216 },
-	{ "max_clients", offsetof(struct config, max_clients), 1, 4096 },
-	{ "agg_map_entries", offsetof(struct config, agg_map_entries), 1024, 1048576 },
-	{ "stack_map_entries", offsetof(struct config, stack_map_entries), 1024, 1048576 },
+	size_t offset, size;
+	uint64_t min, max;
+} int_keys[] = {
+#define INT_KEY(f, lo, hi)                                                                         \
+	{                                                                                          \
+#f, offsetof(struct config, f), sizeof(((struct config *)0)->f), lo, hi            \
+	}
+	INT_KEY(drain_interval_ms, 100, 60000),	    INT_KEY(max_capture_seconds, 1, 86400),
+	INT_KEY(max_request_bytes, 1024, 16777216), INT_KEY(max_clients, 1, 4096),
+	INT_KEY(agg_map_entries, 1024, 1048576),    INT_KEY(stack_map_entries, 1024, 1048576),
+	INT_KEY(window_seconds, 1, 3600),	    INT_KEY(continuous_min_block_us, 0, 60000000),
+#undef INT_KEY
 };
+
+static uint64_t int_field(const struct config *c, size_t i)
+{
+	const char *p = (const char *)c + int_keys[i].offset;
+
+	return int_keys[i].size == 4 ? *(const uint32_t *)p : *(const uint64_t *)p;
+}
 
 static void test_integers(void)
 {
 	static const char *const garbage[] = {
-		"",	      "+500",	    "-500",  "500x",  "x500",  "5 00",
-		"0x200",      "1e3",	    "500.0", "5\"00", "'500'", "99999999999999999999999",
-		"4294967296", "4294967396", /* 2^32 + 100: wraps into range if overflow is missed */
+		"",
+		"+500",
+		"-500",
+		"500x",
+		"x500",
+		"5 00",
+		"0x200",
+		"1e3",
+		"500.0",
+		"5\"00",
+		"'500'",
+		"99999999999999999999999",
+		"4294967296",
+		"4294967396",		/* 2^32 + 100: wraps into range if overflow is missed */
+		"18446744073709551616", /* 2^64 */
+		"18446744073709551716", /* 2^64 + 100 */
+		"500K",
+		"500 s",
 	};
 	char text[128], want[256];
 	struct config c;
 
-	for (size_t i = 0; i < sizeof(u32_keys) / sizeof(u32_keys[0]); i++) {
-		const char *key = u32_keys[i].key;
-		uint32_t min = u32_keys[i].min, max = u32_keys[i].max;
-		const uint32_t *field = (const uint32_t *)((const char *)&c + u32_keys[i].offset);
+	for (size_t i = 0; i < sizeof(int_keys) / sizeof(int_keys[0]); i++) {
+		const char *key = int_keys[i].key;
+		uint64_t min = int_keys[i].min, max = int_keys[i].max;
 
+		CHECK(int_keys[i].size == 4 || int_keys[i].size == 8);
 		snprintf(want, sizeof(want),
-			 "test.conf:1: bad value for '%s': must be an integer from %u to %u", key,
-			 min, max);
+			 "test.conf:1: bad value for '%s': must be an integer from %llu to %llu",
+			 key, (unsigned long long)min, (unsigned long long)max);
 
-		snprintf(text, sizeof(text), "%s = %u\n", key, min);
+		snprintf(text, sizeof(text), "%s = %llu\n", key, (unsigned long long)min);
 		CHECK(parse(&c, text) == 0);
-		CHECK(*field == min);
-		snprintf(text, sizeof(text), "%s=%u", key, max);
+		CHECK(int_field(&c, i) == min);
+		snprintf(text, sizeof(text), "%s=%llu", key, (unsigned long long)max);
 		CHECK(parse(&c, text) == 0);
-		CHECK(*field == max);
-		snprintf(text, sizeof(text), "  %s\t=\t0%u  \n", key, min); /* leading zero */
+		CHECK(int_field(&c, i) == max);
+		snprintf(text, sizeof(text), "  %s\t=\t0%llu  \n", key,
+			 (unsigned long long)min); /* leading zero */
 		CHECK(parse(&c, text) == 0);
-		CHECK(*field == min);
-		snprintf(text, sizeof(text), "%s = \"%u\"\n", key, max);
+		CHECK(int_field(&c, i) == min);
+		snprintf(text, sizeof(text), "%s = \"%llu\"\n", key, (unsigned long long)max);
 		CHECK(parse(&c, text) == 0);
-		CHECK(*field == max);
+		CHECK(int_field(&c, i) == max);
 
-		snprintf(text, sizeof(text), "%s = %u\n", key, min - 1);
-		CHECK(parse(&c, text) == -EINVAL);
-		CHECK_STR(err, want);
-		snprintf(text, sizeof(text), "%s = %u\n", key, max + 1);
+		if (min > 0) {
+			snprintf(text, sizeof(text), "%s = %llu\n", key,
+				 (unsigned long long)min - 1);
+			CHECK(parse(&c, text) == -EINVAL);
+			CHECK_STR(err, want);
+		}
+		snprintf(text, sizeof(text), "%s = %llu\n", key, (unsigned long long)max + 1);
 		CHECK(parse(&c, text) == -EINVAL);
 		CHECK_STR(err, want);
 		for (size_t j = 0; j < sizeof(garbage) / sizeof(garbage[0]); j++) {
@@ -180,22 +229,35 @@ static void test_bool(void)
 		{ "false", false }, { "no", false }, { "0", false }, { "No", false },
 	};
 	static const char *const bad[] = { "", "2", "truth", "y", "n", "on", "off", "01", "true!" };
-	const char *want = "test.conf:1: bad value for 'trace_self': must be true, false, yes, "
-			   "no, 1 or 0";
-	char text[128];
+	static const struct {
+		const char *key;
+		size_t offset;
+	} keys[] = {
+		{ "trace_self", offsetof(struct config, trace_self) },
+		{ "continuous", offsetof(struct config, continuous) },
+	};
+	char text[128], want[256];
 	struct config c;
 
-	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		/* Start from the opposite value so a no-op cannot pass. */
-		snprintf(text, sizeof(text), "trace_self = %s\ntrace_self = %s\n",
-			 good[i].value ? "false" : "true", good[i].text);
-		CHECK(parse(&c, text) == 0);
-		CHECK(c.trace_self == good[i].value);
-	}
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		snprintf(text, sizeof(text), "trace_self = %s", bad[i]);
-		CHECK(parse(&c, text) == -EINVAL);
-		CHECK_STR(err, want);
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		const char *key = keys[k].key;
+		const bool *field = (const bool *)((const char *)&c + keys[k].offset);
+
+		snprintf(want, sizeof(want),
+			 "test.conf:1: bad value for '%s': must be true, false, yes, no, 1 or 0",
+			 key);
+		for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+			/* Start from the opposite value so a no-op cannot pass. */
+			snprintf(text, sizeof(text), "%s = %s\n%s = %s\n", key,
+				 good[i].value ? "false" : "true", key, good[i].text);
+			CHECK(parse(&c, text) == 0);
+			CHECK(*field == good[i].value);
+		}
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			snprintf(text, sizeof(text), "%s = %s", key, bad[i]);
+			CHECK(parse(&c, text) == -EINVAL);
+			CHECK_STR(err, want);
+		}
 	}
 }
 
@@ -216,41 +278,264 @@ static void test_choice(void)
 
 static void test_path(void)
 {
-	const char *want = "test.conf:1: bad value for 'socket_path': must be an absolute path "
-			   "shorter than 108 bytes";
-	char text[512], path[200];
+	static const struct {
+		const char *key;
+		size_t offset, size;
+	} keys[] = {
+		{ "socket_path", offsetof(struct config, socket_path), 108 }, /* sun_path */
+		{ "database", offsetof(struct config, database), 256 },
+	};
+	char text[512], path[300], want[256];
 	struct config c;
 
-	CHECK(parse(&c, "socket_path = /tmp/x.sock") == 0);
-	CHECK_STR(c.socket_path, "/tmp/x.sock");
-	CHECK(parse(&c, "socket_path = /tmp/with space/x.sock  ") == 0);
-	CHECK_STR(c.socket_path, "/tmp/with space/x.sock");
-	CHECK(parse(&c, "socket_path = \"/tmp/#not a comment \" # a comment") == 0);
-	CHECK_STR(c.socket_path, "/tmp/#not a comment ");
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		const char *key = keys[k].key;
+		const char *field = (const char *)&c + keys[k].offset;
+		size_t size = keys[k].size;
 
-	/* 107 bytes plus the NUL fill sun_path exactly. */
-	memset(path, 'a', sizeof(path));
-	path[0] = '/';
-	path[107] = '\0';
-	snprintf(text, sizeof(text), "socket_path = %s", path);
-	CHECK(parse(&c, text) == 0);
-	CHECK_STR(c.socket_path, path);
-	path[107] = 'a';
-	path[108] = '\0';
-	snprintf(text, sizeof(text), "socket_path = %s", path);
-	CHECK(parse(&c, text) == -EINVAL);
-	CHECK_STR(err, want);
+		snprintf(want, sizeof(want),
+			 "test.conf:1: bad value for '%s': must be an absolute path shorter than "
+			 "%zu bytes",
+			 key, size);
+		snprintf(text, sizeof(text), "%s = /tmp/x", key);
+		CHECK(parse(&c, text) == 0);
+		CHECK_STR(field, "/tmp/x");
+		snprintf(text, sizeof(text), "%s = /tmp/with space/x  ", key);
+		CHECK(parse(&c, text) == 0);
+		CHECK_STR(field, "/tmp/with space/x");
+		snprintf(text, sizeof(text), "%s = \"/tmp/#not a comment \" # a comment", key);
+		CHECK(parse(&c, text) == 0);
+		CHECK_STR(field, "/tmp/#not a comment ");
 
-	CHECK(parse(&c, "socket_path = relative.sock") == -EINVAL);
-	CHECK_STR(err, want);
-	CHECK(parse(&c, "socket_path = \" /leading-space\"") == -EINVAL);
-	CHECK_STR(err, want);
-	CHECK(parse(&c, "socket_path =") == -EINVAL);
-	CHECK_STR(err, want);
-	CHECK(parse(&c, "socket_path = \"\"") == -EINVAL);
-	CHECK_STR(err, want);
-	CHECK(parse(&c, "socket_path = # nothing") == -EINVAL);
-	CHECK_STR(err, want);
+		/* size - 1 bytes plus the NUL fill the field exactly. */
+		memset(path, 'a', sizeof(path));
+		path[0] = '/';
+		path[size - 1] = '\0';
+		snprintf(text, sizeof(text), "%s = %s", key, path);
+		CHECK(parse(&c, text) == 0);
+		CHECK_STR(field, path);
+		path[size - 1] = 'a';
+		path[size] = '\0';
+		snprintf(text, sizeof(text), "%s = %s", key, path);
+		CHECK(parse(&c, text) == -EINVAL);
+		CHECK_STR(err, want);
+
+		static const char *const bad[] = {
+			"relative.sock", "\" /leading-space\"", "", "\"\"", "# nothing",
+		};
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			snprintf(text, sizeof(text), "%s = %s", key, bad[i]);
+			CHECK(parse(&c, text) == -EINVAL);
+			CHECK_STR(err, want);
+		}
+	}
+}
+
+static void test_states(void)
+{
+	static const struct {
+		const char *text;
+		uint32_t mask;
+	} good[] = {
+		{ "R,S,D,O", THREAD_STATE_ALL },
+		{ "S", 1u << 1 },
+		{ "D", 1u << 2 },
+		{ "s,d", (1u << 1) | (1u << 2) },
+		{ "running,sleeping", (1u << 0) | (1u << 1) },
+		{ "Preempted, Interruptible , uninterruptible,\tother", THREAD_STATE_ALL },
+		{ "\"S, D\"", (1u << 1) | (1u << 2) },
+		{ "O,O,O", 1u << 3 },
+	};
+	static const char *const bad[] = {
+		"",
+		"\"\"",
+		"X",
+		"S,",
+		",S",
+		"S,,D",
+		"S D",
+		"S;D",
+		"all",
+		"R,S,D,O,Z",
+		"sleep",
+		"1",
+		"S , ,D",
+		/* longer than any list worth writing: refused, not cut */
+		"R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,"
+		"R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O",
+	};
+	const char *want = "test.conf:1: bad value for 'continuous_states': must be a "
+			   "comma-separated list of thread states: R (running), S (sleeping), D "
+			   "(disk), O (other)";
+	char text[512];
+	struct config c;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text), "continuous_states = %s\n", good[i].text);
+		CHECK_MSG(parse(&c, text) == 0, "%s: %s", good[i].text, err);
+		CHECK_MSG(c.continuous_states == good[i].mask, "%s: %#x", good[i].text,
+			  c.continuous_states);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "continuous_states = %s\n", bad[i]);
+		CHECK_MSG(parse(&c, text) == -EINVAL, "%s", bad[i]);
+		CHECK_STR(err, want);
+	}
+	/* A bad list leaves the earlier value. */
+	c.continuous_states = 0x2;
+	CHECK(config_parse(&c, "test.conf", "continuous_states = S,X\n", err, sizeof(err)) ==
+	      -EINVAL);
+	CHECK(c.continuous_states == 0x2);
+}
+
+static void test_bytes(void)
+{
+	static const struct {
+		const char *text;
+		uint64_t bytes;
+	} good[] = {
+		{ "1048576", 1ull << 20 },
+		{ "1MiB", 1ull << 20 },
+		{ "1M", 1ull << 20 },
+		{ "1m", 1ull << 20 },
+		{ "1mib", 1ull << 20 },
+		{ "1024K", 1ull << 20 },
+		{ "1024KiB", 1ull << 20 },
+		{ "1025k", 1025ull << 10 },
+		{ "256MiB", 256ull << 20 },
+		{ "256 MiB", 256ull << 20 },
+		{ "256\tM", 256ull << 20 },
+		{ "\"256M\"", 256ull << 20 },
+		{ "0256M", 256ull << 20 },
+		{ "3G", 3ull << 30 },
+		{ "3gib", 3ull << 30 },
+		{ "1024G", 1ull << 40 },
+		{ "1T", 1ull << 40 },
+		{ "1TiB", 1ull << 40 },
+		{ "1099511627776", 1ull << 40 },
+	};
+	static const char *const bad[] = {
+		"",
+		"M",
+		"MiB",
+		"1048575", /* one byte short of 1 MiB */
+		"1023K",   /* 1 KiB short */
+		"1099511627777",
+		"1025G",
+		"2T",
+		"0",
+		"0M",
+		"256MB", /* decimal or binary? refused rather than guessed */
+		"256Mb",
+		"256KB",
+		"256 B",
+		"256B",
+		"256Mi",
+		"256MiBs",
+		"1.5G",
+		"-1M",
+		"+1M",
+		"0x100000",
+		"256M 1",
+		"256 M iB",
+		"1P",
+		"16777216T",		/* overflows 2^64 once scaled */
+		"18014398509481984K",	/* 2^54 KiB = 2^64 bytes */
+		"18446744073709551616", /* 2^64 */
+		"99999999999999999999999M",
+		"1e6",
+		"1M,",
+	};
+	const char *want = "test.conf:1: bad value for 'max_db_bytes': must be a size from 1MiB "
+			   "to 1TiB: an integer with an optional suffix K, M, G or T (or KiB, MiB, "
+			   "GiB, TiB; powers of 1024)";
+	char text[256];
+	struct config c;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text), "max_db_bytes = %s\n", good[i].text);
+		CHECK_MSG(parse(&c, text) == 0, "%s: %s", good[i].text, err);
+		CHECK_MSG(c.max_db_bytes == good[i].bytes, "%s: %llu", good[i].text,
+			  (unsigned long long)c.max_db_bytes);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "max_db_bytes = %s\n", bad[i]);
+		CHECK_MSG(parse(&c, text) == -EINVAL, "%s", bad[i]);
+		CHECK_STR(err, want);
+	}
+}
+
+static void test_duration(void)
+{
+	static const struct {
+		const char *text;
+		uint64_t seconds;
+	} good[] = {
+		{ "60", 60 },
+		{ "60s", 60 },
+		{ "1m", 60 },
+		{ "90m", 5400 },
+		{ "24h", 86400 },
+		{ "24 h", 86400 },
+		{ "\"24h\"", 86400 },
+		{ "1d", 86400 },
+		{ "7d", 604800 },
+		{ "365d", 31536000 },
+		{ "8760h", 31536000 },
+		{ "31536000", 31536000 },
+		{ "31536000s", 31536000 },
+		{ "525600m", 31536000 },
+		{ "0090m", 5400 },
+	};
+	static const char *const bad[] = {
+		"",
+		"h",
+		"59", /* under a minute */
+		"59s",
+		"0m",
+		"366d",
+		"31536001",
+		"8761h",
+		"24H", /* upper case: "1M" could mean a month */
+		"1D",
+		"1M",
+		"1S",
+		"1w",
+		"1y",
+		"1ms",
+		"24hours",
+		"24hr",
+		"1min",
+		"1h30m",
+		"1.5h",
+		"-1h",
+		"+1h",
+		"1e3",
+		"0x3c",
+		"18446744073709551616",
+		"99999999999999999999999d",
+		"213503982334601d", /* overflows 2^64 seconds once scaled */
+	};
+	const char *want =
+		"test.conf:1: bad value for 'max_age': must be a duration from 1m to "
+		"365d: an integer with an optional suffix s, m, h or d (seconds if none)";
+	char text[256];
+	struct config c;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text), "max_age = %s\n", good[i].text);
+		CHECK_MSG(parse(&c, text) == 0, "%s: %s", good[i].text, err);
+		CHECK_MSG(c.max_age_s == good[i].seconds, "%s: %llu", good[i].text,
+			  (unsigned long long)c.max_age_s);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "max_age = %s\n", bad[i]);
+		CHECK_MSG(parse(&c, text) == -EINVAL, "%s", bad[i]);
+		CHECK_STR(err, want);
+	}
+	/* The key is max_age; the field's unit suffix is not part of it. */
+	CHECK(parse(&c, "max_age_s = 60\n") == -EINVAL);
+	CHECK_STR(err, "test.conf:1: unknown key 'max_age_s'");
 }
 
 static void test_group(void)
@@ -513,6 +798,9 @@ int main(int argc, char **argv)
 	test_bool();
 	test_choice();
 	test_path();
+	test_states();
+	test_bytes();
+	test_duration();
 	test_group();
 	test_syntax();
 	test_error_leaves_config();

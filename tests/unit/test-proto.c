@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,11 @@
 
 /* For messages about strings that may be NULL. */
 #define STR(s) ((s) ? (s) : "(null)")
+
+static bool starts_with(const char *s, const char *prefix)
+{
+	return s && !strncmp(s, prefix, strlen(prefix));
+}
 
 /* ---- request helpers --------------------------------------------------- */
 
@@ -64,6 +70,20 @@ static char *capture_line(const char *extra)
 
 #define CAPTURE_OK(extra, req)	 PARSE_OK(capture_line(extra), req)
 #define CAPTURE_BAD(extra, want) BAD(capture_line(extra), want)
+
+/* Request lines of other commands, built like capture_line(). */
+static char *cmd_line(const char *cmd, const char *extra)
+{
+	static char buf[8192];
+
+	snprintf(buf, sizeof(buf), "{\"v\":1,\"cmd\":\"%s\"%s%s}", cmd, *extra ? "," : "", extra);
+	return buf;
+}
+
+#define WINDOWS_OK(extra, req)	 PARSE_OK(cmd_line("windows", extra), req)
+#define WINDOWS_BAD(extra, want) BAD(cmd_line("windows", extra), want)
+#define EXPORT_OK(extra, req)	 PARSE_OK(cmd_line("export", extra), req)
+#define EXPORT_BAD(extra, want)	 BAD(cmd_line("export", extra), want)
 
 /* Strict UTF-8 check, to prove replies stay valid JSON text. */
 static int utf8_valid(const char *s)
@@ -386,6 +406,25 @@ static void check_roundtrip_at(const char *file, int line, const struct proto_re
 			CHECK_AT(file, line, a->stacks == b->stacks, "(%s)", s);
 			CHECK_AT(file, line, a->format == b->format, "(%s)", s);
 		}
+		if (in->cmd == PROTO_CMD_WINDOWS)
+			CHECK_AT(file, line, in->windows.since_ms == out.windows.since_ms, "(%s)",
+				 s);
+		if (in->cmd == PROTO_CMD_EXPORT) {
+			const struct proto_export_request *a = &in->export, *b = &out.export;
+
+			CHECK_AT(file, line, a->from_ms == b->from_ms, "(%s)", s);
+			CHECK_AT(file, line, a->to_ms == b->to_ms, "(%s)", s);
+			CHECK_AT(file, line, a->capture_id == b->capture_id, "(%s)", s);
+			CHECK_AT(file, line, a->n_pids == b->n_pids, "(%s)", s);
+			CHECK_AT(file, line,
+				 !memcmp(a->pids, b->pids, a->n_pids * sizeof(a->pids[0])), "(%s)",
+				 s);
+			CHECK_AT(file, line, !strcmp(a->comm, b->comm), "(%s)", s);
+			CHECK_AT(file, line, a->state_mask == b->state_mask, "(%s)", s);
+			CHECK_AT(file, line, !strcmp(a->grep, b->grep), "(%s)", s);
+			CHECK_AT(file, line, !strcmp(a->exclude, b->exclude), "(%s)", s);
+			CHECK_AT(file, line, a->format == b->format, "(%s)", s);
+		}
 	}
 	free(s);
 }
@@ -431,6 +470,285 @@ static void test_request_format(void)
 	req.capture.seconds = 1;
 	req.capture.stacks = PROTO_STACKS_USER;
 	CHECK_ROUNDTRIP(&req);
+}
+
+/* ---- windows and export requests --------------------------------------- */
+
+static void test_windows_request(void)
+{
+	struct proto_request req;
+
+	memset(&req, 0xa5, sizeof(req));
+	if (WINDOWS_OK("", &req) == 0) {
+		CHECK(req.cmd == PROTO_CMD_WINDOWS);
+		CHECK(req.windows.since_ms == 0);
+	}
+	if (WINDOWS_OK("\"since_ms\":1795309200000", &req) == 0)
+		CHECK(req.windows.since_ms == INT64_C(1795309200000));
+	if (WINDOWS_OK("\"since_ms\":0", &req) == 0)
+		CHECK(req.windows.since_ms == 0);
+	if (WINDOWS_OK("\"since_ms\":9007199254740992", &req) == 0)
+		CHECK(req.windows.since_ms == INT64_C(9007199254740992));
+	if (WINDOWS_OK("\"since_ms\":1.7953092e12", &req) == 0)
+		CHECK(req.windows.since_ms == INT64_C(1795309200000));
+
+	WINDOWS_BAD("\"since_ms\":-1", "field 'since_ms' must be between 0 and 9007199254740992");
+	WINDOWS_BAD("\"since_ms\":9007199254740994", "field 'since_ms' must be between");
+	WINDOWS_BAD("\"since_ms\":1e300", "field 'since_ms' must be between");
+	WINDOWS_BAD("\"since_ms\":1.5", "field 'since_ms' must be an integer");
+	WINDOWS_BAD("\"since_ms\":\"1\"", "field 'since_ms' must be an integer");
+	WINDOWS_BAD("\"since_ms\":null", "field 'since_ms' must be an integer");
+	WINDOWS_BAD("\"since_ms\":1,\"since_ms\":2", "duplicate field 'since_ms'");
+	WINDOWS_BAD("\"since\":1", "unknown field 'since' for command 'windows'");
+	WINDOWS_BAD("\"from_ms\":1", "unknown field 'from_ms' for command 'windows'");
+	WINDOWS_BAD("\"seconds\":1", "unknown field 'seconds' for command 'windows'");
+}
+
+static void test_export_valid(void)
+{
+	struct proto_request req;
+
+	/* Defaults, given the one required choice. */
+	memset(&req, 0xa5, sizeof(req));
+	if (EXPORT_OK("\"from_ms\":1795305600000", &req) == 0) {
+		const struct proto_export_request *e = &req.export;
+
+		CHECK(req.cmd == PROTO_CMD_EXPORT);
+		CHECK(e->from_ms == INT64_C(1795305600000) && e->to_ms == 0);
+		CHECK(e->capture_id == 0);
+		CHECK(e->n_pids == 0);
+		CHECK(e->comm[0] == '\0' && e->grep[0] == '\0' && e->exclude[0] == '\0');
+		CHECK(e->state_mask == THREAD_STATE_ALL);
+		CHECK(e->format == PROTO_FORMAT_FOLDED);
+	}
+	memset(&req, 0xa5, sizeof(req));
+	if (EXPORT_OK("\"capture\":7", &req) == 0) {
+		CHECK(req.export.capture_id == 7);
+		CHECK(req.export.from_ms == 0 && req.export.to_ms == 0);
+		CHECK(req.export.n_pids == 0 && req.export.comm[0] == '\0');
+	}
+	/* 0 means absent, for either side of the choice. */
+	if (EXPORT_OK("\"capture\":7,\"from_ms\":0,\"to_ms\":0", &req) == 0)
+		CHECK(req.export.capture_id == 7);
+	if (EXPORT_OK("\"capture\":0,\"from_ms\":1", &req) == 0)
+		CHECK(req.export.from_ms == 1 && req.export.capture_id == 0);
+	if (EXPORT_OK("\"capture\":9007199254740992", &req) == 0)
+		CHECK(req.export.capture_id == UINT64_C(9007199254740992));
+
+	if (EXPORT_OK("\"from_ms\":1000,\"to_ms\":1001", &req) == 0)
+		CHECK(req.export.from_ms == 1000 && req.export.to_ms == 1001);
+	if (EXPORT_OK("\"from_ms\":1,\"to_ms\":9007199254740992", &req) == 0)
+		CHECK(req.export.to_ms == INT64_C(9007199254740992));
+	if (EXPORT_OK("\"from_ms\":9007199254740992", &req) == 0)
+		CHECK(req.export.from_ms == INT64_C(9007199254740992));
+
+	if (EXPORT_OK("\"from_ms\":5,\"pids\":[1,4194304],\"comm\":\"ow-reader\","
+		      "\"states\":[\"D\",\"running\"],\"grep\":\"^do_sys_(poll|select)$\","
+		      "\"exclude\":\"\\\\[unknown\\\\]\",\"format\":\"json\"",
+		      &req) == 0) {
+		const struct proto_export_request *e = &req.export;
+
+		CHECK(e->n_pids == 2 && e->pids[0] == 1 && e->pids[1] == 4194304);
+		CHECK_STR(e->comm, "ow-reader");
+		CHECK(e->state_mask == ((1u << 2) | (1u << 0)));
+		CHECK_STR(e->grep, "^do_sys_(poll|select)$");
+		CHECK_STR(e->exclude, "\\[unknown\\]");
+		CHECK(e->format == PROTO_FORMAT_JSON);
+	}
+	/* Empty strings are the defaults. */
+	if (EXPORT_OK("\"from_ms\":5,\"comm\":\"\",\"grep\":\"\",\"exclude\":\"\"", &req) == 0)
+		CHECK(!req.export.comm[0] && !req.export.grep[0] && !req.export.exclude[0]);
+	/* Escapes are decoded, and UTF-8 passes through. */
+	if (EXPORT_OK("\"from_ms\":5,\"comm\":\"a\\tb\\u00e9\\\"\",\"grep\":\"\xe2\x82\xac\"",
+		      &req) == 0) {
+		CHECK_STR(req.export.comm, "a\tb\xc3\xa9\"");
+		CHECK_STR(req.export.grep, "\xe2\x82\xac");
+	}
+	/* Field order does not matter, nor does the rule's. */
+	if (EXPORT_OK("\"to_ms\":20,\"format\":\"folded\",\"from_ms\":10", &req) == 0)
+		CHECK(req.export.from_ms == 10 && req.export.to_ms == 20);
+}
+
+/* A string of n copies of c, as the value of an export field. */
+static char *export_string(const char *field, size_t n, const char *c)
+{
+	static char buf[8192];
+	char *p = buf;
+
+	p += sprintf(p, "\"from_ms\":5,\"%s\":\"", field);
+	for (size_t i = 0; i < n; i++)
+		p += sprintf(p, "%s", c);
+	strcpy(p, "\"");
+	return buf;
+}
+
+static void test_export_strings(void)
+{
+	struct proto_request req;
+
+	/* Limits are in bytes, after escapes are decoded. */
+	if (EXPORT_OK(export_string("comm", PROTO_COMM_MAX, "c"), &req) == 0)
+		CHECK(strlen(req.export.comm) == PROTO_COMM_MAX);
+	EXPORT_BAD(export_string("comm", PROTO_COMM_MAX + 1, "c"),
+		   "field 'comm' is 64 bytes long; at most 63 allowed");
+	if (EXPORT_OK(export_string("comm", 31, "\\u00e9"), &req) == 0)
+		CHECK(strlen(req.export.comm) == 62);
+	EXPORT_BAD(export_string("comm", 32, "\\u00e9"), "field 'comm' is 64 bytes long");
+	EXPORT_BAD(export_string("comm", 32, "\xc3\xa9"), "field 'comm' is 64 bytes long");
+	if (EXPORT_OK(export_string("comm", 63, "\\n"), &req) == 0)
+		CHECK(strlen(req.export.comm) == 63 && req.export.comm[62] == '\n');
+
+	if (EXPORT_OK(export_string("grep", PROTO_REGEX_MAX, "g"), &req) == 0)
+		CHECK(strlen(req.export.grep) == PROTO_REGEX_MAX);
+	EXPORT_BAD(export_string("grep", PROTO_REGEX_MAX + 1, "g"),
+		   "field 'grep' is 1024 bytes long; at most 1023 allowed");
+	if (EXPORT_OK(export_string("exclude", PROTO_REGEX_MAX, "x"), &req) == 0)
+		CHECK(strlen(req.export.exclude) == PROTO_REGEX_MAX);
+	EXPORT_BAD(export_string("exclude", 2000, "x"),
+		   "field 'exclude' is 2000 bytes long; at most 1023 allowed");
+	/* A 4-byte character that would straddle the limit. */
+	EXPORT_BAD(export_string("exclude", 256, "\\ud83d\\ude00"), "is 1024 bytes long");
+	if (EXPORT_OK(export_string("exclude", 255, "\\ud83d\\ude00"), &req) == 0)
+		CHECK(!strncmp(req.export.exclude, "\xf0\x9f\x98\x80", 4));
+
+	/* NULs, raw or escaped, never reach a string. */
+	EXPORT_BAD("\"from_ms\":5,\"comm\":\"a\\u0000b\"", "malformed JSON at byte 43");
+	EXPORT_BAD("\"from_ms\":5,\"grep\":\"\\u0000\"", "malformed JSON at byte");
+	{
+		char buf[64] = "{\"v\":1,\"cmd\":\"export\",\"from_ms\":5,\"comm\":\"ab\"}";
+
+		buf[44] = '\0'; /* the 'b' */
+		bad_at(__FILE__, __LINE__, buf, strlen(buf + 45) + 45, "malformed JSON at byte 44");
+	}
+
+	/* Bytes that are not UTF-8. */
+	EXPORT_BAD("\"from_ms\":5,\"comm\":\"\xff\"", "field 'comm' must be valid UTF-8");
+	EXPORT_BAD("\"from_ms\":5,\"grep\":\"a\xc3\"", "field 'grep' must be valid UTF-8");
+	EXPORT_BAD("\"from_ms\":5,\"exclude\":\"\xed\xa0\x80\"", "field 'exclude' must be valid");
+	/* cJSON itself refuses an escaped lone surrogate. */
+	EXPORT_BAD("\"from_ms\":5,\"comm\":\"\\ud800\"", "malformed JSON at byte");
+
+	/* Types. */
+	EXPORT_BAD("\"from_ms\":5,\"comm\":5", "field 'comm' must be a string");
+	EXPORT_BAD("\"from_ms\":5,\"comm\":null", "field 'comm' must be a string");
+	EXPORT_BAD("\"from_ms\":5,\"grep\":[\"a\"]", "field 'grep' must be a string");
+	EXPORT_BAD("\"from_ms\":5,\"exclude\":true", "field 'exclude' must be a string");
+	EXPORT_BAD("\"from_ms\":5,\"exclude\":{}", "field 'exclude' must be a string");
+}
+
+static void test_export_invalid(void)
+{
+	/* Which windows: exactly one of a range and a capture. */
+	EXPORT_BAD("", "export needs from_ms or capture");
+	EXPORT_BAD("\"to_ms\":1795309200000", "export needs from_ms or capture");
+	EXPORT_BAD("\"from_ms\":0", "export needs from_ms or capture");
+	EXPORT_BAD("\"capture\":0", "export needs from_ms or capture");
+	EXPORT_BAD("\"pids\":[1],\"format\":\"json\"", "export needs from_ms or capture");
+	EXPORT_BAD("\"capture\":7,\"from_ms\":1", "field 'capture' excludes 'from_ms' and 'to_ms'");
+	EXPORT_BAD("\"capture\":7,\"to_ms\":1", "field 'capture' excludes 'from_ms' and 'to_ms'");
+	EXPORT_BAD("\"from_ms\":1,\"to_ms\":2,\"capture\":3", "field 'capture' excludes");
+	EXPORT_BAD("\"from_ms\":1000,\"to_ms\":1000",
+		   "field 'to_ms' (1000) must be > 'from_ms' (1000), or 0 for now");
+	EXPORT_BAD("\"from_ms\":1000,\"to_ms\":999", "field 'to_ms' (999) must be > 'from_ms'");
+
+	/* Integer fields. */
+	EXPORT_BAD("\"from_ms\":-1", "field 'from_ms' must be between 0 and 9007199254740992");
+	EXPORT_BAD("\"from_ms\":9007199254740994", "field 'from_ms' must be between");
+	EXPORT_BAD("\"from_ms\":1.5", "field 'from_ms' must be an integer");
+	EXPORT_BAD("\"from_ms\":\"1\"", "field 'from_ms' must be an integer");
+	EXPORT_BAD("\"from_ms\":1,\"to_ms\":-5", "field 'to_ms' must be between 0 and");
+	EXPORT_BAD("\"from_ms\":1,\"to_ms\":1e999", "field 'to_ms' must be between");
+	EXPORT_BAD("\"from_ms\":1,\"to_ms\":true", "field 'to_ms' must be an integer");
+	EXPORT_BAD("\"capture\":-7", "field 'capture' must be between 0 and");
+	EXPORT_BAD("\"capture\":7.5", "field 'capture' must be an integer");
+	EXPORT_BAD("\"capture\":\"7\"", "field 'capture' must be an integer");
+	EXPORT_BAD("\"capture\":18446744073709551616", "field 'capture' must be between");
+
+	/* Fields shared with capture behave as there. */
+	EXPORT_BAD("\"from_ms\":1,\"pids\":[0]", "field 'pids'[0] must be between 1 and 4194304");
+	EXPORT_BAD("\"from_ms\":1,\"pids\":7", "field 'pids' must be an array of integers");
+	EXPORT_BAD("\"from_ms\":1,\"states\":[]", "field 'states' must not be empty");
+	EXPORT_BAD("\"from_ms\":1,\"states\":[\"Z\"]", "unknown thread state 'Z'");
+	EXPORT_BAD("\"from_ms\":1,\"format\":\"svg\"",
+		   "field 'format' must be one of: folded, json");
+
+	/* Field names. */
+	EXPORT_BAD("\"from_ms\":1,\"tids\":[1]", "unknown field 'tids' for command 'export'");
+	EXPORT_BAD("\"from_ms\":1,\"stacks\":\"user\"", "unknown field 'stacks'");
+	EXPORT_BAD("\"from_ms\":1,\"capture_id\":1", "unknown field 'capture_id'");
+	EXPORT_BAD("\"from_ms\":1,\"since_ms\":1", "unknown field 'since_ms'");
+	EXPORT_BAD("\"from_ms\":1,\"svg\":true", "unknown field 'svg'");
+	EXPORT_BAD("\"from_ms\":1,\"from_ms\":2", "duplicate field 'from_ms'");
+	EXPORT_BAD("\"from_ms\":1,\"grep\":\"a\",\"grep\":\"b\"", "duplicate field 'grep'");
+	/* Field errors come before the rule that spans fields. */
+	EXPORT_BAD("\"comm\":5", "field 'comm' must be a string");
+	EXPORT_BAD("\"capture\":1,\"from_ms\":2,\"bogus\":1", "unknown field 'bogus'");
+	/* The new commands' fields stay theirs. */
+	CAPTURE_BAD("\"from_ms\":1", "unknown field 'from_ms' for command 'capture'");
+	CAPTURE_BAD("\"comm\":\"x\"", "unknown field 'comm' for command 'capture'");
+	BAD("{\"v\":1,\"cmd\":\"status\",\"since_ms\":1}", "unknown field 'since_ms'");
+}
+
+static void test_request_format_new(void)
+{
+	struct proto_request *req = calloc(1, sizeof(*req));
+	char *s;
+
+	if (!req)
+		return;
+	req->cmd = PROTO_CMD_WINDOWS;
+	CHECK_ROUNDTRIP(req);
+	s = proto_request_format(req);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"windows\"}\n"), "('%s')", STR(s));
+	free(s);
+	req->windows.since_ms = INT64_C(9007199254740992);
+	CHECK_ROUNDTRIP(req);
+	req->windows.since_ms = INT64_C(1795309200123);
+	s = proto_request_format(req);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"windows\",\"since_ms\":1795309200123}\n"),
+		  "('%s')", STR(s));
+	free(s);
+
+	/* A minimal range: defaults are left out. */
+	memset(req, 0, sizeof(*req));
+	req->cmd = PROTO_CMD_EXPORT;
+	req->export.from_ms = 1;
+	req->export.state_mask = THREAD_STATE_ALL;
+	CHECK_ROUNDTRIP(req);
+	s = proto_request_format(req);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"export\",\"from_ms\":1}\n"), "('%s')",
+		  STR(s));
+	free(s);
+
+	/* A capture. */
+	req->export.from_ms = 0;
+	req->export.capture_id = UINT64_C(9007199254740992);
+	req->export.format = PROTO_FORMAT_JSON;
+	CHECK_ROUNDTRIP(req);
+	s = proto_request_format(req);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"export\",\"capture\":9007199254740992,"
+				  "\"format\":\"json\"}\n"),
+		  "('%s')", STR(s));
+	free(s);
+
+	/* Everything set, strings at their limits and full of characters
+	 * that need escapes. */
+	req->export.capture_id = 0;
+	req->export.from_ms = INT64_C(1795305600000);
+	req->export.to_ms = INT64_C(9007199254740992);
+	req->export.n_pids = PROTO_MAX_IDS;
+	for (size_t i = 0; i < PROTO_MAX_IDS; i++)
+		req->export.pids[i] = i + 1;
+	memset(req->export.comm, '"', PROTO_COMM_MAX);
+	req->export.comm[1] = '\\';
+	req->export.comm[2] = '\n';
+	req->export.state_mask = 1u << 2;
+	memset(req->export.grep, '\\', PROTO_REGEX_MAX);
+	memcpy(req->export.exclude, "\xc3\xa9(a|b)*$\t\x01", 11);
+	CHECK_ROUNDTRIP(req);
+	req->export.format = PROTO_FORMAT_FOLDED;
+	CHECK_ROUNDTRIP(req);
+	free(req);
 }
 
 /* ---- replies ----------------------------------------------------------- */
@@ -819,6 +1137,330 @@ static void test_reply_invalid(void)
 	proto_reply_free(NULL);
 }
 
+static void test_reply_windows(void)
+{
+	const struct proto_window_info w[] = {
+		{ 41, INT64_C(1795309200000), INT64_C(1795309210000), 0, 12, 40, 12595 },
+		{ 42, INT64_C(1795309203117), INT64_C(1795309205118), 7, 2, 2, 930 },
+		/* Extremes: a clock before 1970, counters past 2^53. */
+		{ UINT64_MAX, INT64_C(-1000), INT64_C(9007199254740991), UINT64_C(9007199254740993),
+		  0, 0, UINT64_MAX },
+	};
+	struct proto_reply *reply = NULL;
+	char *s = proto_reply_windows(w, 3);
+
+	CHECK_LINE(s);
+	CHECK_MSG(starts_with(s, "{\"v\":1,\"ok\":true,\"cmd\":\"windows\",\"windows\":[{\"id\":41,"
+				 "\"start_ms\":1795309200000,\"end_ms\":1795309210000,"
+				 "\"capture_id\":0,\"stacks\":12,\"samples\":40,\"bytes\":12595},"),
+		  "('%s')", STR(s));
+	CHECK_MSG(s && strstr(s, "\"start_ms\":-1000,\"end_ms\":9007199254740991,"), "('%s')",
+		  STR(s));
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply) {
+		CHECK(reply->ok && reply->cmd == PROTO_CMD_WINDOWS);
+		CHECK(reply->n_windows == 3);
+		for (size_t i = 0; i < 2 && reply->n_windows == 3; i++) {
+			const struct proto_window_info *a = &w[i], *b = &reply->windows[i];
+
+			CHECK_MSG(a->id == b->id && a->start_ms == b->start_ms &&
+					  a->end_ms == b->end_ms &&
+					  a->capture_id == b->capture_id &&
+					  a->stacks == b->stacks && a->samples == b->samples &&
+					  a->bytes == b->bytes,
+				  "(window %zu)", i);
+		}
+		if (reply->n_windows == 3) {
+			/* Past 2^53 doubles are approximate; 2^64 saturates. */
+			CHECK(reply->windows[2].id == UINT64_MAX);
+			CHECK(reply->windows[2].bytes == UINT64_MAX);
+			CHECK(reply->windows[2].start_ms == -1000);
+			CHECK(reply->windows[2].end_ms == INT64_C(9007199254740991));
+		}
+	}
+	proto_reply_free(reply);
+	free(s);
+
+	/* None: still an array. */
+	s = proto_reply_windows(NULL, 0);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"ok\":true,\"cmd\":\"windows\",\"windows\":[]}\n"),
+		  "('%s')", STR(s));
+	reply = NULL;
+	CHECK(s && proto_reply_parse(s, strlen(s), &reply) == 0);
+	if (reply)
+		CHECK(reply->cmd == PROTO_CMD_WINDOWS && reply->n_windows == 0);
+	proto_reply_free(reply);
+	free(s);
+}
+
+static void test_reply_export(void)
+{
+	const char *const u0[] = { "_start", "main", "poll" };
+	const char *const k0[] = { "entry_SYSCALL_64", "do_sys_poll", "schedule" };
+	const struct proto_sample samples[] = {
+		{ "app\xff", 4321, 4322, "S", 1900000000, 19, u0, 3, k0, 3 },
+	};
+	struct proto_export_result res = {
+		.from_ms = INT64_C(1795305600000),
+		.to_ms = INT64_C(1795309200001),
+		.capture_id = 0,
+		.windows = 360,
+		.total_ns = UINT64_C(9007199254740991),
+		.n_samples = 2,
+		.folded = "app;main;poll;-;schedule 3000000\napp;\"q\\\";-; 2\n",
+	};
+	struct proto_reply *reply = NULL;
+	cJSON *root, *arr;
+	char *s = proto_reply_export(&res, 0);
+
+	CHECK_LINE(s);
+	CHECK_MSG(starts_with(s, "{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"export\":{"
+				 "\"from_ms\":1795305600000,\"to_ms\":1795309200001,"
+				 "\"capture_id\":0,\"windows\":360,\"total_ns\":9007199254740991,"
+				 "\"samples_count\":2,\"folded\":"),
+		  "('%s')", STR(s));
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply) {
+		const struct proto_export_result *e = &reply->export;
+
+		CHECK(reply->ok && reply->cmd == PROTO_CMD_EXPORT);
+		CHECK(e->from_ms == res.from_ms && e->to_ms == res.to_ms);
+		CHECK(e->capture_id == 0 && e->windows == 360);
+		CHECK(e->total_ns == res.total_ns && e->n_samples == 2);
+		CHECK_STR(e->folded, res.folded);
+		CHECK(e->samples == NULL);
+	}
+	proto_reply_free(reply);
+	free(s);
+
+	/* A capture's window as JSON rows, the same rows as a capture's. */
+	res.from_ms = 0;
+	res.capture_id = 7;
+	res.windows = 1;
+	res.total_ns = 1900000000;
+	res.n_samples = 1;
+	res.folded = NULL;
+	res.samples = samples;
+	s = proto_reply_export(&res, 1);
+	CHECK_LINE(s);
+	root = s ? cJSON_Parse(s) : NULL;
+	arr = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "export"),
+					       "samples");
+	CHECK_MSG(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 1, "('%s')", STR(s));
+	{
+		struct proto_capture_result cap = { .samples = samples };
+		char *c = proto_reply_capture(&cap, 1);
+		cJSON *croot = c ? cJSON_Parse(c) : NULL;
+		cJSON *carr = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(croot, "capture"), "samples");
+
+		CHECK_MSG(carr && arr && cJSON_Compare(carr, arr, true), "('%s' vs '%s')", STR(s),
+			  STR(c));
+		cJSON_Delete(croot);
+		free(c);
+	}
+	CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "export"),
+					       "folded") == NULL);
+	cJSON_Delete(root);
+	reply = NULL;
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply) {
+		CHECK(reply->export.capture_id == 7 && reply->export.from_ms == 0);
+		CHECK(reply->export.n_samples == 1 && reply->export.windows == 1);
+		CHECK(reply->export.folded == NULL && reply->export.samples == NULL);
+	}
+	proto_reply_free(reply);
+	free(s);
+
+	/* Nothing matched. */
+	res.windows = 0;
+	res.n_samples = 0;
+	res.total_ns = 0;
+	s = proto_reply_export(&res, 0);
+	CHECK_MSG(
+		s && strstr(s, "\"windows\":0,\"total_ns\":0,\"samples_count\":0,\"samples\":[]}"),
+		"('%s')", STR(s));
+	free(s);
+	res.samples = NULL;
+	res.folded = "";
+	s = proto_reply_export(&res, 0);
+	reply = NULL;
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply)
+		CHECK_STR(reply->export.folded, "");
+	proto_reply_free(reply);
+	free(s);
+
+	/* The store's error code goes through like any other. */
+	s = proto_reply_error(PROTO_ERR_STORE, "database or disk is full");
+	reply = NULL;
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply)
+		CHECK(!reply->ok && !strcmp(reply->error_code, "store_error"));
+	proto_reply_free(reply);
+	free(s);
+}
+
+static void test_reply_invalid_new(void)
+{
+	static const char w_ok[] = "{\"id\":1,\"start_ms\":1,\"end_ms\":2,\"capture_id\":0,"
+				   "\"stacks\":0,\"samples\":0,\"bytes\":0}";
+	static const char e_ok[] = "\"from_ms\":1,\"to_ms\":2,\"capture_id\":0,\"windows\":0,"
+				   "\"total_ns\":0,\"samples_count\":0";
+	char buf[1024];
+	struct proto_reply *reply = NULL;
+
+	snprintf(buf, sizeof(buf), "{\"v\":1,\"ok\":true,\"cmd\":\"windows\",\"windows\":[%s]}",
+		 w_ok);
+	CHECK_MSG(proto_reply_parse(buf, strlen(buf), &reply) == 0, "('%s')", buf);
+	proto_reply_free(reply);
+	snprintf(buf, sizeof(buf), "{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"export\":{%s}}",
+		 e_ok);
+	reply = NULL;
+	CHECK_MSG(proto_reply_parse(buf, strlen(buf), &reply) == 0, "('%s')", buf);
+	proto_reply_free(reply);
+	/* Unknown fields are ignored in both. */
+	snprintf(buf, sizeof(buf),
+		 "{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"export\":{%s,\"new\":[1]},\"x\":1}",
+		 e_ok);
+	reply = NULL;
+	CHECK_MSG(proto_reply_parse(buf, strlen(buf), &reply) == 0, "('%s')", buf);
+	proto_reply_free(reply);
+
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"windows\"}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"windows\",\"windows\":{}}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"windows\",\"windows\":[1]}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"windows\",\"windows\":[{}]}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"windows\",\"windows\":[{\"id\":1,"
+		  "\"start_ms\":1.5,\"end_ms\":2,\"capture_id\":0,\"stacks\":0,\"samples\":0,"
+		  "\"bytes\":0}]}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"windows\",\"windows\":[{\"id\":1,"
+		  "\"start_ms\":1e19,\"end_ms\":2,\"capture_id\":0,\"stacks\":0,\"samples\":0,"
+		  "\"bytes\":0}]}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"windows\",\"windows\":[{\"id\":1,"
+		  "\"start_ms\":1,\"end_ms\":\"2\",\"capture_id\":0,\"stacks\":0,\"samples\":0,"
+		  "\"bytes\":0}]}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"windows\",\"windows\":[{\"id\":1,"
+		  "\"start_ms\":1,\"end_ms\":2,\"capture_id\":-1,\"stacks\":0,\"samples\":0,"
+		  "\"bytes\":0}]}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"windows\",\"windows\":[{\"id\":1,"
+		  "\"start_ms\":1,\"end_ms\":2,\"capture_id\":0,\"stacks\":0,\"samples\":0}]}");
+	snprintf(buf, sizeof(buf), "{\"v\":1,\"ok\":true,\"cmd\":\"windows\",\"windows\":[%s,7]}",
+		 w_ok);
+	REPLY_BAD(buf);
+
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"export\"}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"export\":[]}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"export\":{}}");
+	snprintf(buf, sizeof(buf),
+		 "{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"export\":{%s,"
+		 "\"folded\":1}}",
+		 e_ok);
+	REPLY_BAD(buf);
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"export\":{\"from_ms\":1,"
+		  "\"to_ms\":2,\"capture_id\":0,\"windows\":-1,\"total_ns\":0,"
+		  "\"samples_count\":0}}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"export\":{\"from_ms\":1,"
+		  "\"to_ms\":null,\"capture_id\":0,\"windows\":0,\"total_ns\":0,"
+		  "\"samples_count\":0}}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"export\":{\"from_ms\":1,"
+		  "\"to_ms\":2,\"capture_id\":0,\"windows\":0,\"total_ns\":0}}");
+	/* The cmd decides which body is read. */
+	snprintf(buf, sizeof(buf), "{\"v\":1,\"ok\":true,\"cmd\":\"windows\",\"export\":{%s}}",
+		 e_ok);
+	REPLY_BAD(buf);
+}
+
+/* ---- PROTOCOL.md ------------------------------------------------------- */
+
+/* Its path, from this file's: the test runs from anywhere. */
+static const char *protocol_md_path(void)
+{
+	static char path[4096];
+	const char *slash = strrchr(__FILE__, '/');
+	int dir = slash ? (int)(slash - __FILE__) : 1;
+
+	snprintf(path, sizeof(path), "%.*s/../../proto/PROTOCOL.md", dir, slash ? __FILE__ : ".");
+	return path;
+}
+
+/*
+ * Every example in PROTOCOL.md's code blocks holds: "> " request lines parse,
+ * unless the reply after them is a bad_request, whose message must then be
+ * the parser's, word for word; "< " reply lines parse as replies; and in
+ * ```json blocks, lines without a "{...}" placeholder parse as requests or
+ * (with "ok") replies.
+ */
+static void test_protocol_examples(void)
+{
+	const char *path = protocol_md_path();
+	char *lines[512];
+	size_t n = 0, checked = 0;
+	bool in_code = false, in_json = false;
+	char line[8192];
+	FILE *f = fopen(path, "r");
+
+	CHECK_MSG(f != NULL, "(cannot open %s)", path);
+	if (!f)
+		return;
+	while (n < sizeof(lines) / sizeof(lines[0]) && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		lines[n++] = strdup(line);
+	}
+	fclose(f);
+
+	for (size_t i = 0; i < n; i++) {
+		const char *l = lines[i];
+		struct proto_request req;
+		struct proto_reply *reply = NULL;
+		char err[256];
+
+		if (!strncmp(l, "```", 3)) {
+			in_code = !in_code;
+			in_json = in_code && !strcmp(l, "```json");
+			continue;
+		}
+		if (!in_code)
+			continue;
+		if (!strncmp(l, "> ", 2)) {
+			const char *next = i + 1 < n ? lines[i + 1] : "";
+			const char *bad =
+				"< {\"v\":1,\"ok\":false,\"error\":{\"code\":\"bad_request\"";
+			int r = proto_request_parse(l + 2, strlen(l + 2), &req, err, sizeof(err));
+
+			if (!strncmp(next, bad, strlen(bad))) {
+				char want[300];
+
+				snprintf(want, sizeof(want), "\"message\":\"%s\"}}", err);
+				CHECK_MSG(r == -EINVAL && strstr(next, want),
+					  "(PROTOCOL.md:%zu: '%s' gives '%s')", i + 1, l, err);
+			} else {
+				CHECK_MSG(r == 0, "(PROTOCOL.md:%zu: '%s': %s)", i + 1, l, err);
+			}
+			checked++;
+		} else if (!strncmp(l, "< ", 2)) {
+			CHECK_MSG(proto_reply_parse(l + 2, strlen(l + 2), &reply) == 0,
+				  "(PROTOCOL.md:%zu: reply '%s' does not parse)", i + 1, l);
+			proto_reply_free(reply);
+			checked++;
+		} else if (in_json && *l && !strstr(l, "{...}")) {
+			if (strstr(l, "\"ok\":")) {
+				CHECK_MSG(proto_reply_parse(l, strlen(l), &reply) == 0,
+					  "(PROTOCOL.md:%zu: reply '%s' does not parse)", i + 1, l);
+				proto_reply_free(reply);
+			} else {
+				CHECK_MSG(proto_request_parse(l, strlen(l), &req, err,
+							      sizeof(err)) == 0,
+					  "(PROTOCOL.md:%zu: '%s': %s)", i + 1, l, err);
+			}
+			checked++;
+		}
+	}
+	CHECK_MSG(checked >= 30, "(only %zu examples found in %s)", checked, path);
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+}
+
 /* ---- robustness -------------------------------------------------------- */
 
 /* Every prefix and many single-byte mutations of real lines must be handled
@@ -826,7 +1468,12 @@ static void test_reply_invalid(void)
 static void test_garbage(void)
 {
 	struct proto_capture_result res = { .id = 1, .folded = "a;b 1\n" };
-	char *lines[3];
+	const struct proto_window_info w[] = { { 1, 2, 3, 4, 5, 6, 7 }, { 8, -9, 10, 0, 1, 2, 3 } };
+	struct proto_export_result ex = {
+		.from_ms = 1, .to_ms = 2, .windows = 3, .folded = "x 1\n"
+	};
+	enum { N_LINES = 6 };
+	char *lines[N_LINES];
 	unsigned seed = 12345;
 
 	lines[0] =
@@ -835,8 +1482,14 @@ static void test_garbage(void)
 				    "\"max_block_us\":9,\"stacks\":\"user\",\"format\":\"json\""));
 	lines[1] = proto_reply_error("busy", "all slots in use");
 	lines[2] = proto_reply_capture(&res, 0);
+	lines[3] = strdup(cmd_line("export", "\"from_ms\":1,\"to_ms\":9,\"pids\":[3],"
+					     "\"comm\":\"a\\u00e9\",\"grep\":\"^x$\","
+					     "\"exclude\":\"y\",\"states\":[\"S\"],"
+					     "\"format\":\"json\""));
+	lines[4] = proto_reply_windows(w, 2);
+	lines[5] = proto_reply_export(&ex, 0);
 
-	for (int l = 0; l < 3; l++) {
+	for (int l = 0; l < N_LINES; l++) {
 		size_t len;
 		char *copy;
 
@@ -928,11 +1581,20 @@ int main(void)
 	test_envelope();
 	test_err_buffer();
 	test_request_format();
+	test_windows_request();
+	test_export_valid();
+	test_export_strings();
+	test_export_invalid();
+	test_request_format_new();
 	test_reply_error();
 	test_reply_status();
 	test_reply_capture();
 	test_reply_samples();
 	test_reply_invalid();
+	test_reply_windows();
+	test_reply_export();
+	test_reply_invalid_new();
+	test_protocol_examples();
 	test_garbage();
 	test_thread_state();
 

@@ -1,0 +1,292 @@
+/* history: see history.h. */
+#include "history.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "stack_filter.h"
+
+static int64_t realtime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- writing a window ---- */
+
+struct write_job {
+	struct store_job job;
+	struct profile *profile;
+	struct store_window window;
+	history_written_fn written;
+	void *arg;
+	int r;
+	char msg[256];
+};
+
+struct samples_vec {
+	struct store_sample *v;
+	size_t n;
+};
+
+static int collect_sample(void *arg, const struct profile_row *row)
+{
+	struct samples_vec *s = arg;
+
+	s->v[s->n++] = (struct store_sample){
+		.tgid = row->tgid,
+		.pid = row->pid,
+		.comm = row->comm,
+		.state = row->state,
+		.sum_ns = row->sum_ns,
+		.count = row->count,
+		.ustack = row->ustack,
+		.kstack = row->kstack,
+	};
+	return 0;
+}
+
+static void write_work(struct store_job *job, struct store *store)
+{
+	struct write_job *w = (struct write_job *)job;
+	struct samples_vec s = { .v = calloc(profile_rows(w->profile) + 1, sizeof(*s.v)) };
+
+	if (!s.v) {
+		w->r = -ENOMEM;
+		snprintf(w->msg, sizeof(w->msg), "out of memory");
+		return;
+	}
+	profile_foreach(w->profile, collect_sample, &s);
+	w->r = store_window_add(store, &w->window, s.v, s.n, w->msg, sizeof(w->msg));
+	free(s.v);
+}
+
+static void write_done(struct store_job *job)
+{
+	struct write_job *w = (struct write_job *)job;
+
+	if (w->written)
+		w->written(w->arg, &w->window, w->r, w->msg);
+	profile_free(w->profile);
+	free(w);
+}
+
+int history_write(struct store_queue *q, struct profile *profile, const struct store_window *win,
+		  history_written_fn written, void *arg)
+{
+	struct write_job *w = calloc(1, sizeof(*w));
+
+	if (!w) {
+		profile_free(profile);
+		return -ENOMEM;
+	}
+	w->job.work = write_work;
+	w->job.done = write_done;
+	w->profile = profile;
+	w->window = *win;
+	w->written = written;
+	w->arg = arg;
+	store_queue_push(q, &w->job);
+	return 0;
+}
+
+/* ---- requests answered from the store ---- */
+
+/* A job that ends in a reply line to a client. */
+struct reply_job {
+	struct store_job job;
+	struct server_conn *conn; /* referenced */
+	char *reply;
+};
+
+static void reply_done(struct store_job *job)
+{
+	struct reply_job *r = (struct reply_job *)job;
+
+	if (r->reply)
+		server_conn_send(r->conn, r->reply);
+	else
+		server_conn_send(r->conn, proto_reply_error(PROTO_ERR_INTERNAL,
+							    "out of memory in the reply"));
+	server_conn_unref(r->conn);
+	free(r);
+}
+
+static char *store_error(int r, const char *msg)
+{
+	char text[320];
+
+	snprintf(text, sizeof(text), "the profile store failed: %s (%s)", msg, strerror(-r));
+	return proto_reply_error(PROTO_ERR_STORE, text);
+}
+
+struct windows_job {
+	struct reply_job base;
+	int64_t since_ms;
+};
+
+static void windows_work(struct store_job *job, struct store *store)
+{
+	struct windows_job *j = (struct windows_job *)job;
+	struct proto_window_info *info = NULL;
+	struct store_window *w = NULL;
+	char msg[256] = "";
+	size_t n = 0;
+	int r;
+
+	r = store_windows_list(store, j->since_ms, &w, &n, msg, sizeof(msg));
+	if (r < 0) {
+		j->base.reply = store_error(r, msg);
+		return;
+	}
+	info = calloc(n + 1, sizeof(*info));
+	if (info) {
+		for (size_t i = 0; i < n; i++)
+			info[i] = (struct proto_window_info){
+				.id = w[i].id,
+				.start_ms = w[i].start_ms,
+				.end_ms = w[i].end_ms,
+				.capture_id = w[i].capture_id,
+				.stacks = w[i].n_stacks,
+				.samples = w[i].n_samples,
+				.bytes = w[i].bytes,
+			};
+		j->base.reply = proto_reply_windows(info, n);
+	}
+	free(info);
+	free(w);
+}
+
+static struct reply_job *reply_job_new(size_t size, struct server_conn *conn,
+				       void (*work)(struct store_job *, struct store *))
+{
+	struct reply_job *r = calloc(1, size);
+
+	if (!r)
+		return NULL;
+	r->job.work = work;
+	r->job.done = reply_done;
+	r->conn = conn;
+	server_conn_ref(conn);
+	return r;
+}
+
+int history_windows(struct store_queue *q, struct server_conn *conn,
+		    const struct proto_windows_request *req)
+{
+	struct windows_job *j = (struct windows_job *)reply_job_new(sizeof(*j), conn, windows_work);
+
+	if (!j)
+		return -ENOMEM;
+	j->since_ms = req->since_ms;
+	store_queue_push(q, &j->base.job);
+	return 0;
+}
+
+struct export_job {
+	struct reply_job base;
+	struct proto_export_request req;
+	struct stack_filter filter;
+	struct profile *profile;
+	int r; /* first error while adding rows */
+};
+
+static int export_row(void *arg, const struct store_sample *s)
+{
+	struct export_job *j = arg;
+	struct profile_row row = {
+		.comm = s->comm,
+		.tgid = s->tgid,
+		.pid = s->pid,
+		.state = s->state,
+		.sum_ns = s->sum_ns,
+		.count = s->count,
+		.ustack = s->ustack,
+		.kstack = s->kstack,
+	};
+
+	if (!stack_filter_keep(&j->filter, s->comm, s->ustack, s->kstack))
+		return 0;
+	return profile_add_row(j->profile, &row);
+}
+
+static void export_work(struct store_job *job, struct store *store)
+{
+	struct export_job *j = (struct export_job *)job;
+	struct store_query q = {
+		.from_ms = j->req.from_ms,
+		.to_ms = j->req.to_ms ? j->req.to_ms : realtime_ms() + 1,
+		.capture_id = j->req.capture_id,
+		.pids = j->req.pids,
+		.n_pids = j->req.n_pids,
+		.comm = j->req.comm,
+		.state_mask = j->req.state_mask,
+	};
+	struct proto_export_result res = { .from_ms = q.from_ms,
+					   .to_ms = q.to_ms,
+					   .capture_id = q.capture_id };
+	struct proto_sample *samples = NULL;
+	char msg[256] = "", *folded = NULL;
+	size_t n_samples = 0;
+	int r;
+
+	if (profile_new(&j->profile) < 0)
+		return;
+	r = store_query(store, &q, export_row, j, &res.windows, msg, sizeof(msg));
+	if (r < 0) {
+		j->base.reply = r == -ENOMEM ? NULL : store_error(r, msg);
+		return;
+	}
+	res.total_ns = profile_total_ns(j->profile);
+	res.n_samples = profile_rows(j->profile);
+	if (j->req.format == PROTO_FORMAT_JSON) {
+		if (profile_samples(j->profile, &samples, &n_samples) < 0)
+			return;
+		res.samples = samples;
+	} else {
+		/* Stored profiles hold both kinds of stack. */
+		folded = profile_folded(j->profile, true, true);
+		if (!folded)
+			return;
+		res.folded = folded;
+	}
+	j->base.reply = proto_reply_export(&res, n_samples);
+	profile_samples_free(samples, n_samples);
+	free(folded);
+}
+
+static void export_done(struct store_job *job)
+{
+	struct export_job *j = (struct export_job *)job;
+
+	stack_filter_done(&j->filter);
+	profile_free(j->profile);
+	reply_done(job);
+}
+
+int history_export(struct store_queue *q, struct server_conn *conn,
+		   const struct proto_export_request *req, char *err, size_t err_size)
+{
+	struct export_job *j;
+	int r;
+
+	/* struct proto_export_request is large: the job holds its own copy. */
+	j = (struct export_job *)reply_job_new(sizeof(*j), conn, export_work);
+	if (!j)
+		return -ENOMEM;
+	j->base.job.done = export_done;
+	j->req = *req;
+	r = stack_filter_init(&j->filter, req->grep, req->exclude, err, err_size);
+	if (r < 0) {
+		server_conn_unref(conn);
+		free(j);
+		return r;
+	}
+	store_queue_push(q, &j->base.job);
+	return 0;
+}

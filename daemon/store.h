@@ -1,0 +1,130 @@
+/*
+ * store: the SQLite ring of windows. One database file (WAL, incremental
+ * auto-vacuum) holding windows of aggregated off-CPU samples, with frames and
+ * stacks interned so a window costs bytes in proportion to its unique stacks.
+ * Bounded by bytes and age: the oldest windows are evicted first. Schema
+ * versioned with PRAGMA user_version and migrated on open.
+ *
+ * Not thread-safe: the daemon runs every store call on one worker thread at
+ * a time. Does not log. SQLite errors are translated to -errno at this edge:
+ * SQLITE_FULL -> -ENOSPC, SQLITE_CORRUPT/NOTADB -> -EIO, SQLITE_BUSY/LOCKED
+ * -> -EBUSY, SQLITE_NOMEM -> -ENOMEM, SQLITE_CANTOPEN -> -EACCES or -ENOENT,
+ * SQLITE_READONLY -> -EROFS, anything else -> -EIO; a message is written to
+ * err where a function takes one. Besides: -EINVAL for bad arguments, and
+ * -EPROTO from store_open for a database of a newer schema version or of
+ * another program.
+ */
+#ifndef STORE_H
+#define STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+
+struct store_limits {
+	uint64_t max_db_bytes; /* the file (plus WAL) stays within this; 0: no limit */
+	uint64_t max_age_ms;   /* windows that ended longer ago are evicted; 0: no limit */
+};
+
+#define STORE_QUERY_MAX_PIDS 256
+
+/* One aggregated row. Stacks are ';'-joined frame names root->leaf; "" means
+ * none was collected. Strings may hold any byte but NUL; NULL is taken as "".
+ * Sums saturate at UINT64_MAX. */
+struct store_sample {
+	uint32_t tgid;
+	uint32_t pid;
+	const char *comm;
+	uint32_t kind;	/* 0: off-CPU (more kinds arrive with later issues) */
+	uint32_t state; /* enum offcpu_state */
+	uint64_t sum_ns;
+	uint64_t count;
+	const char *ustack;
+	const char *kstack;
+};
+
+struct store_window {
+	uint64_t id;	  /* set by store_window_add */
+	int64_t start_ms; /* CLOCK_REALTIME, unix milliseconds */
+	int64_t end_ms;
+	uint64_t capture_id; /* 0: the continuous profile; else an ad-hoc capture */
+	/* Set by store_window_add, read back by store_windows_list: */
+	uint64_t n_stacks;  /* distinct (ustack, kstack) pairs */
+	uint64_t n_samples; /* rows stored (samples with equal keys merged) */
+	uint64_t bytes;	    /* estimated bytes the window takes in the file */
+};
+
+/* Opens or creates path (parent directory must exist), migrating an older
+ * schema. A file that is not a database or fails its quick integrity check
+ * is not touched: returns -EIO with a message. -EPROTO, also without
+ * touching the file: a newer schema version, or another program's database.
+ * limits may be NULL (no limits). */
+int store_open(const char *path, const struct store_limits *limits, struct store **ret, char *err,
+	       size_t err_size);
+void store_close(struct store *s); /* NULL-safe */
+
+/*
+ * Adds a window and its samples in one transaction, then evicts by age and
+ * size (oldest first, in their own transactions). On failure nothing of the
+ * window is stored; earlier windows are untouched. -ENOSPC: the disk (or
+ * SQLite's page limit) is full; the store stays usable. -EINVAL: end_ms <
+ * start_ms, or samples NULL with n_samples > 0. On success w->id, n_stacks,
+ * n_samples and bytes are set.
+ *
+ * Retention runs only after a successful add and never evicts the window
+ * just added. Age: windows with end_ms < now - max_age_ms go. Size: when
+ * db_bytes (see store_stats) exceeds max_db_bytes, the oldest windows (by
+ * start_ms, then id) go until the pages in use fit 7/8 of it, then the file
+ * is vacuumed and the WAL truncated. A window that alone exceeds
+ * max_db_bytes is kept (everything older is evicted) and 0 is returned: the
+ * bound is exceeded until the next add evicts it. A retention failure
+ * leaves the added window stored, returns 0 and is retried at the next add.
+ */
+int store_window_add(struct store *s, struct store_window *w, const struct store_sample *samples,
+		     size_t n_samples, char *err, size_t err_size);
+
+/* Windows that start at or after since_ms, oldest first. *ret is malloc'd
+ * (free()); 0 or -errno. */
+int store_windows_list(struct store *s, int64_t since_ms, struct store_window **ret, size_t *ret_n,
+		       char *err, size_t err_size);
+
+struct store_query {
+	int64_t from_ms; /* a window is in range if from_ms <= start_ms < to_ms */
+	int64_t to_ms;
+	uint64_t capture_id;  /* nonzero: that capture's windows instead of a range */
+	const uint32_t *pids; /* tgids; n_pids == 0: all */
+	size_t n_pids;	      /* at most STORE_QUERY_MAX_PIDS, else -EINVAL */
+	const char *comm;     /* NULL or "": all; else exact match */
+	uint32_t state_mask;  /* 1 << state; 0: all */
+};
+
+/*
+ * Calls row(arg, sample) for each merged row of the windows in range:
+ * samples with the same (tgid, pid, comm, kind, state, ustack, kstack) summed
+ * in SQL, in no particular order. A range selects continuous windows
+ * (capture_id 0) only. *ret_windows (may be NULL) gets the number of windows
+ * that matched, whatever the pid, comm and state filters. The sample's
+ * strings are valid during the call only; row must not call into the store.
+ * A nonzero return from row stops the query and is returned. 0 or -errno.
+ */
+int store_query(struct store *s, const struct store_query *q,
+		int (*row)(void *arg, const struct store_sample *sample), void *arg,
+		uint64_t *ret_windows, char *err, size_t err_size);
+
+struct store_stats {
+	uint64_t db_bytes; /* page_count * page_size, plus the WAL file (not -shm) */
+	uint64_t windows;
+	int64_t oldest_start_ms; /* 0 if empty */
+	int64_t newest_end_ms;
+};
+
+/* 0 or -errno. */
+int store_stats(struct store *s, struct store_stats *ret);
+
+/* For unit tests only: the connection, e.g. to simulate a full disk with
+ * PRAGMA max_page_count. */
+struct sqlite3 *store__db(struct store *s);
+
+#endif

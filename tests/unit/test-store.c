@@ -1,0 +1,791 @@
+/* Unit test of daemon/store.c, on real SQLite files in a temporary directory. */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "check.h"
+#include "store.h"
+
+#define STACK_MAX 1024
+
+static char dir[] = "/tmp/test-store-XXXXXX";
+static char err[512];
+
+/* A fresh database path in the test directory. */
+static const char *db_path(const char *name)
+{
+	static char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return path;
+}
+
+static void remove_db(const char *path)
+{
+	char side[300];
+
+	unlink(path);
+	snprintf(side, sizeof(side), "%s-wal", path);
+	unlink(side);
+	snprintf(side, sizeof(side), "%s-shm", path);
+	unlink(side);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t pragma(struct store *s, const char *sql)
+{
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	if (sqlite3_prepare_v2(store__db(s), sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static uint64_t file_bytes(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Rows a query returned, with copies of their strings. */
+struct got_row {
+	struct store_sample s;
+	char *comm, *ustack, *kstack;
+};
+
+struct got {
+	struct got_row *v;
+	size_t n;
+	size_t stop_after; /* 0: never */
+};
+
+static int collect(void *arg, const struct store_sample *sample)
+{
+	struct got *g = arg;
+	struct got_row *r;
+
+	g->v = realloc(g->v, (g->n + 1) * sizeof(*g->v));
+	r = &g->v[g->n++];
+	r->s = *sample;
+	r->comm = strdup(sample->comm);
+	r->ustack = strdup(sample->ustack);
+	r->kstack = strdup(sample->kstack);
+	if (g->stop_after && g->n == g->stop_after)
+		return 42;
+	return 0;
+}
+
+static void got_free(struct got *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		free(g->v[i].comm);
+		free(g->v[i].ustack);
+		free(g->v[i].kstack);
+	}
+	free(g->v);
+	memset(g, 0, sizeof(*g));
+}
+
+static const struct got_row *got_find(const struct got *g, uint32_t pid, const char *comm,
+				      uint32_t state, const char *ustack, const char *kstack)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		const struct got_row *r = &g->v[i];
+
+		if (r->s.pid == pid && r->s.state == state && !strcmp(r->comm, comm) &&
+		    !strcmp(r->ustack, ustack) && !strcmp(r->kstack, kstack))
+			return r;
+	}
+	return NULL;
+}
+
+static int query(struct store *s, const struct store_query *q, struct got *g, uint64_t *windows)
+{
+	got_free(g);
+	return store_query(s, q, collect, g, windows, err, sizeof(err));
+}
+
+static int query_range(struct store *s, int64_t from, int64_t to, struct got *g, uint64_t *windows)
+{
+	struct store_query q = { .from_ms = from, .to_ms = to };
+
+	return query(s, &q, g, windows);
+}
+
+static uint64_t got_sum_ns(const struct got *g)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < g->n; i++)
+		sum += g->v[i].s.sum_ns;
+	return sum;
+}
+
+static int add(struct store *s, int64_t start_ms, int64_t end_ms, uint64_t capture_id,
+	       const struct store_sample *v, size_t n, struct store_window *ret)
+{
+	struct store_window w = { .start_ms = start_ms,
+				  .end_ms = end_ms,
+				  .capture_id = capture_id };
+	int r = store_window_add(s, &w, v, n, err, sizeof(err));
+
+	if (ret)
+		*ret = w;
+	if (r < 0 && r != -ENOSPC && r != -EINVAL)
+		fprintf(stderr, "store_window_add: %s\n", err);
+	return r;
+}
+
+/* A generated window: n samples over stacks numbered from first. */
+struct gen {
+	struct store_sample v[2000];
+	char u[2000][STACK_MAX];
+	char k[2000][STACK_MAX];
+};
+
+/* A deterministic stack, 20 frames deep, distinct for each id. */
+static void make_stack(char *buf, uint32_t id, const char *tag)
+{
+	size_t len = 0;
+
+	for (uint32_t j = 0; j < 19; j++)
+		len += snprintf(buf + len, STACK_MAX - len, "%s_function_number_%03u;", tag,
+				(id * 7 + j * 13) % 200);
+	snprintf(buf + len, STACK_MAX - len, "%s_leaf_%u", tag, id);
+}
+
+static void gen_fill(struct gen *g, size_t n, uint32_t first)
+{
+	static const char *const comms[] = { "nginx", "postgres", "java", "kworker/0:1" };
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t id = first + (uint32_t)i;
+
+		make_stack(g->u[i], id, "user");
+		make_stack(g->k[i], id % 50, "kern");
+		g->v[i] = (struct store_sample){
+			.tgid = 100 + id % 4,
+			.pid = 100 + id % 4 + id % 3,
+			.comm = comms[id % 4],
+			.state = id % 4,
+			.sum_ns = 1000 + id,
+			.count = 1 + id % 5,
+			.ustack = g->u[i],
+			.kstack = g->k[i],
+		};
+	}
+}
+
+static void test_create_reopen(void)
+{
+	const char *path = db_path("reopen.db");
+	struct store_sample v = { .tgid = 7,
+				  .pid = 8,
+				  .comm = "c",
+				  .state = 1,
+				  .sum_ns = 5,
+				  .count = 1,
+				  .ustack = "main;f",
+				  .kstack = "" };
+	struct store_window w, *list = NULL;
+	struct store *s;
+	struct got g = { 0 };
+	size_t n = 0;
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(pragma(s, "PRAGMA user_version") == 1);
+	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2); /* incremental */
+	CHECK(add(s, 1000, 2000, 0, &v, 1, &w) == 0);
+	CHECK(w.id > 0 && w.n_samples == 1 && w.n_stacks == 1 && w.bytes > 0);
+	store_close(s);
+	store_close(NULL);
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(pragma(s, "PRAGMA user_version") == 1);
+	CHECK(store_windows_list(s, 0, &list, &n, err, sizeof(err)) == 0);
+	CHECK(n == 1 && list[0].id == w.id && list[0].start_ms == 1000 && list[0].end_ms == 2000);
+	CHECK(n == 1 && list[0].n_samples == 1 && list[0].n_stacks == 1 &&
+	      list[0].bytes == w.bytes);
+	free(list);
+	CHECK(query_range(s, 0, 5000, &g, NULL) == 0);
+	CHECK(g.n == 1);
+	if (g.n == 1) {
+		CHECK_STR(g.v[0].ustack, "main;f");
+		CHECK_STR(g.v[0].kstack, "");
+		CHECK(g.v[0].s.sum_ns == 5 && g.v[0].s.tgid == 7);
+	}
+	got_free(&g);
+	store_close(s);
+}
+
+static void test_round_trip(void)
+{
+	const char *path = db_path("round.db");
+	/* Any byte but NUL: ';' in a comm, invalid UTF-8, empty frames. */
+	static const char odd_comm[] = "a;b \x01\xff\xc3\x28'\"%";
+	static const char odd_stack[] = ";\xfe\xff;;x y;";
+	struct store_sample w1[] = {
+		{ 10, 11, "app", 0, 1, 100, 1, "main;read", "sys_read;schedule" },
+		{ 10, 12, "app", 0, 2, 200, 2, "main;write", "" },
+		{ 10, 11, "app", 0, 1, 7, 3, "main;read", "sys_read;schedule" }, /* dup */
+		{ 20, 20, odd_comm, 0, 3, 5, 1, odd_stack, ";" },
+		{ 30, 30, NULL, 0, 0, 1, 1, NULL, NULL },
+	};
+	struct store_sample w2[] = {
+		{ 10, 11, "app", 0, 1, 1000, 10, "main;read", "sys_read;schedule" },
+		{ 20, 20, odd_comm, 0, 3, UINT64_MAX - 2, 1, odd_stack, ";" },
+	};
+	const struct got_row *r;
+	struct store_window w;
+	struct got g = { 0 };
+	uint64_t windows = 0;
+	struct store *s;
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(add(s, 10000, 20000, 0, w1, 5, &w) == 0);
+	CHECK(w.n_samples == 4); /* the duplicate merged */
+	CHECK(w.n_stacks == 4);
+	CHECK(add(s, 20000, 30000, 0, w2, 2, &w) == 0);
+	CHECK(w.n_samples == 2 && w.n_stacks == 2);
+
+	CHECK(query_range(s, 10000, 30000, &g, &windows) == 0);
+	CHECK(windows == 2);
+	CHECK(g.n == 4);
+	r = got_find(&g, 11, "app", 1, "main;read", "sys_read;schedule");
+	CHECK(r && r->s.sum_ns == 1107 && r->s.count == 14 && r->s.tgid == 10);
+	r = got_find(&g, 12, "app", 2, "main;write", "");
+	CHECK(r && r->s.sum_ns == 200 && r->s.count == 2);
+	r = got_find(&g, 20, odd_comm, 3, odd_stack, ";");
+	CHECK(r && r->s.sum_ns == UINT64_MAX && r->s.count == 2); /* saturated */
+	r = got_find(&g, 30, "", 0, "", "");
+	CHECK(r && r->s.sum_ns == 1 && r->s.tgid == 30);
+
+	/* One window only: no merging across. */
+	CHECK(query_range(s, 10000, 20000, &g, &windows) == 0);
+	CHECK(windows == 1 && g.n == 4);
+	r = got_find(&g, 11, "app", 1, "main;read", "sys_read;schedule");
+	CHECK(r && r->s.sum_ns == 107 && r->s.count == 4);
+
+	/* A nonzero return from the callback stops the query. */
+	got_free(&g);
+	g.stop_after = 1;
+	CHECK(store_query(s, &(struct store_query){ .from_ms = 0, .to_ms = 99999 }, collect, &g,
+			  NULL, err, sizeof(err)) == 42);
+	CHECK(g.n == 1);
+	g.stop_after = 0;
+
+	/* A deep stack of long frames reads back whole. */
+	{
+		size_t cap = 5000 * 64, len = 0;
+		char *big = malloc(cap);
+		struct store_sample deep = { 40, 40, "deep", 0, 1, 9, 1, big, big };
+
+		for (int i = 0; i < 5000; i++)
+			len += snprintf(big + len, cap - len, "%sframe_%d_%040d", i ? ";" : "",
+					i % 700, i);
+		CHECK(add(s, 40000, 50000, 0, &deep, 1, &w) == 0);
+		CHECK(query_range(s, 40000, 50000, &g, NULL) == 0);
+		CHECK(g.n == 1);
+		if (g.n == 1) {
+			CHECK(!strcmp(g.v[0].ustack, big) && !strcmp(g.v[0].kstack, big));
+			CHECK_STR(g.v[0].comm, "deep");
+		}
+		free(big);
+	}
+
+	/* Bad input. */
+	CHECK(add(s, 5000, 4000, 0, w1, 1, NULL) == -EINVAL);
+	CHECK(add(s, 5000, 6000, 0, NULL, 1, NULL) == -EINVAL);
+	CHECK(add(s, 5000, 6000, 0, NULL, 0, &w) == 0); /* an empty window is fine */
+	CHECK(w.n_samples == 0 && w.n_stacks == 0);
+	got_free(&g);
+	store_close(s);
+}
+
+static void test_filters(void)
+{
+	const char *path = db_path("filters.db");
+	struct store_sample v[] = {
+		{ 1, 1, "one", 0, 0, 1, 1, "a", "k" },	  { 1, 2, "one", 0, 1, 2, 1, "a", "k" },
+		{ 2, 2, "two", 0, 2, 4, 1, "b", "k" },	  { 3, 3, "three", 0, 3, 8, 1, "c", "k" },
+		{ 3, 4, "three", 0, 1, 16, 1, "c", "k" }, { 4, 4, "one", 0, 2, 32, 1, "d", "k" },
+	};
+	struct store_sample cap[] = { { 1, 1, "one", 0, 0, 1000, 1, "capture", "" } };
+	uint32_t pids[] = { 1, 3 }, many[STORE_QUERY_MAX_PIDS + 1];
+	struct store_query q = { .from_ms = 0, .to_ms = 100000 };
+	struct got g = { 0 };
+	uint64_t windows;
+	struct store *s;
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(add(s, 1000, 2000, 0, v, 6, NULL) == 0);
+	/* A capture overlapping the continuous window in time. */
+	CHECK(add(s, 1500, 1800, 77, cap, 1, NULL) == 0);
+
+	CHECK(query(s, &q, &g, &windows) == 0);
+	CHECK(windows == 1 && g.n == 6 && got_sum_ns(&g) == 63);
+
+	q.pids = pids;
+	q.n_pids = 2;
+	CHECK(query(s, &q, &g, NULL) == 0);
+	CHECK(g.n == 4 && got_sum_ns(&g) == 1 + 2 + 8 + 16);
+
+	q.comm = "three";
+	CHECK(query(s, &q, &g, NULL) == 0);
+	CHECK(g.n == 2 && got_sum_ns(&g) == 24);
+
+	q.state_mask = 1u << 1;
+	CHECK(query(s, &q, &g, &windows) == 0);
+	CHECK(g.n == 1 && got_sum_ns(&g) == 16);
+	CHECK(windows == 1); /* filters do not change the window count */
+
+	q.n_pids = 0;
+	q.comm = "one";
+	q.state_mask = (1u << 0) | (1u << 2);
+	CHECK(query(s, &q, &g, NULL) == 0);
+	CHECK(g.n == 2 && got_sum_ns(&g) == 33);
+
+	q.comm = "nobody";
+	q.state_mask = 0;
+	CHECK(query(s, &q, &g, NULL) == 0);
+	CHECK(g.n == 0);
+
+	q.comm = "";
+	for (size_t i = 0; i < STORE_QUERY_MAX_PIDS + 1; i++)
+		many[i] = (uint32_t)(i < 2 ? i + 1 : 1000 + i);
+	q.pids = many;
+	q.n_pids = STORE_QUERY_MAX_PIDS;
+	CHECK(query(s, &q, &g, NULL) == 0);
+	CHECK(g.n == 3 && got_sum_ns(&g) == 7);
+	q.n_pids = STORE_QUERY_MAX_PIDS + 1;
+	CHECK(query(s, &q, &g, NULL) == -EINVAL);
+
+	/* The capture alone, by id; the range never includes it. */
+	memset(&q, 0, sizeof(q));
+	q.capture_id = 77;
+	CHECK(query(s, &q, &g, &windows) == 0);
+	CHECK(windows == 1 && g.n == 1 && got_sum_ns(&g) == 1000);
+	if (g.n == 1)
+		CHECK_STR(g.v[0].ustack, "capture");
+	q.capture_id = 78;
+	CHECK(query(s, &q, &g, &windows) == 0);
+	CHECK(windows == 0 && g.n == 0);
+	got_free(&g);
+	store_close(s);
+}
+
+static void test_range(void)
+{
+	const char *path = db_path("range.db");
+	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k" };
+	struct got g = { 0 };
+	uint64_t windows;
+	struct store *s;
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	for (int i = 1; i <= 3; i++) {
+		v.sum_ns = (uint64_t)i;
+		CHECK(add(s, i * 1000, i * 1000 + 1000, 0, &v, 1, NULL) == 0);
+	}
+	/* from_ms <= start_ms < to_ms */
+	CHECK(query_range(s, 2000, 3000, &g, &windows) == 0);
+	CHECK(windows == 1 && g.n == 1 && got_sum_ns(&g) == 2);
+	CHECK(query_range(s, 1999, 3001, &g, &windows) == 0);
+	CHECK(windows == 2 && g.n == 1 && got_sum_ns(&g) == 5);
+	CHECK(query_range(s, 2001, 3000, &g, &windows) == 0);
+	CHECK(windows == 0 && g.n == 0);
+	CHECK(query_range(s, 3000, 2000, &g, &windows) == 0);
+	CHECK(windows == 0 && g.n == 0);
+	got_free(&g);
+	store_close(s);
+}
+
+static void test_interning(struct gen *gen)
+{
+	const char *path = db_path("intern.db");
+	struct store_window w1, w2;
+	int64_t pages0, pages1, pages2;
+	struct got g = { 0 };
+	struct store *s;
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	gen_fill(gen, 500, 0);
+	pages0 = pragma(s, "PRAGMA page_count");
+	CHECK(add(s, 1000, 2000, 0, gen->v, 500, &w1) == 0);
+	pages1 = pragma(s, "PRAGMA page_count");
+	CHECK(add(s, 2000, 3000, 0, gen->v, 500, &w2) == 0);
+	pages2 = pragma(s, "PRAGMA page_count");
+	CHECK(w1.n_samples == 500 && w2.n_samples == 500 && w1.n_stacks == 500);
+	CHECK_MSG((pages2 - pages1) * 3 < pages1 - pages0, "pages: %lld, %lld, %lld",
+		  (long long)pages0, (long long)pages1, (long long)pages2);
+	CHECK_MSG(w2.bytes * 3 < w1.bytes, "bytes %llu then %llu", (unsigned long long)w1.bytes,
+		  (unsigned long long)w2.bytes);
+
+	CHECK(query_range(s, 0, 5000, &g, NULL) == 0);
+	CHECK(g.n == 500);
+	for (size_t i = 0; i < g.n && i < 500; i++) {
+		const struct store_sample *in = &gen->v[i];
+		const struct got_row *r =
+			got_find(&g, in->pid, in->comm, in->state, in->ustack, in->kstack);
+
+		CHECK(r && r->s.sum_ns == 2 * in->sum_ns && r->s.count == 2 * in->count);
+	}
+	got_free(&g);
+	store_close(s);
+}
+
+static void test_age(void)
+{
+	const char *path = db_path("age.db");
+	struct store_limits limits = { .max_age_ms = 3600 * 1000 };
+	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k" };
+	struct store_window w1, w2, w3, *list = NULL;
+	int64_t now = now_ms();
+	struct store *s;
+	size_t n = 0;
+
+	CHECK(store_open(path, &limits, &s, err, sizeof(err)) == 0);
+	/* Too old already, but the window just added is never evicted. */
+	CHECK(add(s, now - 7200 * 1000, now - 7100 * 1000, 0, &v, 1, &w1) == 0);
+	CHECK(add(s, now - 7100 * 1000, now - 7000 * 1000, 0, &v, 1, &w2) == 0);
+	CHECK(store_windows_list(s, INT64_MIN, &list, &n, err, sizeof(err)) == 0);
+	CHECK(n == 1 && list[0].id == w2.id);
+	free(list);
+	CHECK(add(s, now - 1000, now, 0, &v, 1, &w3) == 0);
+	CHECK(store_windows_list(s, INT64_MIN, &list, &n, err, sizeof(err)) == 0);
+	CHECK(n == 1 && list[0].id == w3.id);
+	free(list);
+	store_close(s);
+}
+
+static void test_size(struct gen *gen)
+{
+	const char *path = db_path("size.db");
+	struct store_limits limits = { .max_db_bytes = 512 * 1024 };
+	struct store_window w, *list = NULL;
+	uint64_t first_id = 0, last_id = 0;
+	struct got g = { 0 };
+	struct store_stats stats;
+	char wal[300];
+	struct store *s;
+	size_t n = 0;
+	bool within = true;
+
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	CHECK(store_open(path, &limits, &s, err, sizeof(err)) == 0);
+	for (int i = 0; i < 80; i++) {
+		/* Mostly the same stacks, a few new ones each window. */
+		gen_fill(gen, 500, (uint32_t)i * 10);
+		CHECK(add(s, i * 10000, i * 10000 + 10000, 0, gen->v, 500, &w) == 0);
+		if (!i)
+			first_id = w.id;
+		last_id = w.id;
+		CHECK(store_stats(s, &stats) == 0);
+		if (stats.db_bytes > limits.max_db_bytes ||
+		    file_bytes(path) + file_bytes(wal) > limits.max_db_bytes) {
+			fprintf(stderr, "window %d: db_bytes %llu, file %llu + wal %llu\n", i,
+				(unsigned long long)stats.db_bytes,
+				(unsigned long long)file_bytes(path),
+				(unsigned long long)file_bytes(wal));
+			within = false;
+		}
+	}
+	CHECK(within);
+	CHECK(store_windows_list(s, INT64_MIN, &list, &n, err, sizeof(err)) == 0);
+	CHECK(n > 5 && n < 80);
+	/* The newest survive, contiguous: the oldest went first. */
+	for (size_t i = 0; i < n; i++)
+		CHECK(list[i].id == last_id - (n - 1 - i) &&
+		      list[i].start_ms == (int64_t)(80 - n + i) * 10000);
+	CHECK(n && list[0].id > first_id);
+	CHECK(store_stats(s, &stats) == 0);
+	CHECK(stats.windows == n);
+	free(list);
+	/* The newest window reads back exactly, after collections that
+	 * emptied the interning caches. */
+	CHECK(query_range(s, 79 * 10000, 80 * 10000, &g, NULL) == 0);
+	CHECK(g.n == 500);
+	for (size_t i = 0; i < g.n && i < 500; i++) {
+		const struct store_sample *in = &gen->v[i];
+		const struct got_row *r =
+			got_find(&g, in->pid, in->comm, in->state, in->ustack, in->kstack);
+
+		CHECK(r && r->s.sum_ns == in->sum_ns && r->s.count == in->count);
+	}
+	got_free(&g);
+	/* The stacks of evicted windows were collected: the user stacks of the
+	 * n windows left, plus the 50 kernel stacks. */
+	CHECK_MSG(pragma(s, "SELECT count(*) FROM stacks") == (int64_t)(500 + 10 * (n - 1) + 50),
+		  "%lld stacks, %zu windows", (long long)pragma(s, "SELECT count(*) FROM stacks"),
+		  n);
+
+	/* A window alone larger than the bound is kept, everything else goes. */
+	gen_fill(gen, 2000, 100000);
+	CHECK(add(s, 900000, 910000, 0, gen->v, 2000, &w) == 0);
+	CHECK(store_windows_list(s, INT64_MIN, &list, &n, err, sizeof(err)) == 0);
+	CHECK(n == 1 && list[0].id == w.id);
+	free(list);
+	store_close(s);
+}
+
+static void test_full(struct gen *gen)
+{
+	const char *path = db_path("full.db");
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k" };
+	struct store_window w, *list = NULL;
+	struct got g = { 0 };
+	uint64_t windows;
+	struct store *s;
+	size_t n = 0;
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(add(s, 1000, 2000, 0, &v, 1, NULL) == 0);
+	CHECK(add(s, 2000, 3000, 0, &v, 1, NULL) == 0);
+	CHECK(pragma(s, "PRAGMA max_page_count = 1") > 0); /* the current size */
+
+	gen_fill(gen, 2000, 5000);
+	CHECK(add(s, 3000, 4000, 0, gen->v, 2000, NULL) == -ENOSPC);
+	CHECK(store_windows_list(s, INT64_MIN, &list, &n, err, sizeof(err)) == 0);
+	CHECK(n == 2);
+	free(list);
+	CHECK(query_range(s, 0, 10000, &g, &windows) == 0);
+	CHECK(windows == 2 && g.n == 1 && got_sum_ns(&g) == 20);
+	CHECK(pragma(s, "SELECT count(*) FROM stacks") == 2);
+
+	/* Limit lifted: the same window goes in whole. */
+	CHECK(pragma(s, "PRAGMA max_page_count = 1000000") >= 1000000);
+	CHECK(add(s, 3000, 4000, 0, gen->v, 2000, &w) == 0);
+	CHECK(w.n_samples == 2000);
+	CHECK(query_range(s, 3000, 4000, &g, &windows) == 0);
+	CHECK(windows == 1 && g.n == 2000);
+	for (size_t i = 0; i < g.n && i < 2000; i += 97) {
+		const struct store_sample *in = &gen->v[i];
+		const struct got_row *r =
+			got_find(&g, in->pid, in->comm, in->state, in->ustack, in->kstack);
+
+		CHECK(r && r->s.sum_ns == in->sum_ns);
+	}
+	got_free(&g);
+	store_close(s);
+}
+
+static char *read_all(const char *path, size_t *ret_n)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc(n > 0 ? (size_t)n : 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	*ret_n = (size_t)n;
+	return buf;
+}
+
+static void write_all(const char *path, const void *p, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	CHECK(f && fwrite(p, 1, n, f) == n);
+	if (f)
+		fclose(f);
+}
+
+/* store_open fails with want and leaves the file's bytes as they were. */
+static void check_refused(const char *path, int want, const char *text)
+{
+	size_t n0, n1;
+	char *before = read_all(path, &n0), *after;
+	struct store *s = NULL;
+	int r;
+
+	err[0] = '\0';
+	r = store_open(path, NULL, &s, err, sizeof(err));
+	CHECK_MSG(r == want, "%s: got %d, want %d (%s)", path, r, want, err);
+	CHECK_MSG(strstr(err, text), "message \"%s\" lacks \"%s\"", err, text);
+	if (r == 0)
+		store_close(s);
+	after = read_all(path, &n1);
+	CHECK(before && after && n0 == n1 && !memcmp(before, after, n0));
+	free(before);
+	free(after);
+}
+
+static void test_refused(void)
+{
+	const char *path = db_path("garbage.db");
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k" };
+	unsigned char junk[16384];
+	uint32_t x = 12345;
+	struct store *s;
+	size_t n;
+	char *bytes;
+	sqlite3 *db;
+
+	for (size_t i = 0; i < sizeof(junk); i++) {
+		x = x * 1103515245 + 12345;
+		junk[i] = (unsigned char)(x >> 16);
+	}
+	write_all(path, junk, sizeof(junk));
+	check_refused(path, -EIO, "not a usable SQLite database");
+
+	/* A real store with its pages after the first overwritten. */
+	path = db_path("corrupt.db");
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(add(s, 1000, 2000, 0, &v, 1, NULL) == 0);
+	store_close(s);
+	bytes = read_all(path, &n);
+	CHECK(bytes && n > 8192);
+	if (bytes && n > 8192) {
+		memset(bytes + 4096, 0x5a, n - 4096);
+		write_all(path, bytes, n);
+	}
+	free(bytes);
+	check_refused(path, -EIO, "failed its integrity check: ");
+
+	/* A newer schema than this code knows. */
+	path = db_path("newer.db");
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	store_close(s);
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, "PRAGMA user_version = 2", NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	check_refused(path, -EPROTO, "schema version 2");
+
+	/* An empty database made elsewhere, in WAL mode, is adopted. */
+	path = db_path("empty.db");
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 1);
+	store_close(s);
+
+	/* Somebody else's database. */
+	path = db_path("foreign.db");
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, "CREATE TABLE samples (x)", NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	check_refused(path, -EPROTO, "another program");
+
+	/* No such directory. */
+	CHECK(store_open(db_path("nodir/x.db"), NULL, &s, err, sizeof(err)) < 0);
+}
+
+/* A committed window survives kill -9 of the process that wrote it. */
+static void test_crash(void)
+{
+	const char *path = db_path("crash.db");
+	struct store_sample v = { 1, 2, "c", 0, 1, 12345, 6, "main;f", "k" };
+	struct got g = { 0 };
+	struct store *s;
+	int status = 0;
+	pid_t pid;
+
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		if (store_open(path, NULL, &s, err, sizeof(err)) == 0 &&
+		    add(s, 1000, 2000, 0, &v, 1, NULL) == 0)
+			raise(SIGKILL);
+		_exit(1);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(query_range(s, 0, 5000, &g, NULL) == 0);
+	CHECK(g.n == 1 && got_sum_ns(&g) == 12345);
+	got_free(&g);
+	store_close(s);
+}
+
+static void test_stats(void)
+{
+	const char *path = db_path("stats.db");
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k" };
+	struct store_window *list = NULL;
+	struct store_stats st;
+	struct store *s;
+	size_t n = 0;
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(store_stats(s, &st) == 0);
+	CHECK(st.windows == 0 && st.oldest_start_ms == 0 && st.newest_end_ms == 0);
+	CHECK(st.db_bytes > 0);
+	CHECK(add(s, 5000, 6000, 0, &v, 1, NULL) == 0);
+	CHECK(add(s, 1000, 2000, 0, &v, 1, NULL) == 0);
+	CHECK(add(s, 3000, 9000, 9, &v, 1, NULL) == 0);
+	CHECK(store_stats(s, &st) == 0);
+	CHECK(st.windows == 3 && st.oldest_start_ms == 1000 && st.newest_end_ms == 9000);
+	CHECK(st.db_bytes ==
+	      (uint64_t)(pragma(s, "PRAGMA page_count") * pragma(s, "PRAGMA page_size")) +
+		      file_bytes(db_path("stats.db-wal")));
+	/* Oldest first, from since_ms on, captures included. */
+	CHECK(store_windows_list(s, 2000, &list, &n, err, sizeof(err)) == 0);
+	CHECK(n == 2 && list[0].start_ms == 3000 && list[0].capture_id == 9 &&
+	      list[1].start_ms == 5000);
+	free(list);
+	store_close(s);
+}
+
+int main(void)
+{
+	struct gen *gen = calloc(1, sizeof(*gen));
+
+	if (!gen || !mkdtemp(dir)) {
+		perror("setup");
+		return 1;
+	}
+	test_create_reopen();
+	test_round_trip();
+	test_filters();
+	test_range();
+	test_interning(gen);
+	test_age();
+	test_size(gen);
+	test_full(gen);
+	test_refused();
+	test_crash();
+	test_stats();
+
+	{
+		static const char *const names[] = { "reopen.db",  "round.db",	"filters.db",
+						     "range.db",   "intern.db", "age.db",
+						     "size.db",	   "full.db",	"garbage.db",
+						     "corrupt.db", "newer.db",	"foreign.db",
+						     "crash.db",   "empty.db",	"stats.db" };
+
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			remove_db(db_path(names[i]));
+		rmdir(dir);
+	}
+	free(gen);
+	return CHECK_DONE();
+}
