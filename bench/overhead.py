@@ -2,10 +2,14 @@
 """Overhead of offcpud on a context-switch-heavy workload.
 
 bench/pingpong (two threads pinned to one CPU passing a byte over pipes) runs
-in three modes, alternating, --runs times each:
-  none     no offcpud running: the baseline
-  idle     offcpud attached, no capture (the program runs, every slot off)
-  capture  a system-wide capture active (all states, user + kernel stacks)
+in these modes, alternating, --runs times each:
+  none        no offcpud running: the baseline
+  attached    offcpud with continuous = false and no capture: the program
+              runs on every switch, but no slot is on
+  continuous  offcpud as configured by default: the always-on profile of
+              every process (all states, user + kernel stacks)
+  capture     the default daemon plus a system-wide ad-hoc capture, so every
+              block is aggregated into two slots
 Context switches per run are counted from /proc/stat "ctxt". Reported: the
 median run time per mode, slowdown against the baseline, and the extra
 nanoseconds per context switch. Ratios within one run of this script are what
@@ -56,12 +60,17 @@ def main():
     os.environ["OFFCPU_BUILD_DIR"] = os.path.abspath(args.build)
     from offcpu_env import Daemon  # the same daemon fixture as the tests
 
-    results = {"none": [], "idle": [], "capture": []}
+    results = {"none": [], "attached": [], "continuous": [], "capture": []}
     for _ in range(args.runs):
         results["none"].append(run_pingpong(args.build, args.round_trips, args.cpu))
+        daemon = Daemon("continuous = false\n")
+        try:
+            results["attached"].append(run_pingpong(args.build, args.round_trips, args.cpu))
+        finally:
+            daemon.stop()
         daemon = Daemon()
         try:
-            results["idle"].append(run_pingpong(args.build, args.round_trips, args.cpu))
+            results["continuous"].append(run_pingpong(args.build, args.round_trips, args.cpu))
             cap = daemon.ctl_popen("capture", "--seconds", "3600", "-o", os.devnull)
             daemon.wait_captures(1)
             results["capture"].append(run_pingpong(args.build, args.round_trips, args.cpu))
@@ -90,9 +99,9 @@ def main():
         print(json.dumps(report))
         return
     print(f"pingpong: {args.round_trips} round trips pinned to CPU {args.cpu}, {args.runs} runs per mode")
-    print(f"{'mode':8} {'median ms':>10} {'switches':>9} {'slowdown':>9} {'ns/switch':>10}")
+    print(f"{'mode':10} {'median ms':>10} {'switches':>9} {'slowdown':>9} {'ns/switch':>10}")
     for mode, r in report["modes"].items():
-        print(f"{mode:8} {r['median_ms']:10.1f} {r['switches']:9d} {r['slowdown_pct']:8.1f}% "
+        print(f"{mode:10} {r['median_ms']:10.1f} {r['switches']:9d} {r['slowdown_pct']:8.1f}% "
               f"{r['extra_ns_per_switch']:10.0f}")
     print(f"drops during the last capture: {report['drops_last_run'] or 'none'}")
 

@@ -50,38 +50,6 @@ void profile_free(struct profile *p)
 	free(p);
 }
 
-/* Sums a row under key, copying its names the first time the key is seen. */
-static int add(struct profile *p, struct offcpu_key *key, const char *comm, const char *ustack,
-	       const char *kstack, uint64_t sum_ns, uint64_t count)
-{
-	struct profile_value *v;
-	bool created;
-
-	key->slot = 0;
-	v = hashtab_put(p->rows, key, &created);
-	if (!v)
-		return -ENOMEM;
-	if (created) {
-		snprintf(v->comm, sizeof(v->comm), "%s", comm);
-		v->ustack = strdup(ustack);
-		v->kstack = strdup(kstack);
-		if (!v->ustack || !v->kstack)
-			return -ENOMEM; /* the row stays, named "" by the readers */
-	}
-	v->sum_ns += sum_ns;
-	v->count += count;
-	p->total_ns += sum_ns;
-	return 0;
-}
-
-int profile_add(struct profile *p, const struct drain_row *row)
-{
-	struct offcpu_key key = row->key;
-
-	return add(p, &key, row->value.comm, row->ustack, row->kstack, row->value.sum_ns,
-		   row->value.count);
-}
-
 /* 0 for "": the same convention as the kernel's "no stack". */
 static uint64_t name_hash(const char *s)
 {
@@ -94,6 +62,12 @@ static uint64_t name_hash(const char *s)
 	return h ? h : 1;
 }
 
+/*
+ * Rows are keyed by names, not by the kernel's address-stack hashes: two
+ * address stacks that name the same frames (a different return address in
+ * the same function) are one row, in JSON as in folded output and in the
+ * store.
+ */
 int profile_add_row(struct profile *p, const struct profile_row *row)
 {
 	struct offcpu_key key = {
@@ -103,8 +77,39 @@ int profile_add_row(struct profile *p, const struct profile_row *row)
 		.kstack = name_hash(row->kstack),
 		.ustack = name_hash(row->ustack),
 	};
+	struct profile_value *v;
+	bool created;
 
-	return add(p, &key, row->comm, row->ustack, row->kstack, row->sum_ns, row->count);
+	v = hashtab_put(p->rows, &key, &created);
+	if (!v)
+		return -ENOMEM;
+	if (created) {
+		snprintf(v->comm, sizeof(v->comm), "%s", row->comm);
+		v->ustack = strdup(row->ustack);
+		v->kstack = strdup(row->kstack);
+		if (!v->ustack || !v->kstack)
+			return -ENOMEM; /* the row stays, named "" by the readers */
+	}
+	v->sum_ns += row->sum_ns;
+	v->count += row->count;
+	p->total_ns += row->sum_ns;
+	return 0;
+}
+
+int profile_add(struct profile *p, const struct drain_row *row)
+{
+	struct profile_row r = {
+		.comm = row->value.comm,
+		.tgid = row->key.tgid,
+		.pid = row->key.pid,
+		.state = row->key.state,
+		.sum_ns = row->value.sum_ns,
+		.count = row->value.count,
+		.ustack = row->ustack,
+		.kstack = row->kstack,
+	};
+
+	return profile_add_row(p, &r);
 }
 
 int profile_foreach(const struct profile *p, int (*fn)(void *arg, const struct profile_row *row),

@@ -1,7 +1,7 @@
 /*
- * profile: what one capture has collected so far. Rows are keyed by thread,
- * state and stacks and summed over drains; stack names are copied on first
- * sight. Fed with drain rows and read out as folded text or protocol samples
+ * profile: what one capture (or window, or export) has collected so far.
+ * Rows are keyed by thread, state and stack names and summed; names are
+ * copied on first sight. Fed with drain rows and read out as folded text or protocol samples
  * on the event loop thread. Does not log.
  */
 #ifndef PROFILE_H
