@@ -313,6 +313,21 @@ static int write_output(const char *path, const char *text)
 	return EXIT_OK;
 }
 
+/* A capture's or export's result: the raw reply in JSON mode, else folded. */
+static int write_result(const char *path, const char *raw, const char *folded)
+{
+	char *text = NULL;
+	int r;
+
+	if (!json_output)
+		return write_output(path, folded ? folded : "");
+	if (asprintf(&text, "%s\n", raw) < 0)
+		return fail(EXIT_ERROR, "internal", "out of memory");
+	r = write_output(path, text);
+	free(text);
+	return r;
+}
+
 static void capture_summary(const struct proto_capture_result *res)
 {
 	uint64_t dropped = 0;
@@ -443,18 +458,9 @@ static int cmd_capture(int argc, char **argv)
 		fprintf(stderr, "\r\033[K");
 	if (r != EXIT_OK)
 		return r;
-	if (json_output) {
-		char *text = NULL;
-
-		if (asprintf(&text, "%s\n", raw) < 0)
-			r = fail(EXIT_ERROR, "internal", "out of memory");
-		else
-			r = write_output(output, text);
-		free(text);
-	} else {
+	if (!json_output)
 		capture_summary(&reply->capture);
-		r = write_output(output, reply->capture.folded ? reply->capture.folded : "");
-	}
+	r = write_result(output, raw, reply->capture.folded);
 	proto_reply_free(reply);
 	free(raw);
 	return r;
@@ -816,18 +822,9 @@ static int cmd_export(int argc, char **argv)
 	r = transact(req, NULL, NULL, &reply, &raw);
 	if (r != EXIT_OK)
 		goto out;
-	if (json_output) {
-		char *text = NULL;
-
-		if (asprintf(&text, "%s\n", raw) < 0)
-			r = fail(EXIT_ERROR, "internal", "out of memory");
-		else
-			r = write_output(output, text);
-		free(text);
-	} else {
+	if (!json_output)
 		export_summary(&reply->export);
-		r = write_output(output, reply->export.folded ? reply->export.folded : "");
-	}
+	r = write_result(output, raw, reply->export.folded);
 	proto_reply_free(reply);
 	free(raw);
 out:

@@ -1311,10 +1311,22 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	return 0;
 }
 
+/* The optional "folded" text of capture and export replies. */
+static int proto__reply_folded(const cJSON *o, const char **ret)
+{
+	const cJSON *folded = cJSON_GetObjectItemCaseSensitive(o, "folded");
+
+	if (!folded)
+		return 0;
+	if (!cJSON_IsString(folded))
+		return -EINVAL;
+	*ret = folded->valuestring;
+	return 0;
+}
+
 static int proto__reply_capture(struct proto__reply *r, const cJSON *o)
 {
 	struct proto_capture_result *c = &r->pub.capture;
-	const cJSON *folded;
 	int e;
 
 	if (!cJSON_IsObject(o))
@@ -1325,12 +1337,8 @@ static int proto__reply_capture(struct proto__reply *r, const cJSON *o)
 	    proto__reply_u64(o, "samples_count", &c->n_samples) < 0 ||
 	    proto__reply_bool(o, "target_exited", &c->target_exited) < 0)
 		return -EINVAL;
-	folded = cJSON_GetObjectItemCaseSensitive(o, "folded");
-	if (folded) {
-		if (!cJSON_IsString(folded))
-			return -EINVAL;
-		c->folded = folded->valuestring;
-	}
+	if (proto__reply_folded(o, &c->folded) < 0)
+		return -EINVAL;
 	e = proto__reply_counters(o, "drops", &r->drops, &c->n_drops);
 	if (e < 0)
 		return e;
@@ -1371,7 +1379,6 @@ static int proto__reply_windows(struct proto__reply *r, const cJSON *a)
 static int proto__reply_export(struct proto__reply *r, const cJSON *o)
 {
 	struct proto_export_result *e = &r->pub.export;
-	const cJSON *folded;
 
 	if (!cJSON_IsObject(o))
 		return -EINVAL;
@@ -1382,13 +1389,7 @@ static int proto__reply_export(struct proto__reply *r, const cJSON *o)
 	    proto__reply_u64(o, "total_ns", &e->total_ns) < 0 ||
 	    proto__reply_u64(o, "samples_count", &e->n_samples) < 0)
 		return -EINVAL;
-	folded = cJSON_GetObjectItemCaseSensitive(o, "folded");
-	if (folded) {
-		if (!cJSON_IsString(folded))
-			return -EINVAL;
-		e->folded = folded->valuestring;
-	}
-	return 0;
+	return proto__reply_folded(o, &e->folded);
 }
 
 static int proto__reply_fill(struct proto__reply *r)
