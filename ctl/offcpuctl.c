@@ -19,6 +19,7 @@
 
 #include "client.h"
 #include "proto.h"
+#include "render_output.h"
 #include "thread_state.h"
 #include "timearg.h"
 
@@ -57,7 +58,7 @@ static void usage(FILE *out)
 		"          --max-block-us N    only blocks of at most N microseconds\n"
 		"      -U, --user-only         user stacks only\n"
 		"      -K, --kernel-only       kernel stacks only\n"
-		"      -o, --output FILE       write to FILE instead of stdout\n"
+		"      plus the output options below\n"
 		"  windows [--since T]         list the stored windows (T: a time, or lastNx)\n"
 		"  export RANGE [OPTIONS]      merge stored windows; folded output\n"
 		"      RANGE is one of:\n"
@@ -71,8 +72,44 @@ static void usage(FILE *out)
 		"          --grep RE           only stacks with a frame matching RE\n"
 		"          --exclude RE        drop stacks with a frame matching RE\n"
 		"                              (RE: POSIX extended; the comm counts as a frame)\n"
-		"      -o, --output FILE       write to FILE instead of stdout\n"
+		"          --diff-against SPEC compare RANGE (after) with a baseline (before):\n"
+		"                              capture:ID, lastNx, or T1..T2 (e.g.\n"
+		"                              2h-ago..1h-ago); folded output is then\n"
+		"                              'stack BEFORE AFTER', --svg a differential flame\n"
+		"                              graph (red: grew, blue: shrank)\n"
+		"          --normalize         scale the baseline to RANGE's total\n"
+		"          --strip-hex         match frames that differ only in hex addresses\n"
+		"          --diff-reverse-view svg: widths from the baseline, so vanished\n"
+		"                              stacks show\n"
+		"          --negate            svg: red for shrank, blue for grew\n"
+		"      plus the output options below\n"
+		"  flamegraph [FILE|-]         draw folded stacks (2 columns, or 3 for a\n"
+		"                              differential) as an svg, offline; stdin by default\n"
+		"      --strip-hex, --negate, --diff-reverse-view as for export\n"
+		"      plus the output options below (--format svg or speedscope)\n"
+		"  diff BEFORE AFTER           compare two folded files: 'stack BEFORE AFTER'\n"
+		"                              lines, or with --svg a differential flame graph\n"
+		"      --normalize, --strip-hex, --negate, --diff-reverse-view as for export\n"
+		"      plus the output options below\n"
 		"  help                        this text\n"
+		"\n"
+		"Output options of capture, export, flamegraph and diff:\n"
+		"  -o, --output FILE           write to FILE instead of stdout\n"
+		"      --format F              folded (default), json (same as --json), svg, or\n"
+		"                              speedscope (https://www.speedscope.app)\n"
+		"      --svg                   a flame graph: same as --format svg\n"
+		"  for svg (speedscope takes --title only):\n"
+		"      --title T               title (default: offcpud picks one)\n"
+		"      --subtitle T            a second line under the title\n"
+		"      --countname NAME        unit of the values (default us)\n"
+		"      --width PX              image width, 200 to 100000 (default 1200)\n"
+		"      --height PX             frame height, 4 to 200 (default 16)\n"
+		"      --minwidth PX|PCT%%      leave out narrower frames (default 0.1)\n"
+		"      --inverted              icicle graph: the roots at the top\n"
+		"      --reverse               stacks reversed: the blocking leaves as roots\n"
+		"      --flamechart            keep the input order instead of sorting frames\n"
+		"      --palette NAME          auto (default: diff for --diff-against, else\n"
+		"                              io), hot, io, wakeup, chain or diff\n"
 		"\n"
 		"Times T: unix seconds (1732240000.5), RFC 3339 (2026-11-22T01:00:00Z,\n"
 		"2026-11-22 01:00:00+01:00) or relative (30m-ago); units s, m, h, d.\n"
@@ -80,7 +117,8 @@ static void usage(FILE *out)
 		"Global options:\n"
 		"  -s, --socket PATH  daemon socket (default $OFFCPUD_SOCKET or " DEFAULT_SOCKET
 		")\n"
-		"  -j, --json         JSON output, errors included\n"
+		"  -j, --json         JSON output, errors included: the daemon's raw reply\n"
+		"                     (JSON rows, unless --format asks for another)\n"
 		"\n"
 		"Exit codes: 0 ok, 1 error, 2 bad arguments, 3 daemon not running,\n"
 		"4 permission denied, 5 no such pid, 6 busy.\n");
@@ -313,19 +351,214 @@ static int write_output(const char *path, const char *text)
 	return EXIT_OK;
 }
 
-/* A capture's or export's result: the raw reply in JSON mode, else folded. */
-static int write_result(const char *path, const char *raw, const char *folded)
+/*
+ * The output options that capture and export share: the format, the output
+ * file, and how an svg is drawn. The commands' own long options count from
+ * 256; these from 512.
+ */
+enum {
+	OPT_FORMAT = 512,
+	OPT_SVG,
+	OPT_TITLE,
+	OPT_SUBTITLE,
+	OPT_COUNTNAME,
+	OPT_WIDTH,
+	OPT_HEIGHT,
+	OPT_MINWIDTH,
+	OPT_INVERTED,
+	OPT_REVERSE,
+	OPT_FLAMECHART,
+	OPT_PALETTE,
+};
+
+/* Their getopt_long() entries (clang-format cannot lay out a list in a
+ * macro), and the short ones: -o FILE, -j. */
+/* clang-format off */
+#define RESULT_OPTIONS                                                                             \
+	{ "output", required_argument, NULL, 'o' },                                                \
+	{ "json", no_argument, NULL, 'j' },                                                        \
+	{ "format", required_argument, NULL, OPT_FORMAT },                                         \
+	{ "svg", no_argument, NULL, OPT_SVG },                                                     \
+	{ "title", required_argument, NULL, OPT_TITLE },                                           \
+	{ "subtitle", required_argument, NULL, OPT_SUBTITLE },                                     \
+	{ "countname", required_argument, NULL, OPT_COUNTNAME },                                   \
+	{ "width", required_argument, NULL, OPT_WIDTH },                                           \
+	{ "height", required_argument, NULL, OPT_HEIGHT },                                         \
+	{ "minwidth", required_argument, NULL, OPT_MINWIDTH },                                     \
+	{ "inverted", no_argument, NULL, OPT_INVERTED },                                           \
+	{ "reverse", no_argument, NULL, OPT_REVERSE },                                             \
+	{ "flamechart", no_argument, NULL, OPT_FLAMECHART },                                       \
+	{ "palette", required_argument, NULL, OPT_PALETTE }
+/* clang-format on */
+#define RESULT_SHORT_OPTIONS "o:j"
+
+struct result_opts {
+	int format;		    /* enum proto_format; -1: not given */
+	const char *path;	    /* -o; NULL: stdout */
+	struct proto_render render; /* to copy into the request */
+	const char *svg_only;	    /* the first option given that only svg uses */
+	bool title;		    /* --title, which speedscope uses too */
+};
+
+#define RESULT_OPTS_INIT                                                                           \
+	{                                                                                          \
+		.format = -1                                                                       \
+	}
+
+static int result_format(struct result_opts *o, enum proto_format format)
+{
+	if (o->format >= 0 && o->format != (int)format)
+		return usage_error("%s", "conflicting output formats: give one --format or --svg");
+	o->format = format;
+	if (format == PROTO_FORMAT_JSON)
+		json_output = true;
+	return EXIT_OK;
+}
+
+/* Copies a --title, --subtitle or --countname into dst (size bytes). */
+static int result_string(const char *opt, const char *arg, char *dst, size_t size)
+{
+	char msg[128];
+
+	if (strlen(arg) >= size) {
+		snprintf(msg, sizeof(msg), "%s is too long: at most %zu bytes", opt, size - 1);
+		return usage_error("%s", msg);
+	}
+	strcpy(dst, arg);
+	return EXIT_OK;
+}
+
+/* Takes one of RESULT_OPTIONS; anything else is a bad option of cmd. */
+static int result_option(struct result_opts *o, const char *cmd, int opt, const char *arg)
+{
+	struct proto_render *r = &o->render;
+	const char *svg_only = NULL;
+	bool percent;
+	double width;
+	uint64_t v;
+	int f;
+
+	switch (opt) {
+	case 'o':
+		o->path = arg;
+		return EXIT_OK;
+	case 'j':
+		json_output = true;
+		return EXIT_OK;
+	case OPT_FORMAT:
+		f = proto_format_from_name(arg);
+		if (f < 0)
+			return usage_error(
+				"bad --format '%s': want folded, json, svg or speedscope", arg);
+		return result_format(o, f);
+	case OPT_SVG:
+		return result_format(o, PROTO_FORMAT_SVG);
+	case OPT_TITLE:
+		o->title = true;
+		return result_string("--title", arg, r->title, sizeof(r->title));
+	case OPT_SUBTITLE:
+		svg_only = "--subtitle";
+		if (result_string(svg_only, arg, r->subtitle, sizeof(r->subtitle)) != EXIT_OK)
+			return EXIT_USAGE;
+		break;
+	case OPT_COUNTNAME:
+		svg_only = "--countname";
+		if (result_string(svg_only, arg, r->countname, sizeof(r->countname)) != EXIT_OK)
+			return EXIT_USAGE;
+		break;
+	case OPT_WIDTH:
+		svg_only = "--width";
+		if (parse_u64(arg, PROTO_WIDTH_MAX, &v) < 0 || v < PROTO_WIDTH_MIN)
+			return usage_error("bad --width '%s': want 200 to 100000 pixels", arg);
+		r->width = v;
+		break;
+	case OPT_HEIGHT:
+		svg_only = "--height";
+		if (parse_u64(arg, PROTO_FRAME_HEIGHT_MAX, &v) < 0 || v < PROTO_FRAME_HEIGHT_MIN)
+			return usage_error("bad --height '%s': want a frame height of 4 to 200 "
+					   "pixels",
+					   arg);
+		r->frame_height = v;
+		break;
+	case OPT_MINWIDTH:
+		svg_only = "--minwidth";
+		if (proto_minwidth_parse(arg, &width, &percent) < 0)
+			return usage_error("bad --minwidth '%s': want pixels (e.g. 0.1) or a "
+					   "percentage of the total (e.g. 0.5%%)",
+					   arg);
+		strcpy(r->minwidth, arg);
+		break;
+	case OPT_INVERTED:
+		svg_only = "--inverted";
+		r->inverted = 1;
+		break;
+	case OPT_REVERSE:
+		svg_only = "--reverse";
+		r->reverse = 1;
+		break;
+	case OPT_FLAMECHART:
+		svg_only = "--flamechart";
+		r->flamechart = 1;
+		break;
+	case OPT_PALETTE:
+		svg_only = "--palette";
+		f = proto_palette_from_name(arg);
+		if (f < 0)
+			return usage_error("bad --palette '%s': want auto, hot, io, wakeup, chain "
+					   "or diff",
+					   arg);
+		r->palette = f;
+		break;
+	default:
+		return usage_error("bad %s option", cmd);
+	}
+	if (!o->svg_only)
+		o->svg_only = svg_only;
+	return EXIT_OK;
+}
+
+/* The format to ask for: the one given, else JSON rows with --json, else
+ * folded. Checks that the render options given apply to it. */
+static int result_opts_format(const struct result_opts *o, enum proto_format *ret_format)
+{
+	enum proto_format f = PROTO_FORMAT_FOLDED;
+
+	if (o->format >= 0)
+		f = o->format;
+	else if (json_output)
+		f = PROTO_FORMAT_JSON;
+	if (o->svg_only && f != PROTO_FORMAT_SVG)
+		return usage_error("%s only applies to svg output (--svg or --format svg)",
+				   o->svg_only);
+	if (o->title && f != PROTO_FORMAT_SVG && f != PROTO_FORMAT_SPEEDSCOPE)
+		return usage_error("%s",
+				   "--title only applies to --format svg or --format speedscope");
+	*ret_format = f;
+	return EXIT_OK;
+}
+
+/* A capture's or export's result: the raw reply in JSON mode, else the
+ * folded text, or the svg or speedscope text. */
+static int write_result(const char *path, const char *raw, enum proto_format format,
+			const char *folded, const char *output)
 {
 	char *text = NULL;
 	int r;
 
-	if (!json_output)
-		return write_output(path, folded ? folded : "");
-	if (asprintf(&text, "%s\n", raw) < 0)
-		return fail(EXIT_ERROR, "internal", "out of memory");
-	r = write_output(path, text);
-	free(text);
-	return r;
+	if (json_output) {
+		if (asprintf(&text, "%s\n", raw) < 0)
+			return fail(EXIT_ERROR, "internal", "out of memory");
+		r = write_output(path, text);
+		free(text);
+		return r;
+	}
+	if (format == PROTO_FORMAT_SVG || format == PROTO_FORMAT_SPEEDSCOPE) {
+		if (!output)
+			return fail(EXIT_ERROR, "bad_reply",
+				    "offcpud's reply has no rendered output");
+		return write_output(path, output);
+	}
+	return write_output(path, folded ? folded : "");
 }
 
 static void capture_summary(const struct proto_capture_result *res)
@@ -362,15 +595,15 @@ static int cmd_capture(int argc, char **argv)
 		{ "max-block-us", required_argument, NULL, OPT_MAX },
 		{ "user-only", no_argument, NULL, 'U' },
 		{ "kernel-only", no_argument, NULL, 'K' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'j' },
+		RESULT_OPTIONS,
 		{ 0 },
 	};
+	struct result_opts ro = RESULT_OPTS_INIT;
+	enum proto_format format;
 	struct proto_request *req;
 	struct proto_capture_request *cap;
 	struct progress progress = { .start = time(NULL) };
 	struct proto_reply *reply;
-	const char *output = NULL;
 	uint64_t v;
 	char *raw;
 	int opt, r;
@@ -382,8 +615,9 @@ static int cmd_capture(int argc, char **argv)
 	cap = &req->capture;
 	cap->seconds = 10;
 	cap->state_mask = THREAD_STATE_ALL;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "p:t:d:UKo:j", options, NULL)) != -1) {
+	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
+	while ((opt = getopt_long(argc, argv, "p:t:d:UK" RESULT_SHORT_OPTIONS, options, NULL)) !=
+	       -1) {
 		r = 0;
 		switch (opt) {
 		case 'p':
@@ -425,14 +659,8 @@ static int cmd_capture(int argc, char **argv)
 		case 'K':
 			cap->stacks = PROTO_STACKS_KERNEL;
 			break;
-		case 'o':
-			output = optarg;
-			break;
-		case 'j':
-			json_output = true;
-			break;
 		default:
-			r = usage_error("%s", "bad capture option");
+			r = result_option(&ro, "capture", opt, optarg);
 		}
 		if (r) {
 			free(req);
@@ -448,7 +676,13 @@ static int cmd_capture(int argc, char **argv)
 		free(req);
 		return usage_error("%s", "--max-block-us is below --min-block-us");
 	}
-	cap->format = json_output ? PROTO_FORMAT_JSON : PROTO_FORMAT_FOLDED;
+	r = result_opts_format(&ro, &format);
+	if (r != EXIT_OK) {
+		free(req);
+		return r;
+	}
+	cap->format = format;
+	cap->render = ro.render;
 	progress.seconds = cap->seconds;
 
 	signal(SIGINT, on_sigint);
@@ -460,7 +694,7 @@ static int cmd_capture(int argc, char **argv)
 		return r;
 	if (!json_output)
 		capture_summary(&reply->capture);
-	r = write_result(output, raw, reply->capture.folded);
+	r = write_result(ro.path, raw, format, reply->capture.folded, reply->capture.output);
 	proto_reply_free(reply);
 	free(raw);
 	return r;
@@ -584,7 +818,7 @@ static int cmd_windows(int argc, char **argv)
 	char *raw;
 	int opt, r;
 
-	optind = 1;
+	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
 	while ((opt = getopt_long(argc, argv, "j", options, NULL)) != -1) {
 		switch (opt) {
 		case 'S':
@@ -691,6 +925,85 @@ static int export_range(struct proto_export_request *ex, const char *window, con
 	return EXIT_OK;
 }
 
+/*
+ * --diff-against SPEC: "capture:ID", "lastNx" (up to the daemon's now, as
+ * for --window) or "T1..T2" (two times as for --from and --to). Fills the
+ * request's baseline.
+ */
+static int export_baseline(struct proto_export_request *ex, const char *spec)
+{
+	static const char want[] = "bad --diff-against '%s': want capture:ID, lastNx (e.g. "
+				   "last1h) or T1..T2 (e.g. 2h-ago..1h-ago)";
+	int64_t now = now_ms(), from, to;
+	const char *dots;
+	char *start;
+	uint64_t id;
+	int r;
+
+	if (!strncmp(spec, "capture:", 8)) {
+		if (parse_u64(spec + 8, UINT64_C(1) << 53, &id) < 0 || id == 0)
+			return usage_error("bad --diff-against '%s': want capture:ID with a "
+					   "capture id (a positive number)",
+					   spec);
+		ex->diff_capture = id;
+		return EXIT_OK;
+	}
+	if (!strncmp(spec, "last", 4)) {
+		r = timearg_window(spec, now, &ex->diff_from_ms, &to);
+		if (r == -ERANGE)
+			return usage_error("bad --diff-against '%s': reaches back before 1970",
+					   spec);
+		return r < 0 ? usage_error(want, spec) : EXIT_OK;
+	}
+	dots = strstr(spec, "..");
+	if (!dots)
+		return usage_error(want, spec);
+	start = strndup(spec, dots - spec);
+	if (!start)
+		return fail(EXIT_ERROR, "internal", "out of memory");
+	r = parse_time("--diff-against start", start, false, now, &from);
+	free(start);
+	if (r != EXIT_OK)
+		return r;
+	r = parse_time("--diff-against end", dots + 2, false, now, &to);
+	if (r != EXIT_OK)
+		return r;
+	if (from == 0)
+		return usage_error("bad --diff-against '%s': must start after "
+				   "1970-01-01T00:00:00Z",
+				   spec);
+	if (to <= from)
+		return usage_error("bad --diff-against '%s': the end must be later than the "
+				   "start",
+				   spec);
+	ex->diff_from_ms = from;
+	ex->diff_to_ms = to;
+	return EXIT_OK;
+}
+
+/* The differential options against the format: what the daemon would refuse,
+ * said in offcpuctl's terms. flag: the first of --normalize ... --negate. */
+static int export_diff_check(const char *baseline, const char *flag, const char *svg_flag,
+			     enum proto_format format)
+{
+	if (!baseline && flag)
+		return usage_error("%s needs --diff-against", flag);
+	if (!baseline)
+		return EXIT_OK;
+	if (format == PROTO_FORMAT_JSON)
+		return usage_error("%s",
+				   "--diff-against gives folded or svg output, not JSON rows; "
+				   "with --json, add --format folded or --svg to get the "
+				   "raw reply");
+	if (format == PROTO_FORMAT_SPEEDSCOPE)
+		return usage_error("%s", "--diff-against gives folded or svg output, not "
+					 "speedscope");
+	if (svg_flag && format != PROTO_FORMAT_SVG)
+		return usage_error("%s only applies to svg output (--svg or --format svg)",
+				   svg_flag);
+	return EXIT_OK;
+}
+
 static void export_summary(const struct proto_export_result *res)
 {
 	if (!res->windows && res->capture_id)
@@ -698,9 +1011,17 @@ static void export_summary(const struct proto_export_result *res)
 			res->capture_id);
 	else if (!res->windows)
 		fprintf(stderr, "offcpuctl: note: no stored window starts in that range\n");
-	else if (isatty(STDERR_FILENO))
-		fprintf(stderr, "%" PRIu64 " window%s, %.1f s off-CPU\n", res->windows,
-			res->windows == 1 ? "" : "s", res->total_ns / 1e9);
+	if (res->differential && !res->diff_windows)
+		fprintf(stderr, "offcpuctl: note: no stored window matches the baseline "
+				"(--diff-against); everything shows as new\n");
+	if (!res->windows || !isatty(STDERR_FILENO))
+		return;
+	fprintf(stderr, "%" PRIu64 " window%s, %.1f s off-CPU", res->windows,
+		res->windows == 1 ? "" : "s", res->total_ns / 1e9);
+	if (res->differential)
+		fprintf(stderr, ", against %" PRIu64 " baseline window%s", res->diff_windows,
+			res->diff_windows == 1 ? "" : "s");
+	fprintf(stderr, "\n");
 }
 
 static int cmd_export(int argc, char **argv)
@@ -714,6 +1035,11 @@ static int cmd_export(int argc, char **argv)
 		OPT_STATE,
 		OPT_GREP,
 		OPT_EXCLUDE,
+		OPT_DIFF_AGAINST,
+		OPT_NORMALIZE,
+		OPT_STRIP_HEX,
+		OPT_DIFF_REVERSE_VIEW,
+		OPT_NEGATE,
 	};
 	static const struct option options[] = {
 		{ "window", required_argument, NULL, OPT_WINDOW },
@@ -725,12 +1051,19 @@ static int cmd_export(int argc, char **argv)
 		{ "state", required_argument, NULL, OPT_STATE },
 		{ "grep", required_argument, NULL, OPT_GREP },
 		{ "exclude", required_argument, NULL, OPT_EXCLUDE },
-		{ "output", required_argument, NULL, 'o' },
-		{ "json", no_argument, NULL, 'j' },
+		{ "diff-against", required_argument, NULL, OPT_DIFF_AGAINST },
+		{ "normalize", no_argument, NULL, OPT_NORMALIZE },
+		{ "strip-hex", no_argument, NULL, OPT_STRIP_HEX },
+		{ "diff-reverse-view", no_argument, NULL, OPT_DIFF_REVERSE_VIEW },
+		{ "negate", no_argument, NULL, OPT_NEGATE },
+		RESULT_OPTIONS,
 		{ 0 },
 	};
 	const char *window = NULL, *from = NULL, *to = NULL, *capture = NULL;
-	const char *grep = NULL, *exclude = NULL, *output = NULL;
+	const char *grep = NULL, *exclude = NULL, *baseline = NULL;
+	const char *diff_flag = NULL, *diff_svg_flag = NULL; /* the first given */
+	struct result_opts ro = RESULT_OPTS_INIT;
+	enum proto_format format;
 	struct proto_export_request *ex;
 	struct proto_request *req;
 	struct proto_reply *reply;
@@ -744,8 +1077,8 @@ static int cmd_export(int argc, char **argv)
 	req->cmd = PROTO_CMD_EXPORT;
 	ex = &req->export;
 	ex->state_mask = THREAD_STATE_ALL;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "p:o:j", options, NULL)) != -1) {
+	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
+	while ((opt = getopt_long(argc, argv, "p:" RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
 		r = 0;
 		switch (opt) {
 		case OPT_WINDOW:
@@ -786,14 +1119,29 @@ static int cmd_export(int argc, char **argv)
 		case OPT_EXCLUDE:
 			exclude = optarg;
 			break;
-		case 'o':
-			output = optarg;
+		case OPT_DIFF_AGAINST:
+			baseline = optarg;
 			break;
-		case 'j':
-			json_output = true;
+		case OPT_NORMALIZE:
+			ex->normalize = 1;
+			diff_flag = diff_flag ? diff_flag : "--normalize";
+			break;
+		case OPT_STRIP_HEX:
+			ex->strip_hex = 1;
+			diff_flag = diff_flag ? diff_flag : "--strip-hex";
+			break;
+		case OPT_DIFF_REVERSE_VIEW:
+			ex->diff_widths_from_old = 1;
+			diff_flag = diff_flag ? diff_flag : "--diff-reverse-view";
+			diff_svg_flag = diff_svg_flag ? diff_svg_flag : "--diff-reverse-view";
+			break;
+		case OPT_NEGATE:
+			ex->negate = 1;
+			diff_flag = diff_flag ? diff_flag : "--negate";
+			diff_svg_flag = diff_svg_flag ? diff_svg_flag : "--negate";
 			break;
 		default:
-			r = usage_error("%s", "bad export option");
+			r = result_option(&ro, "export", opt, optarg);
 		}
 		if (r)
 			goto out;
@@ -803,6 +1151,12 @@ static int cmd_export(int argc, char **argv)
 		goto out;
 	}
 	r = export_range(ex, window, from, to, capture);
+	if (r == EXIT_OK && baseline)
+		r = export_baseline(ex, baseline);
+	if (r == EXIT_OK)
+		r = result_opts_format(&ro, &format);
+	if (r == EXIT_OK)
+		r = export_diff_check(baseline, diff_flag, diff_svg_flag, format);
 	if (r != EXIT_OK)
 		goto out;
 	if (grep) {
@@ -817,18 +1171,286 @@ static int cmd_export(int argc, char **argv)
 			goto out;
 		strcpy(ex->exclude, exclude);
 	}
-	ex->format = json_output ? PROTO_FORMAT_JSON : PROTO_FORMAT_FOLDED;
+	ex->format = format;
+	ex->render = ro.render;
 
 	r = transact(req, NULL, NULL, &reply, &raw);
 	if (r != EXIT_OK)
 		goto out;
 	if (!json_output)
 		export_summary(&reply->export);
-	r = write_result(output, raw, reply->export.folded);
+	r = write_result(ro.path, raw, format, reply->export.folded, reply->export.output);
 	proto_reply_free(reply);
 	free(raw);
 out:
 	free(req);
+	return r;
+}
+
+/* ---- offline rendering: flamegraph, diff ---- */
+
+/* Reads a whole file ("-": standard input). Returns 0 or -errno. */
+static int read_all(const char *path, char **ret, size_t *ret_len)
+{
+	FILE *in = strcmp(path, "-") ? fopen(path, "re") : stdin;
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+
+	if (!in)
+		return -errno;
+	for (;;) {
+		size_t n;
+
+		if (cap - len < 65536) {
+			char *b = realloc(buf, cap ? cap * 2 : 1 << 20);
+
+			if (!b) {
+				free(buf);
+				if (in != stdin)
+					fclose(in);
+				return -ENOMEM;
+			}
+			buf = b;
+			cap = cap ? cap * 2 : 1 << 20;
+		}
+		n = fread(buf + len, 1, cap - len - 1, in);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	buf[len] = '\0';
+	if (ferror(in)) {
+		free(buf);
+		if (in != stdin)
+			fclose(in);
+		return -EIO;
+	}
+	if (in != stdin)
+		fclose(in);
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+static void warn_invalid(const char *what, const struct flame_parse_stats *st)
+{
+	if (st->invalid)
+		fprintf(stderr,
+			"offcpuctl: warning: %s: %" PRIu64 " invalid line%s skipped (first: line "
+			"%" PRIu64 ")\n",
+			what, st->invalid, st->invalid == 1 ? "" : "s", st->first_invalid);
+}
+
+enum { OPT_STRIP_HEX = 600, OPT_NORMALIZE, OPT_NEGATE, OPT_REVERSE_VIEW };
+
+/* Renders text as o asks (svg unless --format speedscope) to o->path. */
+static int render_to_output(const char *text, size_t len, const char *what,
+			    const struct result_opts *o, const struct render_input *input,
+			    const char *default_title)
+{
+	enum proto_format format = o->format >= 0 ? o->format : PROTO_FORMAT_SVG;
+	struct flame_parse_stats st;
+	char *out = NULL, err[128];
+	int r;
+
+	if (format != PROTO_FORMAT_SVG && format != PROTO_FORMAT_SPEEDSCOPE)
+		return usage_error("%s", "this command draws: --format svg or speedscope");
+	if (o->svg_only && format != PROTO_FORMAT_SVG)
+		return usage_error("%s only applies to svg output", o->svg_only);
+	r = render_output(text, len, format, &o->render, input, default_title, &out, &st, err,
+			  sizeof(err));
+	warn_invalid(what, &st);
+	if (r == -ENODATA)
+		return fail(EXIT_ERROR, PROTO_ERR_NO_DATA, "%s: %s", what, err);
+	if (r < 0)
+		return fail(EXIT_ERROR, "internal", "rendering failed: %s", strerror(-r));
+	r = write_output(o->path, out);
+	free(out);
+	return r;
+}
+
+/* Feeds path ("-": stdin) to f in chunks cut after a newline, so a large
+ * input is never held whole. Returns 0 or -errno. */
+static int parse_file(struct flame *f, const char *path)
+{
+	FILE *in = strcmp(path, "-") ? fopen(path, "re") : stdin;
+	size_t cap = 4 << 20, len = 0;
+	char *buf;
+	int r = 0;
+
+	if (!in)
+		return -errno;
+	buf = malloc(cap);
+	if (!buf)
+		r = -ENOMEM;
+	while (r == 0) {
+		size_t n = fread(buf + len, 1, cap - len, in), cut;
+
+		len += n;
+		if (n == 0) { /* end of input: the rest is the last line */
+			r = len ? flame_parse(f, buf, len) : 0;
+			break;
+		}
+		for (cut = len; cut > 0 && buf[cut - 1] != '\n'; cut--)
+			;
+		if (cut == 0 && len == cap) { /* one line longer than the buffer */
+			char *b = realloc(buf, cap * 2);
+
+			if (!b) {
+				r = -ENOMEM;
+				break;
+			}
+			buf = b;
+			cap *= 2;
+			continue;
+		}
+		r = flame_parse(f, buf, cut);
+		memmove(buf, buf + cut, len - cut);
+		len -= cut;
+	}
+	if (ferror(in) && r == 0)
+		r = -EIO;
+	free(buf);
+	if (in != stdin)
+		fclose(in);
+	return r;
+}
+
+/* offcpuctl flamegraph: a folded file to svg or speedscope, streaming. */
+static int render_file(const char *path, const struct result_opts *o,
+		       const struct render_input *input)
+{
+	enum proto_format format = o->format >= 0 ? o->format : PROTO_FORMAT_SVG;
+	const char *name = strcmp(path, "-") ? path : "standard input";
+	struct flame *f = NULL;
+	FILE *out = stdout;
+	char err[128];
+	int r;
+
+	if (format != PROTO_FORMAT_SVG && format != PROTO_FORMAT_SPEEDSCOPE)
+		return usage_error("%s", "flamegraph draws: --format svg or speedscope");
+	if (o->svg_only && format != PROTO_FORMAT_SVG)
+		return usage_error("%s only applies to svg output", o->svg_only);
+	if (render_flame_new(format, &o->render, input, &f) < 0)
+		return fail(EXIT_ERROR, "internal", "out of memory");
+	r = parse_file(f, path);
+	if (r < 0) {
+		flame_free(f);
+		return fail(EXIT_ERROR, "input_error", "cannot read %s: %s", name, strerror(-r));
+	}
+	warn_invalid(name, flame_stats(f));
+	if (o->path && !(out = fopen(o->path, "we"))) {
+		flame_free(f);
+		return fail(EXIT_ERROR, "output_error", "cannot open %s: %s", o->path,
+			    strerror(errno));
+	}
+	r = render_flame_write(f, format, &o->render, "Flame Graph", out, err, sizeof(err));
+	flame_free(f);
+	if ((o->path ? fclose(out) : fflush(out)) != 0 && r == 0)
+		r = -errno;
+	if (r == -ENODATA)
+		return fail(EXIT_ERROR, PROTO_ERR_NO_DATA, "%s: %s", name, err);
+	if (r < 0)
+		return fail(EXIT_ERROR, "output_error", "cannot write %s: %s",
+			    o->path ? o->path : "standard output", strerror(-r));
+	return EXIT_OK;
+}
+
+static int cmd_flamegraph(int argc, char **argv)
+{
+	static const struct option options[] = {
+		RESULT_OPTIONS,
+		{ "strip-hex", no_argument, NULL, OPT_STRIP_HEX },
+		{ "negate", no_argument, NULL, OPT_NEGATE },
+		{ "diff-reverse-view", no_argument, NULL, OPT_REVERSE_VIEW },
+		{ 0 },
+	};
+	struct result_opts ro = RESULT_OPTS_INIT;
+	struct render_input input = { 0 };
+	const char *path = "-";
+	int opt, r;
+
+	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
+	while ((opt = getopt_long(argc, argv, RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
+		if (opt == OPT_STRIP_HEX)
+			input.strip_hex = true;
+		else if (opt == OPT_NEGATE)
+			input.negate = true;
+		else if (opt == OPT_REVERSE_VIEW)
+			input.widths_from_old = true;
+		else if ((r = result_option(&ro, "flamegraph", opt, optarg)) != EXIT_OK)
+			return r;
+	}
+	if (argc - optind > 1)
+		return usage_error("flamegraph takes one input file, got '%s' too",
+				   argv[optind + 1]);
+	if (optind < argc)
+		path = argv[optind];
+	return render_file(path, &ro, &input);
+}
+
+static int cmd_diff(int argc, char **argv)
+{
+	static const struct option options[] = {
+		RESULT_OPTIONS,
+		{ "normalize", no_argument, NULL, OPT_NORMALIZE },
+		{ "strip-hex", no_argument, NULL, OPT_STRIP_HEX },
+		{ "negate", no_argument, NULL, OPT_NEGATE },
+		{ "diff-reverse-view", no_argument, NULL, OPT_REVERSE_VIEW },
+		{ 0 },
+	};
+	struct result_opts ro = RESULT_OPTS_INIT;
+	struct render_input input = { 0 };
+	struct flame_parse_stats st_a, st_b;
+	bool normalize = false;
+	char *a = NULL, *b = NULL, *diff = NULL;
+	size_t len_a, len_b;
+	int opt, r;
+
+	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
+	while ((opt = getopt_long(argc, argv, RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
+		if (opt == OPT_NORMALIZE)
+			normalize = true;
+		else if (opt == OPT_STRIP_HEX)
+			input.strip_hex = true;
+		else if (opt == OPT_NEGATE)
+			input.negate = true;
+		else if (opt == OPT_REVERSE_VIEW)
+			input.widths_from_old = true;
+		else if ((r = result_option(&ro, "diff", opt, optarg)) != EXIT_OK)
+			return r;
+	}
+	if (argc - optind != 2)
+		return usage_error("%s", "diff takes two folded files: BEFORE AFTER");
+	if ((input.negate || input.widths_from_old) && ro.format != PROTO_FORMAT_SVG)
+		return usage_error("%s", "--negate and --diff-reverse-view apply to --svg output");
+	r = read_all(argv[optind], &a, &len_a);
+	if (r == 0)
+		r = read_all(argv[optind + 1], &b, &len_b);
+	if (r < 0) {
+		free(a);
+		return fail(EXIT_ERROR, "input_error", "cannot read %s: %s",
+			    a ? argv[optind + 1] : argv[optind], strerror(-r));
+	}
+	diff = flame_diff_folded(a, len_a, b, len_b, normalize, input.strip_hex, &st_a, &st_b);
+	if (!diff) {
+		r = fail(EXIT_ERROR, "internal", "out of memory");
+	} else if (ro.format < 0 || ro.format == PROTO_FORMAT_FOLDED) {
+		if (ro.svg_only)
+			r = usage_error("%s only applies to svg output", ro.svg_only);
+		else {
+			warn_invalid(argv[optind], &st_a);
+			warn_invalid(argv[optind + 1], &st_b);
+			r = write_output(ro.path, diff);
+		}
+	} else {
+		input.strip_hex = false; /* already applied to the differential text */
+		r = render_to_output(diff, strlen(diff), "the differential", &ro, &input,
+				     "Differential Flame Graph");
+	}
+	free(a);
+	free(b);
+	free(diff);
 	return r;
 }
 
@@ -844,8 +1466,9 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-	{ "status", cmd_status }, { "capture", cmd_capture }, { "windows", cmd_windows },
-	{ "export", cmd_export }, { "help", cmd_help },
+	{ "status", cmd_status }, { "capture", cmd_capture },	    { "windows", cmd_windows },
+	{ "export", cmd_export }, { "flamegraph", cmd_flamegraph }, { "diff", cmd_diff },
+	{ "help", cmd_help },
 };
 
 int main(int argc, char **argv)

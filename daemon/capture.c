@@ -4,7 +4,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+#include "render_output.h"
 
 /* Names of the drop counters (enum offcpu_counter) reported with a capture. */
 static const struct {
@@ -88,9 +91,12 @@ char *capture_reply(const struct capture *c, const uint64_t counters_now[OFFCPU_
 		.drops = drops,
 		.n_drops = N_DROPS,
 	};
+	bool want_user = c->req.stacks != PROTO_STACKS_KERNEL;
+	bool want_kernel = c->req.stacks != PROTO_STACKS_USER;
 	struct proto_sample *samples = NULL;
+	char *folded = NULL, *output = NULL, *line = NULL, err[128];
 	size_t n_samples = 0;
-	char *folded = NULL, *line;
+	int r;
 
 	for (size_t i = 0; i < N_DROPS; i++) {
 		unsigned idx = drop_names[i].idx;
@@ -102,15 +108,27 @@ char *capture_reply(const struct capture *c, const uint64_t counters_now[OFFCPU_
 		if (profile_samples(c->profile, &samples, &n_samples) < 0)
 			return NULL;
 		res.samples = samples;
-	} else {
-		folded = profile_folded(c->profile, c->req.stacks != PROTO_STACKS_KERNEL,
-					c->req.stacks != PROTO_STACKS_USER);
-		if (!folded)
-			return NULL;
-		res.folded = folded;
+		line = proto_reply_capture(&res, n_samples);
+		profile_samples_free(samples, n_samples);
+		return line;
 	}
-	line = proto_reply_capture(&res, n_samples);
-	profile_samples_free(samples, n_samples);
+	folded = profile_folded(c->profile, want_user, want_kernel);
+	if (!folded)
+		return NULL;
+	if (c->req.format == PROTO_FORMAT_FOLDED) {
+		res.folded = folded;
+		line = proto_reply_capture(&res, 0);
+	} else {
+		r = render_output(folded, strlen(folded), c->req.format, &c->req.render, NULL,
+				  "Off-CPU Time Flame Graph", &output, NULL, err, sizeof(err));
+		if (r == -ENODATA)
+			line = proto_reply_error(PROTO_ERR_NO_DATA, err);
+		else if (r == 0) {
+			res.output = output;
+			line = proto_reply_capture(&res, 0);
+		}
+	}
+	free(output);
 	free(folded);
 	return line;
 }

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "flame.h"
+#include "render_output.h"
 #include "stack_filter.h"
 
 static int64_t realtime_ms(void)
@@ -192,8 +194,7 @@ struct export_job {
 	struct reply_job base;
 	struct proto_export_request req;
 	struct stack_filter filter;
-	struct profile *profile;
-	int r; /* first error while adding rows */
+	struct profile *profile; /* the rows being added by export_row() */
 };
 
 static int export_row(void *arg, const struct store_sample *s)
@@ -215,49 +216,124 @@ static int export_row(void *arg, const struct store_sample *s)
 	return profile_add_row(j->profile, &row);
 }
 
-static void export_work(struct store_job *job, struct store *store)
+/* Runs one selection (range or capture) with the request's filters into a
+ * new profile. Returns 0 or -errno (msg set for store errors). */
+static int export_select(struct export_job *j, struct store *store, int64_t from_ms, int64_t to_ms,
+			 uint64_t capture_id, struct profile **ret, uint64_t *ret_windows,
+			 int64_t *ret_to_ms, char *msg, size_t msg_size)
 {
-	struct export_job *j = (struct export_job *)job;
 	struct store_query q = {
-		.from_ms = j->req.from_ms,
-		.to_ms = j->req.to_ms ? j->req.to_ms : realtime_ms() + 1,
-		.capture_id = j->req.capture_id,
+		.from_ms = from_ms,
+		.to_ms = capture_id ? 0
+			 : to_ms    ? to_ms
+				    : realtime_ms() + 1,
+		.capture_id = capture_id,
 		.pids = j->req.pids,
 		.n_pids = j->req.n_pids,
 		.comm = j->req.comm,
 		.state_mask = j->req.state_mask,
 	};
-	struct proto_export_result res = { .from_ms = q.from_ms,
-					   .to_ms = q.to_ms,
-					   .capture_id = q.capture_id };
+	int r;
+
+	r = profile_new(&j->profile);
+	if (r < 0)
+		return r;
+	r = store_query(store, &q, export_row, j, ret_windows, msg, msg_size);
+	if (r < 0) {
+		profile_free(j->profile);
+		j->profile = NULL;
+		return r;
+	}
+	*ret = j->profile;
+	j->profile = NULL;
+	if (ret_to_ms)
+		*ret_to_ms = q.to_ms;
+	return 0;
+}
+
+/* The reply's text for the folded, svg and speedscope formats. *ret_folded
+ * or *ret_output is set (malloc'd); or an error reply line is returned in
+ * *ret_error. 0, or -ENOMEM. */
+static int export_text(struct export_job *j, struct profile *after, struct profile *before,
+		       char **ret_folded, char **ret_output, char **ret_error)
+{
+	struct render_input input = {
+		.widths_from_old = j->req.diff_widths_from_old,
+		.negate = j->req.negate,
+	};
+	char *text, err[128];
+	int r;
+
+	text = profile_folded(after, true, true); /* stored profiles hold both kinds */
+	if (text && before) {
+		char *old = profile_folded(before, true, true), *both = NULL;
+
+		if (old)
+			both = flame_diff_folded(old, strlen(old), text, strlen(text),
+						 j->req.normalize, j->req.strip_hex, NULL, NULL);
+		free(old);
+		free(text);
+		text = both;
+	}
+	if (!text)
+		return -ENOMEM;
+	if (j->req.format == PROTO_FORMAT_FOLDED) {
+		*ret_folded = text;
+		return 0;
+	}
+	r = render_output(text, strlen(text), j->req.format, &j->req.render, &input,
+			  before ? "Differential Off-CPU Flame Graph" : "Off-CPU Time Flame Graph",
+			  ret_output, NULL, err, sizeof(err));
+	free(text);
+	if (r == -ENODATA) {
+		*ret_error = proto_reply_error(PROTO_ERR_NO_DATA, err);
+		return 0;
+	}
+	return r;
+}
+
+static void export_work(struct store_job *job, struct store *store)
+{
+	struct export_job *j = (struct export_job *)job;
+	struct proto_export_result res = {
+		.from_ms = j->req.from_ms,
+		.capture_id = j->req.capture_id,
+		.differential = j->req.diff_from_ms || j->req.diff_capture,
+	};
+	struct profile *after = NULL, *before = NULL;
 	struct proto_sample *samples = NULL;
-	char msg[256] = "", *folded = NULL;
+	char msg[256] = "", *folded = NULL, *output = NULL, *error = NULL;
 	size_t n_samples = 0;
 	int r;
 
-	if (profile_new(&j->profile) < 0)
-		return;
-	r = store_query(store, &q, export_row, j, &res.windows, msg, sizeof(msg));
+	r = export_select(j, store, j->req.from_ms, j->req.to_ms, j->req.capture_id, &after,
+			  &res.windows, &res.to_ms, msg, sizeof(msg));
+	if (r == 0 && res.differential)
+		r = export_select(j, store, j->req.diff_from_ms, j->req.diff_to_ms,
+				  j->req.diff_capture, &before, &res.diff_windows, NULL, msg,
+				  sizeof(msg));
 	if (r < 0) {
 		j->base.reply = r == -ENOMEM ? NULL : store_error(r, msg);
-		return;
+		goto out;
 	}
-	res.total_ns = profile_total_ns(j->profile);
-	res.n_samples = profile_rows(j->profile);
+	res.total_ns = profile_total_ns(after);
+	res.n_samples = profile_rows(after);
 	if (j->req.format == PROTO_FORMAT_JSON) {
-		if (profile_samples(j->profile, &samples, &n_samples) < 0)
-			return;
+		if (profile_samples(after, &samples, &n_samples) < 0)
+			goto out;
 		res.samples = samples;
-	} else {
-		/* Stored profiles hold both kinds of stack. */
-		folded = profile_folded(j->profile, true, true);
-		if (!folded)
-			return;
-		res.folded = folded;
+	} else if (export_text(j, after, before, &folded, &output, &error) < 0) {
+		goto out;
 	}
-	j->base.reply = proto_reply_export(&res, n_samples);
+	res.folded = folded;
+	res.output = output;
+	j->base.reply = error ? error : proto_reply_export(&res, n_samples);
+out:
 	profile_samples_free(samples, n_samples);
+	profile_free(after);
+	profile_free(before);
 	free(folded);
+	free(output);
 }
 
 static void export_done(struct store_job *job)
@@ -265,7 +341,6 @@ static void export_done(struct store_job *job)
 	struct export_job *j = (struct export_job *)job;
 
 	stack_filter_done(&j->filter);
-	profile_free(j->profile);
 	reply_done(job);
 }
 

@@ -38,6 +38,7 @@ enum proto__kind {
 	PROTO__KIND_STATES, /* non-empty array of thread_state names, stored as a mask */
 	PROTO__KIND_ENUM,   /* one of names[], stored as its index (the enum value) */
 	PROTO__KIND_STRING, /* string of at most max bytes (< size), stored NUL-terminated */
+	PROTO__KIND_BOOL,   /* true or false (not a number), stored as a uint32_t 0 or 1 */
 };
 
 struct proto__field {
@@ -48,13 +49,20 @@ struct proto__field {
 	size_t count_offset;	  /* IDS: of the element count */
 	uint64_t min;		  /* UINT, IDS (per element) */
 	uint64_t max;		  /* UINT, IDS (per element); STRING: bytes */
-	uint64_t def;		  /* UINT: value; STATES: mask; ENUM: index; STRING: "" */
+	uint64_t def;		  /* UINT: value; STATES: mask; ENUM: index; BOOL: 0 or 1;
+				     STRING: "" */
+	bool zero_ok;		  /* UINT: 0 (the default) is valid too, below min */
 	const char *const *names; /* ENUM: NULL-terminated, indexed by enum value */
+	/* STRING: the syntax a value other than "" must have, and its words for
+	 * "field 'x' must be ..." */
+	bool (*valid)(const char *s);
+	const char *expect;
 };
 
 /* Enum values are stored through a uint32_t; see proto__store(). */
 _Static_assert(sizeof(enum proto_stacks) == sizeof(uint32_t), "enum proto_stacks size");
 _Static_assert(sizeof(enum proto_format) == sizeof(uint32_t), "enum proto_format size");
+_Static_assert(sizeof(enum proto_palette) == sizeof(uint32_t), "enum proto_palette size");
 
 static const char *const proto__stacks_names[] = {
 	[PROTO_STACKS_BOTH] = "both",
@@ -66,14 +74,69 @@ static const char *const proto__stacks_names[] = {
 static const char *const proto__format_names[] = {
 	[PROTO_FORMAT_FOLDED] = "folded",
 	[PROTO_FORMAT_JSON] = "json",
+	[PROTO_FORMAT_SVG] = "svg",
+	[PROTO_FORMAT_SPEEDSCOPE] = "speedscope",
 	NULL,
 };
+
+static const char *const proto__palette_names[] = {
+	[PROTO_PALETTE_AUTO] = "auto",
+	[PROTO_PALETTE_HOT] = "hot",
+	[PROTO_PALETTE_IO] = "io",
+	[PROTO_PALETTE_WAKEUP] = "wakeup",
+	[PROTO_PALETTE_CHAIN] = "chain",
+	[PROTO_PALETTE_DIFF] = "diff",
+	NULL,
+};
+
+#define PROTO__MINWIDTH_EXPECT                                                                     \
+	"a non-negative decimal (pixels) or a percentage up to 100, e.g. 0.1 or 0.5%"
+
+static bool proto__minwidth_valid(const char *s)
+{
+	double v;
+	bool percent;
+
+	return proto_minwidth_parse(s, &v, &percent) == 0;
+}
 
 /* Offset and size of a member of the command's struct TYPE. */
 #define PROTO__AT(type, member)                                                                    \
 	.offset = offsetof(type, member), .size = sizeof(((type *)0)->member)
 
 #define PROTO__CAP(member) PROTO__AT(struct proto_capture_request, member)
+
+/*
+ * The render options: the fields of the struct proto_render named render in
+ * the command's struct TYPE, the same for every command that renders.
+ * (clang-format cannot lay out a list of initializers in a macro.)
+ */
+/* clang-format off */
+#define PROTO__RENDER_FIELDS(type)                                                                 \
+	{ .name = "title", .kind = PROTO__KIND_STRING, PROTO__AT(type, render.title),              \
+	  .max = PROTO_TITLE_MAX },                                                                \
+	{ .name = "subtitle", .kind = PROTO__KIND_STRING,                                          \
+	  PROTO__AT(type, render.subtitle), .max = PROTO_TITLE_MAX },                              \
+	{ .name = "countname", .kind = PROTO__KIND_STRING,                                         \
+	  PROTO__AT(type, render.countname), .max = PROTO_COUNTNAME_MAX },                         \
+	{ .name = "width", .kind = PROTO__KIND_UINT, PROTO__AT(type, render.width),                \
+	  .min = PROTO_WIDTH_MIN, .max = PROTO_WIDTH_MAX, .zero_ok = true },                       \
+	{ .name = "frame_height", .kind = PROTO__KIND_UINT,                                        \
+	  PROTO__AT(type, render.frame_height), .min = PROTO_FRAME_HEIGHT_MIN,                     \
+	  .max = PROTO_FRAME_HEIGHT_MAX, .zero_ok = true },                                        \
+	{ .name = "minwidth", .kind = PROTO__KIND_STRING,                                          \
+	  PROTO__AT(type, render.minwidth), .max = PROTO_MINWIDTH_MAX,                             \
+	  .valid = proto__minwidth_valid, .expect = PROTO__MINWIDTH_EXPECT },                      \
+	{ .name = "inverted", .kind = PROTO__KIND_BOOL,                                            \
+	  PROTO__AT(type, render.inverted) },                                                      \
+	{ .name = "reverse", .kind = PROTO__KIND_BOOL,                                             \
+	  PROTO__AT(type, render.reverse) },                                                       \
+	{ .name = "flamechart", .kind = PROTO__KIND_BOOL,                                          \
+	  PROTO__AT(type, render.flamechart) },                                                    \
+	{ .name = "palette", .kind = PROTO__KIND_ENUM,                                             \
+	  PROTO__AT(type, render.palette), .def = PROTO_PALETTE_AUTO,                              \
+	  .names = proto__palette_names }
+/* clang-format on */
 
 static const struct proto__field proto__capture_fields[] = {
 	{
@@ -132,6 +195,7 @@ static const struct proto__field proto__capture_fields[] = {
 		.def = PROTO_FORMAT_FOLDED,
 		.names = proto__format_names,
 	},
+	PROTO__RENDER_FIELDS(struct proto_capture_request),
 };
 
 static const struct proto__field proto__windows_fields[] = {
@@ -203,6 +267,33 @@ static const struct proto__field proto__export_fields[] = {
 		.def = PROTO_FORMAT_FOLDED,
 		.names = proto__format_names,
 	},
+	PROTO__RENDER_FIELDS(struct proto_export_request),
+	{
+		.name = "diff_from_ms",
+		.kind = PROTO__KIND_UINT,
+		PROTO__EXP(diff_from_ms),
+		.max = PROTO__JSON_INT_MAX,
+	},
+	{
+		.name = "diff_to_ms",
+		.kind = PROTO__KIND_UINT,
+		PROTO__EXP(diff_to_ms),
+		.max = PROTO__JSON_INT_MAX,
+	},
+	{
+		.name = "diff_capture",
+		.kind = PROTO__KIND_UINT,
+		PROTO__EXP(diff_capture),
+		.max = PROTO__JSON_INT_MAX,
+	},
+	{ .name = "normalize", .kind = PROTO__KIND_BOOL, PROTO__EXP(normalize) },
+	{ .name = "strip_hex", .kind = PROTO__KIND_BOOL, PROTO__EXP(strip_hex) },
+	{
+		.name = "diff_widths_from_old",
+		.kind = PROTO__KIND_BOOL,
+		PROTO__EXP(diff_widths_from_old),
+	},
+	{ .name = "negate", .kind = PROTO__KIND_BOOL, PROTO__EXP(negate) },
 };
 
 /* The duplicate check keeps one bit per field of a command. */
@@ -356,11 +447,11 @@ static cJSON *proto__parse_json(const char *buf, size_t len, size_t *ret_offset)
 }
 
 /*
- * Reads an integral JSON number in [min, max] into *ret. what names the value
- * in messages, e.g. "field 'seconds'".
+ * Reads an integral JSON number in [min, max], or with zero_ok also 0, into
+ * *ret. what names the value in messages, e.g. "field 'seconds'".
  */
 static int proto__get_uint(const cJSON *item, const char *what, uint64_t min, uint64_t max,
-			   uint64_t *ret, char *err, size_t err_size)
+			   bool zero_ok, uint64_t *ret, char *err, size_t err_size)
 {
 	double d;
 
@@ -371,9 +462,13 @@ static int proto__get_uint(const cJSON *item, const char *what, uint64_t min, ui
 	 * those fail the range check instead. */
 	if (d > -9.0e18 && d < 9.0e18 && d != (double)(int64_t)d)
 		return proto__fail(err, err_size, "%s must be an integer", what);
+	if (zero_ok && d == 0) {
+		*ret = 0;
+		return 0;
+	}
 	if (!(d >= (double)min && d <= (double)max))
-		return proto__fail(err, err_size, "%s must be between %" PRIu64 " and %" PRIu64,
-				   what, min, max);
+		return proto__fail(err, err_size, "%s must be %sbetween %" PRIu64 " and %" PRIu64,
+				   what, zero_ok ? "0 or " : "", min, max);
 	*ret = (uint64_t)d;
 	return 0;
 }
@@ -438,7 +533,7 @@ static int proto__parse_field(const struct proto__field *f, const cJSON *item, v
 
 	switch (f->kind) {
 	case PROTO__KIND_UINT:
-		r = proto__get_uint(item, what, f->min, f->max, &v, err, err_size);
+		r = proto__get_uint(item, what, f->min, f->max, f->zero_ok, &v, err, err_size);
 		if (r < 0)
 			return r;
 		proto__store(dst, f->size, v);
@@ -460,7 +555,7 @@ static int proto__parse_field(const struct proto__field *f, const cJSON *item, v
 			char el_what[128];
 
 			snprintf(el_what, sizeof(el_what), "%s[%zu]", what, n);
-			r = proto__get_uint(el, el_what, f->min, f->max, &v, err, err_size);
+			r = proto__get_uint(el, el_what, f->min, f->max, false, &v, err, err_size);
 			if (r < 0)
 				return r;
 			ids[n++] = v;
@@ -515,7 +610,17 @@ static int proto__parse_field(const struct proto__field *f, const cJSON *item, v
 		 * not mean what it says. */
 		if (!proto__utf8_valid(item->valuestring))
 			return proto__fail(err, err_size, "%s must be valid UTF-8", what);
+		if (n && f->valid && !f->valid(item->valuestring))
+			return proto__fail(err, err_size, "%s must be %s, not '%s'", what,
+					   f->expect, item->valuestring);
 		memcpy(dst, item->valuestring, n + 1);
+		return 0;
+
+	case PROTO__KIND_BOOL:
+		/* 0 and 1 are refused: a client sending them has another type in mind. */
+		if (!cJSON_IsBool(item))
+			return proto__fail(err, err_size, "%s must be true or false", what);
+		proto__store(dst, f->size, cJSON_IsTrue(item));
 		return 0;
 	}
 	return proto__fail(err, err_size, "%s: internal error", what);
@@ -545,6 +650,46 @@ static int proto__capture_check(const void *args, char *err, size_t err_size)
 	return 0;
 }
 
+/* The baseline (A) of a differential export, and what needs one. */
+static int proto__export_diff_check(const struct proto_export_request *e, char *err,
+				    size_t err_size)
+{
+	const struct {
+		const char *name;
+		uint32_t value;
+	} flags[] = {
+		{ "normalize", e->normalize },
+		{ "strip_hex", e->strip_hex },
+		{ "diff_widths_from_old", e->diff_widths_from_old },
+		{ "negate", e->negate },
+	};
+
+	if (e->diff_capture && (e->diff_from_ms || e->diff_to_ms))
+		return proto__fail(err, err_size,
+				   "field 'diff_capture' excludes 'diff_from_ms' and 'diff_to_ms': "
+				   "the baseline is a capture or a time range, not both");
+	if (e->diff_to_ms && !e->diff_from_ms)
+		return proto__fail(err, err_size, "field 'diff_to_ms' needs 'diff_from_ms'");
+	if (e->diff_to_ms && e->diff_to_ms <= e->diff_from_ms)
+		return proto__fail(err, err_size,
+				   "field 'diff_to_ms' (%" PRId64
+				   ") must be > 'diff_from_ms' (%" PRId64 "), or 0 for now",
+				   e->diff_to_ms, e->diff_from_ms);
+	if (!e->diff_from_ms && !e->diff_capture) {
+		for (size_t i = 0; i < PROTO__ARRAY_SIZE(flags); i++)
+			if (flags[i].value)
+				return proto__fail(err, err_size,
+						   "field '%s' needs a baseline: 'diff_from_ms' or "
+						   "'diff_capture'",
+						   flags[i].name);
+		return 0;
+	}
+	if (e->format != PROTO_FORMAT_FOLDED && e->format != PROTO_FORMAT_SVG)
+		return proto__fail(err, err_size, "a differential export is folded or svg, not %s",
+				   proto__format_names[e->format]);
+	return 0;
+}
+
 static int proto__export_check(const void *args, char *err, size_t err_size)
 {
 	const struct proto_export_request *e = args;
@@ -560,7 +705,7 @@ static int proto__export_check(const void *args, char *err, size_t err_size)
 				   "field 'to_ms' (%" PRId64 ") must be > 'from_ms' (%" PRId64
 				   "), or 0 for now",
 				   e->to_ms, e->from_ms);
-	return 0;
+	return proto__export_diff_check(e, err, err_size);
 }
 
 static int proto__parse_request(const cJSON *root, struct proto_request *req, char *err,
@@ -649,6 +794,54 @@ int proto_request_parse(const char *buf, size_t len, struct proto_request *ret, 
 	r = proto__parse_request(root, ret, err, err_size);
 	cJSON_Delete(root);
 	return r;
+}
+
+static int proto__name_index(const char *const *names, const char *name)
+{
+	for (int i = 0; name && names[i]; i++)
+		if (!strcmp(name, names[i]))
+			return i;
+	return -EINVAL;
+}
+
+int proto_format_from_name(const char *name)
+{
+	return proto__name_index(proto__format_names, name);
+}
+
+int proto_palette_from_name(const char *name)
+{
+	return proto__name_index(proto__palette_names, name);
+}
+
+/* By hand, not strtod(): that one follows LC_NUMERIC and takes "1e3", " 1",
+ * "inf" and hex floats. */
+int proto_minwidth_parse(const char *s, double *ret_value, bool *ret_percent)
+{
+	const char *p = s;
+	double v = 0, scale = 1;
+	bool percent;
+
+	if (!s || strlen(s) > PROTO_MINWIDTH_MAX || *p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (*p - '0');
+	if (*p == '.') {
+		if (p[1] < '0' || p[1] > '9')
+			return -EINVAL;
+		for (p++; *p >= '0' && *p <= '9'; p++) {
+			scale /= 10;
+			v += (*p - '0') * scale;
+		}
+	}
+	percent = *p == '%';
+	if (percent)
+		p++;
+	if (*p || (percent && v > 100))
+		return -EINVAL;
+	*ret_value = v;
+	*ret_percent = percent;
+	return 0;
 }
 
 /* ---- reply and request formatting -------------------------------------- */
@@ -941,6 +1134,10 @@ static bool proto__format_field(cJSON *obj, const struct proto__field *f, const 
 		/* The caller fills a fixed buffer; it must stay terminated. */
 		assert(memchr(src, '\0', f->size));
 		return !*src || proto__add_string(obj, f->name, src);
+
+	case PROTO__KIND_BOOL:
+		v = proto__load(src, f->size);
+		return v == f->def || proto__add_bool(obj, f->name, v);
 	}
 	return false;
 }
@@ -1090,7 +1287,8 @@ char *proto_reply_capture(const struct proto_capture_result *r, size_t n_samples
 	    !proto__add_u64(body, "samples_count", r->n_samples) ||
 	    !proto__add_bool(body, "target_exited", r->target_exited) ||
 	    !proto__add_counters(body, "drops", r->drops, r->n_drops) ||
-	    !proto__add_rows(body, r->folded, r->samples, n_samples))
+	    !proto__add_rows(body, r->folded, r->samples, n_samples) ||
+	    (r->output && !proto__add_string(body, "output", r->output)))
 		goto fail;
 	return proto__finish(root);
 fail:
@@ -1138,7 +1336,10 @@ char *proto_reply_export(const struct proto_export_result *r, size_t n_samples)
 	    !proto__add_u64(body, "windows", r->windows) ||
 	    !proto__add_u64(body, "total_ns", r->total_ns) ||
 	    !proto__add_u64(body, "samples_count", r->n_samples) ||
-	    !proto__add_rows(body, r->folded, r->samples, n_samples))
+	    !proto__add_bool(body, "differential", r->differential) ||
+	    !proto__add_u64(body, "diff_windows", r->diff_windows) ||
+	    !proto__add_rows(body, r->folded, r->samples, n_samples) ||
+	    (r->output && !proto__add_string(body, "output", r->output)))
 		goto fail;
 	return proto__finish(root);
 fail:
@@ -1311,16 +1512,17 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	return 0;
 }
 
-/* The optional "folded" text of capture and export replies. */
-static int proto__reply_folded(const cJSON *o, const char **ret)
+/* An optional string of a reply ("folded", "output"): *ret stays as it is
+ * if absent. */
+static int proto__reply_opt_str(const cJSON *o, const char *name, const char **ret)
 {
-	const cJSON *folded = cJSON_GetObjectItemCaseSensitive(o, "folded");
+	const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, name);
 
-	if (!folded)
+	if (!item)
 		return 0;
-	if (!cJSON_IsString(folded))
+	if (!cJSON_IsString(item))
 		return -EINVAL;
-	*ret = folded->valuestring;
+	*ret = item->valuestring;
 	return 0;
 }
 
@@ -1337,7 +1539,8 @@ static int proto__reply_capture(struct proto__reply *r, const cJSON *o)
 	    proto__reply_u64(o, "samples_count", &c->n_samples) < 0 ||
 	    proto__reply_bool(o, "target_exited", &c->target_exited) < 0)
 		return -EINVAL;
-	if (proto__reply_folded(o, &c->folded) < 0)
+	if (proto__reply_opt_str(o, "folded", &c->folded) < 0 ||
+	    proto__reply_opt_str(o, "output", &c->output) < 0)
 		return -EINVAL;
 	e = proto__reply_counters(o, "drops", &r->drops, &c->n_drops);
 	if (e < 0)
@@ -1389,7 +1592,16 @@ static int proto__reply_export(struct proto__reply *r, const cJSON *o)
 	    proto__reply_u64(o, "total_ns", &e->total_ns) < 0 ||
 	    proto__reply_u64(o, "samples_count", &e->n_samples) < 0)
 		return -EINVAL;
-	return proto__reply_folded(o, &e->folded);
+	/* Daemons from before differential exports leave these out. */
+	if ((cJSON_GetObjectItemCaseSensitive(o, "differential") &&
+	     proto__reply_bool(o, "differential", &e->differential) < 0) ||
+	    (cJSON_GetObjectItemCaseSensitive(o, "diff_windows") &&
+	     proto__reply_u64(o, "diff_windows", &e->diff_windows) < 0))
+		return -EINVAL;
+	if (proto__reply_opt_str(o, "folded", &e->folded) < 0 ||
+	    proto__reply_opt_str(o, "output", &e->output) < 0)
+		return -EINVAL;
+	return 0;
 }
 
 static int proto__reply_fill(struct proto__reply *r)

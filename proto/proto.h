@@ -18,6 +18,15 @@
 #define PROTO_COMM_MAX	63   /* bytes of an export's comm, without the NUL */
 #define PROTO_REGEX_MAX 1023 /* bytes of an export's grep or exclude, without the NUL */
 
+/* Render options' limits; strings in bytes, without the NUL. */
+#define PROTO_TITLE_MAX	       127 /* title, subtitle */
+#define PROTO_COUNTNAME_MAX    31
+#define PROTO_MINWIDTH_MAX     31
+#define PROTO_WIDTH_MIN	       200 /* px; 0 asks for the renderer's default */
+#define PROTO_WIDTH_MAX	       100000
+#define PROTO_FRAME_HEIGHT_MIN 4 /* px; 0 asks for the renderer's default */
+#define PROTO_FRAME_HEIGHT_MAX 200
+
 enum proto_cmd {
 	PROTO_CMD_STATUS,
 	PROTO_CMD_CAPTURE,
@@ -35,6 +44,32 @@ enum proto_stacks {
 enum proto_format {
 	PROTO_FORMAT_FOLDED,
 	PROTO_FORMAT_JSON,
+	PROTO_FORMAT_SVG,	 /* a flame graph, rendered by the daemon */
+	PROTO_FORMAT_SPEEDSCOPE, /* speedscope's JSON file format */
+};
+
+enum proto_palette {
+	PROTO_PALETTE_AUTO, /* the daemon picks: diff for a differential export, else io */
+	PROTO_PALETTE_HOT,
+	PROTO_PALETTE_IO,
+	PROTO_PALETTE_WAKEUP,
+	PROTO_PALETTE_CHAIN,
+	PROTO_PALETTE_DIFF,
+};
+
+/* How an svg is drawn; speedscope uses only title (as the profile's name),
+ * folded and json none of it. */
+struct proto_render {
+	char title[PROTO_TITLE_MAX + 1];	 /* "": the daemon picks one */
+	char subtitle[PROTO_TITLE_MAX + 1];	 /* "": none */
+	char countname[PROTO_COUNTNAME_MAX + 1]; /* unit of the values; "": "us" */
+	uint32_t width;				 /* px; 0: default 1200 */
+	uint32_t frame_height;			 /* px; 0: default 16 */
+	char minwidth[PROTO_MINWIDTH_MAX + 1];	 /* "0.1" px, "0.5%" of total; "": default */
+	uint32_t inverted;			 /* bool: icicle, root at the top */
+	uint32_t reverse;			 /* bool: the leaf as the root */
+	uint32_t flamechart;			 /* bool: keep input order */
+	enum proto_palette palette;		 /* default PROTO_PALETTE_AUTO */
 };
 
 struct proto_capture_request {
@@ -48,6 +83,7 @@ struct proto_capture_request {
 	uint64_t max_block_us; /* 0: no upper bound */
 	enum proto_stacks stacks;
 	enum proto_format format;
+	struct proto_render render;
 };
 
 /* Times are CLOCK_REALTIME in unix milliseconds; requests take 0..2^53. */
@@ -55,7 +91,12 @@ struct proto_windows_request {
 	int64_t since_ms; /* windows that start at or after this; default 0: all */
 };
 
-/* Exactly one of a range (from_ms > 0) or a capture_id is set. */
+/*
+ * Exactly one of a range (from_ms > 0) or a capture_id is set: the profile,
+ * B. At most one of diff_from_ms > 0 or diff_capture is: the baseline, A,
+ * which makes the export differential (format folded or svg only; the
+ * normalize ... negate bools need a baseline).
+ */
 struct proto_export_request {
 	int64_t from_ms;	      /* windows with from_ms <= start < to_ms */
 	int64_t to_ms;		      /* 0: now */
@@ -67,6 +108,13 @@ struct proto_export_request {
 	char grep[PROTO_REGEX_MAX + 1];	   /* POSIX ERE, per frame; "": no filter */
 	char exclude[PROTO_REGEX_MAX + 1]; /* POSIX ERE, per frame; "": no filter */
 	enum proto_format format;
+	struct proto_render render;
+	int64_t diff_from_ms, diff_to_ms; /* the baseline's range; diff_to_ms 0: now */
+	uint64_t diff_capture;		  /* nonzero: the baseline is that capture's window */
+	uint32_t normalize;		  /* bool: scale A to B's total */
+	uint32_t strip_hex;		  /* bool: addresses -> 0x... */
+	uint32_t diff_widths_from_old;	  /* bool: widths from A (the reverse view) */
+	uint32_t negate;		  /* bool: swap red and blue */
 };
 
 struct proto_request {
@@ -84,6 +132,7 @@ struct proto_request {
 #define PROTO_ERR_PERMISSION  "permission_denied"
 #define PROTO_ERR_INTERNAL    "internal"
 #define PROTO_ERR_STORE	      "store_error" /* the profile database failed, e.g. disk full */
+#define PROTO_ERR_NO_DATA     "no_data" /* an svg or speedscope of nothing was asked for */
 
 /* A named counter, e.g. a drop reason. */
 struct proto_counter {
@@ -136,6 +185,7 @@ struct proto_capture_result {
 	size_t n_drops;
 	const char *folded;		    /* set for PROTO_FORMAT_FOLDED, else NULL */
 	const struct proto_sample *samples; /* set for PROTO_FORMAT_JSON */
+	const char *output;		    /* set for PROTO_FORMAT_SVG and _SPEEDSCOPE */
 };
 
 /* One stored window, as listed by "windows". */
@@ -154,8 +204,11 @@ struct proto_export_result {
 	uint64_t windows; /* windows that matched */
 	uint64_t total_ns;
 	uint64_t n_samples;
+	bool differential;		    /* a baseline was used */
+	uint64_t diff_windows;		    /* windows in the baseline */
 	const char *folded;		    /* set for PROTO_FORMAT_FOLDED, else NULL */
 	const struct proto_sample *samples; /* set for PROTO_FORMAT_JSON */
+	const char *output;		    /* set for PROTO_FORMAT_SVG and _SPEEDSCOPE */
 };
 
 /*
@@ -176,6 +229,19 @@ char *proto_reply_status(const struct proto_status *status);
 char *proto_reply_capture(const struct proto_capture_result *result, size_t n_samples);
 char *proto_reply_windows(const struct proto_window_info *w, size_t n); /* w: oldest first */
 char *proto_reply_export(const struct proto_export_result *r, size_t n_samples);
+
+/* The enum value that a request spells name ("svg", "hot", ...), or -EINVAL. */
+int proto_format_from_name(const char *name);
+int proto_palette_from_name(const char *name);
+
+/*
+ * Reads a render minwidth: a non-negative decimal ("0.1", pixels), or one
+ * followed by '%' ("0.5%", of the total; at most 100), at most
+ * PROTO_MINWIDTH_MAX bytes. Returns 0 and sets *ret_value and *ret_percent,
+ * or -EINVAL with both untouched (also for "", a request's "use the default").
+ * Locale-independent.
+ */
+int proto_minwidth_parse(const char *s, double *ret_value, bool *ret_percent);
 
 /* A parsed reply, for offcpuctl. Strings live as long as the reply. */
 struct proto_reply {

@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake pkg-config clang bpftool libbpf-dev libelf-dev libdw-dev
-	  zlib1g-dev libuv1-dev libcjson-dev libsqlite3-dev libsystemd-dev python3 systemd)
+	  zlib1g-dev libuv1-dev libcjson-dev libsqlite3-dev libsystemd-dev python3 systemd
+	  chromium fonts-dejavu-core)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -15,6 +16,14 @@ if ((${#missing[@]})); then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# npm packages of the integration tests: playwright-core drives Debian's
+# chromium for the flame graph browser test; ajv checks speedscope output.
+# (Node itself comes with the machine image; Debian's older node is not used.)
+if command -v npm >/dev/null; then
+	(cd tests/integration && npm install --no-audit --no-fund --no-package-lock \
+		--loglevel=error >/dev/null) || echo "setup: npm install failed; browser tests will skip"
 fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

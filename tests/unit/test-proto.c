@@ -290,7 +290,9 @@ static void test_fields_invalid(void)
 	CAPTURE_BAD("\"stacks\":\"none\"", "field 'stacks' must be one of: both, user, kernel");
 	CAPTURE_BAD("\"stacks\":\"Both\"", "field 'stacks' must be one of");
 	CAPTURE_BAD("\"stacks\":0", "field 'stacks' must be one of");
-	CAPTURE_BAD("\"format\":\"xml\"", "field 'format' must be one of: folded, json");
+	CAPTURE_BAD("\"format\":\"xml\"",
+		    "field 'format' must be one of: folded, json, svg, speedscope");
+	CAPTURE_BAD("\"format\":\"SVG\"", "field 'format' must be one of");
 	CAPTURE_BAD("\"format\":null", "field 'format' must be one of");
 
 	/* names */
@@ -377,6 +379,21 @@ static void test_err_buffer(void)
 	CHECK(err[0] == '\0');
 }
 
+static void check_render_at(const char *file, int line, const struct proto_render *a,
+			    const struct proto_render *b, const char *s)
+{
+	CHECK_AT(file, line, !strcmp(a->title, b->title), "(%s)", s);
+	CHECK_AT(file, line, !strcmp(a->subtitle, b->subtitle), "(%s)", s);
+	CHECK_AT(file, line, !strcmp(a->countname, b->countname), "(%s)", s);
+	CHECK_AT(file, line, a->width == b->width, "(%s)", s);
+	CHECK_AT(file, line, a->frame_height == b->frame_height, "(%s)", s);
+	CHECK_AT(file, line, !strcmp(a->minwidth, b->minwidth), "(%s)", s);
+	CHECK_AT(file, line, a->inverted == b->inverted, "(%s)", s);
+	CHECK_AT(file, line, a->reverse == b->reverse, "(%s)", s);
+	CHECK_AT(file, line, a->flamechart == b->flamechart, "(%s)", s);
+	CHECK_AT(file, line, a->palette == b->palette, "(%s)", s);
+}
+
 static void check_roundtrip_at(const char *file, int line, const struct proto_request *in)
 {
 	struct proto_request out;
@@ -405,6 +422,7 @@ static void check_roundtrip_at(const char *file, int line, const struct proto_re
 			CHECK_AT(file, line, a->max_block_us == b->max_block_us, "(%s)", s);
 			CHECK_AT(file, line, a->stacks == b->stacks, "(%s)", s);
 			CHECK_AT(file, line, a->format == b->format, "(%s)", s);
+			check_render_at(file, line, &a->render, &b->render, s);
 		}
 		if (in->cmd == PROTO_CMD_WINDOWS)
 			CHECK_AT(file, line, in->windows.since_ms == out.windows.since_ms, "(%s)",
@@ -424,6 +442,15 @@ static void check_roundtrip_at(const char *file, int line, const struct proto_re
 			CHECK_AT(file, line, !strcmp(a->grep, b->grep), "(%s)", s);
 			CHECK_AT(file, line, !strcmp(a->exclude, b->exclude), "(%s)", s);
 			CHECK_AT(file, line, a->format == b->format, "(%s)", s);
+			check_render_at(file, line, &a->render, &b->render, s);
+			CHECK_AT(file, line, a->diff_from_ms == b->diff_from_ms, "(%s)", s);
+			CHECK_AT(file, line, a->diff_to_ms == b->diff_to_ms, "(%s)", s);
+			CHECK_AT(file, line, a->diff_capture == b->diff_capture, "(%s)", s);
+			CHECK_AT(file, line, a->normalize == b->normalize, "(%s)", s);
+			CHECK_AT(file, line, a->strip_hex == b->strip_hex, "(%s)", s);
+			CHECK_AT(file, line, a->diff_widths_from_old == b->diff_widths_from_old,
+				 "(%s)", s);
+			CHECK_AT(file, line, a->negate == b->negate, "(%s)", s);
 		}
 	}
 	free(s);
@@ -669,8 +696,8 @@ static void test_export_invalid(void)
 	EXPORT_BAD("\"from_ms\":1,\"pids\":7", "field 'pids' must be an array of integers");
 	EXPORT_BAD("\"from_ms\":1,\"states\":[]", "field 'states' must not be empty");
 	EXPORT_BAD("\"from_ms\":1,\"states\":[\"Z\"]", "unknown thread state 'Z'");
-	EXPORT_BAD("\"from_ms\":1,\"format\":\"svg\"",
-		   "field 'format' must be one of: folded, json");
+	EXPORT_BAD("\"from_ms\":1,\"format\":\"xml\"",
+		   "field 'format' must be one of: folded, json, svg, speedscope");
 
 	/* Field names. */
 	EXPORT_BAD("\"from_ms\":1,\"tids\":[1]", "unknown field 'tids' for command 'export'");
@@ -747,6 +774,584 @@ static void test_request_format_new(void)
 	memcpy(req->export.exclude, "\xc3\xa9(a|b)*$\t\x01", 11);
 	CHECK_ROUNDTRIP(req);
 	req->export.format = PROTO_FORMAT_FOLDED;
+	CHECK_ROUNDTRIP(req);
+	free(req);
+}
+
+/* ---- render options and differential exports --------------------------- */
+
+/* A capture or export request line (the export given its one required
+ * choice, a range) with extra members; "render" fields go to either. */
+static char *render_line(const char *cmd, const char *extra)
+{
+	static char buf[8192];
+	bool export = !strcmp(cmd, "export");
+
+	snprintf(buf, sizeof(buf), "{\"v\":1,\"cmd\":\"%s\"%s%s%s}", cmd,
+		 export ? ",\"from_ms\":5" : "", *extra ? "," : "", extra);
+	return buf;
+}
+
+#define RENDER_OK(cmd, extra, req)   PARSE_OK(render_line(cmd, extra), req)
+#define RENDER_BAD(cmd, extra, want) BAD(render_line(cmd, extra), want)
+
+static const char *const render_cmds[] = { "capture", "export" };
+
+/* The parsed request's render options, whichever command it is. */
+static const struct proto_render *request_render(const struct proto_request *req)
+{
+	return req->cmd == PROTO_CMD_CAPTURE ? &req->capture.render : &req->export.render;
+}
+
+static void render_default_at(const char *file, int line, const struct proto_render *r)
+{
+	CHECK_AT(file, line, !r->title[0] && !r->subtitle[0] && !r->countname[0], "(strings)");
+	CHECK_AT(file, line, r->width == 0 && r->frame_height == 0, "(sizes)");
+	CHECK_AT(file, line, !r->minwidth[0], "(minwidth)");
+	CHECK_AT(file, line, r->inverted == 0 && r->reverse == 0 && r->flamechart == 0, "(bools)");
+	CHECK_AT(file, line, r->palette == PROTO_PALETTE_AUTO, "(palette)");
+}
+
+#define CHECK_RENDER_DEFAULT(r) render_default_at(__FILE__, __LINE__, r)
+
+static void test_render_defaults(void)
+{
+	struct proto_request req;
+
+	memset(&req, 0xa5, sizeof(req));
+	if (CAPTURE_OK("", &req) == 0)
+		CHECK_RENDER_DEFAULT(&req.capture.render);
+	memset(&req, 0xa5, sizeof(req));
+	if (EXPORT_OK("\"capture\":1", &req) == 0) {
+		const struct proto_export_request *e = &req.export;
+
+		CHECK_RENDER_DEFAULT(&e->render);
+		CHECK(e->diff_from_ms == 0 && e->diff_to_ms == 0 && e->diff_capture == 0);
+		CHECK(e->normalize == 0 && e->strip_hex == 0 && e->diff_widths_from_old == 0 &&
+		      e->negate == 0);
+	}
+	/* Defaults spelled out are the defaults. */
+	memset(&req, 0xa5, sizeof(req));
+	if (CAPTURE_OK("\"title\":\"\",\"subtitle\":\"\",\"countname\":\"\",\"width\":0,"
+		       "\"frame_height\":0,\"minwidth\":\"\",\"inverted\":false,"
+		       "\"reverse\":false,\"flamechart\":false,\"palette\":\"auto\"",
+		       &req) == 0)
+		CHECK_RENDER_DEFAULT(&req.capture.render);
+}
+
+static void test_render_valid(void)
+{
+	static const struct {
+		const char *name;
+		enum proto_palette value;
+	} palettes[] = {
+		{ "auto", PROTO_PALETTE_AUTO },	  { "hot", PROTO_PALETTE_HOT },
+		{ "io", PROTO_PALETTE_IO },	  { "wakeup", PROTO_PALETTE_WAKEUP },
+		{ "chain", PROTO_PALETTE_CHAIN }, { "diff", PROTO_PALETTE_DIFF },
+	};
+	struct proto_request req;
+	char extra[256];
+
+	for (size_t c = 0; c < 2; c++) {
+		const char *cmd = render_cmds[c];
+		const struct proto_render *r;
+
+		memset(&req, 0xa5, sizeof(req));
+		if (RENDER_OK(cmd,
+			      "\"format\":\"svg\",\"title\":\"t\\u00e9 \\\"x\\\"\","
+			      "\"subtitle\":\"sub\",\"countname\":\"ms\",\"width\":1600,"
+			      "\"frame_height\":24,\"minwidth\":\"0.5%\",\"inverted\":true,"
+			      "\"reverse\":true,\"flamechart\":true,\"palette\":\"chain\"",
+			      &req) == 0) {
+			r = request_render(&req);
+			CHECK_STR(r->title, "t\xc3\xa9 \"x\"");
+			CHECK_STR(r->subtitle, "sub");
+			CHECK_STR(r->countname, "ms");
+			CHECK(r->width == 1600 && r->frame_height == 24);
+			CHECK_STR(r->minwidth, "0.5%");
+			CHECK(r->inverted == 1 && r->reverse == 1 && r->flamechart == 1);
+			CHECK(r->palette == PROTO_PALETTE_CHAIN);
+			CHECK(req.cmd == PROTO_CMD_CAPTURE ? req.capture.format == PROTO_FORMAT_SVG
+							   : req.export.format == PROTO_FORMAT_SVG);
+		}
+		if (RENDER_OK(cmd, "\"format\":\"speedscope\",\"title\":\"p\"", &req) == 0) {
+			CHECK(req.cmd == PROTO_CMD_CAPTURE
+				      ? req.capture.format == PROTO_FORMAT_SPEEDSCOPE
+				      : req.export.format == PROTO_FORMAT_SPEEDSCOPE);
+			CHECK_STR(request_render(&req)->title, "p");
+		}
+		/* Ignored by folded and json, but accepted (and checked). */
+		if (RENDER_OK(cmd, "\"format\":\"json\",\"inverted\":true,\"palette\":\"hot\"",
+			      &req) == 0)
+			CHECK(request_render(&req)->inverted == 1);
+		if (RENDER_OK(cmd, "\"minwidth\":\"3\",\"width\":100000", &req) == 0)
+			CHECK(request_render(&req)->width == 100000);
+
+		/* Sizes: 0 is the default, else the range. */
+		if (RENDER_OK(cmd, "\"width\":200,\"frame_height\":4", &req) == 0)
+			CHECK(request_render(&req)->width == 200 &&
+			      request_render(&req)->frame_height == 4);
+		if (RENDER_OK(cmd, "\"width\":0,\"frame_height\":200", &req) == 0)
+			CHECK(request_render(&req)->width == 0 &&
+			      request_render(&req)->frame_height == 200);
+		if (RENDER_OK(cmd, "\"width\":-0,\"frame_height\":0.0", &req) == 0)
+			CHECK(request_render(&req)->width == 0 &&
+			      request_render(&req)->frame_height == 0);
+		if (RENDER_OK(cmd, "\"width\":1.2e3", &req) == 0)
+			CHECK(request_render(&req)->width == 1200);
+
+		/* Each palette, by name. */
+		for (size_t i = 0; i < sizeof(palettes) / sizeof(palettes[0]); i++) {
+			snprintf(extra, sizeof(extra), "\"palette\":\"%s\"", palettes[i].name);
+			if (RENDER_OK(cmd, extra, &req) == 0)
+				CHECK_MSG(request_render(&req)->palette == palettes[i].value,
+					  "(%s)", palettes[i].name);
+		}
+
+		/* Bools both ways. */
+		if (RENDER_OK(cmd, "\"inverted\":false,\"reverse\":true,\"flamechart\":false",
+			      &req) == 0)
+			CHECK(request_render(&req)->inverted == 0 &&
+			      request_render(&req)->reverse == 1 &&
+			      request_render(&req)->flamechart == 0);
+	}
+}
+
+/* A string of n copies of c as the value of a render field of cmd. */
+static char *render_string(const char *field, size_t n, const char *c)
+{
+	static char buf[4096];
+	char *p = buf;
+
+	p += sprintf(p, "\"%s\":\"", field);
+	for (size_t i = 0; i < n; i++)
+		p += sprintf(p, "%s", c);
+	strcpy(p, "\"");
+	return buf;
+}
+
+static void test_render_invalid(void)
+{
+	static const char *const bools[] = { "inverted", "reverse", "flamechart" };
+	static const char *const not_bools[] = { "1",	 "0",  "\"true\"", "\"false\"",
+						 "null", "[]", "{}",	   "1.0" };
+	struct proto_request req;
+	char extra[128], want[128];
+
+	for (size_t c = 0; c < 2; c++) {
+		const char *cmd = render_cmds[c];
+
+		/* The bool kind takes true and false, nothing else. */
+		for (size_t b = 0; b < sizeof(bools) / sizeof(bools[0]); b++) {
+			for (size_t v = 0; v < sizeof(not_bools) / sizeof(not_bools[0]); v++) {
+				snprintf(extra, sizeof(extra), "\"%s\":%s", bools[b], not_bools[v]);
+				snprintf(want, sizeof(want), "field '%s' must be true or false",
+					 bools[b]);
+				RENDER_BAD(cmd, extra, want);
+			}
+		}
+
+		/* Sizes. */
+		RENDER_BAD(cmd, "\"width\":199",
+			   "field 'width' must be 0 or between 200 and 100000");
+		RENDER_BAD(cmd, "\"width\":1", "field 'width' must be 0 or between 200 and 100000");
+		RENDER_BAD(cmd, "\"width\":100001", "field 'width' must be 0 or between 200 and");
+		RENDER_BAD(cmd, "\"width\":-1", "field 'width' must be 0 or between 200 and");
+		RENDER_BAD(cmd, "\"width\":4294967496", "field 'width' must be 0 or between");
+		RENDER_BAD(cmd, "\"width\":1e999", "field 'width' must be 0 or between");
+		RENDER_BAD(cmd, "\"width\":800.5", "field 'width' must be an integer");
+		RENDER_BAD(cmd, "\"width\":\"800\"", "field 'width' must be an integer");
+		RENDER_BAD(cmd, "\"width\":true", "field 'width' must be an integer");
+		RENDER_BAD(cmd, "\"width\":null", "field 'width' must be an integer");
+		RENDER_BAD(cmd, "\"frame_height\":3",
+			   "field 'frame_height' must be 0 or between 4 and 200");
+		RENDER_BAD(cmd, "\"frame_height\":201",
+			   "field 'frame_height' must be 0 or between 4 and 200");
+		RENDER_BAD(cmd, "\"frame_height\":0.5", "field 'frame_height' must be an integer");
+
+		/* Palette names are exact. */
+		RENDER_BAD(cmd, "\"palette\":\"Hot\"",
+			   "field 'palette' must be one of: auto, hot, io, wakeup, chain, diff");
+		RENDER_BAD(cmd, "\"palette\":\"\"", "field 'palette' must be one of");
+		RENDER_BAD(cmd, "\"palette\":\"red\"", "field 'palette' must be one of");
+		RENDER_BAD(cmd, "\"palette\":1", "field 'palette' must be one of");
+		RENDER_BAD(cmd, "\"palette\":null", "field 'palette' must be one of");
+
+		/* Strings: bytes after escapes, UTF-8, type. */
+		if (RENDER_OK(cmd, render_string("title", PROTO_TITLE_MAX, "t"), &req) == 0)
+			CHECK(strlen(request_render(&req)->title) == PROTO_TITLE_MAX);
+		RENDER_BAD(cmd, render_string("title", PROTO_TITLE_MAX + 1, "t"),
+			   "field 'title' is 128 bytes long; at most 127 allowed");
+		RENDER_BAD(cmd, render_string("title", 64, "\\u00e9"),
+			   "field 'title' is 128 bytes long");
+		if (RENDER_OK(cmd, render_string("subtitle", PROTO_TITLE_MAX, "\\n"), &req) == 0)
+			CHECK(strlen(request_render(&req)->subtitle) == PROTO_TITLE_MAX);
+		RENDER_BAD(cmd, render_string("subtitle", PROTO_TITLE_MAX + 1, "s"),
+			   "field 'subtitle' is 128 bytes long; at most 127 allowed");
+		if (RENDER_OK(cmd, render_string("countname", PROTO_COUNTNAME_MAX, "c"), &req) == 0)
+			CHECK(strlen(request_render(&req)->countname) == PROTO_COUNTNAME_MAX);
+		RENDER_BAD(cmd, render_string("countname", PROTO_COUNTNAME_MAX + 1, "c"),
+			   "field 'countname' is 32 bytes long; at most 31 allowed");
+		RENDER_BAD(cmd, "\"title\":\"\xff\"", "field 'title' must be valid UTF-8");
+		RENDER_BAD(cmd, "\"countname\":\"a\xc3\"", "field 'countname' must be valid UTF-8");
+		RENDER_BAD(cmd, "\"title\":5", "field 'title' must be a string");
+		RENDER_BAD(cmd, "\"subtitle\":null", "field 'subtitle' must be a string");
+		RENDER_BAD(cmd, "\"countname\":[]", "field 'countname' must be a string");
+
+		/* minwidth: the syntax, then as a string. */
+		RENDER_BAD(cmd, "\"minwidth\":\"-1\"",
+			   "field 'minwidth' must be a non-negative decimal (pixels) or a "
+			   "percentage up to 100, e.g. 0.1 or 0.5%, not '-1'");
+		RENDER_BAD(cmd, "\"minwidth\":\"101%\"", "field 'minwidth' must be a non-negative");
+		RENDER_BAD(cmd, "\"minwidth\":\"1e3\"", "not '1e3'");
+		RENDER_BAD(cmd, "\"minwidth\":\" 1\"", "not ' 1'");
+		RENDER_BAD(cmd, "\"minwidth\":\"0.5 %\"", "not '0.5 %'");
+		RENDER_BAD(cmd, "\"minwidth\":0.1", "field 'minwidth' must be a string");
+		RENDER_BAD(cmd, render_string("minwidth", PROTO_MINWIDTH_MAX + 1, "1"),
+			   "field 'minwidth' is 32 bytes long; at most 31 allowed");
+		if (RENDER_OK(cmd, render_string("minwidth", PROTO_MINWIDTH_MAX, "1"), &req) == 0)
+			CHECK(strlen(request_render(&req)->minwidth) == PROTO_MINWIDTH_MAX);
+		RENDER_BAD(cmd, "\"minwidth\":\"\xff\"", "field 'minwidth' must be valid UTF-8");
+
+		/* Names: no aliases, no duplicates. */
+		RENDER_BAD(cmd, "\"height\":16", "unknown field 'height'");
+		RENDER_BAD(cmd, "\"svg\":true", "unknown field 'svg'");
+		RENDER_BAD(cmd, "\"render\":{}", "unknown field 'render'");
+		RENDER_BAD(cmd, "\"title\":\"a\",\"title\":\"b\"", "duplicate field 'title'");
+		RENDER_BAD(cmd, "\"palette\":\"io\",\"palette\":\"io\"",
+			   "duplicate field 'palette'");
+		RENDER_BAD(cmd, "\"inverted\":true,\"inverted\":false",
+			   "duplicate field 'inverted'");
+	}
+	/* The differential fields are export's alone. */
+	CAPTURE_BAD("\"diff_from_ms\":1", "unknown field 'diff_from_ms' for command 'capture'");
+	CAPTURE_BAD("\"diff_capture\":1", "unknown field 'diff_capture' for command 'capture'");
+	CAPTURE_BAD("\"normalize\":true", "unknown field 'normalize' for command 'capture'");
+	CAPTURE_BAD("\"negate\":true", "unknown field 'negate' for command 'capture'");
+	BAD("{\"v\":1,\"cmd\":\"windows\",\"title\":\"x\"}", "unknown field 'title'");
+	BAD("{\"v\":1,\"cmd\":\"status\",\"format\":\"svg\"}", "unknown field 'format'");
+}
+
+static void test_minwidth_parse(void)
+{
+	static const struct {
+		const char *s;
+		double value;
+		bool percent;
+	} good[] = {
+		{ "0", 0, false },
+		{ "0.1", 0.1, false },
+		{ "10", 10, false },
+		{ "007.50", 7.5, false },
+		{ "0.5%", 0.5, true },
+		{ "0%", 0, true },
+		{ "100%", 100, true },
+		{ "100.000%", 100, true },
+		{ "12.25", 12.25, false },
+		{ "1234567890123456789012345678901", 1234567890123456789012345678901.0, false },
+	};
+	static const char *const bad[] = {
+		"",
+		"-1",
+		"+1",
+		".5",
+		"1.",
+		"1e3",
+		"abc",
+		"%",
+		"1%%",
+		" 1",
+		"1 ",
+		"0x1",
+		"101%",
+		"100.01%",
+		"inf",
+		"nan",
+		"1,5",
+		"1.5.5",
+		"5px",
+		"%5",
+		"1.%",
+		"\xef\xbc\x91", /* a fullwidth digit one */
+		"12345678901234567890123456789012",
+	};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		double v = -1;
+		bool percent = !good[i].percent;
+		int r = proto_minwidth_parse(good[i].s, &v, &percent);
+
+		CHECK_MSG(r == 0, "('%s': %d)", good[i].s, r);
+		double d = v - good[i].value;
+
+		CHECK_MSG((d < 0 ? -d : d) <= 1e-12 * (1 + good[i].value), "('%s' read as %g)",
+			  good[i].s, v);
+		CHECK_MSG(percent == good[i].percent, "('%s')", good[i].s);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		double v = -1;
+		bool percent = true;
+
+		CHECK_MSG(proto_minwidth_parse(bad[i], &v, &percent) == -EINVAL, "('%s')", bad[i]);
+		CHECK_MSG(v == -1 && percent, "('%s': outputs written on failure)", bad[i]);
+	}
+	{
+		double v = -1;
+		bool percent = false;
+
+		CHECK(proto_minwidth_parse(NULL, &v, &percent) == -EINVAL);
+	}
+}
+
+static void test_names(void)
+{
+	CHECK(proto_format_from_name("folded") == PROTO_FORMAT_FOLDED);
+	CHECK(proto_format_from_name("json") == PROTO_FORMAT_JSON);
+	CHECK(proto_format_from_name("svg") == PROTO_FORMAT_SVG);
+	CHECK(proto_format_from_name("speedscope") == PROTO_FORMAT_SPEEDSCOPE);
+	CHECK(proto_format_from_name("SVG") == -EINVAL);
+	CHECK(proto_format_from_name("") == -EINVAL);
+	CHECK(proto_format_from_name(NULL) == -EINVAL);
+	CHECK(proto_palette_from_name("auto") == PROTO_PALETTE_AUTO);
+	CHECK(proto_palette_from_name("hot") == PROTO_PALETTE_HOT);
+	CHECK(proto_palette_from_name("io") == PROTO_PALETTE_IO);
+	CHECK(proto_palette_from_name("wakeup") == PROTO_PALETTE_WAKEUP);
+	CHECK(proto_palette_from_name("chain") == PROTO_PALETTE_CHAIN);
+	CHECK(proto_palette_from_name("diff") == PROTO_PALETTE_DIFF);
+	CHECK(proto_palette_from_name("mem") == -EINVAL);
+	CHECK(proto_palette_from_name(NULL) == -EINVAL);
+}
+
+static void test_diff_valid(void)
+{
+	struct proto_request req;
+
+	memset(&req, 0xa5, sizeof(req));
+	if (EXPORT_OK("\"from_ms\":5000,\"diff_from_ms\":1000", &req) == 0) {
+		const struct proto_export_request *e = &req.export;
+
+		CHECK(e->from_ms == 5000 && e->diff_from_ms == 1000 && e->diff_to_ms == 0);
+		CHECK(e->diff_capture == 0 && e->format == PROTO_FORMAT_FOLDED);
+		CHECK(!e->normalize && !e->strip_hex && !e->diff_widths_from_old && !e->negate);
+	}
+	if (EXPORT_OK("\"from_ms\":5000,\"diff_from_ms\":1000,\"diff_to_ms\":1001", &req) == 0)
+		CHECK(req.export.diff_from_ms == 1000 && req.export.diff_to_ms == 1001);
+	if (EXPORT_OK("\"from_ms\":1,\"diff_from_ms\":9007199254740991,"
+		      "\"diff_to_ms\":9007199254740992",
+		      &req) == 0)
+		CHECK(req.export.diff_to_ms == INT64_C(9007199254740992));
+	if (EXPORT_OK("\"capture\":7,\"diff_capture\":5,\"format\":\"svg\"", &req) == 0)
+		CHECK(req.export.capture_id == 7 && req.export.diff_capture == 5 &&
+		      req.export.format == PROTO_FORMAT_SVG);
+	if (EXPORT_OK("\"capture\":7,\"diff_capture\":9007199254740992", &req) == 0)
+		CHECK(req.export.diff_capture == UINT64_C(9007199254740992));
+	/* The two selections mix freely, and may even be the same. */
+	if (EXPORT_OK("\"capture\":7,\"diff_from_ms\":1000", &req) == 0)
+		CHECK(req.export.capture_id == 7 && req.export.diff_from_ms == 1000);
+	if (EXPORT_OK("\"from_ms\":1000,\"diff_capture\":7", &req) == 0)
+		CHECK(req.export.from_ms == 1000 && req.export.diff_capture == 7);
+	if (EXPORT_OK("\"capture\":7,\"diff_capture\":7", &req) == 0)
+		CHECK(req.export.diff_capture == 7);
+	/* Every flag, with a baseline. */
+	if (EXPORT_OK("\"from_ms\":5,\"diff_capture\":3,\"format\":\"svg\",\"normalize\":true,"
+		      "\"strip_hex\":true,\"diff_widths_from_old\":true,\"negate\":true,"
+		      "\"palette\":\"diff\"",
+		      &req) == 0) {
+		const struct proto_export_request *e = &req.export;
+
+		CHECK(e->normalize == 1 && e->strip_hex == 1 && e->diff_widths_from_old == 1 &&
+		      e->negate == 1);
+		CHECK(e->render.palette == PROTO_PALETTE_DIFF);
+	}
+	if (EXPORT_OK("\"from_ms\":5,\"diff_from_ms\":1,\"format\":\"folded\",\"normalize\":true",
+		      &req) == 0)
+		CHECK(req.export.normalize == 1 && req.export.format == PROTO_FORMAT_FOLDED);
+	/* Zeros and falses are absent: no baseline, so json is fine. */
+	if (EXPORT_OK("\"from_ms\":5,\"diff_from_ms\":0,\"diff_to_ms\":0,\"diff_capture\":0,"
+		      "\"normalize\":false,\"strip_hex\":false,\"diff_widths_from_old\":false,"
+		      "\"negate\":false,\"format\":\"json\"",
+		      &req) == 0)
+		CHECK(req.export.format == PROTO_FORMAT_JSON && !req.export.diff_capture);
+	if (EXPORT_OK("\"from_ms\":5,\"format\":\"speedscope\"", &req) == 0)
+		CHECK(req.export.format == PROTO_FORMAT_SPEEDSCOPE);
+}
+
+static void test_diff_invalid(void)
+{
+	static const char *const flags[] = { "normalize", "strip_hex", "diff_widths_from_old",
+					     "negate" };
+	char extra[128], want[128];
+
+	/* One baseline at most, and a range that makes sense. */
+	EXPORT_BAD("\"from_ms\":5,\"diff_capture\":3,\"diff_from_ms\":1",
+		   "field 'diff_capture' excludes 'diff_from_ms' and 'diff_to_ms': the baseline "
+		   "is a capture or a time range, not both");
+	EXPORT_BAD("\"from_ms\":5,\"diff_capture\":3,\"diff_to_ms\":9",
+		   "field 'diff_capture' excludes 'diff_from_ms' and 'diff_to_ms'");
+	EXPORT_BAD("\"from_ms\":5,\"diff_to_ms\":9", "field 'diff_to_ms' needs 'diff_from_ms'");
+	EXPORT_BAD("\"from_ms\":5,\"diff_from_ms\":0,\"diff_to_ms\":9",
+		   "field 'diff_to_ms' needs 'diff_from_ms'");
+	EXPORT_BAD("\"from_ms\":5,\"diff_from_ms\":1000,\"diff_to_ms\":1000",
+		   "field 'diff_to_ms' (1000) must be > 'diff_from_ms' (1000), or 0 for now");
+	EXPORT_BAD("\"from_ms\":5,\"diff_from_ms\":1000,\"diff_to_ms\":999",
+		   "field 'diff_to_ms' (999) must be > 'diff_from_ms' (1000)");
+
+	/* The main selection is checked first. */
+	EXPORT_BAD("\"diff_capture\":3", "export needs from_ms or capture");
+	EXPORT_BAD("\"diff_from_ms\":3,\"to_ms\":9", "export needs from_ms or capture");
+	EXPORT_BAD("\"capture\":7,\"to_ms\":1,\"diff_capture\":3", "field 'capture' excludes");
+
+	/* The flags need a baseline. */
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		snprintf(extra, sizeof(extra), "\"capture\":7,\"format\":\"svg\",\"%s\":true",
+			 flags[i]);
+		snprintf(want, sizeof(want),
+			 "field '%s' needs a baseline: 'diff_from_ms' or 'diff_capture'", flags[i]);
+		EXPORT_BAD(extra, want);
+		/* ...and are bools. */
+		snprintf(extra, sizeof(extra), "\"capture\":7,\"diff_capture\":3,\"%s\":1",
+			 flags[i]);
+		snprintf(want, sizeof(want), "field '%s' must be true or false", flags[i]);
+		EXPORT_BAD(extra, want);
+		snprintf(extra, sizeof(extra), "\"capture\":7,\"diff_capture\":3,\"%s\":\"true\"",
+			 flags[i]);
+		EXPORT_BAD(extra, want);
+		snprintf(extra, sizeof(extra), "\"capture\":7,\"diff_capture\":3,\"%s\":null",
+			 flags[i]);
+		EXPORT_BAD(extra, want);
+	}
+	/* A baseline whose diff_to_ms is 0 still counts; one of 0 does not. */
+	EXPORT_BAD("\"capture\":7,\"diff_from_ms\":0,\"normalize\":true",
+		   "field 'normalize' needs a baseline");
+
+	/* Formats a differential export cannot be. */
+	EXPORT_BAD("\"capture\":7,\"diff_capture\":3,\"format\":\"json\"",
+		   "a differential export is folded or svg, not json");
+	EXPORT_BAD("\"from_ms\":7,\"diff_from_ms\":3,\"format\":\"speedscope\"",
+		   "a differential export is folded or svg, not speedscope");
+
+	/* Integer fields. */
+	EXPORT_BAD("\"from_ms\":5,\"diff_from_ms\":-1",
+		   "field 'diff_from_ms' must be between 0 and 9007199254740992");
+	EXPORT_BAD("\"from_ms\":5,\"diff_from_ms\":1.5", "field 'diff_from_ms' must be an integer");
+	EXPORT_BAD("\"from_ms\":5,\"diff_from_ms\":\"1\"",
+		   "field 'diff_from_ms' must be an integer");
+	EXPORT_BAD("\"from_ms\":5,\"diff_from_ms\":9007199254740994",
+		   "field 'diff_from_ms' must be between");
+	EXPORT_BAD("\"from_ms\":5,\"diff_from_ms\":1,\"diff_to_ms\":-5",
+		   "field 'diff_to_ms' must be between 0 and");
+	EXPORT_BAD("\"from_ms\":5,\"diff_from_ms\":1,\"diff_to_ms\":true",
+		   "field 'diff_to_ms' must be an integer");
+	EXPORT_BAD("\"from_ms\":5,\"diff_capture\":-7",
+		   "field 'diff_capture' must be between 0 and");
+	EXPORT_BAD("\"from_ms\":5,\"diff_capture\":7.5", "field 'diff_capture' must be an integer");
+	EXPORT_BAD("\"from_ms\":5,\"diff_capture\":1e300", "field 'diff_capture' must be between");
+
+	/* Names. */
+	EXPORT_BAD("\"from_ms\":5,\"diff_capture_id\":3", "unknown field 'diff_capture_id'");
+	EXPORT_BAD("\"from_ms\":5,\"diff\":{}", "unknown field 'diff'");
+	EXPORT_BAD("\"from_ms\":5,\"negate\":false,\"negate\":false", "duplicate field 'negate'");
+	EXPORT_BAD("\"from_ms\":5,\"diff_from_ms\":1,\"diff_from_ms\":1",
+		   "duplicate field 'diff_from_ms'");
+}
+
+static void test_request_format_render(void)
+{
+	struct proto_request *req = calloc(1, sizeof(*req));
+	struct proto_render *r;
+	char *s;
+
+	if (!req)
+		return;
+	/* A few options: only those that are not defaults go out; bools as bools. */
+	req->cmd = PROTO_CMD_CAPTURE;
+	req->capture.seconds = 10;
+	req->capture.state_mask = THREAD_STATE_ALL;
+	req->capture.format = PROTO_FORMAT_SVG;
+	req->capture.render.width = 1600;
+	req->capture.render.inverted = 1;
+	req->capture.render.palette = PROTO_PALETTE_HOT;
+	s = proto_request_format(req);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"capture\",\"format\":\"svg\",\"width\":1600,"
+				  "\"inverted\":true,\"palette\":\"hot\"}\n"),
+		  "('%s')", STR(s));
+	free(s);
+	CHECK_ROUNDTRIP(req);
+
+	/* Everything set, strings at their limits and needing escapes. */
+	r = &req->capture.render;
+	memset(r->title, '"', PROTO_TITLE_MAX);
+	memset(r->subtitle, '\\', PROTO_TITLE_MAX);
+	memcpy(r->subtitle, "\xc3\xa9\n\t\x01", 5);
+	memset(r->countname, 'c', PROTO_COUNTNAME_MAX);
+	memset(r->minwidth, '9', PROTO_MINWIDTH_MAX);
+	r->width = PROTO_WIDTH_MAX;
+	r->frame_height = PROTO_FRAME_HEIGHT_MAX;
+	r->reverse = 1;
+	r->flamechart = 1;
+	r->palette = PROTO_PALETTE_DIFF;
+	req->capture.format = PROTO_FORMAT_SPEEDSCOPE;
+	CHECK_ROUNDTRIP(req);
+	r->width = PROTO_WIDTH_MIN;
+	r->frame_height = PROTO_FRAME_HEIGHT_MIN;
+	strcpy(r->minwidth, "100%");
+	r->inverted = 0;
+	CHECK_ROUNDTRIP(req);
+
+	/* A differential export: the exact line. */
+	memset(req, 0, sizeof(*req));
+	req->cmd = PROTO_CMD_EXPORT;
+	req->export.state_mask = THREAD_STATE_ALL;
+	req->export.capture_id = 7;
+	req->export.diff_capture = 5;
+	req->export.format = PROTO_FORMAT_SVG;
+	req->export.normalize = 1;
+	req->export.negate = 1;
+	s = proto_request_format(req);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"export\",\"capture\":7,\"format\":\"svg\","
+				  "\"diff_capture\":5,\"normalize\":true,\"negate\":true}\n"),
+		  "('%s')", STR(s));
+	free(s);
+	CHECK_ROUNDTRIP(req);
+
+	/* Everything an export has, set. */
+	req->export.capture_id = 0;
+	req->export.diff_capture = 0;
+	req->export.from_ms = INT64_C(1795309200000);
+	req->export.to_ms = INT64_C(1795309500000);
+	req->export.diff_from_ms = INT64_C(1795305600000);
+	req->export.diff_to_ms = INT64_C(1795309200000);
+	req->export.n_pids = 1;
+	req->export.pids[0] = 4321;
+	strcpy(req->export.comm, "app");
+	strcpy(req->export.grep, "^do_");
+	strcpy(req->export.exclude, "^x$");
+	req->export.state_mask = 1u << 1;
+	req->export.strip_hex = 1;
+	req->export.diff_widths_from_old = 1;
+	r = &req->export.render;
+	strcpy(r->title, "before \xe2\x86\x92 after");
+	strcpy(r->subtitle, "sub");
+	strcpy(r->countname, "us");
+	strcpy(r->minwidth, "0.25");
+	r->width = 2000;
+	r->frame_height = 20;
+	r->inverted = 1;
+	r->reverse = 1;
+	r->flamechart = 1;
+	r->palette = PROTO_PALETTE_IO;
+	CHECK_ROUNDTRIP(req);
+	req->export.format = PROTO_FORMAT_FOLDED;
+	CHECK_ROUNDTRIP(req);
+
+	/* No baseline: a plain speedscope export, render options and all. */
+	req->export.diff_from_ms = 0;
+	req->export.diff_to_ms = 0;
+	req->export.normalize = 0;
+	req->export.strip_hex = 0;
+	req->export.diff_widths_from_old = 0;
+	req->export.negate = 0;
+	req->export.format = PROTO_FORMAT_SPEEDSCOPE;
 	CHECK_ROUNDTRIP(req);
 	free(req);
 }
@@ -1217,7 +1822,8 @@ static void test_reply_export(void)
 	CHECK_MSG(starts_with(s, "{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"export\":{"
 				 "\"from_ms\":1795305600000,\"to_ms\":1795309200001,"
 				 "\"capture_id\":0,\"windows\":360,\"total_ns\":9007199254740991,"
-				 "\"samples_count\":2,\"folded\":"),
+				 "\"samples_count\":2,\"differential\":false,"
+				 "\"diff_windows\":0,\"folded\":"),
 		  "('%s')", STR(s));
 	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
 	if (reply) {
@@ -1277,9 +1883,9 @@ static void test_reply_export(void)
 	res.n_samples = 0;
 	res.total_ns = 0;
 	s = proto_reply_export(&res, 0);
-	CHECK_MSG(
-		s && strstr(s, "\"windows\":0,\"total_ns\":0,\"samples_count\":0,\"samples\":[]}"),
-		"('%s')", STR(s));
+	CHECK_MSG(s && strstr(s, "\"windows\":0,\"total_ns\":0,\"samples_count\":0,"
+				 "\"differential\":false,\"diff_windows\":0,\"samples\":[]}"),
+		  "('%s')", STR(s));
 	free(s);
 	res.samples = NULL;
 	res.folded = "";
@@ -1371,6 +1977,176 @@ static void test_reply_invalid_new(void)
 	REPLY_BAD(buf);
 }
 
+static void test_reply_output(void)
+{
+	const char *svg = "<?xml version=\"1.0\" standalone=\"no\"?>\n<svg width=\"1200\">"
+			  "<text>a;b \\ \xc3\xa9</text></svg>\n";
+	struct proto_capture_result cap = {
+		.id = 9,
+		.duration_ns = 5000000000ull,
+		.total_ns = 4100000000ull,
+		.n_samples = 1,
+		.output = svg,
+	};
+	struct proto_export_result ex = {
+		.from_ms = INT64_C(1795309200000),
+		.to_ms = INT64_C(1795309500000),
+		.windows = 30,
+		.total_ns = 410000000,
+		.n_samples = 2,
+		.differential = true,
+		.diff_windows = 360,
+		.folded = "app;main;poll 266667 400000\napp;main;read 0 10000\n",
+	};
+	struct proto_reply *reply = NULL;
+	cJSON *root;
+	char *s, *big;
+
+	/* A capture's rendered output, without folded text or samples. */
+	s = proto_reply_capture(&cap, 0);
+	CHECK_LINE(s);
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply) {
+		CHECK(reply->cmd == PROTO_CMD_CAPTURE && reply->capture.id == 9);
+		CHECK_STR(reply->capture.output, svg);
+		CHECK(reply->capture.folded == NULL && reply->capture.samples == NULL);
+	}
+	proto_reply_free(reply);
+	root = s ? cJSON_Parse(s) : NULL;
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+			  cJSON_GetObjectItemCaseSensitive(root, "capture"), "output")),
+		  svg);
+	CHECK(!cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "capture"),
+						"folded"));
+	cJSON_Delete(root);
+	free(s);
+
+	/* Bytes that are not UTF-8 are replaced, as in any string. */
+	cap.output = "<svg>\xff</svg>";
+	s = proto_reply_capture(&cap, 0);
+	CHECK_LINE(s);
+	reply = NULL;
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply)
+		CHECK_STR(reply->capture.output, "<svg>\xef\xbf\xbd</svg>");
+	proto_reply_free(reply);
+	free(s);
+
+	/* Without output, no "output" member; an empty one is still sent. */
+	cap.output = NULL;
+	s = proto_reply_capture(&cap, 0);
+	CHECK_MSG(s && !strstr(s, "\"output\""), "('%s')", STR(s));
+	free(s);
+	cap.output = "";
+	s = proto_reply_capture(&cap, 0);
+	reply = NULL;
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply)
+		CHECK_STR(reply->capture.output, "");
+	proto_reply_free(reply);
+	free(s);
+
+	/* A differential export's three columns. */
+	s = proto_reply_export(&ex, 0);
+	CHECK_LINE(s);
+	CHECK_MSG(s && strstr(s, "\"samples_count\":2,\"differential\":true,\"diff_windows\":360,"
+				 "\"folded\":\"app;main;poll 266667 400000\\napp;main;read 0 "
+				 "10000\\n\"}}\n"),
+		  "('%s')", STR(s));
+	reply = NULL;
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply) {
+		const struct proto_export_result *e = &reply->export;
+
+		CHECK(e->differential && e->diff_windows == 360 && e->windows == 30);
+		CHECK_STR(e->folded, ex.folded);
+		CHECK(e->output == NULL);
+	}
+	proto_reply_free(reply);
+	free(s);
+
+	/* Its svg, large: the output is one JSON string however long. */
+	big = malloc(1 << 20);
+	if (big) {
+		memset(big, 'x', (1 << 20) - 1);
+		memcpy(big, "<svg>\"", 6);
+		big[(1 << 20) - 1] = '\0';
+		ex.folded = NULL;
+		ex.output = big;
+		ex.diff_windows = UINT64_C(9007199254740991);
+		s = proto_reply_export(&ex, 0);
+		CHECK_LINE(s);
+		reply = NULL;
+		CHECK(s && proto_reply_parse(s, strlen(s), &reply) == 0);
+		if (reply) {
+			CHECK(reply->export.output && !strcmp(reply->export.output, big));
+			CHECK(reply->export.folded == NULL);
+			CHECK(reply->export.diff_windows == UINT64_C(9007199254740991));
+		}
+		proto_reply_free(reply);
+		free(s);
+		free(big);
+	}
+
+	/* Not differential: sent as false and 0. */
+	ex.differential = false;
+	ex.diff_windows = 0;
+	ex.output = "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\"}\n";
+	s = proto_reply_export(&ex, 0);
+	CHECK_MSG(s && strstr(s, "\"differential\":false,\"diff_windows\":0,\"output\":"), "('%s')",
+		  STR(s));
+	reply = NULL;
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply) {
+		CHECK(!reply->export.differential && reply->export.diff_windows == 0);
+		CHECK_STR(reply->export.output, ex.output);
+	}
+	proto_reply_free(reply);
+	free(s);
+}
+
+static void test_reply_output_invalid(void)
+{
+	static const char c_ok[] = "\"id\":1,\"duration_ns\":1,\"total_ns\":1,\"samples_count\":0,"
+				   "\"target_exited\":false,\"drops\":{}";
+	static const char e_ok[] = "\"from_ms\":1,\"to_ms\":2,\"capture_id\":0,\"windows\":0,"
+				   "\"total_ns\":0,\"samples_count\":0";
+	static const char *const bad_c[] = { "\"output\":1", "\"output\":null", "\"output\":[]" };
+	static const char *const bad_e[] = {
+		"\"output\":1",		  "\"output\":{}",
+		"\"differential\":1",	  "\"differential\":\"true\"",
+		"\"differential\":null",  "\"diff_windows\":-1",
+		"\"diff_windows\":1.5",	  "\"diff_windows\":true",
+		"\"diff_windows\":\"3\"",
+	};
+	char buf[1024];
+	struct proto_reply *reply = NULL;
+
+	/* An export reply of an older daemon, without the differential members. */
+	snprintf(buf, sizeof(buf), "{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"export\":{%s}}",
+		 e_ok);
+	memset(&reply, 0, sizeof(reply));
+	CHECK_MSG(proto_reply_parse(buf, strlen(buf), &reply) == 0, "('%s')", buf);
+	if (reply) {
+		CHECK(!reply->export.differential && reply->export.diff_windows == 0);
+		CHECK(reply->export.output == NULL && reply->export.folded == NULL);
+	}
+	proto_reply_free(reply);
+
+	for (size_t i = 0; i < sizeof(bad_c) / sizeof(bad_c[0]); i++) {
+		snprintf(buf, sizeof(buf),
+			 "{\"v\":1,\"ok\":true,\"cmd\":\"capture\",\"capture\":{%s,%s}}", c_ok,
+			 bad_c[i]);
+		REPLY_BAD(buf);
+	}
+	for (size_t i = 0; i < sizeof(bad_e) / sizeof(bad_e[0]); i++) {
+		snprintf(buf, sizeof(buf),
+			 "{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"export\":{%s,%s}}", e_ok,
+			 bad_e[i]);
+		REPLY_BAD(buf);
+	}
+}
+
 /* ---- PROTOCOL.md ------------------------------------------------------- */
 
 /* Its path, from this file's: the test runs from anywhere. */
@@ -1394,7 +2170,7 @@ static const char *protocol_md_path(void)
 static void test_protocol_examples(void)
 {
 	const char *path = protocol_md_path();
-	char *lines[512];
+	char *lines[2048];
 	size_t n = 0, checked = 0;
 	bool in_code = false, in_json = false;
 	char line[8192];
@@ -1407,6 +2183,8 @@ static void test_protocol_examples(void)
 		line[strcspn(line, "\n")] = '\0';
 		lines[n++] = strdup(line);
 	}
+	CHECK_MSG(!fgets(line, sizeof(line), f),
+		  "(%s has more than %zu lines; only those were checked)", path, n);
 	fclose(f);
 
 	for (size_t i = 0; i < n; i++) {
@@ -1472,7 +2250,11 @@ static void test_garbage(void)
 	struct proto_export_result ex = {
 		.from_ms = 1, .to_ms = 2, .windows = 3, .folded = "x 1\n"
 	};
-	enum { N_LINES = 6 };
+	struct proto_capture_result svg = { .id = 2, .output = "<svg>\"a\"</svg>\n" };
+	struct proto_export_result diff = {
+		.from_ms = 1, .windows = 3, .differential = true, .diff_windows = 4, .output = "{}"
+	};
+	enum { N_LINES = 10 };
 	char *lines[N_LINES];
 	unsigned seed = 12345;
 
@@ -1488,6 +2270,16 @@ static void test_garbage(void)
 					     "\"format\":\"json\""));
 	lines[4] = proto_reply_windows(w, 2);
 	lines[5] = proto_reply_export(&ex, 0);
+	lines[6] = strdup(capture_line("\"format\":\"svg\",\"title\":\"t\",\"subtitle\":\"s\","
+				       "\"countname\":\"c\",\"width\":300,\"frame_height\":5,"
+				       "\"minwidth\":\"0.5%\",\"inverted\":true,\"reverse\":false,"
+				       "\"flamechart\":true,\"palette\":\"wakeup\""));
+	lines[7] = strdup(cmd_line("export", "\"capture\":7,\"diff_from_ms\":1,\"diff_to_ms\":2,"
+					     "\"normalize\":true,\"strip_hex\":true,"
+					     "\"diff_widths_from_old\":true,\"negate\":true,"
+					     "\"format\":\"svg\",\"minwidth\":\"10\""));
+	lines[8] = proto_reply_capture(&svg, 0);
+	lines[9] = proto_reply_export(&diff, 0);
 
 	for (int l = 0; l < N_LINES; l++) {
 		size_t len;
@@ -1586,6 +2378,14 @@ int main(void)
 	test_export_strings();
 	test_export_invalid();
 	test_request_format_new();
+	test_render_defaults();
+	test_render_valid();
+	test_render_invalid();
+	test_minwidth_parse();
+	test_names();
+	test_diff_valid();
+	test_diff_invalid();
+	test_request_format_render();
 	test_reply_error();
 	test_reply_status();
 	test_reply_capture();
@@ -1594,6 +2394,8 @@ int main(void)
 	test_reply_windows();
 	test_reply_export();
 	test_reply_invalid_new();
+	test_reply_output();
+	test_reply_output_invalid();
 	test_protocol_examples();
 	test_garbage();
 	test_thread_state();
