@@ -111,7 +111,8 @@ static const char *name_get(struct drain_result *r, struct symbolizer *s,
 		return "[out of memory]";
 	if (!created)
 		return *slot;
-	found = bsearch(&probe, b->stacks, b->n_stacks, sizeof(*b->stacks), stack_cmp);
+	found = b->n_stacks ? bsearch(&probe, b->stacks, b->n_stacks, sizeof(*b->stacks), stack_cmp)
+			    : NULL;
 	/* The stack map was full when this block was counted: keep the time. */
 	*slot = found ? stack_name(s, &found->stack, tgid, kernel) : strdup("[stack lost]");
 	return *slot ? *slot : "[out of memory]";
@@ -136,7 +137,8 @@ int drain_run(struct collector *c, struct symbolizer *s, const uint32_t *tgids, 
 		collector_batch_release(&b);
 		return -ENOMEM;
 	}
-	qsort(b.stacks, b.n_stacks, sizeof(*b.stacks), stack_cmp);
+	if (b.n_stacks) /* b.stacks is NULL when there are none */
+		qsort(b.stacks, b.n_stacks, sizeof(*b.stacks), stack_cmp);
 	symbolizer_refresh_processes(s); /* mappings may have changed since the last drain */
 	for (size_t i = 0; i < n_tgids; i++)
 		symbolizer_prime(s, tgids[i]);

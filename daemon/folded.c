@@ -92,7 +92,8 @@ char *folded_text(struct folded *f, uint64_t divisor)
 	size_t size = 0;
 	FILE *out;
 
-	qsort(f->lines, f->n, sizeof(*f->lines), line_cmp);
+	if (f->n) /* qsort of NULL is undefined, even for 0 items */
+		qsort(f->lines, f->n, sizeof(*f->lines), line_cmp);
 	out = open_memstream(&text, &size);
 	if (!out)
 		return NULL;
