@@ -10,6 +10,11 @@ in these modes, alternating, --runs times each:
               every process (all states, user + kernel stacks)
   capture     the default daemon plus a system-wide ad-hoc capture, so every
               block is aggregated into two slots
+  offwake     the same with --kind offwake: every wakeup of a tracked block
+              also walks the waker's kernel and user stacks
+  chain       the same with --kind chain: every wakeup of any thread records
+              its waker (a chain needs each thread's last waker), and the
+              blocks keep three levels
 Context switches per run are counted from /proc/stat "ctxt". Reported: the
 median run time per mode, slowdown against the baseline, and the extra
 nanoseconds per context switch. Ratios within one run of this script are what
@@ -47,6 +52,34 @@ def run_pingpong(build, round_trips, cpu):
     return json.loads(out)["elapsed_ns"], switches
 
 
+def run_with_capture(daemon, args, *capture_args):
+    """pingpong while a system-wide ad-hoc capture with capture_args runs."""
+    what = " ".join(["capture", *capture_args])
+    cap = daemon.ctl_popen("capture", "--seconds", "3600", "-o", os.devnull, *capture_args)
+    result = None
+    try:
+        deadline = time.monotonic() + 10
+        while daemon.status()["captures_running"] < 1 and cap.poll() is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not start in 10 s")
+            time.sleep(0.02)
+        if cap.poll() is None:
+            result = run_pingpong(args.build, args.round_trips, args.cpu)
+    finally:
+        if cap.poll() is None:
+            cap.send_signal(signal.SIGINT)
+        _, err = cap.communicate(timeout=60)
+    if cap.returncode != 0 or result is None:
+        raise RuntimeError(f"{what} failed with {cap.returncode}: {err.strip()}")
+    # The next capture must not count this one as running.
+    while daemon.status()["captures_running"]:
+        time.sleep(0.02)
+    return result
+
+
+CAPTURE_MODES = {"capture": [], "offwake": ["--kind", "offwake"], "chain": ["--kind", "chain"]}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
@@ -60,7 +93,7 @@ def main():
     os.environ["OFFCPU_BUILD_DIR"] = os.path.abspath(args.build)
     from offcpu_env import Daemon  # the same daemon fixture as the tests
 
-    results = {"none": [], "attached": [], "continuous": [], "capture": []}
+    results = {"none": [], "attached": [], "continuous": [], **{mode: [] for mode in CAPTURE_MODES}}
     for _ in range(args.runs):
         results["none"].append(run_pingpong(args.build, args.round_trips, args.cpu))
         daemon = Daemon("continuous = false\n")
@@ -71,13 +104,8 @@ def main():
         daemon = Daemon()
         try:
             results["continuous"].append(run_pingpong(args.build, args.round_trips, args.cpu))
-            cap = daemon.ctl_popen("capture", "--seconds", "3600", "-o", os.devnull)
-            daemon.wait_captures(1)
-            results["capture"].append(run_pingpong(args.build, args.round_trips, args.cpu))
-            cap.send_signal(signal.SIGINT)
-            cap.communicate(timeout=60)
-            if cap.returncode != 0:
-                raise RuntimeError(f"capture failed with {cap.returncode}")
+            for mode, capture_args in CAPTURE_MODES.items():
+                results[mode].append(run_with_capture(daemon, args, *capture_args))
             status = daemon.status()
         finally:
             daemon.stop()
@@ -103,7 +131,7 @@ def main():
     for mode, r in report["modes"].items():
         print(f"{mode:10} {r['median_ms']:10.1f} {r['switches']:9d} {r['slowdown_pct']:8.1f}% "
               f"{r['extra_ns_per_switch']:10.0f}")
-    print(f"drops during the last capture: {report['drops_last_run'] or 'none'}")
+    print(f"drops in the last run's daemon: {report['drops_last_run'] or 'none'}")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,15 @@
  * Stores 360 windows of 500 (ustack, kstack) rows from a deterministic
  * generator (200 frame names, user stacks 10-30 frames deep, 80 % of the
  * stacks in every window, most of the rest recurring now and then, 10 new
- * per window; kernel stacks 10-20 frames, 8 processes of 4 threads), then
- * times queries over the last 5 minutes and the whole hour, then adds 60
- * more windows under a size limit that forces eviction.
+ * per window; kernel stacks 10-20 frames, 8 processes of 4 threads; one row
+ * in 10 an off-wake row with a waker chain of 5-15 kernel frames from a pool
+ * of 40, the others without a chain) and histograms of 20 processes x 2
+ * types x 6-10 log2 buckets, then times queries over the last 5 minutes and
+ * the whole hour (samples and histograms), then adds 60 more windows under a
+ * size limit that forces eviction.
  * Prints one JSON line. Usage: store_bench [--dir DIR] (DIR keeps the file).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +33,10 @@
 #define KERNEL_FRAMES	  60
 #define KERNEL_STACKS	  60
 #define PROCESSES	  8
+#define CHAINS		  40 /* distinct waker chains */
+#define CHAIN_PERCENT	  10 /* of the stacks, off-wake rows with a chain */
+#define HIST_PROCESSES	  20
+#define HIST_MAX_ROWS	  (HIST_PROCESSES * 2 * 10)
 #define EXTRA_WINDOWS	  60
 #define RUNS		  5
 
@@ -45,12 +53,14 @@ static uint32_t rnd(uint32_t n)
 
 static char *frame_names[USER_FRAMES + KERNEL_FRAMES];
 static char *kernel_stacks[KERNEL_STACKS];
+static char *chains[CHAINS];
 
 struct stack {
 	char *ustack;
 	uint32_t kstack; /* index into kernel_stacks */
 	uint32_t thread; /* which thread blocks there */
 	uint32_t state;
+	int32_t chain; /* index into chains; -1: none (an off-CPU row) */
 };
 
 static void *xmalloc(size_t n)
@@ -103,6 +113,8 @@ static void gen_names(void)
 	}
 	for (uint32_t i = 0; i < KERNEL_STACKS; i++)
 		kernel_stacks[i] = join_frames(USER_FRAMES, KERNEL_FRAMES, 10 + rnd(11));
+	for (uint32_t i = 0; i < CHAINS; i++)
+		chains[i] = join_frames(USER_FRAMES, KERNEL_FRAMES, 5 + rnd(11));
 }
 
 static void gen_stack(struct stack *st)
@@ -111,6 +123,7 @@ static void gen_stack(struct stack *st)
 	st->kstack = rnd(KERNEL_STACKS);
 	st->thread = rnd(PROCESSES * 4);
 	st->state = rnd(10) < 7 ? 1 : rnd(4); /* mostly sleeping */
+	st->chain = rnd(100) < CHAIN_PERCENT ? (int32_t)rnd(CHAINS) : -1;
 }
 
 static void sample_of(const struct stack *st, struct store_sample *out)
@@ -125,12 +138,42 @@ static void sample_of(const struct stack *st, struct store_sample *out)
 		.tgid = 1000 + process * 100,
 		.pid = 1000 + process * 100 + st->thread % 4,
 		.comm = comms[process],
+		.kind = st->chain < 0 ? 0 : 2, /* off-CPU, off-wake */
 		.state = st->state,
 		.sum_ns = 1000 + rnd(50000000),
 		.count = 1 + rnd(200),
 		.ustack = st->ustack,
 		.kstack = kernel_stacks[st->kstack],
+		.chain = st->chain < 0 ? "" : chains[st->chain],
 	};
+}
+
+/* A window's histograms: per process and type, 6-10 buckets in a row. */
+static size_t hists_of(struct store_hist *out)
+{
+	static const char *const comms[HIST_PROCESSES] = {
+		"nginx",      "postgres", "java",	"redis-server", "kworker/u16:2",
+		"sshd",	      "envoy",	  "node",	"systemd",	"journald",
+		"containerd", "kubelet",  "dockerd",	"chronyd",	"rsyslogd",
+		"cron",	      "dbus",	  "prometheus", "grafana",	"haproxy",
+	};
+	size_t n = 0;
+
+	for (uint32_t p = 0; p < HIST_PROCESSES; p++) {
+		for (uint32_t type = 0; type < 2; type++) {
+			uint32_t first = rnd(STORE_HIST_BUCKETS - 10), len = 6 + rnd(5);
+
+			for (uint32_t b = first; b < first + len; b++)
+				out[n++] = (struct store_hist){
+					.tgid = 1000 + p * 100,
+					.comm = comms[p],
+					.type = type,
+					.bucket = b,
+					.count = 1 + rnd(5000),
+				};
+		}
+	}
+	return n;
 }
 
 static double now_s(clockid_t clock)
@@ -166,7 +209,17 @@ static int sum_row(void *arg, const struct store_sample *s)
 
 	t->rows++;
 	t->sum_ns += s->sum_ns;
-	t->bytes += strlen(s->ustack) + strlen(s->kstack) + strlen(s->comm);
+	t->bytes += strlen(s->ustack) + strlen(s->kstack) + strlen(s->chain) + strlen(s->comm);
+	return 0;
+}
+
+static int sum_hist(void *arg, const struct store_hist *h)
+{
+	struct totals *t = arg;
+
+	t->rows++;
+	t->sum_ns += h->count;
+	t->bytes += strlen(h->comm);
 	return 0;
 }
 
@@ -182,13 +235,14 @@ static int add_windows(struct store *s, int64_t base_ms, int first, int n, struc
 		       struct stack *occasional, double *add_ms)
 {
 	struct store_sample rows[ROWS];
+	struct store_hist hists[HIST_MAX_ROWS];
 	struct stack fresh[NEW_ROWS];
 	char err[256];
 
 	for (int w = first; w < first + n; w++) {
 		struct store_window win = { .start_ms = base_ms + (int64_t)w * WINDOW_MS,
 					    .end_ms = base_ms + (int64_t)(w + 1) * WINDOW_MS };
-		size_t k = 0;
+		size_t k = 0, n_hists = hists_of(hists);
 		double t0;
 		int r;
 
@@ -202,7 +256,7 @@ static int add_windows(struct store *s, int64_t base_ms, int first, int n, struc
 			sample_of(&fresh[i], &rows[k++]);
 		}
 		t0 = now_s(CLOCK_MONOTONIC);
-		r = store_window_add(s, &win, rows, k, err, sizeof(err));
+		r = store_window_add(s, &win, rows, k, hists, n_hists, err, sizeof(err));
 		add_ms[w - first] = (now_s(CLOCK_MONOTONIC) - t0) * 1000;
 		for (int i = 0; i < NEW_ROWS; i++)
 			free(fresh[i].ustack);
@@ -214,8 +268,9 @@ static int add_windows(struct store *s, int64_t base_ms, int first, int n, struc
 	return 0;
 }
 
-static double time_query(struct store *s, int64_t from_ms, int64_t to_ms, struct totals *t,
-			 uint64_t *windows)
+/* Median ms of store_query, or of store_hist_query of type when hist. */
+static double time_query(struct store *s, int64_t from_ms, int64_t to_ms, bool hist, uint32_t type,
+			 struct totals *t, uint64_t *windows)
 {
 	struct store_query q = { .from_ms = from_ms, .to_ms = to_ms };
 	double runs[RUNS];
@@ -226,7 +281,10 @@ static double time_query(struct store *s, int64_t from_ms, int64_t to_ms, struct
 		int r;
 
 		memset(t, 0, sizeof(*t));
-		r = store_query(s, &q, sum_row, t, windows, err, sizeof(err));
+		if (hist)
+			r = store_hist_query(s, &q, type, sum_hist, t, windows, err, sizeof(err));
+		else
+			r = store_query(s, &q, sum_row, t, windows, err, sizeof(err));
 		runs[i] = (now_s(CLOCK_MONOTONIC) - t0) * 1000;
 		if (r < 0) {
 			fprintf(stderr, "store_query: %s (%s)\n", err, strerror(-r));
@@ -266,9 +324,9 @@ int main(int argc, char **argv)
 	const char *dir = NULL;
 	struct store_limits limits = { 0 };
 	struct store_stats stats;
-	struct totals t5, t60;
-	uint64_t w5, w60, hour_db_bytes, file_after_close, stacks_per_window, estimated_bytes;
-	double q5, q60, add_median, add_max = 0, extra_median, extra_max = 0;
+	struct totals t5, t60, th5, th60;
+	uint64_t w5, w60, wh, hour_db_bytes, file_after_close, stacks_per_window, estimated_bytes;
+	double q5, q60, qh5, qh60, add_median, add_max = 0, extra_median, extra_max = 0;
 	int64_t base_ms;
 	struct store *s;
 	int r;
@@ -313,8 +371,11 @@ int main(int argc, char **argv)
 		return 1;
 
 	q5 = time_query(s, base_ms + (int64_t)(WINDOWS - 30) * WINDOW_MS,
-			base_ms + (int64_t)WINDOWS * WINDOW_MS, &t5, &w5);
-	q60 = time_query(s, base_ms, base_ms + (int64_t)WINDOWS * WINDOW_MS, &t60, &w60);
+			base_ms + (int64_t)WINDOWS * WINDOW_MS, false, 0, &t5, &w5);
+	q60 = time_query(s, base_ms, base_ms + (int64_t)WINDOWS * WINDOW_MS, false, 0, &t60, &w60);
+	qh5 = time_query(s, base_ms + (int64_t)(WINDOWS - 30) * WINDOW_MS,
+			 base_ms + (int64_t)WINDOWS * WINDOW_MS, true, 0, &th5, &wh);
+	qh60 = time_query(s, base_ms, base_ms + (int64_t)WINDOWS * WINDOW_MS, true, 0, &th60, &wh);
 	if (store_stats(s, &stats) < 0)
 		return 1;
 	hour_db_bytes = stats.db_bytes;
@@ -344,6 +405,8 @@ int main(int argc, char **argv)
 	       "\"query_last5m_median_ms\":%.2f,\"query_last5m_windows\":%llu,"
 	       "\"query_last5m_rows\":%llu,\"query_last1h_median_ms\":%.2f,"
 	       "\"query_last1h_windows\":%llu,\"query_last1h_rows\":%llu,"
+	       "\"hist_query_last5m_median_ms\":%.2f,\"hist_query_last5m_rows\":%llu,"
+	       "\"hist_query_last1h_median_ms\":%.2f,\"hist_query_last1h_rows\":%llu,"
 	       "\"evicting_limit_bytes\":%llu,\"evicting_add_median_ms\":%.3f,"
 	       "\"evicting_add_max_ms\":%.3f,\"evicting_windows_left\":%llu,"
 	       "\"evicting_db_bytes\":%llu}\n",
@@ -352,7 +415,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)(file_after_close / WINDOWS),
 	       (unsigned long long)estimated_bytes, add_median, add_max, q5, (unsigned long long)w5,
 	       (unsigned long long)t5.rows, q60, (unsigned long long)w60,
-	       (unsigned long long)t60.rows, (unsigned long long)limits.max_db_bytes, extra_median,
+	       (unsigned long long)t60.rows, qh5, (unsigned long long)th5.rows, qh60,
+	       (unsigned long long)th60.rows, (unsigned long long)limits.max_db_bytes, extra_median,
 	       extra_max, (unsigned long long)stats.windows, (unsigned long long)stats.db_bytes);
 
 	if (dir == tmp) {

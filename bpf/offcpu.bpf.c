@@ -14,6 +14,12 @@
  * that receives new data, so user space can drain the other one completely.
  * A start record carries its stacks by value, not by id, so a thread that
  * blocks across an epoch flip lands whole in the new buffer.
+ *
+ * Who woke a thread is recorded at sched_waking, which runs in the waker's
+ * context (sched_wakeup may run on the target's CPU, after an IPI, where the
+ * current task is not the waker). Waker stacks are interned at once into an
+ * LRU map that is not double-buffered, because a chain refers to stacks
+ * walked long before (a waker's own last wakeup); user space only reads it.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -43,12 +49,23 @@ __u32 tgid_filter_slots;	       /* slots limited to the tgids in filter_tgids */
 __u32 tid_filter_slots;		       /* slots limited to the tids in filter_tids */
 __u32 user_stack_slots;		       /* slots that want user stacks */
 __u32 kernel_stack_slots;	       /* slots that want kernel stacks */
+__u32 kind_slots[OFFCPU_KIND_COUNT];   /* slots of each kind */
+__u32 split_runq_slots;		       /* OFFCPU slots that count run-queue wait apart (as RUNQ) */
+__u32 hist_slots;		       /* slots that keep log2 histograms */
 __u32 epoch;			       /* its low bit selects the buffer being written */
 
 struct start_rec {
 	__u64 ts;
-	__u32 slots; /* matched at switch-out; 0 once consumed */
+	__u64 wake_ts; /* first sched_waking of this block; 0: none yet */
+	__u32 slots;   /* matched at switch-out; 0 once consumed */
 	__u32 state;
+	/* Filled at switch-in for slot_account(): */
+	__u64 delta, blocked, runq;
+	__u64 khash, uhash;
+	__u32 tgid, pid;
+	char comm[OFFCPU_COMM_LEN];	/* at switch-out, when the thread is current */
+	struct offcpu_chain chain;	/* who woke this block */
+	struct offcpu_chain last_chain; /* who woke this thread last: its wakees' next levels */
 	struct offcpu_stack kstack;
 	struct offcpu_stack ustack;
 };
@@ -103,6 +120,59 @@ struct {
 } stacks SEC(".maps") = {
 	.values = { &stacks0, &stacks1 },
 };
+
+/* Waker stacks: interned when walked, read (not emptied) by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, struct offcpu_stack);
+} waker_stacks SEC(".maps");
+
+struct chain_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct offcpu_chain);
+} chains0 SEC(".maps"), chains1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct chain_map);
+} chains SEC(".maps") = {
+	.values = { &chains0, &chains1 },
+};
+
+struct hist_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct offcpu_hist_key);
+	__type(value, __u64);
+} hists0 SEC(".maps"), hists1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct hist_map);
+} hists SEC(".maps") = {
+	.values = { &hists0, &hists1 },
+};
+
+/* Scratch space too large for the 512-byte BPF stack. */
+struct scratch {
+	struct offcpu_stack stack;
+	struct offcpu_chain chain;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -216,6 +286,9 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	}
 	rec->kstack.nr = 0;
 	rec->ustack.nr = 0;
+	rec->wake_ts = 0;
+	rec->chain.n = 0;
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm)); /* prev is current here */
 	if (matched & kernel_stack_slots)
 		walk_stack(ctx, &rec->kstack, 0, OFFCPU_CNT_DROP_KSTACK_ERROR);
 	if ((matched & user_stack_slots) &&
@@ -263,13 +336,13 @@ static __always_inline __u64 intern_stack(void *stack_map, const struct offcpu_s
 }
 
 static __always_inline void aggregate(void *agg_map, struct offcpu_key *key, __u64 delta,
-				      struct task_struct *t)
+				      const char *comm)
 {
 	struct offcpu_value *v, init = {};
 
 	v = bpf_map_lookup_elem(agg_map, key);
 	if (!v) {
-		bpf_probe_read_kernel(init.comm, sizeof(init.comm), t->comm);
+		__builtin_memcpy(init.comm, comm, sizeof(init.comm));
 		init.sum_ns = delta;
 		init.count = 1;
 		if (!bpf_map_update_elem(agg_map, key, &init, BPF_NOEXIST))
@@ -286,13 +359,278 @@ recorded:
 	count(OFFCPU_CNT_RECORDED);
 }
 
+/*
+ * levels[0] = first, then the waker's own chain (src, may be NULL), stopping
+ * at depth OFFCPU_MAX_CHAIN, after an idle waker (nobody woke on its behalf;
+ * user space also ends chains at interrupt wakers, see drain.c), and before
+ * a thread already in the chain or the target itself (a loop). A global
+ * function: the verifier checks its loops once.
+ */
+__noinline int chain_build(struct offcpu_chain *dst, const struct offcpu_waker *first,
+			   const struct offcpu_chain *src, __u32 target_pid)
+{
+	__u32 n = 1;
+
+	if (!dst || !first)
+		return 0;
+	dst->levels[0] = *first;
+	if (src && first->ctx == OFFCPU_WAKER_TASK) {
+		for (__u32 i = 0; i < OFFCPU_MAX_CHAIN - 1; i++) {
+			const struct offcpu_waker *l;
+			bool seen = false;
+
+			if (i >= src->n || n >= OFFCPU_MAX_CHAIN)
+				break;
+			l = &src->levels[i];
+			if (l->pid == target_pid && l->pid)
+				break;
+			for (__u32 j = 0; j < OFFCPU_MAX_CHAIN; j++)
+				if (j < n && l->pid && dst->levels[j].pid == l->pid)
+					seen = true;
+			if (seen)
+				break;
+			dst->levels[n & (OFFCPU_MAX_CHAIN - 1)] = *l;
+			n++;
+			if (l->ctx != OFFCPU_WAKER_TASK)
+				break; /* the idle task ends a chain: it woke on nobody's behalf */
+		}
+	}
+	dst->n = n;
+	return n;
+}
+
+/* Hash of the first depth levels of a chain; never 0. Global, as above. */
+__noinline __u64 chain_hash(const struct offcpu_chain *c, __u32 depth)
+{
+	__u64 h = 0x84222325cbf29ce4ULL;
+
+	if (!c)
+		return 0;
+	for (__u32 i = 0; i < OFFCPU_MAX_CHAIN; i++) {
+		const struct offcpu_waker *l = &c->levels[i];
+
+		if (i >= c->n || i >= depth)
+			break;
+		h = (h ^ l->kstack) * 0x100000001b3ULL;
+		h = (h ^ l->ustack) * 0x100000001b3ULL;
+		h = (h ^ ((__u64)l->pid << 32 | l->ctx)) * 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	return h ? h : 1;
+}
+
+/*
+ * Only the idle task is told apart here. The preempt count would show
+ * interrupt context, but __preempt_count has no kallsyms address on kernels
+ * without CONFIG_KALLSYMS_ALL; user space recognizes interrupt entry frames
+ * in the waker's kernel stack instead (drain.c).
+ */
+static __always_inline __u32 waker_context(__u32 cur_pid)
+{
+	return cur_pid ? OFFCPU_WAKER_TASK : OFFCPU_WAKER_IDLE;
+}
+
+/* Walks the current stack into the scratch buffer and interns it in the
+ * waker_stacks map; returns its hash, 0 if empty. */
+static __always_inline __u64 waker_stack(void *ctx, struct offcpu_stack *buf, __u64 flags,
+					 __u32 err_counter)
+{
+	__u64 h;
+
+	walk_stack(ctx, buf, flags, err_counter);
+	if (!buf->nr)
+		return 0;
+	h = stack_hash(buf);
+	if (!bpf_map_lookup_elem(&waker_stacks, &h))
+		bpf_map_update_elem(&waker_stacks, &h, buf, BPF_ANY);
+	return h;
+}
+
+static __always_inline void waking(void *ctx, struct task_struct *p, bool btf)
+{
+	__u32 active = active_mask, zero = 0, pid, cur_pid, waker_kinds;
+	struct start_rec *rec, *wrec = NULL;
+	struct offcpu_waker w = {};
+	struct task_struct *cur;
+	struct scratch *scr;
+	bool pending, chains_on;
+	__u64 id;
+
+	if (!active)
+		return;
+	pid = btf ? p->pid : BPF_CORE_READ(p, pid);
+	chains_on = active & kind_slots[OFFCPU_KIND_CHAIN];
+	/* A chain needs every thread's last waker, so it may create storage. */
+	rec = start_get(p, pid, btf, chains_on);
+	if (!rec)
+		return;
+	pending = (rec->slots & active) && !rec->wake_ts;
+	if (pending) {
+		rec->wake_ts = bpf_ktime_get_ns();
+		count(OFFCPU_CNT_WAKEUPS);
+	}
+	waker_kinds = kind_slots[OFFCPU_KIND_WAKEUP] | kind_slots[OFFCPU_KIND_OFFWAKE] |
+		      kind_slots[OFFCPU_KIND_CHAIN];
+	if (!chains_on && !(pending && (rec->slots & active & waker_kinds)))
+		return;
+
+	scr = bpf_map_lookup_elem(&scratch, &zero);
+	if (!scr)
+		return;
+	id = bpf_get_current_pid_tgid();
+	cur_pid = (__u32)id;
+	w.ctx = waker_context(cur_pid);
+	w.kstack = waker_stack(ctx, &scr->stack, 0, OFFCPU_CNT_DROP_KSTACK_ERROR);
+	if (w.ctx == OFFCPU_WAKER_TASK) {
+		cur = btf ? bpf_get_current_task_btf()
+			  : (struct task_struct *)bpf_get_current_task();
+		w.tgid = id >> 32;
+		w.pid = cur_pid;
+		bpf_get_current_comm(w.comm, sizeof(w.comm));
+		if (!((btf ? cur->flags : BPF_CORE_READ(cur, flags)) & PF_KTHREAD))
+			w.ustack = waker_stack(ctx, &scr->stack, BPF_F_USER_STACK,
+					       OFFCPU_CNT_DROP_USTACK_ERROR);
+		if (chains_on)
+			wrec = start_get(cur, cur_pid, btf, false);
+	}
+	chain_build(&rec->last_chain, &w, wrec ? &wrec->last_chain : NULL, pid);
+	if (pending)
+		__builtin_memcpy(&rec->chain, &rec->last_chain, sizeof(rec->chain));
+}
+
+/* log2 of the microseconds, capped to the last bucket. A global function,
+ * so its loop is verified once, not in every slot's iteration. */
+__noinline __u32 log2_bucket(__u64 ns)
+{
+	__u64 us = ns / 1000;
+	__u32 b = 0;
+
+	for (__u32 i = 0; i < OFFCPU_HIST_BUCKETS - 1; i++) {
+		if (us < 2)
+			break;
+		us >>= 1;
+		b++;
+	}
+	return b;
+}
+
+static __always_inline void hist_add(void *hist_map, __u32 slot, __u32 tgid, __u32 type, __u64 ns)
+{
+	struct offcpu_hist_key k = {
+		.slot = slot, .tgid = tgid, .type = type, .bucket = log2_bucket(ns)
+	};
+	__u64 one = 1, *v;
+
+	v = bpf_map_lookup_elem(hist_map, &k);
+	if (!v) {
+		if (!bpf_map_update_elem(hist_map, &k, &one, BPF_NOEXIST))
+			return;
+		v = bpf_map_lookup_elem(hist_map, &k); /* lost a race to another CPU */
+		if (!v) {
+			count(OFFCPU_CNT_DROP_HIST_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(v, 1);
+}
+
+/* The first depth levels of the block's chain, in the current buffer. */
+static __always_inline __u64 intern_chain(void *chain_map, const struct offcpu_chain *c,
+					  __u32 depth)
+{
+	__u32 zero = 0;
+	struct scratch *scr;
+	__u64 h;
+
+	if (!c->n)
+		return 0; /* no wakeup seen: woken before we looked */
+	h = chain_hash(c, depth);
+	if (bpf_map_lookup_elem(chain_map, &h))
+		return h;
+	scr = bpf_map_lookup_elem(&scratch, &zero);
+	if (!scr)
+		return h;
+	__builtin_memcpy(&scr->chain, c, sizeof(*c));
+	scr->chain.n = c->n < depth ? c->n : depth;
+	if (bpf_map_update_elem(chain_map, &h, &scr->chain, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(chain_map, &h))
+		count(OFFCPU_CNT_DROP_CHAIN_FULL); /* the time is still counted */
+	return h;
+}
+
+/* Buffers of the current epoch. */
+struct buffers {
+	void *agg, *stacks, *chains, *hists;
+};
+
+static __always_inline bool buffers_get(struct buffers *b)
+{
+	__u32 buf = epoch & 1;
+
+	b->agg = bpf_map_lookup_elem(&aggs, &buf);
+	b->stacks = bpf_map_lookup_elem(&stacks, &buf);
+	b->chains = bpf_map_lookup_elem(&chains, &buf);
+	b->hists = bpf_map_lookup_elem(&hists, &buf);
+	if (b->agg && b->stacks && b->chains && b->hists)
+		return true;
+	count(OFFCPU_CNT_BUFFER_MISSING);
+	return false;
+}
+
+/*
+ * Adds one block to slot's rows (and histograms), as the slot's kind wants
+ * it. The block's values are in rec. A global function, so the verifier
+ * checks it once rather than once per slot of switch_in()'s loop.
+ */
+__noinline int slot_account(struct start_rec *rec, __u32 slot)
+{
+	__u32 i = slot & (OFFCPU_MAX_SLOTS - 1), bit = 1u << i, kind, depth;
+	struct offcpu_key key = {};
+	struct buffers b = {};
+	__u64 value;
+
+	if (!rec || !buffers_get(&b))
+		return 0;
+	kind = slots[i].kind;
+	depth = slots[i].chain_depth;
+	value = kind == OFFCPU_KIND_OFFCPU ? rec->delta
+		: kind == OFFCPU_KIND_RUNQ ? rec->runq
+					   : rec->blocked;
+	key.slot = i;
+	key.tgid = rec->tgid;
+	key.pid = rec->pid;
+	key.state = rec->state;
+	key.kind = kind;
+	key.kstack = (kernel_stack_slots & bit) ? rec->khash : 0;
+	key.ustack = (user_stack_slots & bit) ? rec->uhash : 0;
+	if (kind == OFFCPU_KIND_WAKEUP || kind == OFFCPU_KIND_OFFWAKE)
+		key.chain = intern_chain(b.chains, &rec->chain, 1);
+	else if (kind == OFFCPU_KIND_CHAIN)
+		key.chain = intern_chain(b.chains, &rec->chain, depth);
+	if (kind == OFFCPU_KIND_OFFCPU && (split_runq_slots & bit)) {
+		if (rec->blocked)
+			aggregate(b.agg, &key, rec->blocked, rec->comm);
+		key.kind = OFFCPU_KIND_RUNQ;
+		if (rec->runq)
+			aggregate(b.agg, &key, rec->runq, rec->comm);
+	} else {
+		aggregate(b.agg, &key, value, rec->comm);
+	}
+	if (hist_slots & bit) {
+		hist_add(b.hists, i, rec->tgid, OFFCPU_HIST_OFFCPU, rec->delta);
+		if (rec->runq)
+			hist_add(b.hists, i, rec->tgid, OFFCPU_HIST_RUNQ, rec->runq);
+	}
+	return 0;
+}
+
 static __always_inline void switch_in(struct task_struct *next, bool btf)
 {
-	__u32 pid, buf, matched;
-	__u64 delta, khash = 0, uhash = 0;
-	void *agg_map = NULL, *stack_map;
+	__u32 pid, matched;
+	__u64 now, delta;
+	struct buffers b = {};
+	bool interned = false;
 	struct start_rec *rec;
-	struct offcpu_key key;
 
 	if (!active_mask)
 		return; /* any start record left would not count anyway */
@@ -304,36 +642,46 @@ static __always_inline void switch_in(struct task_struct *next, bool btf)
 		return;
 	matched = rec->slots & active_mask;
 	rec->slots = 0; /* consumed: a record counts once */
-	delta = bpf_ktime_get_ns() - rec->ts;
+	now = bpf_ktime_get_ns();
+	delta = now - rec->ts;
 	if ((__s64)delta < 0) {
 		count(OFFCPU_CNT_DROP_NEGATIVE_DELTA);
 		return;
 	}
+	/* Blocked until woken, then waiting for a CPU. A preempted thread was
+	 * runnable all along; without a wakeup seen, all of it counts as blocked. */
+	rec->delta = delta;
+	if (rec->state == OFFCPU_STATE_RUNNING) {
+		rec->blocked = 0;
+		rec->runq = delta;
+	} else if (rec->wake_ts >= rec->ts && rec->wake_ts <= now) {
+		rec->blocked = rec->wake_ts - rec->ts;
+		rec->runq = now - rec->wake_ts;
+	} else {
+		rec->blocked = delta;
+		rec->runq = 0;
+	}
+	rec->tgid = btf ? next->tgid : BPF_CORE_READ(next, tgid);
+	rec->pid = pid;
 
-	key.tgid = btf ? next->tgid : BPF_CORE_READ(next, tgid);
-	key.pid = pid;
-	key.state = rec->state;
 	for (__u32 i = 0; i < OFFCPU_MAX_SLOTS; i++) {
 		struct offcpu_slot *s = &slots[i];
+		__u32 kind = s->kind;
+		__u64 value = kind == OFFCPU_KIND_OFFCPU ? delta
+			      : kind == OFFCPU_KIND_RUNQ ? rec->runq
+							 : rec->blocked;
 
-		if (!(matched & (1u << i)) || rec->ts < s->start_ns || delta < s->min_block_ns ||
-		    (s->max_block_ns && delta > s->max_block_ns))
+		if (!(matched & (1u << i)) || rec->ts < s->start_ns || !value ||
+		    value < s->min_block_ns || (s->max_block_ns && value > s->max_block_ns))
 			continue;
-		if (!agg_map) { /* first slot that keeps this block: intern its stacks */
-			buf = epoch & 1;
-			agg_map = bpf_map_lookup_elem(&aggs, &buf);
-			stack_map = bpf_map_lookup_elem(&stacks, &buf);
-			if (!agg_map || !stack_map) {
-				count(OFFCPU_CNT_BUFFER_MISSING);
+		if (!interned) { /* the first slot that keeps this block interns its stacks */
+			if (!buffers_get(&b))
 				return;
-			}
-			khash = intern_stack(stack_map, &rec->kstack);
-			uhash = intern_stack(stack_map, &rec->ustack);
+			rec->khash = intern_stack(b.stacks, &rec->kstack);
+			rec->uhash = intern_stack(b.stacks, &rec->ustack);
+			interned = true;
 		}
-		key.slot = i;
-		key.kstack = (kernel_stack_slots & (1u << i)) ? khash : 0;
-		key.ustack = (user_stack_slots & (1u << i)) ? uhash : 0;
-		aggregate(agg_map, &key, delta, next);
+		slot_account(rec, i);
 	}
 }
 
@@ -352,6 +700,20 @@ int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct ta
 	count(OFFCPU_CNT_SWITCHES);
 	switch_out(ctx, preempt, prev, false);
 	switch_in(next, false);
+	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(sched_waking_btf, struct task_struct *p)
+{
+	waking(ctx, p, true);
+	return 0;
+}
+
+SEC("raw_tp/sched_waking")
+int BPF_PROG(sched_waking_raw, struct task_struct *p)
+{
+	waking(ctx, p, false);
 	return 0;
 }
 

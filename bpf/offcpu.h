@@ -7,9 +7,11 @@
 #ifndef OFFCPU_H
 #define OFFCPU_H
 
-#define OFFCPU_MAX_SLOTS       16 /* one is the continuous profile; masks are __u32 */
+#define OFFCPU_MAX_SLOTS       16  /* one is the continuous profile; masks are __u32 */
 #define OFFCPU_MAX_STACK_DEPTH 127 /* the kernel's perf_event_max_stack default */
 #define OFFCPU_COMM_LEN	       16
+#define OFFCPU_MAX_CHAIN       8  /* waker levels of a chain */
+#define OFFCPU_HIST_BUCKETS    32 /* log2 of microseconds */
 
 /* Thread state classes at switch-out, as bit numbers of a slot's state_mask. */
 enum offcpu_state {
@@ -18,6 +20,56 @@ enum offcpu_state {
 	OFFCPU_STATE_DISK = 2,	   /* D: TASK_UNINTERRUPTIBLE (not TASK_IDLE) */
 	OFFCPU_STATE_OTHER = 3,	   /* idle kthreads (I), stopped, traced, parked... */
 	OFFCPU_STATE_COUNT = 4,
+};
+
+/* What a slot aggregates, and the value of a block. */
+enum offcpu_kind {
+	OFFCPU_KIND_OFFCPU = 0, /* target stacks; switch-out to switch-in */
+	OFFCPU_KIND_WAKEUP,	/* waker stacks; blocked time */
+	OFFCPU_KIND_OFFWAKE,	/* target stacks + waker; blocked time */
+	OFFCPU_KIND_CHAIN,	/* target stacks + waker chain; blocked time */
+	OFFCPU_KIND_RUNQ,	/* target stacks; run-queue wait (woken to running) */
+	OFFCPU_KIND_COUNT,
+};
+
+/* Where a waker ran: interrupts and the idle task wake on nobody's behalf.
+ * BPF sets TASK or IDLE; user space finds interrupts in the kernel stack. */
+enum offcpu_waker_ctx {
+	OFFCPU_WAKER_TASK = 0,
+	OFFCPU_WAKER_HARDIRQ,
+	OFFCPU_WAKER_SOFTIRQ, /* serving a softirq, or ksoftirqd */
+	OFFCPU_WAKER_IDLE,
+	OFFCPU_WAKER_NMI,
+};
+
+struct offcpu_waker {
+	__u64 kstack; /* hash in the waker_stacks map; 0: none */
+	__u64 ustack;
+	__u32 tgid; /* 0 in interrupt or idle context */
+	__u32 pid;
+	__u32 ctx; /* enum offcpu_waker_ctx */
+	__u32 pad;
+	char comm[OFFCPU_COMM_LEN];
+};
+
+/* levels[0] woke the target; levels[i + 1] last woke levels[i]. */
+struct offcpu_chain {
+	__u32 n;
+	__u32 pad;
+	struct offcpu_waker levels[OFFCPU_MAX_CHAIN];
+};
+
+/* Histogram key: per slot, process and kind of wait, log2(us) bucket. */
+enum offcpu_hist_type {
+	OFFCPU_HIST_OFFCPU = 0, /* whole off-CPU time (cpudist -O) */
+	OFFCPU_HIST_RUNQ,	/* run-queue latency (runqlat) */
+};
+
+struct offcpu_hist_key {
+	__u32 slot;
+	__u32 tgid;
+	__u32 type;   /* enum offcpu_hist_type */
+	__u32 bucket; /* [2^b, 2^(b+1)) microseconds; b = 0 holds [0, 2) */
 };
 
 /*
@@ -30,6 +82,8 @@ struct offcpu_slot {
 	__u64 start_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
 	__u64 min_block_ns;
 	__u64 max_block_ns; /* 0: unbounded */
+	__u32 kind;	    /* enum offcpu_kind */
+	__u32 chain_depth;  /* CHAIN: levels kept, 1..OFFCPU_MAX_CHAIN */
 };
 
 /* Aggregation key: one row of a capture's result. Stacks are named by hash. */
@@ -38,8 +92,11 @@ struct offcpu_key {
 	__u32 tgid;
 	__u32 pid;
 	__u32 state;
+	__u32 kind; /* enum offcpu_kind; RUNQ rows also come from split OFFCPU slots */
+	__u32 pad;
 	__u64 kstack; /* 0: none collected */
 	__u64 ustack; /* 0: none collected (kernel thread, or not requested) */
+	__u64 chain;  /* hash in the chains map; 0: none */
 };
 
 struct offcpu_value {
@@ -65,6 +122,9 @@ enum offcpu_counter {
 	OFFCPU_CNT_DROP_KSTACK_ERROR,	/* kernel stack walk failed: time kept */
 	OFFCPU_CNT_DROP_USTACK_ERROR,	/* user stack walk failed: time kept */
 	OFFCPU_CNT_BUFFER_MISSING,	/* epoch selected a buffer that does not exist */
+	OFFCPU_CNT_WAKEUPS,		/* sched_waking of a thread in a block we track */
+	OFFCPU_CNT_DROP_CHAIN_FULL,	/* chain map full: time kept, chain lost */
+	OFFCPU_CNT_DROP_HIST_FULL,	/* histogram map full */
 	OFFCPU_CNT_MAX,
 };
 

@@ -58,6 +58,11 @@ static void usage(FILE *out)
 		"          --max-block-us N    only blocks of at most N microseconds\n"
 		"      -U, --user-only         user stacks only\n"
 		"      -K, --kernel-only       kernel stacks only\n"
+		"          --kind K            what to record: offcpu (default), wakeup (the\n"
+		"                              wakers' stacks), offwake, chain (both), runq\n"
+		"                              (run-queue wait); see offcpuctl(8)\n"
+		"          --split-runq        offcpu: run-queue wait as [runqueue] leaves\n"
+		"          --chain-depth N     chain: waker levels, 1 to 8 (default 3)\n"
 		"      plus the output options below\n"
 		"  windows [--since T]         list the stored windows (T: a time, or lastNx)\n"
 		"  export RANGE [OPTIONS]      merge stored windows; folded output\n"
@@ -72,6 +77,8 @@ static void usage(FILE *out)
 		"          --grep RE           only stacks with a frame matching RE\n"
 		"          --exclude RE        drop stacks with a frame matching RE\n"
 		"                              (RE: POSIX extended; the comm counts as a frame)\n"
+		"          --kind K            the kind of profile, as for capture (default\n"
+		"                              offcpu); a diff compares the same kind\n"
 		"          --diff-against SPEC compare RANGE (after) with a baseline (before):\n"
 		"                              capture:ID, lastNx, or T1..T2 (e.g.\n"
 		"                              2h-ago..1h-ago); folded output is then\n"
@@ -83,6 +90,11 @@ static void usage(FILE *out)
 		"                              stacks show\n"
 		"          --negate            svg: red for shrank, blue for grew\n"
 		"      plus the output options below\n"
+		"  hist RANGE [OPTIONS]        per-process log2 histograms of block times, in\n"
+		"                              microseconds; RANGE as for export\n"
+		"      -p, --pid PID[,PID...]  only these processes\n"
+		"          --kind K            offcpu (default: whole off-CPU time) or runq\n"
+		"                              (run-queue latency)\n"
 		"  flamegraph [FILE|-]         draw folded stacks (2 columns, or 3 for a\n"
 		"                              differential) as an svg, offline; stdin by default\n"
 		"      --strip-hex, --negate, --diff-reverse-view as for export\n"
@@ -237,6 +249,11 @@ static int transact(const struct proto_request *req, void (*tick)(void *), void 
 		free(raw);
 		return r;
 	}
+	if (reply->cmd != req->cmd) {
+		proto_reply_free(reply);
+		free(raw);
+		return fail(EXIT_ERROR, "bad_reply", "offcpud answered another command");
+	}
 	*ret_reply = reply;
 	*ret_raw = raw;
 	return EXIT_OK;
@@ -313,6 +330,19 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *ret)
 	*ret = v;
 	return 0;
 }
+
+/* --kind NAME; allowed: bit per enum proto_kind accepted. */
+static int parse_kind(const char *arg, uint32_t allowed, const char *want, enum proto_kind *ret)
+{
+	int k = proto_kind_from_name(arg);
+
+	if (k < 0 || !(allowed & (UINT32_C(1) << k)))
+		return usage_error(want, arg);
+	*ret = k;
+	return EXIT_OK;
+}
+
+#define ALL_KINDS ((UINT32_C(1) << (PROTO_KIND_RUNQ + 1)) - 1)
 
 struct progress {
 	time_t start;
@@ -585,7 +615,7 @@ static void capture_summary(const struct proto_capture_result *res)
 
 static int cmd_capture(int argc, char **argv)
 {
-	enum { OPT_STATE = 256, OPT_MIN, OPT_MAX };
+	enum { OPT_STATE = 256, OPT_MIN, OPT_MAX, OPT_KIND, OPT_SPLIT_RUNQ, OPT_CHAIN_DEPTH };
 	static const struct option options[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
@@ -595,9 +625,13 @@ static int cmd_capture(int argc, char **argv)
 		{ "max-block-us", required_argument, NULL, OPT_MAX },
 		{ "user-only", no_argument, NULL, 'U' },
 		{ "kernel-only", no_argument, NULL, 'K' },
+		{ "kind", required_argument, NULL, OPT_KIND },
+		{ "split-runq", no_argument, NULL, OPT_SPLIT_RUNQ },
+		{ "chain-depth", required_argument, NULL, OPT_CHAIN_DEPTH },
 		RESULT_OPTIONS,
 		{ 0 },
 	};
+	bool chain_depth = false;
 	struct result_opts ro = RESULT_OPTS_INIT;
 	enum proto_format format;
 	struct proto_request *req;
@@ -615,6 +649,7 @@ static int cmd_capture(int argc, char **argv)
 	cap = &req->capture;
 	cap->seconds = 10;
 	cap->state_mask = THREAD_STATE_ALL;
+	cap->chain_depth = PROTO_CHAIN_DEPTH_DEFAULT;
 	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
 	while ((opt = getopt_long(argc, argv, "p:t:d:UK" RESULT_SHORT_OPTIONS, options, NULL)) !=
 	       -1) {
@@ -659,6 +694,23 @@ static int cmd_capture(int argc, char **argv)
 		case 'K':
 			cap->stacks = PROTO_STACKS_KERNEL;
 			break;
+		case OPT_KIND:
+			r = parse_kind(
+				optarg, ALL_KINDS,
+				"bad --kind '%s': want offcpu, wakeup, offwake, chain or runq",
+				&cap->kind);
+			break;
+		case OPT_SPLIT_RUNQ:
+			cap->split_runq = 1;
+			break;
+		case OPT_CHAIN_DEPTH:
+			if (parse_u64(optarg, PROTO_CHAIN_DEPTH_MAX, &v) < 0 || v == 0)
+				r = usage_error("bad --chain-depth '%s': want 1 to 8 waker levels",
+						optarg);
+			else
+				cap->chain_depth = v;
+			chain_depth = true;
+			break;
 		default:
 			r = result_option(&ro, "capture", opt, optarg);
 		}
@@ -675,6 +727,18 @@ static int cmd_capture(int argc, char **argv)
 	if (cap->max_block_us && cap->max_block_us < cap->min_block_us) {
 		free(req);
 		return usage_error("%s", "--max-block-us is below --min-block-us");
+	}
+	if (cap->split_runq && cap->kind != PROTO_KIND_OFFCPU) {
+		r = usage_error("--split-runq only applies to --kind offcpu, not %s",
+				proto_kind_name(cap->kind));
+		free(req);
+		return r;
+	}
+	if (chain_depth && cap->kind != PROTO_KIND_CHAIN) {
+		r = usage_error("--chain-depth only applies to --kind chain, not %s",
+				proto_kind_name(cap->kind));
+		free(req);
+		return r;
 	}
 	r = result_opts_format(&ro, &format);
 	if (r != EXIT_OK) {
@@ -873,10 +937,18 @@ static int check_regex(const char *opt, const char *re)
 	return usage_error("%s", msg);
 }
 
-/* Checks the range options and fills the request's range. */
-static int export_range(struct proto_export_request *ex, const char *window, const char *from,
-			const char *to, const char *capture)
+/* The range options of export and hist as given; NULL: absent. */
+struct range_args {
+	const char *window, *from, *to, *capture;
+};
+
+/* Which windows cmd reads: checks the range options and sets the request's
+ * range (from_ms, to_ms) or capture_id; on a usage error they may be set in
+ * part. */
+static int parse_range(const char *cmd, const struct range_args *a, int64_t *from_ms,
+		       int64_t *to_ms, uint64_t *capture_id)
 {
+	const char *window = a->window, *from = a->from, *to = a->to, *capture = a->capture;
 	int64_t now = now_ms(), window_to;
 	uint64_t id;
 	int r;
@@ -889,18 +961,18 @@ static int export_range(struct proto_export_request *ex, const char *window, con
 	if (to && !from)
 		return usage_error("%s", "--to needs --from");
 	if (!window && !from && !capture)
-		return usage_error("%s", "export needs --window, --from or --capture");
+		return usage_error("%s needs --window, --from or --capture", cmd);
 
 	if (capture) {
 		if (parse_u64(capture, UINT64_C(1) << 53, &id) < 0 || id == 0)
 			return usage_error(
 				"bad --capture '%s': want a capture id (a positive number)",
 				capture);
-		ex->capture_id = id;
+		*capture_id = id;
 		return EXIT_OK;
 	}
 	if (window) {
-		r = timearg_window(window, now, &ex->from_ms, &window_to);
+		r = timearg_window(window, now, from_ms, &window_to);
 		if (r == -ERANGE)
 			return usage_error("bad --window '%s': reaches back before 1970", window);
 		if (r < 0)
@@ -910,19 +982,50 @@ static int export_range(struct proto_export_request *ex, const char *window, con
 				window);
 		return EXIT_OK; /* to_ms 0: up to the daemon's now */
 	}
-	r = parse_time("--from", from, false, now, &ex->from_ms);
+	r = parse_time("--from", from, false, now, from_ms);
 	if (r != EXIT_OK)
 		return r;
-	if (ex->from_ms == 0)
+	if (*from_ms == 0)
 		return usage_error("bad --from '%s': must be after 1970-01-01T00:00:00Z", from);
 	if (to) {
-		r = parse_time("--to", to, false, now, &ex->to_ms);
+		r = parse_time("--to", to, false, now, to_ms);
 		if (r != EXIT_OK)
 			return r;
-		if (ex->to_ms <= ex->from_ms)
+		if (*to_ms <= *from_ms)
 			return usage_error("bad --to '%s': must be later than --from", to);
 	}
 	return EXIT_OK;
+}
+
+/* The range options' getopt_long() entries and their values: 256 on. */
+enum { OPT_WINDOW = 256, OPT_FROM, OPT_TO, OPT_CAPTURE, OPT_RANGE_END };
+
+/* clang-format off */
+#define RANGE_OPTIONS                                                                              \
+	{ "window", required_argument, NULL, OPT_WINDOW },                                         \
+	{ "from", required_argument, NULL, OPT_FROM },                                             \
+	{ "to", required_argument, NULL, OPT_TO },                                                 \
+	{ "capture", required_argument, NULL, OPT_CAPTURE }
+/* clang-format on */
+
+/* Takes opt if it is one of RANGE_OPTIONS. */
+static bool range_option(struct range_args *a, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_WINDOW:
+		a->window = arg;
+		return true;
+	case OPT_FROM:
+		a->from = arg;
+		return true;
+	case OPT_TO:
+		a->to = arg;
+		return true;
+	case OPT_CAPTURE:
+		a->capture = arg;
+		return true;
+	}
+	return false;
 }
 
 /*
@@ -1027,11 +1130,8 @@ static void export_summary(const struct proto_export_result *res)
 static int cmd_export(int argc, char **argv)
 {
 	enum {
-		OPT_WINDOW = 256,
-		OPT_FROM,
-		OPT_TO,
-		OPT_CAPTURE,
-		OPT_COMM,
+		OPT_COMM = OPT_RANGE_END,
+		OPT_KIND,
 		OPT_STATE,
 		OPT_GREP,
 		OPT_EXCLUDE,
@@ -1042,10 +1142,8 @@ static int cmd_export(int argc, char **argv)
 		OPT_NEGATE,
 	};
 	static const struct option options[] = {
-		{ "window", required_argument, NULL, OPT_WINDOW },
-		{ "from", required_argument, NULL, OPT_FROM },
-		{ "to", required_argument, NULL, OPT_TO },
-		{ "capture", required_argument, NULL, OPT_CAPTURE },
+		RANGE_OPTIONS,
+		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "comm", required_argument, NULL, OPT_COMM },
 		{ "state", required_argument, NULL, OPT_STATE },
@@ -1059,7 +1157,7 @@ static int cmd_export(int argc, char **argv)
 		RESULT_OPTIONS,
 		{ 0 },
 	};
-	const char *window = NULL, *from = NULL, *to = NULL, *capture = NULL;
+	struct range_args range = { 0 };
 	const char *grep = NULL, *exclude = NULL, *baseline = NULL;
 	const char *diff_flag = NULL, *diff_svg_flag = NULL; /* the first given */
 	struct result_opts ro = RESULT_OPTS_INIT;
@@ -1080,18 +1178,14 @@ static int cmd_export(int argc, char **argv)
 	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
 	while ((opt = getopt_long(argc, argv, "p:" RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
 		r = 0;
+		if (range_option(&range, opt, optarg))
+			continue;
 		switch (opt) {
-		case OPT_WINDOW:
-			window = optarg;
-			break;
-		case OPT_FROM:
-			from = optarg;
-			break;
-		case OPT_TO:
-			to = optarg;
-			break;
-		case OPT_CAPTURE:
-			capture = optarg;
+		case OPT_KIND:
+			r = parse_kind(
+				optarg, ALL_KINDS,
+				"bad --kind '%s': want offcpu, wakeup, offwake, chain or runq",
+				&ex->kind);
 			break;
 		case 'p':
 			if (parse_ids(optarg, ex->pids, &ex->n_pids) < 0)
@@ -1150,7 +1244,7 @@ static int cmd_export(int argc, char **argv)
 		r = usage_error("unexpected argument '%s'", argv[optind]);
 		goto out;
 	}
-	r = export_range(ex, window, from, to, capture);
+	r = parse_range("export", &range, &ex->from_ms, &ex->to_ms, &ex->capture_id);
 	if (r == EXIT_OK && baseline)
 		r = export_baseline(ex, baseline);
 	if (r == EXIT_OK)
@@ -1180,6 +1274,178 @@ static int cmd_export(int argc, char **argv)
 	if (!json_output)
 		export_summary(&reply->export);
 	r = write_result(ro.path, raw, format, reply->export.folded, reply->export.output);
+	proto_reply_free(reply);
+	free(raw);
+out:
+	free(req);
+	return r;
+}
+
+/* ---- hist ---- */
+
+#define HIST_BAR_WIDTH 40
+
+/* The bar of a bucket: count's share of max (> 0) in HIST_BAR_WIDTH stars,
+ * rounded down, as bcc's tools draw it. */
+static void print_bar(uint64_t count, uint64_t max)
+{
+	unsigned stars;
+
+	if (count <= UINT64_MAX / HIST_BAR_WIDTH)
+		stars = count * HIST_BAR_WIDTH / max;
+	else
+		stars = (double)count / max * HIST_BAR_WIDTH;
+	if (stars > HIST_BAR_WIDTH)
+		stars = HIST_BAR_WIDTH;
+	printf("|%.*s%*s|\n", (int)stars, "****************************************",
+	       (int)(HIST_BAR_WIDTH - stars), "");
+}
+
+/*
+ * One process's histogram in the layout of bcc's runqlat and cpudist:
+ * bucket b is [2^b, 2^(b+1)) microseconds, bucket 0 [0, 2); empty buckets
+ * before the first and after the last count are left out. Returns false if
+ * the process has no count (nothing printed).
+ */
+static bool print_hist_process(const struct proto_hist_process *p, const char *what, bool first)
+{
+	int lo = -1, hi = -1;
+	uint64_t max = 0;
+
+	for (int b = 0; b < PROTO_HIST_BUCKETS; b++) {
+		if (!p->counts[b])
+			continue;
+		if (lo < 0)
+			lo = b;
+		hi = b;
+		if (p->counts[b] > max)
+			max = p->counts[b];
+	}
+	if (lo < 0)
+		return false;
+	if (!first)
+		printf("\n");
+	printf("pid = %" PRIu32 " comm = %s (%s)\n", p->tgid, p->comm, what);
+	printf("     %-19s : count     distribution\n", "usecs");
+	for (int b = lo; b <= hi; b++) {
+		uint64_t low = b ? UINT64_C(1) << b : 0, high = (UINT64_C(1) << (b + 1)) - 1;
+
+		printf("%10" PRIu64 " -> %-10" PRIu64 " : %-8" PRIu64 " ", low, high, p->counts[b]);
+		print_bar(p->counts[b], max);
+	}
+	return true;
+}
+
+static int hist_process_cmp(const void *a, const void *b)
+{
+	const struct proto_hist_process *x = *(const struct proto_hist_process *const *)a;
+	const struct proto_hist_process *y = *(const struct proto_hist_process *const *)b;
+
+	return (x->tgid > y->tgid) - (x->tgid < y->tgid);
+}
+
+/* The histograms by process id; notes on standard error when there are none. */
+static int print_hist(const struct proto_hist_result *h)
+{
+	const char *what = strcmp(h->kind, "runq") ? "off-CPU time" : "run-queue latency";
+	const struct proto_hist_process **order;
+	bool printed = false;
+
+	if (!h->windows && h->capture_id) {
+		fprintf(stderr, "offcpuctl: note: no window of capture %" PRIu64 " is stored\n",
+			h->capture_id);
+		return EXIT_OK;
+	}
+	if (!h->windows) {
+		fprintf(stderr, "offcpuctl: note: no stored window starts in that range\n");
+		return EXIT_OK;
+	}
+	order = calloc(h->n_processes + 1, sizeof(*order));
+	if (!order)
+		return fail(EXIT_ERROR, "internal", "out of memory");
+	for (size_t i = 0; i < h->n_processes; i++)
+		order[i] = &h->processes[i];
+	if (h->n_processes)
+		qsort(order, h->n_processes, sizeof(*order), hist_process_cmp);
+	for (size_t i = 0; i < h->n_processes; i++)
+		if (print_hist_process(order[i], what, !printed))
+			printed = true;
+	free(order);
+	if (!printed)
+		fprintf(stderr,
+			"offcpuctl: note: no blocks recorded in the %" PRIu64
+			" matching window%s\n",
+			h->windows, h->windows == 1 ? "" : "s");
+	if (fflush(stdout) != 0)
+		return fail(EXIT_ERROR, "output_error", "cannot write standard output: %s",
+			    strerror(errno));
+	return EXIT_OK;
+}
+
+static int cmd_hist(int argc, char **argv)
+{
+	enum { OPT_KIND = OPT_RANGE_END };
+	static const struct option options[] = {
+		RANGE_OPTIONS,
+		{ "pid", required_argument, NULL, 'p' },
+		{ "kind", required_argument, NULL, OPT_KIND },
+		{ "json", no_argument, NULL, 'j' },
+		{ 0 },
+	};
+	const uint32_t kinds =
+		(UINT32_C(1) << PROTO_KIND_OFFCPU) | (UINT32_C(1) << PROTO_KIND_RUNQ);
+	struct range_args range = { 0 };
+	struct proto_hist_request *h;
+	struct proto_request *req;
+	struct proto_reply *reply;
+	char *raw;
+	int opt, r;
+
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return fail(EXIT_ERROR, "internal", "out of memory");
+	req->cmd = PROTO_CMD_HIST;
+	h = &req->hist;
+	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
+	while ((opt = getopt_long(argc, argv, "p:j", options, NULL)) != -1) {
+		r = EXIT_OK;
+		if (range_option(&range, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'p':
+			if (parse_ids(optarg, h->pids, &h->n_pids) < 0)
+				r = usage_error(
+					"bad --pid '%s': want positive pids, comma-separated",
+					optarg);
+			break;
+		case OPT_KIND:
+			r = parse_kind(optarg, kinds, "bad --kind '%s': want offcpu or runq",
+				       &h->kind);
+			break;
+		case 'j':
+			json_output = true;
+			break;
+		default:
+			r = usage_error("%s", "bad hist option");
+		}
+		if (r != EXIT_OK)
+			goto out;
+	}
+	if (optind < argc) {
+		r = usage_error("unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	r = parse_range("hist", &range, &h->from_ms, &h->to_ms, &h->capture_id);
+	if (r != EXIT_OK)
+		goto out;
+
+	r = transact(req, NULL, NULL, &reply, &raw);
+	if (r != EXIT_OK)
+		goto out;
+	if (json_output)
+		printf("%s\n", raw);
+	else
+		r = print_hist(&reply->hist);
 	proto_reply_free(reply);
 	free(raw);
 out:
@@ -1466,9 +1732,9 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-	{ "status", cmd_status }, { "capture", cmd_capture },	    { "windows", cmd_windows },
-	{ "export", cmd_export }, { "flamegraph", cmd_flamegraph }, { "diff", cmd_diff },
-	{ "help", cmd_help },
+	{ "status", cmd_status }, { "capture", cmd_capture }, { "windows", cmd_windows },
+	{ "export", cmd_export }, { "hist", cmd_hist },	      { "flamegraph", cmd_flamegraph },
+	{ "diff", cmd_diff },	  { "help", cmd_help },
 };
 
 int main(int argc, char **argv)

@@ -9,6 +9,13 @@
 
 #include "render_output.h"
 
+_Static_assert((int)PROTO_KIND_OFFCPU == (int)OFFCPU_KIND_OFFCPU &&
+		       (int)PROTO_KIND_WAKEUP == (int)OFFCPU_KIND_WAKEUP &&
+		       (int)PROTO_KIND_OFFWAKE == (int)OFFCPU_KIND_OFFWAKE &&
+		       (int)PROTO_KIND_CHAIN == (int)OFFCPU_KIND_CHAIN &&
+		       (int)PROTO_KIND_RUNQ == (int)OFFCPU_KIND_RUNQ,
+	       "the protocol's kinds are the BPF program's");
+
 /* Names of the drop counters (enum offcpu_counter) reported with a capture. */
 static const struct {
 	unsigned idx;
@@ -21,6 +28,8 @@ static const struct {
 	{ OFFCPU_CNT_DROP_KSTACK_ERROR, "kernel_stack_error" },
 	{ OFFCPU_CNT_DROP_USTACK_ERROR, "user_stack_error" },
 	{ OFFCPU_CNT_BUFFER_MISSING, "buffer_missing" },
+	{ OFFCPU_CNT_DROP_CHAIN_FULL, "chain_map_full" },
+	{ OFFCPU_CNT_DROP_HIST_FULL, "hist_map_full" },
 };
 
 #define N_DROPS (sizeof(drop_names) / sizeof(drop_names[0]))
@@ -65,6 +74,9 @@ bool capture_target_exited(const char *proc_root, const struct proto_capture_req
 
 void capture_filter(const struct proto_capture_request *req, struct collector_filter *ret)
 {
+	/* A wakeup graph shows only the waker: the target's stacks are not walked. */
+	bool target_stacks = req->kind != PROTO_KIND_WAKEUP;
+
 	*ret = (struct collector_filter){
 		.tgids = req->pids,
 		.n_tgids = req->n_pids,
@@ -73,8 +85,11 @@ void capture_filter(const struct proto_capture_request *req, struct collector_fi
 		.state_mask = req->state_mask,
 		.min_block_ns = req->min_block_us * 1000,
 		.max_block_ns = req->max_block_us * 1000,
-		.user_stacks = req->stacks != PROTO_STACKS_KERNEL,
-		.kernel_stacks = req->stacks != PROTO_STACKS_USER,
+		.user_stacks = target_stacks && req->stacks != PROTO_STACKS_KERNEL,
+		.kernel_stacks = target_stacks && req->stacks != PROTO_STACKS_USER,
+		.kind = req->kind,
+		.chain_depth = req->chain_depth,
+		.split_runq = req->split_runq,
 	};
 }
 
@@ -119,8 +134,13 @@ char *capture_reply(const struct capture *c, const uint64_t counters_now[OFFCPU_
 		res.folded = folded;
 		line = proto_reply_capture(&res, 0);
 	} else {
-		r = render_output(folded, strlen(folded), c->req.format, &c->req.render, NULL,
-				  "Off-CPU Time Flame Graph", &output, NULL, err, sizeof(err));
+		struct proto_render render = c->req.render;
+
+		if (render.palette == PROTO_PALETTE_AUTO)
+			render.palette = proto_palette_of_kind(c->req.kind);
+		r = render_output(folded, strlen(folded), c->req.format, &render, NULL,
+				  proto_title_of_kind(c->req.kind), &output, NULL, err,
+				  sizeof(err));
 		if (r == -ENODATA)
 			line = proto_reply_error(PROTO_ERR_NO_DATA, err);
 		else if (r == 0) {

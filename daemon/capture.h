@@ -33,7 +33,7 @@ struct capture {
 	struct profile *profile;
 	uv_timer_t timer;
 	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
-	int64_t start_ms; /* CLOCK_REALTIME, for the stored window */
+	int64_t start_ms;	   /* CLOCK_REALTIME, for the stored window */
 	uint64_t final_drain;	   /* the drain whose completion makes the result whole */
 	uint64_t counters_start[OFFCPU_CNT_MAX];
 };

@@ -16,7 +16,7 @@
 
 struct collector {
 	struct offcpu_bpf *skel;
-	struct bpf_link *links[2];
+	struct bpf_link *links[3];
 	size_t n_links;
 	bool raw_tp;
 	uint32_t used_mask; /* slots handed out, as seen by this thread */
@@ -39,6 +39,8 @@ static int load(const struct collector_options *opts, bool raw_tp, struct offcpu
 	bpf_program__set_autoload(skel->progs.sched_switch_btf, !raw_tp);
 	bpf_program__set_autoload(skel->progs.sched_switch_raw, raw_tp);
 	bpf_program__set_autoload(skel->progs.sched_process_free_raw, raw_tp);
+	bpf_program__set_autoload(skel->progs.sched_waking_btf, !raw_tp);
+	bpf_program__set_autoload(skel->progs.sched_waking_raw, raw_tp);
 	bpf_map__set_autocreate(skel->maps.task_starts, !raw_tp);
 	bpf_map__set_autocreate(skel->maps.hash_starts, raw_tp);
 
@@ -78,9 +80,11 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 
 	if (c->raw_tp) {
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_switch_raw);
+		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_waking_raw);
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_process_free_raw);
 	} else {
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_switch_btf);
+		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_waking_btf);
 	}
 	for (size_t i = 0; i < c->n_links; i++) {
 		if (!c->links[i]) {
@@ -206,6 +210,12 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	mask_set(&bss->tid_filter_slots, bit, f->n_tids > 0);
 	mask_set(&bss->user_stack_slots, bit, f->user_stacks);
 	mask_set(&bss->kernel_stack_slots, bit, f->kernel_stacks);
+	bss->slots[slot].kind = f->kind;
+	bss->slots[slot].chain_depth = f->chain_depth ? f->chain_depth : 1;
+	for (unsigned k = 0; k < OFFCPU_KIND_COUNT; k++)
+		mask_set(&bss->kind_slots[k], bit, f->kind == k);
+	mask_set(&bss->split_runq_slots, bit, f->split_runq);
+	mask_set(&bss->hist_slots, bit, f->hist);
 	/* Publish: the slot must be complete before a program sees its bit. */
 	__atomic_fetch_or(&bss->active_mask, bit, __ATOMIC_SEQ_CST);
 	c->used_mask |= 1u << slot;
@@ -327,11 +337,18 @@ void collector_counters(struct collector *c, uint64_t out[OFFCPU_CNT_MAX])
 	}
 }
 
+int collector_waker_stack(struct collector *c, uint64_t hash, struct offcpu_stack *ret)
+{
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.waker_stacks), &hash, ret) < 0)
+		return -ENOENT;
+	return 0;
+}
+
 int collector_drain(struct collector *c, struct collector_batch *ret)
 {
 	uint32_t old;
-	struct bpf_map *agg, *stk;
-	void *rows = NULL, *stacks = NULL;
+	struct bpf_map *agg, *stk, *chn, *hst;
+	void *rows = NULL, *stacks = NULL, *chains = NULL, *hists = NULL;
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
@@ -342,6 +359,8 @@ int collector_drain(struct collector *c, struct collector_batch *ret)
 
 	agg = old ? c->skel->maps.agg1 : c->skel->maps.agg0;
 	stk = old ? c->skel->maps.stacks1 : c->skel->maps.stacks0;
+	chn = old ? c->skel->maps.chains1 : c->skel->maps.chains0;
+	hst = old ? c->skel->maps.hists1 : c->skel->maps.hists0;
 	r = drain_map(bpf_map__fd(agg), sizeof(struct offcpu_key), sizeof(struct offcpu_value),
 		      &rows, &ret->n_rows);
 	ret->rows = rows;
@@ -349,6 +368,16 @@ int collector_drain(struct collector *c, struct collector_batch *ret)
 		r = drain_map(bpf_map__fd(stk), sizeof(uint64_t), sizeof(struct offcpu_stack),
 			      &stacks, &ret->n_stacks);
 		ret->stacks = stacks;
+	}
+	if (r == 0) {
+		r = drain_map(bpf_map__fd(chn), sizeof(uint64_t), sizeof(struct offcpu_chain),
+			      &chains, &ret->n_chains);
+		ret->chains = chains;
+	}
+	if (r == 0) {
+		r = drain_map(bpf_map__fd(hst), sizeof(struct offcpu_hist_key), sizeof(uint64_t),
+			      &hists, &ret->n_hists);
+		ret->hists = hists;
 	}
 	collector_counters(c, ret->counters);
 	if (r < 0)
@@ -360,7 +389,11 @@ void collector_batch_release(struct collector_batch *b)
 {
 	free(b->rows);
 	free(b->stacks);
+	free(b->chains);
+	free(b->hists);
 	b->rows = NULL;
 	b->stacks = NULL;
-	b->n_rows = b->n_stacks = 0;
+	b->chains = NULL;
+	b->hists = NULL;
+	b->n_rows = b->n_stacks = b->n_chains = b->n_hists = 0; /* counters stay */
 }

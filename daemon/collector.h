@@ -41,8 +41,12 @@ struct collector_filter {
 	uint32_t state_mask;
 	uint64_t min_block_ns;
 	uint64_t max_block_ns; /* 0: unbounded */
-	bool user_stacks;
+	bool user_stacks;      /* the target's stacks */
 	bool kernel_stacks;
+	unsigned kind;	      /* enum offcpu_kind */
+	unsigned chain_depth; /* OFFCPU_KIND_CHAIN: 1..OFFCPU_MAX_CHAIN */
+	bool split_runq;      /* OFFCPU: run-queue wait as separate RUNQ rows */
+	bool hist;	      /* keep log2 histograms */
 };
 
 struct collector_stack {
@@ -55,12 +59,26 @@ struct collector_row {
 	struct offcpu_value value;
 };
 
+struct collector_chain {
+	uint64_t hash;
+	struct offcpu_chain chain;
+};
+
+struct collector_hist {
+	struct offcpu_hist_key key;
+	uint64_t count;
+};
+
 /* What one drain emptied out of the kernel. */
 struct collector_batch {
 	struct collector_row *rows;
 	size_t n_rows;
 	struct collector_stack *stacks;
 	size_t n_stacks;
+	struct collector_chain *chains;
+	size_t n_chains;
+	struct collector_hist *hists;
+	size_t n_hists;
 	uint64_t counters[OFFCPU_CNT_MAX]; /* totals since load, read after the flip */
 };
 
@@ -86,6 +104,10 @@ void collector_slot_deactivate(struct collector *c, unsigned slot);
 /* Makes a deactivated slot free for collector_slot_add() again. */
 void collector_slot_release(struct collector *c, unsigned slot);
 unsigned collector_slots_active(const struct collector *c);
+
+/* A waker's stack by hash (waker stacks are kept in an LRU map, not drained).
+ * Returns 0, or -ENOENT if it was evicted. */
+int collector_waker_stack(struct collector *c, uint64_t hash, struct offcpu_stack *ret);
 
 /* Totals since load, summed over CPUs (enum offcpu_counter). */
 void collector_counters(struct collector *c, uint64_t ret[OFFCPU_CNT_MAX]);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto.h" /* enum proto_kind only: the JSON code is not linked */
 #include "thread_state.h"
 
 /* Far above any real configuration; stops a wrong path (a log, /dev/zero)
@@ -30,6 +31,7 @@ enum key_type {
 	KEY_GROUP,    /* [A-Za-z0-9_.-], may be empty; max is the buffer size */
 	KEY_CHOICE,   /* one of choices[]; stored as its index (unsigned) */
 	KEY_STATES,   /* thread-state list, "S,D"; stored as a uint32_t mask */
+	KEY_KINDS,    /* profile kind list, "offcpu,runq"; uint32_t mask of 1 << kind */
 	KEY_BYTES,    /* decimal, optional K/KiB/M/MiB/... suffix; uint64_t bytes, min..max */
 	KEY_DURATION, /* decimal, optional s/m/h/d suffix; uint64_t seconds, min..max */
 };
@@ -80,6 +82,18 @@ static const struct unit duration_units[] = {
 
 static const char *const tracepoint_names[] = { "auto", "tp_btf", "raw_tp", NULL };
 
+/* The profile kinds as the protocol spells them (proto_kind_name() in
+ * proto/proto.c); repeated here so the daemon's configuration does not pull
+ * in the JSON code. */
+static const struct {
+	const char *name;
+	enum proto_kind kind;
+} kind_names[] = {
+	{ "offcpu", PROTO_KIND_OFFCPU },   { "wakeup", PROTO_KIND_WAKEUP },
+	{ "offwake", PROTO_KIND_OFFWAKE }, { "chain", PROTO_KIND_CHAIN },
+	{ "runq", PROTO_KIND_RUNQ },
+};
+
 static const struct key keys[] = {
 	KEY(socket_path, KEY_PATH, char *, 0, FIELD_SIZE(socket_path)),
 	KEY(socket_mode, KEY_MODE, mode_t, 0, 0777),
@@ -96,6 +110,8 @@ static const struct key keys[] = {
 	  .choices = tracepoint_names,
 	  .offset = offsetof(struct config, tracepoint) + TYPE_CHECK(tracepoint, unsigned) },
 	KEY(continuous, KEY_BOOL, bool, 0, 1),
+	KEY(continuous_kinds, KEY_KINDS, uint32_t, 0, 0),
+	KEY(continuous_split_runq, KEY_BOOL, bool, 0, 1),
 	KEY(continuous_states, KEY_STATES, uint32_t, 0, 0),
 	KEY(continuous_min_block_us, KEY_U64, uint64_t, 0, 60000000),
 	KEY(window_seconds, KEY_U32, uint32_t, 1, 3600),
@@ -117,6 +133,8 @@ static const struct config config_defaults = {
 	.trace_self = false,
 	.tracepoint = CONFIG_TRACEPOINT_AUTO,
 	.continuous = true,
+	.continuous_kinds = 1u << PROTO_KIND_OFFCPU,
+	.continuous_split_runq = true,
 	.continuous_states = THREAD_STATE_ALL,
 	.continuous_min_block_us = 0,
 	.window_seconds = 10,
@@ -207,6 +225,11 @@ static int fail_value(const struct where *w, const struct key *k)
 		return fail(w,
 			    "bad value for '%s': must be a comma-separated list of thread states: "
 			    "R (running), S (sleeping), D (disk), O (other)",
+			    k->name);
+	case KEY_KINDS:
+		return fail(w,
+			    "bad value for '%s': must be a comma-separated list of profile kinds: "
+			    "offcpu, wakeup, offwake, chain, runq",
 			    k->name);
 	case KEY_BYTES:
 		return fail(w,
@@ -367,6 +390,33 @@ static bool word_is(const char *s, size_t len, const char *word)
 	return strlen(word) == len && !strncasecmp(s, word, len);
 }
 
+/* "offcpu, runq": names of kind_names[], case-insensitive, blanks around
+ * them allowed, none empty. Repeats are harmless. */
+static int parse_kinds(const char *s, size_t len, uint32_t *ret)
+{
+	const char *end = s + len;
+	uint32_t mask = 0;
+
+	for (;;) {
+		const char *comma = memchr(s, ',', end - s);
+		const char *name_end = comma ? comma : end;
+		const char *name = skip_space(s, name_end);
+		size_t name_len = trim_end(name, name_end) - name, i;
+
+		for (i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++)
+			if (word_is(name, name_len, kind_names[i].name))
+				break;
+		if (i == sizeof(kind_names) / sizeof(kind_names[0]))
+			return -EINVAL;
+		mask |= UINT32_C(1) << kind_names[i].kind;
+		if (!comma)
+			break;
+		s = comma + 1;
+	}
+	*ret = mask;
+	return 0;
+}
+
 static int parse_bool(const char *s, size_t len, bool *ret)
 {
 	if (word_is(s, len, "true") || word_is(s, len, "yes") || word_is(s, len, "1"))
@@ -416,7 +466,9 @@ static int key_set(struct config *c, const struct key *k, const char *s, size_t 
 		*(uint64_t *)field = v;
 		return 0;
 	case KEY_STATES:
-		r = parse_states(s, len, &mask);
+	case KEY_KINDS:
+		r = k->type == KEY_STATES ? parse_states(s, len, &mask)
+					  : parse_kinds(s, len, &mask);
 		if (r < 0)
 			return -EINVAL;
 		*(uint32_t *)field = mask;

@@ -27,6 +27,9 @@ struct config {
 
 	/* The continuous profile and its store. */
 	bool continuous;		  /* run the always-on capture of every process */
+	uint32_t continuous_kinds;	  /* bit 1 << enum proto_kind per always-on slot;
+					     chain at PROTO_CHAIN_DEPTH_DEFAULT; not 0 */
+	bool continuous_split_runq;	  /* the offcpu slot keeps run-queue wait apart */
 	uint32_t continuous_states;	  /* thread_state mask (THREAD_STATE_ALL: all) */
 	uint64_t continuous_min_block_us; /* its shortest block kept; 0: all */
 	uint32_t window_seconds;	  /* length of one stored window */

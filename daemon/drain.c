@@ -14,12 +14,14 @@
 struct name_key {
 	uint64_t hash;
 	uint32_t tgid;
-	uint32_t kernel;
+	uint32_t kind; /* 0 user stack, 1 kernel stack, 2 waker chain */
 };
 
 #define FRAME_NAME_MAX 512
 
-static int append(char **buf, size_t *len, size_t *cap, const char *s)
+/* Appends s as frames: one frame name (';' in it made ':'), or with
+ * joined set, a list already joined with ';'. */
+static int append_frames(char **buf, size_t *len, size_t *cap, const char *s, bool joined)
 {
 	size_t n = strlen(s);
 
@@ -36,9 +38,14 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s)
 		(*buf)[(*len)++] = ';';
 	/* ';' separates frames in the folded format; keep it out of names. */
 	for (size_t i = 0; i < n; i++)
-		(*buf)[(*len)++] = s[i] == ';' ? ':' : s[i];
+		(*buf)[(*len)++] = s[i] == ';' && !joined ? ':' : s[i];
 	(*buf)[*len] = '\0';
 	return 0;
+}
+
+static int append(char **buf, size_t *len, size_t *cap, const char *name)
+{
+	return append_frames(buf, len, cap, name, false);
 }
 
 /* The kernel stack is walked from inside the BPF program: its leaf frames
@@ -57,7 +64,7 @@ static bool is_tracing_frame(const char *name)
 /* Joins a leaf-first stack into "root;...;leaf". Return addresses point after
  * the call, so every frame but the leaf is looked up one byte earlier. */
 static char *stack_name(struct symbolizer *s, const struct offcpu_stack *st, uint32_t tgid,
-			bool kernel)
+			bool kernel, bool leaf_first)
 {
 	char *buf = NULL, frame[FRAME_NAME_MAX];
 	size_t len = 0, cap = 0;
@@ -70,7 +77,8 @@ static char *stack_name(struct symbolizer *s, const struct offcpu_stack *st, uin
 			break;
 		leaf++;
 	}
-	for (uint32_t i = nr; i-- > leaf;) {
+	for (uint32_t k = nr; k-- > leaf;) {
+		uint32_t i = leaf_first ? nr - 1 - k + leaf : k;
 		uint64_t addr = st->ips[i] - (i > 0); /* all but ips[0] are return addresses */
 
 		if (!st->ips[i])
@@ -99,7 +107,7 @@ static const char *name_get(struct drain_result *r, struct symbolizer *s,
 			    const struct collector_batch *b, uint64_t hash, uint32_t tgid,
 			    bool kernel)
 {
-	struct name_key key = { .hash = hash, .tgid = kernel ? 0 : tgid, .kernel = kernel };
+	struct name_key key = { .hash = hash, .tgid = kernel ? 0 : tgid, .kind = kernel };
 	struct collector_stack probe = { .hash = hash }, *found;
 	char **slot;
 	bool created;
@@ -114,7 +122,154 @@ static const char *name_get(struct drain_result *r, struct symbolizer *s,
 	found = b->n_stacks ? bsearch(&probe, b->stacks, b->n_stacks, sizeof(*b->stacks), stack_cmp)
 			    : NULL;
 	/* The stack map was full when this block was counted: keep the time. */
-	*slot = found ? stack_name(s, &found->stack, tgid, kernel) : strdup("[stack lost]");
+	*slot = found ? stack_name(s, &found->stack, tgid, kernel, false) : strdup("[stack lost]");
+	return *slot ? *slot : "[out of memory]";
+}
+
+static int chain_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct collector_chain *)a)->hash;
+	uint64_t y = ((const struct collector_chain *)b)->hash;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The context a waker's kernel stack (leaf first) shows: the interrupt entry
+ * or softirq frame nearest the leaf decides, since softirqs run on the way
+ * out of hard interrupts.
+ */
+static enum offcpu_waker_ctx stack_context(const char *kframes_leaf_first)
+{
+	static const struct {
+		const char *prefix;
+		enum offcpu_waker_ctx ctx;
+	} markers[] = {
+		{ "handle_softirqs", OFFCPU_WAKER_SOFTIRQ },
+		{ "__do_softirq", OFFCPU_WAKER_SOFTIRQ },
+		{ "run_ksoftirqd", OFFCPU_WAKER_SOFTIRQ },
+		{ "asm_sysvec_", OFFCPU_WAKER_HARDIRQ },
+		{ "sysvec_", OFFCPU_WAKER_HARDIRQ },
+		{ "__sysvec_", OFFCPU_WAKER_HARDIRQ },
+		{ "asm_common_interrupt", OFFCPU_WAKER_HARDIRQ },
+		{ "hrtimer_interrupt", OFFCPU_WAKER_HARDIRQ },
+		{ "__hrtimer_run_queues", OFFCPU_WAKER_HARDIRQ },
+		{ "handle_irq_event", OFFCPU_WAKER_HARDIRQ },
+		{ "asm_exc_nmi", OFFCPU_WAKER_NMI },
+	};
+	const char *f = kframes_leaf_first;
+
+	while (*f) {
+		size_t len = strcspn(f, ";");
+
+		for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++)
+			if (!strncmp(f, markers[i].prefix, strlen(markers[i].prefix)))
+				return markers[i].ctx;
+		f += len + (f[len] == ';');
+	}
+	return OFFCPU_WAKER_TASK;
+}
+
+/* How a waker is named: interrupts and idle wake on nobody's behalf. */
+static const char *waker_label(const struct offcpu_waker *w, char *buf, size_t size)
+{
+	static const char *const labels[] = {
+		[OFFCPU_WAKER_HARDIRQ] = "[hardirq]",
+		[OFFCPU_WAKER_SOFTIRQ] = "[softirq]",
+		[OFFCPU_WAKER_IDLE] = "[idle]",
+		[OFFCPU_WAKER_NMI] = "[nmi]",
+	};
+
+	if (w->ctx != OFFCPU_WAKER_TASK && w->ctx < sizeof(labels) / sizeof(labels[0]))
+		return labels[w->ctx];
+	if (!strncmp(w->comm, "ksoftirqd/", 10))
+		return "[softirq]"; /* softirq work deferred to its thread */
+	snprintf(buf, size, "%.*s", OFFCPU_COMM_LEN, w->comm);
+	return buf;
+}
+
+/*
+ * One waker level, in the reversed order of wakeup graphs: kernel frames
+ * leaf->root, "-", user frames leaf->root, then who it was. An interrupt
+ * waker gets its label and no user part: the task it interrupted did not
+ * wake anyone. Returns 1 if the level was an interrupt or idle (the chain
+ * ends there), 0, or -ENOMEM.
+ */
+static int level_name(struct collector *c, struct symbolizer *s, const struct offcpu_waker *w,
+		      char **buf, size_t *len, size_t *cap)
+{
+	struct offcpu_waker who = *w;
+	struct offcpu_stack st;
+	char comm[OFFCPU_COMM_LEN + 1], *part = NULL;
+	int r = 0;
+
+	if (w->kstack) {
+		part = collector_waker_stack(c, w->kstack, &st) == 0
+			       ? stack_name(s, &st, 0, true, true)
+			       : strdup("[stack lost]");
+		if (!part)
+			return -ENOMEM;
+		if (who.ctx == OFFCPU_WAKER_TASK)
+			who.ctx = stack_context(part);
+		r = *part ? append_frames(buf, len, cap, part, true) : 0;
+		free(part);
+	}
+	if (r == 0)
+		r = append(buf, len, cap, "-");
+	if (r == 0 && w->ustack && who.ctx == OFFCPU_WAKER_TASK) {
+		part = collector_waker_stack(c, w->ustack, &st) == 0
+			       ? stack_name(s, &st, w->tgid, false, true)
+			       : strdup("[stack lost]");
+		r = part ? (*part ? append_frames(buf, len, cap, part, true) : 0) : -ENOMEM;
+		free(part);
+	}
+	if (r == 0)
+		r = append(buf, len, cap, waker_label(&who, comm, sizeof(comm)));
+	if (r < 0)
+		return r;
+	return who.ctx != OFFCPU_WAKER_TASK;
+}
+
+/* The waker part of a row: its levels joined by "--". */
+static const char *chain_get(struct drain_result *r, struct collector *c, struct symbolizer *s,
+			     const struct collector_batch *b, const struct offcpu_key *k)
+{
+	struct name_key key = { .hash = k->chain, .kind = 2 };
+	struct collector_chain probe = { .hash = k->chain }, *found;
+	char *buf = NULL, **slot;
+	size_t len = 0, cap = 0;
+	bool created;
+	int e = 0;
+
+	if (k->kind != OFFCPU_KIND_WAKEUP && k->kind != OFFCPU_KIND_OFFWAKE &&
+	    k->kind != OFFCPU_KIND_CHAIN)
+		return "";
+	if (!k->chain)
+		return "[no wakeup seen]"; /* woken before the capture looked */
+	slot = hashtab_put(r->names, &key, &created);
+	if (!slot)
+		return "[out of memory]";
+	if (!created)
+		return *slot;
+	found = b->n_chains ? bsearch(&probe, b->chains, b->n_chains, sizeof(*b->chains), chain_cmp)
+			    : NULL;
+	if (!found) {
+		*slot = strdup("[chain lost]");
+		return *slot ? *slot : "[out of memory]";
+	}
+	for (uint32_t i = 0; i < found->chain.n && i < OFFCPU_MAX_CHAIN && e == 0; i++) {
+		if (i)
+			e = append(&buf, &len, &cap, "--");
+		if (e == 0)
+			e = level_name(c, s, &found->chain.levels[i], &buf, &len, &cap);
+	}
+	if (e > 0)
+		e = 0; /* ended at an interrupt or idle waker */
+	if (e < 0) {
+		free(buf);
+		buf = NULL;
+	}
+	*slot = buf ? buf : strdup("");
 	return *slot ? *slot : "[out of memory]";
 }
 
@@ -139,6 +294,8 @@ int drain_run(struct collector *c, struct symbolizer *s, const uint32_t *tgids, 
 	}
 	if (b.n_stacks) /* b.stacks is NULL when there are none */
 		qsort(b.stacks, b.n_stacks, sizeof(*b.stacks), stack_cmp);
+	if (b.n_chains)
+		qsort(b.chains, b.n_chains, sizeof(*b.chains), chain_cmp);
 	symbolizer_refresh_processes(s); /* mappings may have changed since the last drain */
 	for (size_t i = 0; i < n_tgids; i++)
 		symbolizer_prime(s, tgids[i]);
@@ -150,8 +307,14 @@ int drain_run(struct collector *c, struct symbolizer *s, const uint32_t *tgids, 
 		row->value.comm[sizeof(row->value.comm) - 1] = '\0';
 		row->kstack = name_get(ret, s, &b, row->key.kstack, row->key.tgid, true);
 		row->ustack = name_get(ret, s, &b, row->key.ustack, row->key.tgid, false);
+		row->chain = chain_get(ret, c, s, &b, &row->key);
 	}
 	ret->n_rows = b.n_rows;
+	/* Histograms pass through as they are; the manager sorts them by slot. */
+	ret->hists = b.hists;
+	ret->n_hists = b.n_hists;
+	b.hists = NULL;
+	b.n_hists = 0;
 	collector_batch_release(&b);
 	return 0;
 }
@@ -167,5 +330,6 @@ void drain_result_release(struct drain_result *r)
 			free(*name);
 	hashtab_free(r->names);
 	free(r->rows);
+	free(r->hists);
 	memset(r, 0, sizeof(*r));
 }

@@ -18,11 +18,14 @@ struct drain_row {
 	struct offcpu_value value;
 	const char *ustack; /* ';'-joined frames root->leaf; "" if none */
 	const char *kstack;
+	const char *chain; /* the waker part (levels joined by "--"); "" if none */
 };
 
 struct drain_result {
 	struct drain_row *rows;
 	size_t n_rows;
+	struct collector_hist *hists; /* log2 histogram counts, by slot */
+	size_t n_hists;
 	uint64_t counters[OFFCPU_CNT_MAX]; /* totals since the programs were loaded */
 	/* private: */
 	struct hashtab *names;

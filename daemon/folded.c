@@ -48,20 +48,37 @@ static void comm_sanitize(char *dst, size_t size, const char *comm)
 	dst[i] = '\0';
 }
 
-int folded_add(struct folded *f, const char *comm, const char *ustack, const char *kstack,
-	       bool want_user, bool want_kernel, uint64_t value)
+int folded_add(struct folded *f, const struct folded_stack *st, bool want_user, bool want_kernel,
+	       uint64_t value)
 {
 	char name[64], *line = NULL;
+	const char *chain = st->chain ? st->chain : "";
+	const char *ustack = st->ustack, *kstack = st->kstack;
 	int n;
 
-	comm_sanitize(name, sizeof(name), comm);
-	if (want_user && want_kernel)
+	comm_sanitize(name, sizeof(name), st->comm);
+	if (st->kind == OFFCPU_KIND_WAKEUP)
+		n = asprintf(&line, "%s;%s", name, chain);
+	else if (want_user && want_kernel)
 		n = asprintf(&line, "%s%s%s;-%s%s", name, *ustack ? ";" : "", ustack,
 			     *kstack ? ";" : "", kstack);
 	else if (want_user)
 		n = asprintf(&line, "%s%s%s", name, *ustack ? ";" : "", ustack);
 	else
 		n = asprintf(&line, "%s%s%s", name, *kstack ? ";" : "", kstack);
+	if (n >= 0 && (st->kind == OFFCPU_KIND_OFFWAKE || st->kind == OFFCPU_KIND_CHAIN)) {
+		char *longer = NULL;
+
+		n = asprintf(&longer, "%s;--;%s", line, chain);
+		free(line);
+		line = longer;
+	} else if (n >= 0 && st->kind == OFFCPU_KIND_RUNQ) {
+		char *longer = NULL;
+
+		n = asprintf(&longer, "%s;[runqueue]", line);
+		free(line);
+		line = longer;
+	}
 	if (n < 0)
 		return -ENOMEM;
 

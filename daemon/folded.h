@@ -13,18 +13,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <linux/types.h> /* the __u32/__u64 of offcpu.h */
+
+#include "offcpu.h"
+
 struct folded;
 
 int folded_new(struct folded **ret); /* 0 or -ENOMEM */
 void folded_free(struct folded *f);  /* NULL-safe */
 
+/* One stack to add; the strings are ';'-joined frames ("" if none). */
+struct folded_stack {
+	const char *comm;
+	const char *ustack; /* root->leaf */
+	const char *kstack; /* root->leaf */
+	uint32_t kind;	    /* enum offcpu_kind: decides the layout */
+	const char *chain;  /* the waker part (wakeup, offwake, chain kinds) */
+};
+
 /*
- * Adds one stack. ustack and kstack are ';'-joined frames root->leaf ("" if
- * none); want_user/want_kernel say which parts were collected. value is in
+ * Adds one stack in its kind's layout:
+ *   offcpu   comm;user;-;kernel
+ *   runq     comm;user;-;kernel;[runqueue]
+ *   wakeup   comm;chain                  (the waker part only)
+ *   offwake  comm;user;-;kernel;--;chain (also chain: levels are in chain)
+ * want_user/want_kernel say which target parts were collected. value is in
  * any unit; folded_text() converts. Returns 0 or -ENOMEM.
  */
-int folded_add(struct folded *f, const char *comm, const char *ustack, const char *kstack,
-	       bool want_user, bool want_kernel, uint64_t value);
+int folded_add(struct folded *f, const struct folded_stack *st, bool want_user, bool want_kernel,
+	       uint64_t value);
 
 /* Sorted, merged text; each merged value is divided by divisor (rounded to
  * nearest), so sums are rounded once; lines that round to 0 are left out.

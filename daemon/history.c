@@ -7,7 +7,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <linux/types.h> /* the __u32/__u64 of offcpu.h */
+
 #include "flame.h"
+#include "offcpu.h"
 #include "render_output.h"
 #include "stack_filter.h"
 
@@ -24,6 +27,7 @@ static int64_t realtime_ms(void)
 struct write_job {
 	struct store_job job;
 	struct profile *profile;
+	struct hashtab *hists;
 	struct store_window window;
 	history_written_fn written;
 	void *arg;
@@ -49,7 +53,58 @@ static int collect_sample(void *arg, const struct profile_row *row)
 		.count = row->count,
 		.ustack = row->ustack,
 		.kstack = row->kstack,
+		.kind = row->kind,
+		.chain = row->chain,
 	};
+	return 0;
+}
+
+/* A process's name for its histograms: its main thread's, else any. */
+static int note_comm(void *arg, const struct profile_row *row)
+{
+	struct hashtab *comms = arg;
+	const char **comm;
+	bool created;
+
+	comm = hashtab_put(comms, &row->tgid, &created);
+	if (comm && (created || row->pid == row->tgid))
+		*comm = row->comm;
+	return 0;
+}
+
+/* The window's histogram counts as store rows. 0 or -ENOMEM. */
+static int hists_collect(struct write_job *w, struct store_hist **ret, size_t *ret_n)
+{
+	const struct offcpu_hist_key *key;
+	struct hashtab *comms = NULL;
+	struct store_hist *h;
+	const char **comm;
+	uint64_t *count;
+	size_t pos = 0, n = 0;
+
+	*ret = NULL;
+	*ret_n = 0;
+	if (!w->hists || !hashtab_count(w->hists))
+		return 0;
+	h = calloc(hashtab_count(w->hists), sizeof(*h));
+	if (!h || hashtab_new(sizeof(uint32_t), sizeof(char *), &comms) < 0) {
+		free(h);
+		return -ENOMEM;
+	}
+	profile_foreach(w->profile, note_comm, comms);
+	while (hashtab_next(w->hists, &pos, (const void **)&key, (void **)&count)) {
+		comm = hashtab_get(comms, &key->tgid);
+		h[n++] = (struct store_hist){
+			.tgid = key->tgid,
+			.comm = comm ? *comm : "",
+			.type = key->type,
+			.bucket = key->bucket,
+			.count = *count,
+		};
+	}
+	hashtab_free(comms); /* the names stay: they belong to the profile */
+	*ret = h;
+	*ret_n = n;
 	return 0;
 }
 
@@ -63,8 +118,18 @@ static void write_work(struct store_job *job, struct store *store)
 		snprintf(w->msg, sizeof(w->msg), "out of memory");
 		return;
 	}
+	struct store_hist *hists = NULL;
+	size_t n_hists = 0;
+
 	profile_foreach(w->profile, collect_sample, &s);
-	w->r = store_window_add(store, &w->window, s.v, s.n, w->msg, sizeof(w->msg));
+	if (hists_collect(w, &hists, &n_hists) < 0) {
+		w->r = -ENOMEM;
+		snprintf(w->msg, sizeof(w->msg), "out of memory");
+	} else {
+		w->r = store_window_add(store, &w->window, s.v, s.n, hists, n_hists, w->msg,
+					sizeof(w->msg));
+	}
+	free(hists);
 	free(s.v);
 }
 
@@ -75,21 +140,24 @@ static void write_done(struct store_job *job)
 	if (w->written)
 		w->written(w->arg, &w->window, w->r, w->msg);
 	profile_free(w->profile);
+	hashtab_free(w->hists);
 	free(w);
 }
 
-int history_write(struct store_queue *q, struct profile *profile, const struct store_window *win,
-		  history_written_fn written, void *arg)
+int history_write(struct store_queue *q, struct profile *profile, struct hashtab *hists,
+		  const struct store_window *win, history_written_fn written, void *arg)
 {
 	struct write_job *w = calloc(1, sizeof(*w));
 
 	if (!w) {
 		profile_free(profile);
+		hashtab_free(hists);
 		return -ENOMEM;
 	}
 	w->job.work = write_work;
 	w->job.done = write_done;
 	w->profile = profile;
+	w->hists = hists;
 	w->window = *win;
 	w->written = written;
 	w->arg = arg;
@@ -209,6 +277,8 @@ static int export_row(void *arg, const struct store_sample *s)
 		.count = s->count,
 		.ustack = s->ustack,
 		.kstack = s->kstack,
+		.kind = s->kind,
+		.chain = s->chain,
 	};
 
 	if (!stack_filter_keep(&j->filter, s->comm, s->ustack, s->kstack))
@@ -232,6 +302,9 @@ static int export_select(struct export_job *j, struct store *store, int64_t from
 		.n_pids = j->req.n_pids,
 		.comm = j->req.comm,
 		.state_mask = j->req.state_mask,
+		/* An offcpu export includes the run-queue part kept apart (split). */
+		.kind_mask = (1u << j->req.kind) |
+			     (j->req.kind == PROTO_KIND_OFFCPU ? 1u << PROTO_KIND_RUNQ : 0),
 	};
 	int r;
 
@@ -281,8 +354,13 @@ static int export_text(struct export_job *j, struct profile *after, struct profi
 		*ret_folded = text;
 		return 0;
 	}
-	r = render_output(text, strlen(text), j->req.format, &j->req.render, &input,
-			  before ? "Differential Off-CPU Flame Graph" : "Off-CPU Time Flame Graph",
+	struct proto_render render = j->req.render;
+
+	if (render.palette == PROTO_PALETTE_AUTO && !before)
+		render.palette = proto_palette_of_kind(j->req.kind);
+	r = render_output(text, strlen(text), j->req.format, &render, &input,
+			  before ? "Differential Off-CPU Flame Graph"
+				 : proto_title_of_kind(j->req.kind),
 			  ret_output, NULL, err, sizeof(err));
 	free(text);
 	if (r == -ENODATA) {
@@ -362,6 +440,95 @@ int history_export(struct store_queue *q, struct server_conn *conn,
 		free(j);
 		return r;
 	}
+	store_queue_push(q, &j->base.job);
+	return 0;
+}
+
+struct hist_job {
+	struct reply_job base;
+	struct proto_hist_request req;
+	struct proto_hist_process *procs;
+	size_t n, cap;
+};
+
+static int hist_row(void *arg, const struct store_hist *h)
+{
+	struct hist_job *j = arg;
+	struct proto_hist_process *p = j->n ? &j->procs[j->n - 1] : NULL;
+
+	if (!p || p->tgid != h->tgid) { /* rows come ordered by tgid */
+		if (j->n == j->cap) {
+			size_t cap = j->cap ? j->cap * 2 : 16;
+			struct proto_hist_process *procs = realloc(j->procs, cap * sizeof(*procs));
+
+			if (!procs)
+				return -ENOMEM;
+			j->procs = procs;
+			j->cap = cap;
+		}
+		p = &j->procs[j->n++];
+		memset(p, 0, sizeof(*p));
+		p->tgid = h->tgid;
+		p->comm = strdup(h->comm ? h->comm : "");
+		if (!p->comm)
+			return -ENOMEM;
+	}
+	if (h->bucket < PROTO_HIST_BUCKETS)
+		p->counts[h->bucket] += h->count;
+	return 0;
+}
+
+static void hist_work(struct store_job *job, struct store *store)
+{
+	struct hist_job *j = (struct hist_job *)job;
+	struct store_query q = {
+		.from_ms = j->req.from_ms,
+		.to_ms = j->req.capture_id ? 0
+			 : j->req.to_ms	   ? j->req.to_ms
+					   : realtime_ms() + 1,
+		.capture_id = j->req.capture_id,
+		.pids = j->req.pids,
+		.n_pids = j->req.n_pids,
+	};
+	struct proto_hist_result res = {
+		.kind = proto_kind_name(j->req.kind),
+		.from_ms = q.from_ms,
+		.to_ms = q.to_ms,
+		.capture_id = q.capture_id,
+	};
+	uint32_t type = j->req.kind == PROTO_KIND_RUNQ ? OFFCPU_HIST_RUNQ : OFFCPU_HIST_OFFCPU;
+	char msg[256] = "";
+	int r;
+
+	r = store_hist_query(store, &q, type, hist_row, j, &res.windows, msg, sizeof(msg));
+	if (r < 0) {
+		j->base.reply = r == -ENOMEM ? NULL : store_error(r, msg);
+		return;
+	}
+	res.processes = j->procs;
+	res.n_processes = j->n;
+	j->base.reply = proto_reply_hist(&res);
+}
+
+static void hist_done(struct store_job *job)
+{
+	struct hist_job *j = (struct hist_job *)job;
+
+	for (size_t i = 0; i < j->n; i++)
+		free((void *)j->procs[i].comm);
+	free(j->procs);
+	reply_done(job);
+}
+
+int history_hist(struct store_queue *q, struct server_conn *conn,
+		 const struct proto_hist_request *req)
+{
+	struct hist_job *j = (struct hist_job *)reply_job_new(sizeof(*j), conn, hist_work);
+
+	if (!j)
+		return -ENOMEM;
+	j->base.job.done = hist_done;
+	j->req = *req;
 	store_queue_push(q, &j->base.job);
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hashtab.h"
 #include "profile.h"
 #include "proto.h"
 #include "server.h"
@@ -20,10 +21,11 @@
 /* Result of a window write, on the loop thread. msg is valid during the call. */
 typedef void (*history_written_fn)(void *arg, const struct store_window *w, int r, const char *msg);
 
-/* Queues a write of profile as window w (profile ownership passes here).
- * Returns 0 or -ENOMEM (profile freed either way). */
-int history_write(struct store_queue *q, struct profile *profile, const struct store_window *w,
-		  history_written_fn written, void *arg);
+/* Queues a write of profile, and of hists (NULL, or a hashtab of struct
+ * offcpu_hist_key -> uint64_t count), as window w. Ownership of both passes
+ * here. Returns 0 or -ENOMEM (both freed either way). */
+int history_write(struct store_queue *q, struct profile *profile, struct hashtab *hists,
+		  const struct store_window *w, history_written_fn written, void *arg);
 
 /* Queues a "windows" request; its reply goes to conn. 0 or -ENOMEM. */
 int history_windows(struct store_queue *q, struct server_conn *conn,
@@ -33,5 +35,9 @@ int history_windows(struct store_queue *q, struct server_conn *conn,
  * or -EINVAL with a message in err (bad regex) and nothing queued. */
 int history_export(struct store_queue *q, struct server_conn *conn,
 		   const struct proto_export_request *req, char *err, size_t err_size);
+
+/* Queues a "hist" request; its reply goes to conn. 0 or -ENOMEM. */
+int history_hist(struct store_queue *q, struct server_conn *conn,
+		 const struct proto_hist_request *req);
 
 #endif

@@ -14,6 +14,7 @@
 #include "capture.h"
 #include "collector.h"
 #include "drain.h"
+#include "hashtab.h"
 #include "history.h"
 #include "log.h"
 #include "proto.h"
@@ -34,10 +35,11 @@ struct manager {
 	uv_timer_t watchdog_timer;
 	struct store *store;
 	struct store_queue *store_queue;
-	/* The always-on capture: a slot whose rows fill the current window. */
+	/* The always-on captures: a slot per kind, whose rows fill the window. */
 	bool continuous;
-	unsigned continuous_slot;
+	uint32_t continuous_slots; /* mask of slots */
 	struct profile *window;
+	struct hashtab *window_hists;		  /* struct offcpu_hist_key (slot 0) -> count */
 	int64_t window_start_ms, window_close_ms; /* CLOCK_REALTIME */
 	uint64_t windows_written, windows_failed;
 	uv_work_t drain_work;
@@ -105,6 +107,19 @@ static void window_written(void *arg, const struct store_window *w, int r, const
 	m->windows_written++;
 }
 
+static void window_hist_add(struct manager *m, const struct collector_hist *h)
+{
+	struct offcpu_hist_key key = h->key;
+	uint64_t *count;
+
+	if (!m->window_hists || !(m->continuous_slots & (1u << (key.slot % OFFCPU_MAX_SLOTS))))
+		return;
+	key.slot = 0;
+	count = hashtab_put(m->window_hists, &key, NULL);
+	if (count)
+		*count += h->count;
+}
+
 /* Starts a window at now_ms; it closes at the next multiple of the window
  * length, so windows line up with the clock (…:00, …:10, …:20). */
 static int window_open(struct manager *m, int64_t now_ms)
@@ -113,6 +128,8 @@ static int window_open(struct manager *m, int64_t now_ms)
 
 	m->window_start_ms = now_ms;
 	m->window_close_ms = (now_ms / len_ms + 1) * len_ms;
+	if (hashtab_new(sizeof(struct offcpu_hist_key), sizeof(uint64_t), &m->window_hists) < 0)
+		return -ENOMEM;
 	return profile_new(&m->window);
 }
 
@@ -128,9 +145,10 @@ static void window_rotate(struct manager *m, bool reopen)
 
 	if (!m->window)
 		return;
-	if (history_write(m->store_queue, m->window, &w, window_written, m) < 0)
+	if (history_write(m->store_queue, m->window, m->window_hists, &w, window_written, m) < 0)
 		log_warning("out of memory: a window was lost");
 	m->window = NULL;
+	m->window_hists = NULL;
 	if (reopen && window_open(m, w.end_ms) < 0)
 		log_error("out of memory: continuous profiling paused");
 }
@@ -176,7 +194,7 @@ static void capture_finish(struct manager *m, struct capture *c)
 				    "out of memory formatting the reply");
 		server_conn_set_data(c->conn, NULL);
 		/* Kept for "export --capture ID"; a cancelled capture is not. */
-		if (history_write(m->store_queue, c->profile, &w, window_written, m) < 0)
+		if (history_write(m->store_queue, c->profile, NULL, &w, window_written, m) < 0)
 			log_warning("out of memory: capture %llu not stored",
 				    (unsigned long long)c->id);
 		c->profile = NULL;
@@ -205,13 +223,15 @@ static void drain_after_cb(uv_work_t *req, int status)
 	for (size_t i = 0; i < r->n_rows; i++) {
 		unsigned slot = r->rows[i].key.slot % OFFCPU_MAX_SLOTS;
 		struct capture *c = m->captures[slot];
-		struct profile *p = c						  ? c->profile
-				    : m->continuous && slot == m->continuous_slot ? m->window
-										  : NULL;
+		struct profile *p = c					   ? c->profile
+				    : (m->continuous_slots & (1u << slot)) ? m->window
+									   : NULL;
 
 		if (p && profile_add(p, &r->rows[i]) < 0)
 			log_warning("out of memory: a row was lost");
 	}
+	for (size_t i = 0; i < r->n_hists; i++)
+		window_hist_add(m, &r->hists[i]);
 	drain_result_release(r);
 	if (m->window && realtime_ms() >= m->window_close_ms)
 		window_rotate(m, true);
@@ -370,6 +390,9 @@ static const struct {
 	{ OFFCPU_CNT_DROP_KSTACK_ERROR, "drop_kernel_stack_error" },
 	{ OFFCPU_CNT_DROP_USTACK_ERROR, "drop_user_stack_error" },
 	{ OFFCPU_CNT_BUFFER_MISSING, "buffer_missing" },
+	{ OFFCPU_CNT_WAKEUPS, "wakeups" },
+	{ OFFCPU_CNT_DROP_CHAIN_FULL, "drop_chain_map_full" },
+	{ OFFCPU_CNT_DROP_HIST_FULL, "drop_hist_map_full" },
 };
 
 static double rate(const struct manager *m, unsigned idx)
@@ -451,6 +474,10 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 		if (r == -EINVAL)
 			reply_error(conn, PROTO_ERR_BAD_REQUEST, err);
 		else if (r < 0)
+			reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+		break;
+	case PROTO_CMD_HIST:
+		if (history_hist(m->store_queue, conn, &req->hist) < 0)
 			reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
 		break;
 	case PROTO_CMD_STOP:
@@ -540,21 +567,32 @@ static int store_start(struct manager *m)
 
 static int continuous_start(struct manager *m)
 {
-	struct collector_filter filter = {
-		.state_mask = m->cfg.continuous_states,
-		.min_block_ns = (uint64_t)m->cfg.continuous_min_block_us * 1000,
-		.user_stacks = true,
-		.kernel_stacks = true,
-	};
+	unsigned slot;
 	int r;
 
 	r = window_open(m, realtime_ms());
 	if (r < 0)
 		return log_error("out of memory"), r;
-	r = collector_slot_add(m->collector, &filter, &m->continuous_slot);
-	if (r < 0) {
-		log_error("cannot start continuous profiling: %s", strerror(-r));
-		return r;
+	for (unsigned kind = 0; kind < OFFCPU_KIND_COUNT; kind++) {
+		struct collector_filter filter = {
+			.state_mask = m->cfg.continuous_states,
+			.min_block_ns = (uint64_t)m->cfg.continuous_min_block_us * 1000,
+			.user_stacks = kind != OFFCPU_KIND_WAKEUP,
+			.kernel_stacks = kind != OFFCPU_KIND_WAKEUP,
+			.kind = kind,
+			.chain_depth = 3,
+			.split_runq = kind == OFFCPU_KIND_OFFCPU && m->cfg.continuous_split_runq,
+			.hist = kind == OFFCPU_KIND_OFFCPU,
+		};
+
+		if (!(m->cfg.continuous_kinds & (1u << kind)))
+			continue;
+		r = collector_slot_add(m->collector, &filter, &slot);
+		if (r < 0) {
+			log_error("cannot start continuous profiling: %s", strerror(-r));
+			return r;
+		}
+		m->continuous_slots |= 1u << slot;
 	}
 	m->continuous = true;
 	log_info("continuous profiling on: %u s windows into %s", m->cfg.window_seconds,
@@ -674,6 +712,7 @@ static void manager_free(struct manager *m)
 	collector_free(m->collector);
 	symbolizer_free(m->symbolizer);
 	profile_free(m->window);
+	hashtab_free(m->window_hists);
 	store_queue_free(m->store_queue);
 	store_close(m->store);
 	m->handles_open = 2;
@@ -707,7 +746,9 @@ void manager_shutdown(struct manager *m)
 	uv_timer_stop(&m->watchdog_timer);
 	if (m->continuous) {
 		/* One last drain so the open window is stored whole. */
-		collector_slot_deactivate(m->collector, m->continuous_slot);
+		for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
+			if (m->continuous_slots & (1u << i))
+				collector_slot_deactivate(m->collector, i);
 		drain_start(m);
 		return;
 	}

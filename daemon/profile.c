@@ -16,6 +16,7 @@ struct profile_value {
 	char comm[OFFCPU_COMM_LEN];
 	char *ustack;
 	char *kstack;
+	char *chain;
 };
 
 struct profile {
@@ -45,6 +46,7 @@ void profile_free(struct profile *p)
 	while (hashtab_next(p->rows, &pos, NULL, (void **)&v)) {
 		free(v->ustack);
 		free(v->kstack);
+		free(v->chain);
 	}
 	hashtab_free(p->rows);
 	free(p);
@@ -74,8 +76,10 @@ int profile_add_row(struct profile *p, const struct profile_row *row)
 		.tgid = row->tgid,
 		.pid = row->pid,
 		.state = row->state,
+		.kind = row->kind,
 		.kstack = name_hash(row->kstack),
 		.ustack = name_hash(row->ustack),
+		.chain = name_hash(row->chain ? row->chain : ""),
 	};
 	struct profile_value *v;
 	bool created;
@@ -87,7 +91,8 @@ int profile_add_row(struct profile *p, const struct profile_row *row)
 		snprintf(v->comm, sizeof(v->comm), "%s", row->comm);
 		v->ustack = strdup(row->ustack);
 		v->kstack = strdup(row->kstack);
-		if (!v->ustack || !v->kstack)
+		v->chain = strdup(row->chain ? row->chain : "");
+		if (!v->ustack || !v->kstack || !v->chain)
 			return -ENOMEM; /* the row stays, named "" by the readers */
 	}
 	v->sum_ns += row->sum_ns;
@@ -107,6 +112,8 @@ int profile_add(struct profile *p, const struct drain_row *row)
 		.count = row->value.count,
 		.ustack = row->ustack,
 		.kstack = row->kstack,
+		.kind = row->key.kind,
+		.chain = row->chain,
 	};
 
 	return profile_add_row(p, &r);
@@ -130,6 +137,8 @@ int profile_foreach(const struct profile *p, int (*fn)(void *arg, const struct p
 			.count = v->count,
 			.ustack = v->ustack ? v->ustack : "",
 			.kstack = v->kstack ? v->kstack : "",
+			.kind = key->kind,
+			.chain = v->chain ? v->chain : "",
 		};
 
 		r = fn(arg, &row);
@@ -158,8 +167,15 @@ static int add_folded(void *arg, const struct profile_row *row)
 {
 	struct folded_args *a = arg;
 
-	return folded_add(a->f, row->comm, row->ustack, row->kstack, a->want_user, a->want_kernel,
-			  row->sum_ns);
+	struct folded_stack st = {
+		.comm = row->comm,
+		.ustack = row->ustack,
+		.kstack = row->kstack,
+		.kind = row->kind,
+		.chain = row->chain,
+	};
+
+	return folded_add(a->f, &st, a->want_user, a->want_kernel, row->sum_ns);
 }
 
 char *profile_folded(const struct profile *p, bool want_user, bool want_kernel)
@@ -216,10 +232,12 @@ static int add_sample(void *arg, const struct profile_row *row)
 		.state = thread_state_name(row->state),
 		.value_ns = row->sum_ns,
 		.count = row->count,
+		.kind = proto_kind_name(row->kind),
 	};
 	s->ustack = frames_split(row->ustack, &s->n_ustack);
 	s->kstack = frames_split(row->kstack, &s->n_kstack);
-	return s->ustack && s->kstack ? 0 : -ENOMEM;
+	s->chain = frames_split(row->chain, &s->n_chain);
+	return s->ustack && s->kstack && s->chain ? 0 : -ENOMEM;
 }
 
 int profile_samples(const struct profile *p, struct proto_sample **ret, size_t *ret_n)
@@ -245,6 +263,7 @@ void profile_samples_free(struct proto_sample *samples, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		free((void *)samples[i].ustack);
 		free((void *)samples[i].kstack);
+		free((void *)samples[i].chain);
 	}
 	free(samples);
 }

@@ -1,16 +1,25 @@
 /*
- * store: see store.h. Schema version 1:
+ * store: see store.h. Schema version 2:
  *
  *   strings(id, name BLOB UNIQUE)     frame names and comms
- *   stacks(id, frames BLOB UNIQUE)    LEB128 varints of strings.id, root first
- *   series(id, tgid, pid, comm_id, kind, state, ustack_id, kstack_id) UNIQUE
+ *   stacks(id, frames BLOB UNIQUE)    LEB128 varints of strings.id, root first;
+ *                                     waker chains too (x'': no frames)
+ *   series(id, tgid, pid, comm_id, kind, state, ustack_id, kstack_id,
+ *          chain_id) UNIQUE
  *   windows(id, start_ms, end_ms, capture_id, n_stacks, n_samples, bytes)
  *   samples(window_id, series_id, sum_ns, count)
  *                                     WITHOUT ROWID, clustered by window
+ *   hist(window_id, tgid, comm_id, type, bucket, count)
+ *                                     WITHOUT ROWID, key (window_id, tgid,
+ *                                     type, bucket)
  *
- * Everything but the values is interned, down to the series (a thread in a
- * state at a pair of stacks), which recurs from window to window: a sample
- * row is about 20 bytes, and merging windows groups by one integer.
+ * Version 1 had no chain_id and no hist; its series all get the empty chain.
+ *
+ * Everything but the values is interned, down to the series (a thread of a
+ * kind in a state at a pair of stacks and a waker chain), which recurs from
+ * window to window: a sample row is about 20 bytes, and merging windows
+ * groups by one integer. Histogram rows are not interned (a handful of
+ * small integers each) but are clustered by window like the samples.
  *
  * Strings are BLOBs so any byte but NUL survives without encoding rules.
  * There are no foreign keys: a window is deleted with its samples, and the
@@ -95,10 +104,54 @@ static int migrate_to_1(sqlite3 *db)
 	return sqlite3_exec(db, schema_v1, NULL, NULL, NULL);
 }
 
+/*
+ * The chain joins the series' identity. SQLite cannot alter a UNIQUE
+ * constraint, so series is rebuilt: a new table, the rows copied with their
+ * ids (samples refer to them) and the empty chain, the old one dropped and
+ * the new one renamed. Its only index is the constraint's own, which comes
+ * with the new table. The empty stack is added only if some series needs it,
+ * else store__gc would have to collect it.
+ */
+static const char migration_v2[] =
+	"CREATE TABLE series_v2 (\n"
+	"	id INTEGER PRIMARY KEY,\n"
+	"	tgid INTEGER NOT NULL,\n"
+	"	pid INTEGER NOT NULL,\n"
+	"	comm_id INTEGER NOT NULL,\n"
+	"	kind INTEGER NOT NULL,\n"
+	"	state INTEGER NOT NULL,\n"
+	"	ustack_id INTEGER NOT NULL,\n"
+	"	kstack_id INTEGER NOT NULL,\n"
+	"	chain_id INTEGER NOT NULL,\n"
+	"	UNIQUE (tgid, pid, comm_id, kind, state, ustack_id, kstack_id, chain_id)\n"
+	");\n"
+	"INSERT INTO stacks (frames) SELECT x'' WHERE EXISTS (SELECT 1 FROM series) AND\n"
+	"	NOT EXISTS (SELECT 1 FROM stacks WHERE frames = x'');\n"
+	"INSERT INTO series_v2 (id, tgid, pid, comm_id, kind, state, ustack_id, kstack_id,\n"
+	"	chain_id) SELECT id, tgid, pid, comm_id, kind, state, ustack_id, kstack_id,\n"
+	"	(SELECT id FROM stacks WHERE frames = x'') FROM series ORDER BY id;\n"
+	"DROP TABLE series;\n"
+	"ALTER TABLE series_v2 RENAME TO series;\n"
+	"CREATE TABLE hist (\n"
+	"	window_id INTEGER NOT NULL,\n"
+	"	tgid INTEGER NOT NULL,\n"
+	"	comm_id INTEGER NOT NULL,\n"
+	"	type INTEGER NOT NULL,\n"
+	"	bucket INTEGER NOT NULL,\n"
+	"	count INTEGER NOT NULL,\n"
+	"	PRIMARY KEY (window_id, tgid, type, bucket)\n"
+	") WITHOUT ROWID;\n";
+
+static int migrate_to_2(sqlite3 *db)
+{
+	return sqlite3_exec(db, migration_v2, NULL, NULL, NULL);
+}
+
 /* migrations[v] turns a version v database into version v + 1; the schema
  * version is the number of entries. Append only: never edit a shipped step. */
 static int (*const migrations[])(sqlite3 *db) = {
 	migrate_to_1,
+	migrate_to_2,
 };
 
 #define STORE_SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
@@ -120,6 +173,7 @@ enum stmt {
 	STMT_WINDOW_INSERT,
 	STMT_WINDOW_DELETE,
 	STMT_WINDOW_SAMPLES_DELETE,
+	STMT_WINDOW_HIST_DELETE,
 	STMT_WINDOWS_SINCE,
 	STMT_WINDOWS_ENDED_BEFORE,
 	STMT_WINDOWS_OLDEST,
@@ -132,6 +186,8 @@ enum stmt {
 	STMT_SERIES_ALL,
 	STMT_SAMPLE_INSERT,
 	STMT_SAMPLES_REFS,
+	STMT_HIST_INSERT,
+	STMT_HIST_REFS,
 	STMT_PAGE_COUNT,
 	STMT_FREELIST_COUNT,
 	STMT_COUNT,
@@ -155,6 +211,7 @@ static const char *const stmt_sql[STMT_COUNT] = {
 			       "n_samples, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	[STMT_WINDOW_DELETE] = "DELETE FROM windows WHERE id = ?1",
 	[STMT_WINDOW_SAMPLES_DELETE] = "DELETE FROM samples WHERE window_id = ?1",
+	[STMT_WINDOW_HIST_DELETE] = "DELETE FROM hist WHERE window_id = ?1",
 	[STMT_WINDOWS_SINCE] = "SELECT id, start_ms, end_ms, capture_id, n_stacks, n_samples, "
 			       "bytes FROM windows WHERE start_ms >= ?1 ORDER BY start_ms, id",
 	[STMT_WINDOWS_ENDED_BEFORE] = "SELECT id FROM windows WHERE end_ms < ?1 AND id != ?2",
@@ -164,14 +221,18 @@ static const char *const stmt_sql[STMT_COUNT] = {
 				  "start_ms >= ?1 AND start_ms < ?2",
 	[STMT_WINDOWS_OF_CAPTURE] = "SELECT count(*) FROM windows WHERE capture_id = ?1",
 	[STMT_SERIES_FIND] = "SELECT id FROM series WHERE tgid = ?1 AND pid = ?2 AND comm_id = ?3 "
-			     "AND kind = ?4 AND state = ?5 AND ustack_id = ?6 AND kstack_id = ?7",
+			     "AND kind = ?4 AND state = ?5 AND ustack_id = ?6 AND kstack_id = ?7 "
+			     "AND chain_id = ?8",
 	[STMT_SERIES_INSERT] = "INSERT INTO series (tgid, pid, comm_id, kind, state, ustack_id, "
-			       "kstack_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+			       "kstack_id, chain_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[STMT_SERIES_DELETE] = "DELETE FROM series WHERE id = ?1",
-	[STMT_SERIES_ALL] = "SELECT id, comm_id, ustack_id, kstack_id FROM series",
+	[STMT_SERIES_ALL] = "SELECT id, comm_id, ustack_id, kstack_id, chain_id FROM series",
 	[STMT_SAMPLE_INSERT] = "INSERT INTO samples (window_id, series_id, sum_ns, count) "
 			       "VALUES (?1, ?2, ?3, ?4)",
 	[STMT_SAMPLES_REFS] = "SELECT series_id FROM samples",
+	[STMT_HIST_INSERT] = "INSERT INTO hist (window_id, tgid, comm_id, type, bucket, count) "
+			     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[STMT_HIST_REFS] = "SELECT comm_id FROM hist",
 	[STMT_PAGE_COUNT] = "PRAGMA page_count",
 	[STMT_FREELIST_COUNT] = "PRAGMA freelist_count",
 };
@@ -198,7 +259,7 @@ struct store {
 	int64_t page_size;
 	uint64_t evicted_since_gc; /* windows, see GC_FRACTION */
 	struct intern strings;	   /* frame name or comm -> strings.id */
-	struct intern stacks;	   /* ';'-joined stack -> stacks.id */
+	struct intern stacks;	   /* ';'-joined stack or chain -> stacks.id */
 	struct hashtab *series;	   /* struct series_key -> series.id; NULL: off */
 	unsigned char *frames;	   /* scratch: a stack's varint encoding */
 	size_t frames_cap;
@@ -211,6 +272,7 @@ struct series_key {
 	int64_t comm_id;
 	int64_t ustack_id;
 	int64_t kstack_id;
+	int64_t chain_id;
 	uint32_t tgid;
 	uint32_t pid;
 	uint32_t kind;
@@ -228,9 +290,29 @@ struct merged_row {
 	struct sample_sum sum;
 };
 
-struct stack_pair {
+/* What a window counts as one stack (n_stacks). No padding: a hashtab key. */
+struct stack_triple {
 	int64_t ustack_id;
 	int64_t kstack_id;
+	int64_t chain_id;
+};
+
+/* A histogram row's key within its window. No padding: a hashtab key. */
+struct hist_key {
+	uint32_t tgid;
+	uint32_t type;
+	uint32_t bucket;
+};
+
+struct hist_value {
+	int64_t comm_id;
+	uint64_t count;
+};
+
+/* A window's histogram row before insertion: the buckets of one key merged. */
+struct hist_row {
+	struct hist_key key;
+	struct hist_value value;
 };
 
 /* Writes a message and returns r. */
@@ -594,6 +676,7 @@ static void series_bind(sqlite3_stmt *st, const struct series_key *key)
 	sqlite3_bind_int64(st, 5, key->state);
 	sqlite3_bind_int64(st, 6, key->ustack_id);
 	sqlite3_bind_int64(st, 7, key->kstack_id);
+	sqlite3_bind_int64(st, 8, key->chain_id);
 }
 
 /* Id of a series, inserted if absent. */
@@ -622,7 +705,7 @@ static int series_id(struct store *s, const struct series_key *key, int64_t *ret
 		sqlite3_reset(st);
 		*ret_id = sqlite3_last_insert_rowid(s->db);
 		/* The row and its UNIQUE index entry. */
-		*bytes += 2 * (8 + 16 + ROW_OVERHEAD_BYTES);
+		*bytes += 2 * (8 + 18 + ROW_OVERHEAD_BYTES);
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return store__fail(s, rc, "cannot store a series");
@@ -649,13 +732,13 @@ static int merged_row_cmp(const void *a, const void *b)
 
 /* Merges the samples into rows by series. */
 static int window_merge(struct store *s, const struct store_sample *samples, size_t n_samples,
-			struct hashtab *rows, struct hashtab *pairs, uint64_t *bytes)
+			struct hashtab *rows, struct hashtab *triples, uint64_t *bytes)
 {
 	for (size_t i = 0; i < n_samples; i++) {
 		const struct store_sample *in = &samples[i];
 		const char *comm = in->comm ? in->comm : "";
+		struct stack_triple triple;
 		struct series_key key;
-		struct stack_pair pair;
 		struct sample_sum *sum;
 		int64_t id;
 		int r;
@@ -666,6 +749,8 @@ static int window_merge(struct store *s, const struct store_sample *samples, siz
 			r = stack_id(s, in->ustack ? in->ustack : "", &key.ustack_id, bytes);
 		if (r >= 0)
 			r = stack_id(s, in->kstack ? in->kstack : "", &key.kstack_id, bytes);
+		if (r >= 0)
+			r = stack_id(s, in->chain ? in->chain : "", &key.chain_id, bytes);
 		key.tgid = in->tgid;
 		key.pid = in->pid;
 		key.kind = in->kind;
@@ -675,8 +760,8 @@ static int window_merge(struct store *s, const struct store_sample *samples, siz
 		if (r < 0)
 			return r;
 		sum = hashtab_put(rows, &id, NULL);
-		pair = (struct stack_pair){ key.ustack_id, key.kstack_id };
-		if (!sum || !hashtab_put(pairs, &pair, NULL))
+		triple = (struct stack_triple){ key.ustack_id, key.kstack_id, key.chain_id };
+		if (!sum || !hashtab_put(triples, &triple, NULL))
 			return store__error(s, -ENOMEM, "out of memory");
 		sum->sum_ns = add_saturated(sum->sum_ns, in->sum_ns);
 		sum->count = add_saturated(sum->count, in->count);
@@ -684,11 +769,127 @@ static int window_merge(struct store *s, const struct store_sample *samples, siz
 	return 0;
 }
 
+/* -EINVAL for a bucket no histogram has; checked before anything is written. */
+static int hists_check(struct store *s, const struct store_hist *hists, size_t n_hists)
+{
+	if (n_hists && !hists)
+		return store__error(s, -EINVAL, "%zu histogram buckets but no array", n_hists);
+	for (size_t i = 0; i < n_hists; i++) {
+		if (hists[i].type > 1)
+			return store__error(s, -EINVAL, "histogram type %u; 0 or 1 expected",
+					    hists[i].type);
+		if (hists[i].bucket >= STORE_HIST_BUCKETS)
+			return store__error(s, -EINVAL, "histogram bucket %u; at most %d",
+					    hists[i].bucket, STORE_HIST_BUCKETS - 1);
+	}
+	return 0;
+}
+
+/* Merges the histogram buckets by key; the first comm of a key stays. */
+static int hists_merge(struct store *s, const struct store_hist *hists, size_t n_hists,
+		       struct hashtab *merged, uint64_t *bytes)
+{
+	for (size_t i = 0; i < n_hists; i++) {
+		const struct store_hist *in = &hists[i];
+		const char *comm = in->comm ? in->comm : "";
+		struct hist_key key = { in->tgid, in->type, in->bucket };
+		struct hist_value *value;
+		bool created;
+		int r;
+
+		value = hashtab_put(merged, &key, &created);
+		if (!value)
+			return store__error(s, -ENOMEM, "out of memory");
+		if (created) {
+			r = string_id(s, comm, strlen(comm), &value->comm_id, bytes);
+			if (r < 0)
+				return r;
+		}
+		value->count = add_saturated(value->count, in->count);
+	}
+	return 0;
+}
+
+static int hist_row_cmp(const void *a, const void *b)
+{
+	const struct hist_key *x = &((const struct hist_row *)a)->key;
+	const struct hist_key *y = &((const struct hist_row *)b)->key;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	if (x->type != y->type)
+		return x->type < y->type ? -1 : 1;
+	return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
+}
+
+static size_t hist_row_bytes(const struct hist_row *h)
+{
+	/* A header byte per column plus its length; window_id taken as 3 bytes. */
+	return 7 + 3 + int_bytes(h->key.tgid) + int_bytes(h->value.comm_id) +
+	       int_bytes(h->key.type) + int_bytes(h->key.bucket) +
+	       int_bytes((int64_t)h->value.count) + ROW_OVERHEAD_BYTES;
+}
+
+/* The merged histogram rows, sorted by key; *ret is malloc'd, NULL if none. */
+static int hists_sort(struct store *s, struct hashtab *merged, struct hist_row **ret,
+		      uint64_t *bytes)
+{
+	size_t n = hashtab_count(merged), i = 0, pos = 0;
+	const struct hist_key *key;
+	struct hist_value *value;
+	struct hist_row *sorted;
+
+	*ret = NULL;
+	if (!n)
+		return 0;
+	sorted = malloc(n * sizeof(*sorted));
+	if (!sorted)
+		return store__error(s, -ENOMEM, "out of memory");
+	while (hashtab_next(merged, &pos, (const void **)&key, (void **)&value)) {
+		sorted[i].key = *key;
+		sorted[i].value = *value;
+		*bytes += hist_row_bytes(&sorted[i]);
+		i++;
+	}
+	/* In primary key order, so the window fills whole pages. */
+	qsort(sorted, n, sizeof(*sorted), hist_row_cmp);
+	*ret = sorted;
+	return 0;
+}
+
+static int hists_insert(struct store *s, int64_t window_id, const struct hist_row *sorted, size_t n)
+{
+	sqlite3_stmt *st = s->stmts[STMT_HIST_INSERT];
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, window_id);
+		sqlite3_bind_int64(st, 2, sorted[i].key.tgid);
+		sqlite3_bind_int64(st, 3, sorted[i].value.comm_id);
+		sqlite3_bind_int64(st, 4, sorted[i].key.type);
+		sqlite3_bind_int64(st, 5, sorted[i].key.bucket);
+		/* uint64 kept as its int64 bit pattern; usum() reads it back. */
+		sqlite3_bind_int64(st, 6, (int64_t)sorted[i].value.count);
+		rc = sqlite3_step(st);
+		if (rc != SQLITE_DONE) {
+			int r = store__fail(s, rc, "cannot store a histogram");
+
+			sqlite3_reset(st);
+			return r;
+		}
+	}
+	sqlite3_reset(st);
+	return 0;
+}
+
+/* Inserts the window, its samples and its histogram rows. */
 static int window_insert(struct store *s, struct store_window *w, struct hashtab *rows,
-			 struct hashtab *pairs, uint64_t bytes)
+			 struct hashtab *triples, struct hashtab *hists, uint64_t bytes)
 {
 	size_t n = hashtab_count(rows), i = 0, pos = 0;
 	struct merged_row *sorted = NULL;
+	struct hist_row *hist_sorted = NULL;
 	const int64_t *series;
 	struct sample_sum *sum;
 	sqlite3_stmt *st;
@@ -709,13 +910,16 @@ static int window_insert(struct store *s, struct store_window *w, struct hashtab
 	/* In primary key order, so the window fills whole pages. */
 	if (n)
 		qsort(sorted, n, sizeof(*sorted), merged_row_cmp);
+	r = hists_sort(s, hists, &hist_sorted, &bytes);
+	if (r < 0)
+		goto out;
 	bytes += 32; /* the windows row */
 
 	st = stmt(s, STMT_WINDOW_INSERT);
 	sqlite3_bind_int64(st, 1, w->start_ms);
 	sqlite3_bind_int64(st, 2, w->end_ms);
 	sqlite3_bind_int64(st, 3, (int64_t)w->capture_id);
-	sqlite3_bind_int64(st, 4, (int64_t)hashtab_count(pairs));
+	sqlite3_bind_int64(st, 4, (int64_t)hashtab_count(triples));
 	sqlite3_bind_int64(st, 5, (int64_t)n);
 	sqlite3_bind_int64(st, 6, (int64_t)bytes);
 	rc = sqlite3_step(st);
@@ -742,16 +946,21 @@ static int window_insert(struct store *s, struct store_window *w, struct hashtab
 		}
 	}
 	sqlite3_reset(st);
+	r = hists_insert(s, id, hist_sorted, hashtab_count(hists));
+	if (r < 0)
+		goto out;
 	w->id = (uint64_t)id;
-	w->n_stacks = hashtab_count(pairs);
+	w->n_stacks = hashtab_count(triples);
 	w->n_samples = n;
 	w->bytes = bytes;
 out:
 	free(sorted);
+	free(hist_sorted);
 	return r;
 }
 
-/* Deletes one window and its samples, inside the caller's transaction. */
+/* Deletes one window, its samples and its histograms, inside the caller's
+ * transaction. */
 static int store__evict(struct store *s, int64_t id)
 {
 	sqlite3_stmt *st = stmt(s, STMT_WINDOW_SAMPLES_DELETE);
@@ -760,6 +969,12 @@ static int store__evict(struct store *s, int64_t id)
 	sqlite3_bind_int64(st, 1, id);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
+	if (rc == SQLITE_DONE) {
+		st = stmt(s, STMT_WINDOW_HIST_DELETE);
+		sqlite3_bind_int64(st, 1, id);
+		rc = sqlite3_step(st);
+		sqlite3_reset(st);
+	}
 	if (rc == SQLITE_DONE) {
 		st = stmt(s, STMT_WINDOW_DELETE);
 		sqlite3_bind_int64(st, 1, id);
@@ -835,9 +1050,9 @@ static int delete_ids(struct store *s, enum stmt del, struct id_list *ids)
 
 /*
  * Deletes the series no sample refers to, then the stacks no series refers
- * to, then the strings neither refers to, inside the caller's transaction:
- * one scan of each table. Each scan only collects ids, as deleting from a
- * table while it is being scanned is not safe.
+ * to, then the strings none of series, stacks and hist refers to, inside the
+ * caller's transaction: one scan of each table. Each scan only collects ids,
+ * as deleting from a table while it is being scanned is not safe.
  */
 static int store__gc(struct store *s)
 {
@@ -874,6 +1089,8 @@ static int store__gc(struct store *s)
 			r = set_add(s, stacks, sqlite3_column_int64(st, 2));
 		if (r >= 0)
 			r = set_add(s, stacks, sqlite3_column_int64(st, 3));
+		if (r >= 0)
+			r = set_add(s, stacks, sqlite3_column_int64(st, 4));
 	}
 	sqlite3_reset(st);
 	if (r >= 0 && rc != SQLITE_DONE)
@@ -885,7 +1102,8 @@ static int store__gc(struct store *s)
 	while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(st, 0), frame;
 		const unsigned char *p = sqlite3_column_blob(st, 1);
-		const unsigned char *end = p + sqlite3_column_bytes(st, 1);
+		/* NULL for an empty blob, and NULL + 0 is undefined. */
+		const unsigned char *end = p ? p + sqlite3_column_bytes(st, 1) : NULL;
 
 		if (!hashtab_get(stacks, &id)) {
 			r = id_list_push(s, &dead, id);
@@ -899,6 +1117,13 @@ static int store__gc(struct store *s)
 		r = store__fail(s, rc, "cannot scan stacks");
 	if (r >= 0)
 		r = delete_ids(s, STMT_STACK_DELETE, &dead);
+
+	st = stmt(s, STMT_HIST_REFS);
+	while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		r = set_add(s, strings, sqlite3_column_int64(st, 0));
+	sqlite3_reset(st);
+	if (r >= 0 && rc != SQLITE_DONE)
+		r = store__fail(s, rc, "cannot scan histograms");
 
 	st = stmt(s, STMT_STRINGS_ALL);
 	while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1042,9 +1267,10 @@ static int store__shrink(struct store *s, int64_t keep_id)
 }
 
 int store_window_add(struct store *s, struct store_window *w, const struct store_sample *samples,
-		     size_t n_samples, char *err, size_t err_size)
+		     size_t n_samples, const struct store_hist *hists, size_t n_hists, char *err,
+		     size_t err_size)
 {
-	struct hashtab *rows = NULL, *pairs = NULL;
+	struct hashtab *rows = NULL, *triples = NULL, *merged_hists = NULL;
 	uint64_t bytes = 0;
 	int r;
 
@@ -1056,17 +1282,23 @@ int store_window_add(struct store *s, struct store_window *w, const struct store
 	if (w->end_ms < w->start_ms)
 		return store__error(s, -EINVAL, "window ends (%lld) before it starts (%lld)",
 				    (long long)w->end_ms, (long long)w->start_ms);
+	r = hists_check(s, hists, n_hists);
+	if (r < 0)
+		return r;
 	if (hashtab_new(sizeof(int64_t), sizeof(struct sample_sum), &rows) < 0 ||
-	    hashtab_new(sizeof(struct stack_pair), 1, &pairs) < 0) {
+	    hashtab_new(sizeof(struct stack_triple), 1, &triples) < 0 ||
+	    hashtab_new(sizeof(struct hist_key), sizeof(struct hist_value), &merged_hists) < 0) {
 		r = store__error(s, -ENOMEM, "out of memory");
 		goto out;
 	}
 	r = stmt_exec(s, STMT_BEGIN, "cannot begin a transaction");
 	if (r < 0)
 		goto out;
-	r = window_merge(s, samples, n_samples, rows, pairs, &bytes);
+	r = window_merge(s, samples, n_samples, rows, triples, &bytes);
 	if (r >= 0)
-		r = window_insert(s, w, rows, pairs, bytes);
+		r = hists_merge(s, hists, n_hists, merged_hists, &bytes);
+	if (r >= 0)
+		r = window_insert(s, w, rows, triples, merged_hists, bytes);
 	if (r >= 0)
 		r = stmt_exec(s, STMT_COMMIT, "cannot commit the window");
 	if (r < 0) {
@@ -1083,7 +1315,8 @@ int store_window_add(struct store *s, struct store_window *w, const struct store
 	r = 0;
 out:
 	hashtab_free(rows);
-	hashtab_free(pairs);
+	hashtab_free(triples);
+	hashtab_free(merged_hists);
 	return r;
 }
 
@@ -1239,7 +1472,7 @@ static int query_stack(struct store *s, struct query_cache *qc, int64_t id, stru
 	}
 	/* The blob stays valid: the string lookups use another statement. */
 	p = sqlite3_column_blob(st, 0);
-	end = p + sqlite3_column_bytes(st, 0);
+	end = p ? p + sqlite3_column_bytes(st, 0) : NULL; /* NULL for an empty blob */
 	span.off = qc->joined.len;
 	r = buf_append(&qc->joined, NULL, 0);
 	while (r >= 0 && p && p < end) {
@@ -1272,52 +1505,59 @@ static int query_stack(struct store *s, struct query_cache *qc, int64_t id, stru
 	return 0;
 }
 
-/* The merging query for q, bound and ready to step. The filters select a
- * set of series, built once; the unary + keeps SQLite from turning that set
- * into one primary key lookup per window and series, which is much slower
- * than probing the set with each sample unless the set is tiny. */
-static int query_prepare(struct store *s, const struct store_query *q, sqlite3_stmt **ret)
-{
-	struct buf sql = { 0 };
-	sqlite3_stmt *st = NULL;
-	char param[32];
-	int rc, r = 0;
+/*
+ * The queries' parameters: ?1 capture_id, ?2 from_ms, ?3 to_ms, ?4
+ * state_mask, ?5 comm, ?6 kind_mask, ?7 the histogram type, ?8 on the pids.
+ * Built as text, as the number of pids varies.
+ */
+#define PARAM_PIDS 8
 
-#define APPEND(str)                                                                                \
+#define APPEND(sql, r, str)                                                                        \
 	do {                                                                                       \
-		if (r >= 0)                                                                        \
-			r = buf_append(&sql, str, strlen(str));                                    \
+		if ((r) >= 0)                                                                      \
+			(r) = buf_append(sql, str, strlen(str));                                   \
 	} while (0)
-	APPEND("SELECT se.tgid, se.pid, se.comm_id, se.kind, se.state, se.ustack_id, se.kstack_id, "
-	       "g.sum_ns, g.count FROM (SELECT sa.series_id, usum(sa.sum_ns) AS sum_ns, "
-	       "usum(sa.count) AS count FROM windows w "
-	       "JOIN samples sa ON sa.window_id = w.id WHERE ");
+
+/* The condition on windows w that q selects. */
+static void query_append_windows(struct buf *sql, int *r, const struct store_query *q)
+{
 	if (q->capture_id)
-		APPEND("w.capture_id = ?1");
+		APPEND(sql, *r, "w.capture_id = ?1");
 	else
-		APPEND("w.capture_id = 0 AND w.start_ms >= ?2 AND w.start_ms < ?3");
-	if (q->state_mask || (q->comm && q->comm[0]) || q->n_pids) {
-		APPEND(" AND +sa.series_id IN (SELECT id FROM series WHERE 1");
-		if (q->state_mask)
-			APPEND(" AND ((1 << state) & ?4) != 0");
-		if (q->comm && q->comm[0])
-			APPEND(" AND comm_id = (SELECT id FROM strings WHERE name = ?5)");
-		if (q->n_pids) {
-			APPEND(" AND tgid IN (");
-			for (size_t i = 0; i < q->n_pids; i++) {
-				snprintf(param, sizeof(param), "%s?%zu", i ? ", " : "", 6 + i);
-				APPEND(param);
-			}
-			APPEND(")");
-		}
-		APPEND(")");
+		APPEND(sql, *r, "w.capture_id = 0 AND w.start_ms >= ?2 AND w.start_ms < ?3");
+}
+
+/* " AND column IN (the pids)", if q has pids. */
+static void query_append_pids(struct buf *sql, int *r, const struct store_query *q,
+			      const char *column)
+{
+	char param[32];
+
+	if (!q->n_pids)
+		return;
+	APPEND(sql, *r, " AND ");
+	APPEND(sql, *r, column);
+	APPEND(sql, *r, " IN (");
+	for (size_t i = 0; i < q->n_pids; i++) {
+		snprintf(param, sizeof(param), "%s?%zu", i ? ", " : "", PARAM_PIDS + i);
+		APPEND(sql, *r, param);
 	}
-	APPEND(" GROUP BY sa.series_id) g JOIN series se ON se.id = g.series_id");
-#undef APPEND
-	if (r < 0)
+	APPEND(sql, *r, ")");
+}
+
+/* Prepares sql (freed) and binds the window, comm and pid parameters. */
+static int query_finish(struct store *s, const struct store_query *q, struct buf *sql, int r,
+			sqlite3_stmt **ret)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (r < 0) {
+		free(sql->p);
 		return store__error(s, -ENOMEM, "out of memory");
-	rc = sqlite3_prepare_v2(s->db, sql.p, -1, &st, NULL);
-	free(sql.p);
+	}
+	rc = sqlite3_prepare_v2(s->db, sql->p, -1, &st, NULL);
+	free(sql->p);
 	if (rc != SQLITE_OK)
 		return store__fail(s, rc, "cannot prepare the query");
 	if (q->capture_id) {
@@ -1326,14 +1566,114 @@ static int query_prepare(struct store *s, const struct store_query *q, sqlite3_s
 		sqlite3_bind_int64(st, 2, q->from_ms);
 		sqlite3_bind_int64(st, 3, q->to_ms);
 	}
-	if (q->state_mask)
-		sqlite3_bind_int64(st, 4, q->state_mask);
 	if (q->comm && q->comm[0])
 		sqlite3_bind_blob64(st, 5, q->comm, strlen(q->comm), SQLITE_STATIC);
 	for (size_t i = 0; i < q->n_pids; i++)
-		sqlite3_bind_int64(st, (int)(6 + i), q->pids[i]);
+		sqlite3_bind_int64(st, (int)(PARAM_PIDS + i), q->pids[i]);
 	*ret = st;
 	return 0;
+}
+
+/* The merging query for q, bound and ready to step. The filters select a
+ * set of series, built once; the unary + keeps SQLite from turning that set
+ * into one primary key lookup per window and series, which is much slower
+ * than probing the set with each sample unless the set is tiny. */
+static int query_prepare(struct store *s, const struct store_query *q, sqlite3_stmt **ret)
+{
+	struct buf sql = { 0 };
+	int r = 0;
+
+	APPEND(&sql, r,
+	       "SELECT se.tgid, se.pid, se.comm_id, se.kind, se.state, se.ustack_id, "
+	       "se.kstack_id, se.chain_id, g.sum_ns, g.count FROM (SELECT sa.series_id, "
+	       "usum(sa.sum_ns) AS sum_ns, usum(sa.count) AS count FROM windows w "
+	       "JOIN samples sa ON sa.window_id = w.id WHERE ");
+	query_append_windows(&sql, &r, q);
+	if (q->state_mask || q->kind_mask || (q->comm && q->comm[0]) || q->n_pids) {
+		APPEND(&sql, r, " AND +sa.series_id IN (SELECT id FROM series WHERE 1");
+		if (q->state_mask)
+			APPEND(&sql, r, " AND ((1 << state) & ?4) != 0");
+		if (q->kind_mask)
+			APPEND(&sql, r, " AND ((1 << kind) & ?6) != 0");
+		if (q->comm && q->comm[0])
+			APPEND(&sql, r, " AND comm_id = (SELECT id FROM strings WHERE name = ?5)");
+		query_append_pids(&sql, &r, q, "tgid");
+		APPEND(&sql, r, ")");
+	}
+	APPEND(&sql, r, " GROUP BY sa.series_id) g JOIN series se ON se.id = g.series_id");
+	r = query_finish(s, q, &sql, r, ret);
+	if (r < 0)
+		return r;
+	if (q->state_mask)
+		sqlite3_bind_int64(*ret, 4, q->state_mask);
+	if (q->kind_mask)
+		sqlite3_bind_int64(*ret, 6, q->kind_mask);
+	return 0;
+}
+
+/*
+ * The histogram query for q and type, bound and ready to step. One pass
+ * over the buckets, grouped by (tgid, bucket): with min() the only min or
+ * max aggregate, SQLite takes the bare comm_id from the row of the newest
+ * window (age 1 is the newest in range; a window has at most one row per
+ * group, so there is no tie). first_value() then gives each tgid the comm
+ * of its group with the newest window, the lowest bucket on a tie. Finding
+ * the comm costs no second scan, nor a sort of every row.
+ */
+static int hist_query_prepare(struct store *s, const struct store_query *q, uint32_t type,
+			      sqlite3_stmt **ret)
+{
+	struct buf sql = { 0 };
+	int r = 0;
+
+	APPEND(&sql, r,
+	       "WITH r AS (SELECT w.id, row_number() OVER (ORDER BY w.start_ms DESC, w.id DESC) "
+	       "AS age FROM windows w WHERE ");
+	query_append_windows(&sql, &r, q);
+	APPEND(&sql, r,
+	       "), g AS (SELECT h.tgid, h.bucket, usum(h.count) AS count, min(r.age) AS age, "
+	       "h.comm_id FROM r JOIN hist h ON h.window_id = r.id WHERE h.type = ?7");
+	if (q->comm && q->comm[0])
+		APPEND(&sql, r, " AND h.comm_id = (SELECT id FROM strings WHERE name = ?5)");
+	query_append_pids(&sql, &r, q, "h.tgid");
+	APPEND(&sql, r,
+	       " GROUP BY h.tgid, h.bucket) SELECT tgid, bucket, count, first_value(comm_id) "
+	       "OVER (PARTITION BY tgid ORDER BY age, bucket) FROM g ORDER BY tgid, bucket");
+	r = query_finish(s, q, &sql, r, ret);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(*ret, 7, type);
+	return 0;
+}
+#undef APPEND
+
+/* Checks q's arguments, then counts the windows it selects. */
+static int query_windows(struct store *s, const struct store_query *q, int64_t *ret)
+{
+	sqlite3_stmt *st;
+
+	if (q->n_pids > STORE_QUERY_MAX_PIDS)
+		return store__error(s, -EINVAL, "%zu pids; at most %d", q->n_pids,
+				    STORE_QUERY_MAX_PIDS);
+	if (q->n_pids && !q->pids)
+		return store__error(s, -EINVAL, "%zu pids but no array", q->n_pids);
+	if (q->capture_id) {
+		st = stmt(s, STMT_WINDOWS_OF_CAPTURE);
+		sqlite3_bind_int64(st, 1, (int64_t)q->capture_id);
+	} else {
+		st = stmt(s, STMT_WINDOWS_IN_RANGE);
+		sqlite3_bind_int64(st, 1, q->from_ms);
+		sqlite3_bind_int64(st, 2, q->to_ms);
+	}
+	return stmt_int(s, st, "cannot count windows", ret);
+}
+
+static void query_cache_free(struct query_cache *qc)
+{
+	hashtab_free(qc->strings);
+	hashtab_free(qc->stacks);
+	free(qc->names.p);
+	free(qc->joined.p);
 }
 
 int store_query(struct store *s, const struct store_query *q,
@@ -1348,21 +1688,7 @@ int store_query(struct store *s, const struct store_query *q,
 	assert(s && q && row);
 	s->err = err;
 	s->err_size = err_size;
-	if (q->n_pids > STORE_QUERY_MAX_PIDS)
-		return store__error(s, -EINVAL, "%zu pids; at most %d", q->n_pids,
-				    STORE_QUERY_MAX_PIDS);
-	if (q->n_pids && !q->pids)
-		return store__error(s, -EINVAL, "%zu pids but no array", q->n_pids);
-
-	if (q->capture_id) {
-		st = stmt(s, STMT_WINDOWS_OF_CAPTURE);
-		sqlite3_bind_int64(st, 1, (int64_t)q->capture_id);
-	} else {
-		st = stmt(s, STMT_WINDOWS_IN_RANGE);
-		sqlite3_bind_int64(st, 1, q->from_ms);
-		sqlite3_bind_int64(st, 2, q->to_ms);
-	}
-	r = stmt_int(s, st, "cannot count windows", &windows);
+	r = query_windows(s, q, &windows);
 	if (r < 0)
 		return r;
 
@@ -1371,7 +1697,6 @@ int store_query(struct store *s, const struct store_query *q,
 		r = store__error(s, -ENOMEM, "out of memory");
 		goto out;
 	}
-	st = NULL;
 	r = query_prepare(s, q, &st);
 	if (r < 0)
 		goto out;
@@ -1381,22 +1706,25 @@ int store_query(struct store *s, const struct store_query *q,
 			.pid = (uint32_t)sqlite3_column_int64(st, 1),
 			.kind = (uint32_t)sqlite3_column_int64(st, 3),
 			.state = (uint32_t)sqlite3_column_int64(st, 4),
-			.sum_ns = (uint64_t)sqlite3_column_int64(st, 7),
-			.count = (uint64_t)sqlite3_column_int64(st, 8),
+			.sum_ns = (uint64_t)sqlite3_column_int64(st, 8),
+			.count = (uint64_t)sqlite3_column_int64(st, 9),
 		};
-		struct span comm, ustack, kstack;
+		struct span comm, ustack, kstack, chain;
 
 		r = query_string(s, &qc, sqlite3_column_int64(st, 2), &comm);
 		if (r >= 0)
 			r = query_stack(s, &qc, sqlite3_column_int64(st, 5), &ustack);
 		if (r >= 0)
 			r = query_stack(s, &qc, sqlite3_column_int64(st, 6), &kstack);
+		if (r >= 0)
+			r = query_stack(s, &qc, sqlite3_column_int64(st, 7), &chain);
 		if (r < 0)
 			goto out;
 		/* Pointers only now: the lookups above may move the buffers. */
 		sample.comm = qc.names.p + comm.off;
 		sample.ustack = qc.joined.p + ustack.off;
 		sample.kstack = qc.joined.p + kstack.off;
+		sample.chain = qc.joined.p + chain.off;
 		r = row(arg, &sample);
 		if (r)
 			goto out;
@@ -1410,10 +1738,62 @@ int store_query(struct store *s, const struct store_query *q,
 	r = 0;
 out:
 	sqlite3_finalize(st);
-	hashtab_free(qc.strings);
-	hashtab_free(qc.stacks);
-	free(qc.names.p);
-	free(qc.joined.p);
+	query_cache_free(&qc);
+	return r;
+}
+
+int store_hist_query(struct store *s, const struct store_query *q, uint32_t type,
+		     int (*row)(void *arg, const struct store_hist *h), void *arg,
+		     uint64_t *ret_windows, char *err, size_t err_size)
+{
+	struct query_cache qc = { 0 };
+	sqlite3_stmt *st = NULL;
+	int64_t windows;
+	int rc, r;
+
+	assert(s && q && row);
+	s->err = err;
+	s->err_size = err_size;
+	if (type > 1)
+		return store__error(s, -EINVAL, "histogram type %u; 0 or 1 expected", type);
+	r = query_windows(s, q, &windows);
+	if (r < 0)
+		return r;
+
+	if (hashtab_new(sizeof(int64_t), sizeof(struct span), &qc.strings) < 0) {
+		r = store__error(s, -ENOMEM, "out of memory");
+		goto out;
+	}
+	r = hist_query_prepare(s, q, type, &st);
+	if (r < 0)
+		goto out;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_hist h = {
+			.tgid = (uint32_t)sqlite3_column_int64(st, 0),
+			.type = type,
+			.bucket = (uint32_t)sqlite3_column_int64(st, 1),
+			.count = (uint64_t)sqlite3_column_int64(st, 2),
+		};
+		struct span comm;
+
+		r = query_string(s, &qc, sqlite3_column_int64(st, 3), &comm);
+		if (r < 0)
+			goto out;
+		h.comm = qc.names.p + comm.off;
+		r = row(arg, &h);
+		if (r)
+			goto out;
+	}
+	if (rc != SQLITE_DONE) {
+		r = store__fail(s, rc, "histogram query failed");
+		goto out;
+	}
+	if (ret_windows)
+		*ret_windows = (uint64_t)windows;
+	r = 0;
+out:
+	sqlite3_finalize(st);
+	query_cache_free(&qc);
 	return r;
 }
 

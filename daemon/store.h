@@ -1,9 +1,11 @@
 /*
  * store: the SQLite ring of windows. One database file (WAL, incremental
- * auto-vacuum) holding windows of aggregated off-CPU samples, with frames and
- * stacks interned so a window costs bytes in proportion to its unique stacks.
- * Bounded by bytes and age: the oldest windows are evicted first. Schema
- * versioned with PRAGMA user_version and migrated on open.
+ * auto-vacuum) holding windows of aggregated samples of every kind (off-CPU,
+ * wakeup, off-wake, chain, run queue) and per-process log2 latency
+ * histograms, with frames and stacks interned so a window costs bytes in
+ * proportion to its unique stacks. Bounded by bytes and age: the oldest
+ * windows are evicted first, histograms with them. Schema versioned with
+ * PRAGMA user_version and migrated on open (version 1 files keep their data).
  *
  * Not thread-safe: the daemon runs every store call on one worker thread at
  * a time. Does not log. SQLite errors are translated to -errno at this edge:
@@ -30,19 +32,33 @@ struct store_limits {
 
 #define STORE_QUERY_MAX_PIDS 256
 
-/* One aggregated row. Stacks are ';'-joined frame names root->leaf; "" means
- * none was collected. Strings may hold any byte but NUL; NULL is taken as "".
- * Sums saturate at UINT64_MAX. */
+/* One aggregated row. Stacks and the chain are ';'-joined frame names in
+ * the order given (stacks root->leaf); "" means none was collected. Strings
+ * may hold any byte but NUL; NULL is taken as "". Sums saturate at
+ * UINT64_MAX. A row is identified by (tgid, pid, comm, kind, state, ustack,
+ * kstack, chain): rows that differ in the chain alone are distinct. */
 struct store_sample {
 	uint32_t tgid;
 	uint32_t pid;
 	const char *comm;
-	uint32_t kind;	/* 0: off-CPU (more kinds arrive with later issues) */
+	uint32_t kind;	/* enum offcpu_kind: off-CPU, wakeup, offwake, chain, runq */
 	uint32_t state; /* enum offcpu_state */
 	uint64_t sum_ns;
 	uint64_t count;
 	const char *ustack;
 	const char *kstack;
+	const char *chain; /* the waker part (wakeup, offwake, chain kinds); "" if none */
+};
+
+#define STORE_HIST_BUCKETS 32 /* log2 of microseconds, as OFFCPU_HIST_BUCKETS */
+
+/* One log2 histogram bucket of a process in a window. */
+struct store_hist {
+	uint32_t tgid;
+	const char *comm; /* NULL is taken as "" */
+	uint32_t type;	  /* 0: off-CPU time, 1: run-queue latency (enum offcpu_hist_type) */
+	uint32_t bucket;  /* [2^b, 2^(b+1)) microseconds, b < STORE_HIST_BUCKETS; 0: [0, 2) */
+	uint64_t count;	  /* saturates at UINT64_MAX */
 };
 
 struct store_window {
@@ -51,7 +67,7 @@ struct store_window {
 	int64_t end_ms;
 	uint64_t capture_id; /* 0: the continuous profile; else an ad-hoc capture */
 	/* Set by store_window_add, read back by store_windows_list: */
-	uint64_t n_stacks;  /* distinct (ustack, kstack) pairs */
+	uint64_t n_stacks;  /* distinct (ustack, kstack, chain) triples */
 	uint64_t n_samples; /* rows stored (samples with equal keys merged) */
 	uint64_t bytes;	    /* estimated bytes the window takes in the file */
 };
@@ -66,24 +82,30 @@ int store_open(const char *path, const struct store_limits *limits, struct store
 void store_close(struct store *s); /* NULL-safe */
 
 /*
- * Adds a window and its samples in one transaction, then evicts by age and
- * size (oldest first, in their own transactions). On failure nothing of the
- * window is stored; earlier windows are untouched. -ENOSPC: the disk (or
- * SQLite's page limit) is full; the store stays usable. -EINVAL: end_ms <
- * start_ms, or samples NULL with n_samples > 0. On success w->id, n_stacks,
- * n_samples and bytes are set.
+ * Adds a window, its samples and its histogram buckets in one transaction,
+ * then evicts by age and size (oldest first, in their own transactions).
+ * Samples with the same identity (see struct store_sample) are summed, and
+ * so are buckets with the same (tgid, type, bucket), which keep the comm of
+ * the first of them. On failure nothing of the window is stored; earlier
+ * windows are untouched. -ENOSPC: the disk (or SQLite's page limit) is full;
+ * the store stays usable. -EINVAL, before anything is written: end_ms <
+ * start_ms, samples NULL with n_samples > 0, hists NULL with n_hists > 0, or
+ * a bucket with type > 1 or bucket >= STORE_HIST_BUCKETS. On success w->id,
+ * n_stacks, n_samples and bytes (histograms included) are set.
  *
  * Retention runs only after a successful add and never evicts the window
- * just added. Age: windows with end_ms < now - max_age_ms go. Size: when
- * db_bytes (see store_stats) exceeds max_db_bytes, the oldest windows (by
- * start_ms, then id) go until the pages in use fit 7/8 of it, then the file
- * is vacuumed and the WAL truncated. A window that alone exceeds
- * max_db_bytes is kept (everything older is evicted) and 0 is returned: the
- * bound is exceeded until the next add evicts it. A retention failure
- * leaves the added window stored, returns 0 and is retried at the next add.
+ * just added; an evicted window's histograms go with it. Age: windows with
+ * end_ms < now - max_age_ms go. Size: when db_bytes (see store_stats)
+ * exceeds max_db_bytes, the oldest windows (by start_ms, then id) go until
+ * the pages in use fit 7/8 of it, then the file is vacuumed and the WAL
+ * truncated. A window that alone exceeds max_db_bytes is kept (everything
+ * older is evicted) and 0 is returned: the bound is exceeded until the next
+ * add evicts it. A retention failure leaves the added window stored,
+ * returns 0 and is retried at the next add.
  */
 int store_window_add(struct store *s, struct store_window *w, const struct store_sample *samples,
-		     size_t n_samples, char *err, size_t err_size);
+		     size_t n_samples, const struct store_hist *hists, size_t n_hists, char *err,
+		     size_t err_size);
 
 /* Windows that start at or after since_ms, oldest first. *ret is malloc'd
  * (free()); 0 or -errno. */
@@ -98,20 +120,38 @@ struct store_query {
 	size_t n_pids;	      /* at most STORE_QUERY_MAX_PIDS, else -EINVAL */
 	const char *comm;     /* NULL or "": all; else exact match */
 	uint32_t state_mask;  /* 1 << state; 0: all */
+	uint32_t kind_mask;   /* 1 << kind; 0: all */
 };
 
 /*
  * Calls row(arg, sample) for each merged row of the windows in range:
- * samples with the same (tgid, pid, comm, kind, state, ustack, kstack) summed
- * in SQL, in no particular order. A range selects continuous windows
+ * samples with the same (tgid, pid, comm, kind, state, ustack, kstack, chain)
+ * summed in SQL, in no particular order. A range selects continuous windows
  * (capture_id 0) only. *ret_windows (may be NULL) gets the number of windows
- * that matched, whatever the pid, comm and state filters. The sample's
- * strings are valid during the call only; row must not call into the store.
- * A nonzero return from row stops the query and is returned. 0 or -errno.
+ * that matched, whatever the pid, comm, state and kind filters. The sample's
+ * strings (chain included, "" if none) are valid during the call only; row
+ * must not call into the store. A nonzero return from row stops the query
+ * and is returned. 0 or -errno; -EINVAL for too many pids.
  */
 int store_query(struct store *s, const struct store_query *q,
 		int (*row)(void *arg, const struct store_sample *sample), void *arg,
 		uint64_t *ret_windows, char *err, size_t err_size);
+
+/*
+ * Calls row(arg, hist) for each (tgid, bucket) of histogram type (0 off-CPU,
+ * 1 run queue) in the windows q selects (a range or a capture, as
+ * store_query; the pids and comm filters apply, state_mask and kind_mask do
+ * not): counts summed over the windows in SQL, saturating. Rows come ordered
+ * by tgid, then bucket. h->comm is the comm of that tgid in the newest
+ * window (by start_ms, then id) that has a bucket of this type for it, and
+ * h->type is type. *ret_windows (may be NULL) gets the number of windows
+ * that matched, as store_query. Strings are valid during the call only; row
+ * must not call into the store. A nonzero return from row stops the query
+ * and is returned. 0 or -errno; -EINVAL for type > 1 or too many pids.
+ */
+int store_hist_query(struct store *s, const struct store_query *q, uint32_t type,
+		     int (*row)(void *arg, const struct store_hist *h), void *arg,
+		     uint64_t *ret_windows, char *err, size_t err_size);
 
 struct store_stats {
 	uint64_t db_bytes; /* page_count * page_size, plus the WAL file (not -shm) */

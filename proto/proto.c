@@ -53,6 +53,7 @@ struct proto__field {
 				     STRING: "" */
 	bool zero_ok;		  /* UINT: 0 (the default) is valid too, below min */
 	const char *const *names; /* ENUM: NULL-terminated, indexed by enum value */
+	uint32_t allowed;	  /* ENUM: bit per value this field takes; 0: all of names */
 	/* STRING: the syntax a value other than "" must have, and its words for
 	 * "field 'x' must be ..." */
 	bool (*valid)(const char *s);
@@ -63,6 +64,7 @@ struct proto__field {
 _Static_assert(sizeof(enum proto_stacks) == sizeof(uint32_t), "enum proto_stacks size");
 _Static_assert(sizeof(enum proto_format) == sizeof(uint32_t), "enum proto_format size");
 _Static_assert(sizeof(enum proto_palette) == sizeof(uint32_t), "enum proto_palette size");
+_Static_assert(sizeof(enum proto_kind) == sizeof(uint32_t), "enum proto_kind size");
 
 static const char *const proto__stacks_names[] = {
 	[PROTO_STACKS_BOTH] = "both",
@@ -88,6 +90,15 @@ static const char *const proto__palette_names[] = {
 	[PROTO_PALETTE_DIFF] = "diff",
 	NULL,
 };
+
+static const char *const proto__kind_names[] = {
+	[PROTO_KIND_OFFCPU] = "offcpu",	  [PROTO_KIND_WAKEUP] = "wakeup",
+	[PROTO_KIND_OFFWAKE] = "offwake", [PROTO_KIND_CHAIN] = "chain",
+	[PROTO_KIND_RUNQ] = "runq",	  NULL,
+};
+
+/* The kinds a histogram is kept of: whole off-CPU time and run-queue wait. */
+#define PROTO__HIST_KINDS ((UINT32_C(1) << PROTO_KIND_OFFCPU) | (UINT32_C(1) << PROTO_KIND_RUNQ))
 
 #define PROTO__MINWIDTH_EXPECT                                                                     \
 	"a non-negative decimal (pixels) or a percentage up to 100, e.g. 0.1 or 0.5%"
@@ -196,6 +207,22 @@ static const struct proto__field proto__capture_fields[] = {
 		.names = proto__format_names,
 	},
 	PROTO__RENDER_FIELDS(struct proto_capture_request),
+	{
+		.name = "kind",
+		.kind = PROTO__KIND_ENUM,
+		PROTO__CAP(kind),
+		.def = PROTO_KIND_OFFCPU,
+		.names = proto__kind_names,
+	},
+	{ .name = "split_runq", .kind = PROTO__KIND_BOOL, PROTO__CAP(split_runq) },
+	{
+		.name = "chain_depth",
+		.kind = PROTO__KIND_UINT,
+		PROTO__CAP(chain_depth),
+		.min = 1,
+		.max = PROTO_CHAIN_DEPTH_MAX,
+		.def = PROTO_CHAIN_DEPTH_DEFAULT,
+	},
 };
 
 static const struct proto__field proto__windows_fields[] = {
@@ -294,16 +321,67 @@ static const struct proto__field proto__export_fields[] = {
 		PROTO__EXP(diff_widths_from_old),
 	},
 	{ .name = "negate", .kind = PROTO__KIND_BOOL, PROTO__EXP(negate) },
+	{
+		.name = "kind",
+		.kind = PROTO__KIND_ENUM,
+		PROTO__EXP(kind),
+		.def = PROTO_KIND_OFFCPU,
+		.names = proto__kind_names,
+	},
+};
+
+#define PROTO__HIST(member) PROTO__AT(struct proto_hist_request, member)
+
+static const struct proto__field proto__hist_fields[] = {
+	{
+		.name = "from_ms",
+		.kind = PROTO__KIND_UINT,
+		PROTO__HIST(from_ms),
+		.max = PROTO__JSON_INT_MAX,
+	},
+	{
+		.name = "to_ms",
+		.kind = PROTO__KIND_UINT,
+		PROTO__HIST(to_ms),
+		.max = PROTO__JSON_INT_MAX,
+	},
+	{
+		.name = "capture",
+		.kind = PROTO__KIND_UINT,
+		PROTO__HIST(capture_id),
+		.max = PROTO__JSON_INT_MAX,
+	},
+	{
+		.name = "pids",
+		.kind = PROTO__KIND_IDS,
+		PROTO__HIST(pids),
+		.count_offset = offsetof(struct proto_hist_request, n_pids),
+		.min = 1,
+		.max = PROTO__PID_MAX,
+	},
+	{
+		.name = "kind",
+		.kind = PROTO__KIND_ENUM,
+		PROTO__HIST(kind),
+		.def = PROTO_KIND_OFFCPU,
+		.names = proto__kind_names,
+		.allowed = PROTO__HIST_KINDS,
+	},
 };
 
 /* The duplicate check keeps one bit per field of a command. */
 _Static_assert(PROTO__ARRAY_SIZE(proto__capture_fields) <= 32, "too many capture fields");
 _Static_assert(PROTO__ARRAY_SIZE(proto__windows_fields) <= 32, "too many windows fields");
 _Static_assert(PROTO__ARRAY_SIZE(proto__export_fields) <= 32, "too many export fields");
+_Static_assert(PROTO__ARRAY_SIZE(proto__hist_fields) <= 32, "too many hist fields");
 
-/* Rules that span fields, checked once all fields are in. */
-static int proto__capture_check(const void *args, char *err, size_t err_size);
-static int proto__export_check(const void *args, char *err, size_t err_size);
+struct proto__command;
+
+/* Rules that span fields, checked once all fields are in. given: bit i set
+ * if the request named the command's field i (see proto__given()). */
+typedef int proto__check_fn(const void *args, const struct proto__command *c, uint32_t given,
+			    char *err, size_t err_size);
+static proto__check_fn proto__capture_check, proto__export_check, proto__hist_check;
 
 #define PROTO__FIELDS(member, table)                                                               \
 	.offset = offsetof(struct proto_request, member), .fields = table,                         \
@@ -315,7 +393,7 @@ static const struct proto__command {
 	size_t offset;			   /* of the command's struct in struct proto_request */
 	const struct proto__field *fields; /* NULL: the command takes no fields */
 	size_t n_fields;
-	int (*check)(const void *args, char *err, size_t err_size); /* NULL: none */
+	proto__check_fn *check; /* NULL: none */
 } proto__commands[] = {
 	{ .name = "status", .cmd = PROTO_CMD_STATUS },
 	{
@@ -335,6 +413,12 @@ static const struct proto__command {
 		.cmd = PROTO_CMD_EXPORT,
 		PROTO__FIELDS(export, proto__export_fields),
 		.check = proto__export_check,
+	},
+	{
+		.name = "hist",
+		.cmd = PROTO_CMD_HIST,
+		PROTO__FIELDS(hist, proto__hist_fields),
+		.check = proto__hist_check,
 	},
 };
 
@@ -501,15 +585,19 @@ static int proto__parse_enum(const struct proto__field *f, const cJSON *item, vo
 	char list[64] = "";
 
 	for (size_t i = 0; f->names[i]; i++) {
+		if (f->allowed && !(f->allowed & (UINT32_C(1) << i)))
+			continue;
 		if (cJSON_IsString(item) && !strcmp(item->valuestring, f->names[i])) {
 			proto__store(dst, f->size, i);
 			return 0;
 		}
 	}
 	for (size_t i = 0; f->names[i]; i++) {
+		if (f->allowed && !(f->allowed & (UINT32_C(1) << i)))
+			continue;
 		if (strlen(list) + strlen(f->names[i]) + 3 > sizeof(list))
 			break;
-		if (i)
+		if (*list)
 			strcat(list, ", ");
 		strcat(list, f->names[i]);
 	}
@@ -638,7 +726,20 @@ static const struct proto__field *proto__find_field(const struct proto__command 
 	return NULL;
 }
 
-static int proto__capture_check(const void *args, char *err, size_t err_size)
+/* Whether the request named field name of command c; given as for checks. */
+static bool proto__given(const struct proto__command *c, uint32_t given, const char *name)
+{
+	size_t index;
+
+	if (!proto__find_field(c, name, &index)) {
+		assert(!"no such field");
+		return false;
+	}
+	return given & (UINT32_C(1) << index);
+}
+
+static int proto__capture_check(const void *args, const struct proto__command *command,
+				uint32_t given, char *err, size_t err_size)
 {
 	const struct proto_capture_request *c = args;
 
@@ -647,6 +748,14 @@ static int proto__capture_check(const void *args, char *err, size_t err_size)
 				   "field 'max_block_us' (%" PRIu64
 				   ") must be >= 'min_block_us' (%" PRIu64 "), or 0 for no bound",
 				   c->max_block_us, c->min_block_us);
+	/* false is the default, as with the export's flags; a depth has none
+	 * that could mean "absent", so any is refused. */
+	if (c->split_runq && c->kind != PROTO_KIND_OFFCPU)
+		return proto__fail(err, err_size, "field 'split_runq' needs kind offcpu, not %s",
+				   proto_kind_name(c->kind));
+	if (proto__given(command, given, "chain_depth") && c->kind != PROTO_KIND_CHAIN)
+		return proto__fail(err, err_size, "field 'chain_depth' needs kind chain, not %s",
+				   proto_kind_name(c->kind));
 	return 0;
 }
 
@@ -690,22 +799,42 @@ static int proto__export_diff_check(const struct proto_export_request *e, char *
 	return 0;
 }
 
-static int proto__export_check(const void *args, char *err, size_t err_size)
+/* Which windows export and hist read: exactly one of a range and a capture. */
+static int proto__range_check(const struct proto__command *c, int64_t from_ms, int64_t to_ms,
+			      uint64_t capture_id, char *err, size_t err_size)
 {
-	const struct proto_export_request *e = args;
-
-	if (e->capture_id && (e->from_ms || e->to_ms))
+	if (capture_id && (from_ms || to_ms))
 		return proto__fail(err, err_size,
 				   "field 'capture' excludes 'from_ms' and 'to_ms': ask for "
 				   "a capture or a time range, not both");
-	if (!e->capture_id && !e->from_ms)
-		return proto__fail(err, err_size, "export needs from_ms or capture");
-	if (e->to_ms && e->to_ms <= e->from_ms)
+	if (!capture_id && !from_ms)
+		return proto__fail(err, err_size, "%s needs from_ms or capture", c->name);
+	if (to_ms && to_ms <= from_ms)
 		return proto__fail(err, err_size,
 				   "field 'to_ms' (%" PRId64 ") must be > 'from_ms' (%" PRId64
 				   "), or 0 for now",
-				   e->to_ms, e->from_ms);
-	return proto__export_diff_check(e, err, err_size);
+				   to_ms, from_ms);
+	return 0;
+}
+
+static int proto__export_check(const void *args, const struct proto__command *c, uint32_t given,
+			       char *err, size_t err_size)
+{
+	const struct proto_export_request *e = args;
+	int r;
+
+	(void)given;
+	r = proto__range_check(c, e->from_ms, e->to_ms, e->capture_id, err, err_size);
+	return r < 0 ? r : proto__export_diff_check(e, err, err_size);
+}
+
+static int proto__hist_check(const void *args, const struct proto__command *c, uint32_t given,
+			     char *err, size_t err_size)
+{
+	const struct proto_hist_request *h = args;
+
+	(void)given;
+	return proto__range_check(c, h->from_ms, h->to_ms, h->capture_id, err, err_size);
 }
 
 static int proto__parse_request(const cJSON *root, struct proto_request *req, char *err,
@@ -773,7 +902,7 @@ static int proto__parse_request(const cJSON *root, struct proto_request *req, ch
 		if (r < 0)
 			return r;
 	}
-	return c->check ? c->check(args, err, err_size) : 0;
+	return c->check ? c->check(args, c, seen, err, err_size) : 0;
 }
 
 int proto_request_parse(const char *buf, size_t len, struct proto_request *ret, char *err,
@@ -812,6 +941,16 @@ int proto_format_from_name(const char *name)
 int proto_palette_from_name(const char *name)
 {
 	return proto__name_index(proto__palette_names, name);
+}
+
+int proto_kind_from_name(const char *name)
+{
+	return proto__name_index(proto__kind_names, name);
+}
+
+const char *proto_kind_name(unsigned kind)
+{
+	return kind < PROTO__ARRAY_SIZE(proto__kind_names) - 1 ? proto__kind_names[kind] : "?";
 }
 
 /* By hand, not strtod(): that one follows LC_NUMERIC and takes "1e3", " 1",
@@ -1241,6 +1380,12 @@ fail:
 	return NULL;
 }
 
+/* A row's or histogram's kind name; rows made before kinds existed are offcpu. */
+static const char *proto__kind_or_default(const char *kind)
+{
+	return kind ? kind : proto__kind_names[PROTO_KIND_OFFCPU];
+}
+
 static bool proto__add_sample(cJSON *samples, const struct proto_sample *s)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -1251,9 +1396,11 @@ static bool proto__add_sample(cJSON *samples, const struct proto_sample *s)
 	}
 	return proto__add_string(o, "comm", s->comm) && proto__add_u64(o, "tgid", s->tgid) &&
 	       proto__add_u64(o, "pid", s->pid) && proto__add_string(o, "state", s->state) &&
+	       proto__add_string(o, "kind", proto__kind_or_default(s->kind)) &&
 	       proto__add_u64(o, "value_ns", s->value_ns) && proto__add_u64(o, "count", s->count) &&
 	       proto__add_frames(o, "ustack", s->ustack, s->n_ustack) &&
-	       proto__add_frames(o, "kstack", s->kstack, s->n_kstack);
+	       proto__add_frames(o, "kstack", s->kstack, s->n_kstack) &&
+	       (!s->n_chain || proto__add_frames(o, "chain", s->chain, s->n_chain));
 }
 
 /* The result's "folded" text or "samples" array, whichever is set. */
@@ -1347,6 +1494,50 @@ fail:
 	return NULL;
 }
 
+static bool proto__add_hist_process(cJSON *list, const struct proto_hist_process *p)
+{
+	cJSON *counts, *o = cJSON_CreateObject();
+
+	if (!o || !cJSON_AddItemToArray(list, o)) {
+		cJSON_Delete(o);
+		return false;
+	}
+	if (!proto__add_u64(o, "tgid", p->tgid) || !proto__add_string(o, "comm", p->comm) ||
+	    !(counts = cJSON_AddArrayToObject(o, "counts")))
+		return false;
+	for (size_t b = 0; b < PROTO_HIST_BUCKETS; b++) {
+		cJSON *n = proto__u64(p->counts[b]);
+
+		if (!n || !cJSON_AddItemToArray(counts, n)) {
+			cJSON_Delete(n);
+			return false;
+		}
+	}
+	return true;
+}
+
+char *proto_reply_hist(const struct proto_hist_result *r)
+{
+	cJSON *body, *list, *root = proto__new_ok("hist", &body);
+
+	if (!root)
+		return NULL;
+	if (!proto__add_string(body, "kind", proto__kind_or_default(r->kind)) ||
+	    !proto__add_i64(body, "from_ms", r->from_ms) ||
+	    !proto__add_i64(body, "to_ms", r->to_ms) ||
+	    !proto__add_u64(body, "capture_id", r->capture_id) ||
+	    !proto__add_u64(body, "windows", r->windows) ||
+	    !(list = cJSON_AddArrayToObject(body, "processes")))
+		goto fail;
+	for (size_t i = 0; r->processes && i < r->n_processes; i++)
+		if (!proto__add_hist_process(list, &r->processes[i]))
+			goto fail;
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
 /* ---- reply parsing (offcpuctl) ----------------------------------------- */
 
 /* The public reply plus what its pointers point into. */
@@ -1357,6 +1548,7 @@ struct proto__reply {
 	struct proto_counter *counters;
 	struct proto_counter *drops;
 	struct proto_window_info *windows;
+	struct proto_hist_process *processes;
 };
 
 static int proto__reply_str(const cJSON *obj, const char *name, const char **ret)
@@ -1604,6 +1796,51 @@ static int proto__reply_export(struct proto__reply *r, const cJSON *o)
 	return 0;
 }
 
+static int proto__reply_hist(struct proto__reply *r, const cJSON *o)
+{
+	struct proto_hist_result *h = &r->pub.hist;
+	const cJSON *list, *p;
+	size_t n = 0;
+
+	if (!cJSON_IsObject(o))
+		return -EINVAL;
+	if (proto__reply_str(o, "kind", &h->kind) < 0 ||
+	    proto__reply_i64(o, "from_ms", &h->from_ms) < 0 ||
+	    proto__reply_i64(o, "to_ms", &h->to_ms) < 0 ||
+	    proto__reply_u64(o, "capture_id", &h->capture_id) < 0 ||
+	    proto__reply_u64(o, "windows", &h->windows) < 0)
+		return -EINVAL;
+	list = cJSON_GetObjectItemCaseSensitive(o, "processes");
+	if (!cJSON_IsArray(list))
+		return -EINVAL;
+	r->processes = calloc(cJSON_GetArraySize(list) + 1, sizeof(*r->processes));
+	if (!r->processes)
+		return -ENOMEM;
+	cJSON_ArrayForEach(p, list)
+	{
+		struct proto_hist_process *hp = &r->processes[n];
+		const cJSON *counts, *c;
+		size_t b = 0;
+
+		if (!cJSON_IsObject(p) || proto__reply_u32(p, "tgid", &hp->tgid) < 0 ||
+		    proto__reply_str(p, "comm", &hp->comm) < 0)
+			return -EINVAL;
+		/* A bucket's meaning is its index: there are exactly that many. */
+		counts = cJSON_GetObjectItemCaseSensitive(p, "counts");
+		if (!cJSON_IsArray(counts) || cJSON_GetArraySize(counts) != PROTO_HIST_BUCKETS)
+			return -EINVAL;
+		cJSON_ArrayForEach(c, counts)
+		{
+			if (proto__number_u64(c, &hp->counts[b++]) < 0)
+				return -EINVAL;
+		}
+		n++;
+	}
+	h->processes = r->processes;
+	h->n_processes = n;
+	return 0;
+}
+
 static int proto__reply_fill(struct proto__reply *r)
 {
 	const cJSON *root = r->root, *error;
@@ -1641,6 +1878,10 @@ static int proto__reply_fill(struct proto__reply *r)
 	if (!strcmp(cmd, "export")) {
 		r->pub.cmd = PROTO_CMD_EXPORT;
 		return proto__reply_export(r, cJSON_GetObjectItemCaseSensitive(root, "export"));
+	}
+	if (!strcmp(cmd, "hist")) {
+		r->pub.cmd = PROTO_CMD_HIST;
+		return proto__reply_hist(r, cJSON_GetObjectItemCaseSensitive(root, "hist"));
 	}
 	return -EINVAL;
 }
@@ -1681,5 +1922,35 @@ void proto_reply_free(struct proto_reply *reply)
 	free(r->counters);
 	free(r->drops);
 	free(r->windows);
+	free(r->processes);
 	free(r);
+}
+
+enum proto_palette proto_palette_of_kind(enum proto_kind kind)
+{
+	switch (kind) {
+	case PROTO_KIND_WAKEUP:
+		return PROTO_PALETTE_WAKEUP;
+	case PROTO_KIND_OFFWAKE:
+	case PROTO_KIND_CHAIN:
+		return PROTO_PALETTE_CHAIN;
+	default:
+		return PROTO_PALETTE_IO;
+	}
+}
+
+const char *proto_title_of_kind(enum proto_kind kind)
+{
+	switch (kind) {
+	case PROTO_KIND_WAKEUP:
+		return "Wakeup Time Flame Graph";
+	case PROTO_KIND_OFFWAKE:
+		return "Off-Wake Time Flame Graph";
+	case PROTO_KIND_CHAIN:
+		return "Chain Graph";
+	case PROTO_KIND_RUNQ:
+		return "Run-Queue Wait Flame Graph";
+	default:
+		return "Off-CPU Time Flame Graph";
+	}
 }

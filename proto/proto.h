@@ -27,12 +27,30 @@
 #define PROTO_FRAME_HEIGHT_MIN 4 /* px; 0 asks for the renderer's default */
 #define PROTO_FRAME_HEIGHT_MAX 200
 
+#define PROTO_CHAIN_DEPTH_DEFAULT 3  /* waker levels of a chain capture */
+#define PROTO_CHAIN_DEPTH_MAX	  8  /* OFFCPU_MAX_CHAIN */
+#define PROTO_HIST_BUCKETS	  32 /* log2 of microseconds; OFFCPU_HIST_BUCKETS */
+
 enum proto_cmd {
 	PROTO_CMD_STATUS,
 	PROTO_CMD_CAPTURE,
 	PROTO_CMD_STOP,	   /* ends this connection's running capture early */
 	PROTO_CMD_WINDOWS, /* lists the stored windows */
 	PROTO_CMD_EXPORT,  /* merges stored windows into one profile */
+	PROTO_CMD_HIST,	   /* per-process log2 histograms of stored windows */
+};
+
+/*
+ * What a profile records: whose stacks, and what time they are charged.
+ * The values equal enum offcpu_kind in bpf/offcpu.h (the daemon
+ * static-asserts it); the names are proto_kind_name()'s.
+ */
+enum proto_kind {
+	PROTO_KIND_OFFCPU,  /* "offcpu": target stacks; switch-out to switch-in */
+	PROTO_KIND_WAKEUP,  /* "wakeup": the waker's stacks; blocked time */
+	PROTO_KIND_OFFWAKE, /* "offwake": target stacks, "--", the waker's; blocked time */
+	PROTO_KIND_CHAIN,   /* "chain": off-wake through chain_depth waker levels */
+	PROTO_KIND_RUNQ,    /* "runq": target stacks; run-queue wait (woken to running) */
 };
 
 enum proto_stacks {
@@ -84,6 +102,9 @@ struct proto_capture_request {
 	enum proto_stacks stacks;
 	enum proto_format format;
 	struct proto_render render;
+	enum proto_kind kind; /* default PROTO_KIND_OFFCPU */
+	uint32_t split_runq;  /* bool, kind OFFCPU only: run-queue wait as RUNQ rows */
+	uint32_t chain_depth; /* 1..PROTO_CHAIN_DEPTH_MAX; default 3; given only for CHAIN */
 };
 
 /* Times are CLOCK_REALTIME in unix milliseconds; requests take 0..2^53. */
@@ -115,6 +136,16 @@ struct proto_export_request {
 	uint32_t strip_hex;		  /* bool: addresses -> 0x... */
 	uint32_t diff_widths_from_old;	  /* bool: widths from A (the reverse view) */
 	uint32_t negate;		  /* bool: swap red and blue */
+	enum proto_kind kind;		  /* default PROTO_KIND_OFFCPU; A and B alike */
+};
+
+/* Exactly one of a range (from_ms > 0) or a capture_id is set, as for export. */
+struct proto_hist_request {
+	int64_t from_ms, to_ms;	      /* windows with from_ms <= start < to_ms; to_ms 0: now */
+	uint64_t capture_id;	      /* nonzero: that capture's window; from_ms, to_ms 0 */
+	uint32_t pids[PROTO_MAX_IDS]; /* tgids; empty: every process */
+	size_t n_pids;
+	enum proto_kind kind; /* PROTO_KIND_OFFCPU (default) or PROTO_KIND_RUNQ only */
 };
 
 struct proto_request {
@@ -122,6 +153,7 @@ struct proto_request {
 	struct proto_capture_request capture; /* PROTO_CMD_CAPTURE */
 	struct proto_windows_request windows; /* PROTO_CMD_WINDOWS */
 	struct proto_export_request export;   /* PROTO_CMD_EXPORT */
+	struct proto_hist_request hist;	      /* PROTO_CMD_HIST */
 };
 
 /* Error codes carried in error replies ("code" field). */
@@ -132,7 +164,7 @@ struct proto_request {
 #define PROTO_ERR_PERMISSION  "permission_denied"
 #define PROTO_ERR_INTERNAL    "internal"
 #define PROTO_ERR_STORE	      "store_error" /* the profile database failed, e.g. disk full */
-#define PROTO_ERR_NO_DATA     "no_data" /* an svg or speedscope of nothing was asked for */
+#define PROTO_ERR_NO_DATA     "no_data"	    /* an svg or speedscope of nothing was asked for */
 
 /* A named counter, e.g. a drop reason. */
 struct proto_counter {
@@ -161,7 +193,7 @@ struct proto_status {
 	size_t n_counters;
 };
 
-/* One aggregated row; frames are ordered root -> leaf. */
+/* One aggregated row; ustack and kstack are ordered root -> leaf. */
 struct proto_sample {
 	const char *comm;
 	uint32_t tgid;
@@ -173,6 +205,10 @@ struct proto_sample {
 	size_t n_ustack;
 	const char *const *kstack;
 	size_t n_kstack;
+	const char *kind;	  /* proto_kind_name(); NULL: "offcpu" */
+	const char *const *chain; /* wakeup, offwake, chain: the waker part's frames in
+				     folded order, "-" and "--" separators included */
+	size_t n_chain;
 };
 
 struct proto_capture_result {
@@ -211,6 +247,23 @@ struct proto_export_result {
 	const char *output;		    /* set for PROTO_FORMAT_SVG and _SPEEDSCOPE */
 };
 
+/* One process's histogram: counts[b] blocks lasted [2^b, 2^(b+1))
+ * microseconds (b = 0: [0, 2)); the last bucket also holds longer ones. */
+struct proto_hist_process {
+	uint32_t tgid;
+	const char *comm;
+	uint64_t counts[PROTO_HIST_BUCKETS];
+};
+
+struct proto_hist_result {
+	const char *kind;	/* proto_kind_name(): "offcpu" or "runq"; NULL: "offcpu" */
+	int64_t from_ms, to_ms; /* as in struct proto_export_result */
+	uint64_t capture_id;
+	uint64_t windows; /* windows that matched */
+	const struct proto_hist_process *processes;
+	size_t n_processes;
+};
+
 /*
  * Parses one request line (without or with its '\n'). On success fills *ret
  * (defaults applied) and returns 0. On failure returns -EINVAL and writes a
@@ -229,10 +282,19 @@ char *proto_reply_status(const struct proto_status *status);
 char *proto_reply_capture(const struct proto_capture_result *result, size_t n_samples);
 char *proto_reply_windows(const struct proto_window_info *w, size_t n); /* w: oldest first */
 char *proto_reply_export(const struct proto_export_result *r, size_t n_samples);
+char *proto_reply_hist(const struct proto_hist_result *r);
 
 /* The enum value that a request spells name ("svg", "hot", ...), or -EINVAL. */
 int proto_format_from_name(const char *name);
 int proto_palette_from_name(const char *name);
+int proto_kind_from_name(const char *name);
+
+/* The name of an enum proto_kind value ("offcpu", ...); "?" if out of range. */
+const char *proto_kind_name(unsigned kind);
+
+/* The palette and default title a graph of this kind is drawn with. */
+enum proto_palette proto_palette_of_kind(enum proto_kind kind);
+const char *proto_title_of_kind(enum proto_kind kind);
 
 /*
  * Reads a render minwidth: a non-negative decimal ("0.1", pixels), or one
@@ -254,6 +316,7 @@ struct proto_reply {
 	const struct proto_window_info *windows; /* cmd == WINDOWS */
 	size_t n_windows;
 	struct proto_export_result export; /* cmd == EXPORT; samples not parsed */
+	struct proto_hist_result hist;	   /* cmd == HIST; processes owned by the reply */
 };
 
 /* Returns 0 and a reply to free with proto_reply_free(), or -EINVAL if the

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "proto.h"
 #include "thread_state.h"
 
 static char err[512];
@@ -33,6 +34,8 @@ static int config_equal(const struct config *a, const struct config *b)
 	       a->agg_map_entries == b->agg_map_entries &&
 	       a->stack_map_entries == b->stack_map_entries && a->trace_self == b->trace_self &&
 	       a->tracepoint == b->tracepoint && a->continuous == b->continuous &&
+	       a->continuous_kinds == b->continuous_kinds &&
+	       a->continuous_split_runq == b->continuous_split_runq &&
 	       a->continuous_states == b->continuous_states &&
 	       a->continuous_min_block_us == b->continuous_min_block_us &&
 	       a->window_seconds == b->window_seconds && !strcmp(a->database, b->database) &&
@@ -55,6 +58,8 @@ static void config_scramble(struct config *c)
 	c->trace_self = true;
 	c->tracepoint = CONFIG_TRACEPOINT_RAW_TP;
 	c->continuous = false;
+	c->continuous_kinds = 0x6;
+	c->continuous_split_runq = false;
 	c->continuous_states = 0x5;
 	c->continuous_min_block_us = 7;
 	c->window_seconds = 7;
@@ -80,6 +85,8 @@ static void test_defaults(void)
 	CHECK(!c.trace_self);
 	CHECK(c.tracepoint == CONFIG_TRACEPOINT_AUTO);
 	CHECK(c.continuous);
+	CHECK(c.continuous_kinds == 1u << PROTO_KIND_OFFCPU);
+	CHECK(c.continuous_split_runq);
 	CHECK(c.continuous_states == THREAD_STATE_ALL);
 	CHECK(c.continuous_min_block_us == 0);
 	CHECK(c.window_seconds == 10);
@@ -235,6 +242,7 @@ static void test_bool(void)
 	} keys[] = {
 		{ "trace_self", offsetof(struct config, trace_self) },
 		{ "continuous", offsetof(struct config, continuous) },
+		{ "continuous_split_runq", offsetof(struct config, continuous_split_runq) },
 	};
 	char text[128], want[256];
 	struct config c;
@@ -386,6 +394,54 @@ static void test_states(void)
 	CHECK(config_parse(&c, "test.conf", "continuous_states = S,X\n", err, sizeof(err)) ==
 	      -EINVAL);
 	CHECK(c.continuous_states == 0x2);
+}
+
+static void test_kinds(void)
+{
+	static const struct {
+		const char *text;
+		uint32_t mask;
+	} good[] = {
+		{ "offcpu", 1u << PROTO_KIND_OFFCPU },
+		{ "wakeup", 1u << PROTO_KIND_WAKEUP },
+		{ "offwake", 1u << PROTO_KIND_OFFWAKE },
+		{ "chain", 1u << PROTO_KIND_CHAIN },
+		{ "runq", 1u << PROTO_KIND_RUNQ },
+		{ "offcpu,runq", (1u << PROTO_KIND_OFFCPU) | (1u << PROTO_KIND_RUNQ) },
+		{ "offcpu, wakeup ,offwake,\tchain , runq", 0x1f },
+		{ "OFFCPU,Chain", (1u << PROTO_KIND_OFFCPU) | (1u << PROTO_KIND_CHAIN) },
+		{ "\"runq, offcpu\"", (1u << PROTO_KIND_OFFCPU) | (1u << PROTO_KIND_RUNQ) },
+		{ "runq,runq", 1u << PROTO_KIND_RUNQ },
+	};
+	static const char *const bad[] = {
+		"",	   "\"\"",	    "off-cpu",	   "offcpu,",
+		",offcpu", "offcpu,,runq",  "offcpu runq", "offcpu;runq",
+		"all",	   "none",	    "0",	   "1",
+		"offcpus", "runq , ,chain", "\"offcpu",
+	};
+	const char *want = "test.conf:1: bad value for 'continuous_kinds': must be a "
+			   "comma-separated list of profile kinds: offcpu, wakeup, offwake, "
+			   "chain, runq";
+	char text[256];
+	struct config c;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text), "continuous_kinds = %s\n", good[i].text);
+		CHECK_MSG(parse(&c, text) == 0, "%s: %s", good[i].text, err);
+		CHECK_MSG(c.continuous_kinds == good[i].mask, "%s: %#x", good[i].text,
+			  c.continuous_kinds);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "continuous_kinds = %s\n", bad[i]);
+		CHECK_MSG(parse(&c, text) == -EINVAL, "%s", bad[i]);
+		if (strcmp(bad[i], "\"offcpu"))
+			CHECK_STR(err, want);
+	}
+	/* A bad list leaves the earlier value. */
+	c.continuous_kinds = 1u << PROTO_KIND_RUNQ;
+	CHECK(config_parse(&c, "test.conf", "continuous_kinds = runq,x\n", err, sizeof(err)) ==
+	      -EINVAL);
+	CHECK(c.continuous_kinds == 1u << PROTO_KIND_RUNQ);
 }
 
 static void test_bytes(void)
@@ -799,6 +855,7 @@ int main(int argc, char **argv)
 	test_choice();
 	test_path();
 	test_states();
+	test_kinds();
 	test_bytes();
 	test_duration();
 	test_group();

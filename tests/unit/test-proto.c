@@ -84,6 +84,8 @@ static char *cmd_line(const char *cmd, const char *extra)
 #define WINDOWS_BAD(extra, want) BAD(cmd_line("windows", extra), want)
 #define EXPORT_OK(extra, req)	 PARSE_OK(cmd_line("export", extra), req)
 #define EXPORT_BAD(extra, want)	 BAD(cmd_line("export", extra), want)
+#define HIST_OK(extra, req)	 PARSE_OK(cmd_line("hist", extra), req)
+#define HIST_BAD(extra, want)	 BAD(cmd_line("hist", extra), want)
 
 /* Strict UTF-8 check, to prove replies stay valid JSON text. */
 static int utf8_valid(const char *s)
@@ -155,6 +157,9 @@ static void test_defaults(void)
 		CHECK(req.capture.max_block_us == 0);
 		CHECK(req.capture.stacks == PROTO_STACKS_BOTH);
 		CHECK(req.capture.format == PROTO_FORMAT_FOLDED);
+		CHECK(req.capture.kind == PROTO_KIND_OFFCPU);
+		CHECK(req.capture.split_runq == 0);
+		CHECK(req.capture.chain_depth == PROTO_CHAIN_DEPTH_DEFAULT);
 	}
 	if (PARSE_OK("{\"v\":1,\"cmd\":\"status\"}", &req) == 0)
 		CHECK(req.cmd == PROTO_CMD_STATUS);
@@ -423,6 +428,9 @@ static void check_roundtrip_at(const char *file, int line, const struct proto_re
 			CHECK_AT(file, line, a->stacks == b->stacks, "(%s)", s);
 			CHECK_AT(file, line, a->format == b->format, "(%s)", s);
 			check_render_at(file, line, &a->render, &b->render, s);
+			CHECK_AT(file, line, a->kind == b->kind, "(%s)", s);
+			CHECK_AT(file, line, a->split_runq == b->split_runq, "(%s)", s);
+			CHECK_AT(file, line, a->chain_depth == b->chain_depth, "(%s)", s);
 		}
 		if (in->cmd == PROTO_CMD_WINDOWS)
 			CHECK_AT(file, line, in->windows.since_ms == out.windows.since_ms, "(%s)",
@@ -451,6 +459,19 @@ static void check_roundtrip_at(const char *file, int line, const struct proto_re
 			CHECK_AT(file, line, a->diff_widths_from_old == b->diff_widths_from_old,
 				 "(%s)", s);
 			CHECK_AT(file, line, a->negate == b->negate, "(%s)", s);
+			CHECK_AT(file, line, a->kind == b->kind, "(%s)", s);
+		}
+		if (in->cmd == PROTO_CMD_HIST) {
+			const struct proto_hist_request *a = &in->hist, *b = &out.hist;
+
+			CHECK_AT(file, line, a->from_ms == b->from_ms, "(%s)", s);
+			CHECK_AT(file, line, a->to_ms == b->to_ms, "(%s)", s);
+			CHECK_AT(file, line, a->capture_id == b->capture_id, "(%s)", s);
+			CHECK_AT(file, line, a->n_pids == b->n_pids, "(%s)", s);
+			CHECK_AT(file, line,
+				 !memcmp(a->pids, b->pids, a->n_pids * sizeof(a->pids[0])), "(%s)",
+				 s);
+			CHECK_AT(file, line, a->kind == b->kind, "(%s)", s);
 		}
 	}
 	free(s);
@@ -490,6 +511,15 @@ static void test_request_format(void)
 	req.capture.max_block_us = UINT64_C(9007199254740992);
 	req.capture.stacks = PROTO_STACKS_KERNEL;
 	req.capture.format = PROTO_FORMAT_JSON;
+	req.capture.kind = PROTO_KIND_OFFCPU;
+	req.capture.split_runq = 1;
+	CHECK_ROUNDTRIP(&req);
+	req.capture.split_runq = 0;
+	req.capture.kind = PROTO_KIND_CHAIN;
+	req.capture.chain_depth = PROTO_CHAIN_DEPTH_MAX;
+	CHECK_ROUNDTRIP(&req);
+	req.capture.chain_depth = PROTO_CHAIN_DEPTH_DEFAULT;
+	req.capture.kind = PROTO_KIND_RUNQ;
 	CHECK_ROUNDTRIP(&req);
 
 	req.capture.n_pids = 0;
@@ -1267,6 +1297,7 @@ static void test_request_format_render(void)
 	req->cmd = PROTO_CMD_CAPTURE;
 	req->capture.seconds = 10;
 	req->capture.state_mask = THREAD_STATE_ALL;
+	req->capture.chain_depth = PROTO_CHAIN_DEPTH_DEFAULT;
 	req->capture.format = PROTO_FORMAT_SVG;
 	req->capture.render.width = 1600;
 	req->capture.render.inverted = 1;
@@ -1352,6 +1383,276 @@ static void test_request_format_render(void)
 	req->export.diff_widths_from_old = 0;
 	req->export.negate = 0;
 	req->export.format = PROTO_FORMAT_SPEEDSCOPE;
+	CHECK_ROUNDTRIP(req);
+	free(req);
+}
+
+/* ---- kinds and histograms: requests ------------------------------------ */
+
+static void test_kind_names(void)
+{
+	static const char *const names[] = { "offcpu", "wakeup", "offwake", "chain", "runq" };
+
+	CHECK(PROTO_KIND_OFFCPU == 0 && PROTO_KIND_WAKEUP == 1 && PROTO_KIND_OFFWAKE == 2 &&
+	      PROTO_KIND_CHAIN == 3 && PROTO_KIND_RUNQ == 4);
+	for (unsigned k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		CHECK_STR(proto_kind_name(k), names[k]);
+		CHECK_MSG(proto_kind_from_name(names[k]) == (int)k, "(%s)", names[k]);
+	}
+	CHECK_STR(proto_kind_name(5), "?");
+	CHECK_STR(proto_kind_name(UINT32_MAX), "?");
+	CHECK(proto_kind_from_name("Offcpu") == -EINVAL);
+	CHECK(proto_kind_from_name("off-cpu") == -EINVAL);
+	CHECK(proto_kind_from_name("") == -EINVAL);
+	CHECK(proto_kind_from_name(NULL) == -EINVAL);
+}
+
+static void test_capture_kinds(void)
+{
+	static const struct {
+		const char *name;
+		enum proto_kind kind;
+	} kinds[] = {
+		{ "offcpu", PROTO_KIND_OFFCPU },   { "wakeup", PROTO_KIND_WAKEUP },
+		{ "offwake", PROTO_KIND_OFFWAKE }, { "chain", PROTO_KIND_CHAIN },
+		{ "runq", PROTO_KIND_RUNQ },
+	};
+	struct proto_request req;
+	char extra[128], want[128];
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		snprintf(extra, sizeof(extra), "\"kind\":\"%s\"", kinds[i].name);
+		memset(&req, 0xa5, sizeof(req));
+		if (CAPTURE_OK(extra, &req) == 0) {
+			CHECK_MSG(req.capture.kind == kinds[i].kind, "(%s)", extra);
+			CHECK(req.capture.split_runq == 0);
+			CHECK(req.capture.chain_depth == PROTO_CHAIN_DEPTH_DEFAULT);
+		}
+		/* split_runq false is the default, so any kind takes it. */
+		snprintf(extra, sizeof(extra), "\"kind\":\"%s\",\"split_runq\":false",
+			 kinds[i].name);
+		CAPTURE_OK(extra, &req);
+		if (kinds[i].kind != PROTO_KIND_OFFCPU) {
+			snprintf(extra, sizeof(extra), "\"kind\":\"%s\",\"split_runq\":true",
+				 kinds[i].name);
+			snprintf(want, sizeof(want), "field 'split_runq' needs kind offcpu, not %s",
+				 kinds[i].name);
+			CAPTURE_BAD(extra, want);
+		}
+		/* A depth is refused for other kinds, even the default one. */
+		if (kinds[i].kind != PROTO_KIND_CHAIN) {
+			snprintf(extra, sizeof(extra), "\"kind\":\"%s\",\"chain_depth\":3",
+				 kinds[i].name);
+			snprintf(want, sizeof(want), "field 'chain_depth' needs kind chain, not %s",
+				 kinds[i].name);
+			CAPTURE_BAD(extra, want);
+		}
+	}
+
+	if (CAPTURE_OK("\"split_runq\":true", &req) == 0)
+		CHECK(req.capture.kind == PROTO_KIND_OFFCPU && req.capture.split_runq == 1);
+	if (CAPTURE_OK("\"kind\":\"offcpu\",\"split_runq\":true,\"states\":[\"S\"]", &req) == 0)
+		CHECK(req.capture.split_runq == 1);
+	if (CAPTURE_OK("\"chain_depth\":1,\"kind\":\"chain\"", &req) == 0)
+		CHECK(req.capture.kind == PROTO_KIND_CHAIN && req.capture.chain_depth == 1);
+	if (CAPTURE_OK("\"kind\":\"chain\",\"chain_depth\":8", &req) == 0)
+		CHECK(req.capture.chain_depth == PROTO_CHAIN_DEPTH_MAX);
+	if (CAPTURE_OK("\"kind\":\"chain\",\"chain_depth\":5.0", &req) == 0)
+		CHECK(req.capture.chain_depth == 5);
+
+	CAPTURE_BAD("\"chain_depth\":3", "field 'chain_depth' needs kind chain, not offcpu");
+	CAPTURE_BAD("\"kind\":\"chain\",\"chain_depth\":0",
+		    "field 'chain_depth' must be between 1 and 8");
+	CAPTURE_BAD("\"kind\":\"chain\",\"chain_depth\":9",
+		    "field 'chain_depth' must be between 1 and 8");
+	CAPTURE_BAD("\"kind\":\"chain\",\"chain_depth\":2.5",
+		    "field 'chain_depth' must be an integer");
+	CAPTURE_BAD("\"kind\":\"chain\",\"chain_depth\":\"3\"",
+		    "field 'chain_depth' must be an integer");
+	/* Field errors come before the rules that span fields. */
+	CAPTURE_BAD("\"chain_depth\":9", "field 'chain_depth' must be between 1 and 8");
+	CAPTURE_BAD("\"split_runq\":1", "field 'split_runq' must be true or false");
+	CAPTURE_BAD("\"split_runq\":\"true\"", "field 'split_runq' must be true or false");
+	CAPTURE_BAD("\"kind\":\"wakeup\",\"split_runq\":null",
+		    "field 'split_runq' must be true or false");
+	CAPTURE_BAD("\"kind\":\"bogus\"",
+		    "field 'kind' must be one of: offcpu, wakeup, offwake, chain, runq");
+	CAPTURE_BAD("\"kind\":\"Offcpu\"", "field 'kind' must be one of");
+	CAPTURE_BAD("\"kind\":0", "field 'kind' must be one of");
+	CAPTURE_BAD("\"kind\":null", "field 'kind' must be one of");
+	CAPTURE_BAD("\"kind\":\"chain\",\"kind\":\"chain\"", "duplicate field 'kind'");
+	CAPTURE_BAD("\"kinds\":[\"chain\"]", "unknown field 'kinds' for command 'capture'");
+	CAPTURE_BAD("\"depth\":3", "unknown field 'depth'");
+}
+
+static void test_export_kind(void)
+{
+	struct proto_request req;
+
+	memset(&req, 0xa5, sizeof(req));
+	if (EXPORT_OK("\"from_ms\":5", &req) == 0)
+		CHECK(req.export.kind == PROTO_KIND_OFFCPU);
+	if (EXPORT_OK("\"from_ms\":5,\"kind\":\"runq\"", &req) == 0)
+		CHECK(req.export.kind == PROTO_KIND_RUNQ);
+	if (EXPORT_OK("\"capture\":7,\"kind\":\"wakeup\",\"format\":\"json\"", &req) == 0)
+		CHECK(req.export.kind == PROTO_KIND_WAKEUP && req.export.capture_id == 7);
+	/* A differential export compares one kind, A and B alike. */
+	if (EXPORT_OK("\"from_ms\":5,\"diff_capture\":3,\"kind\":\"chain\"", &req) == 0)
+		CHECK(req.export.kind == PROTO_KIND_CHAIN && req.export.diff_capture == 3);
+	if (EXPORT_OK("\"from_ms\":5,\"kind\":\"offwake\",\"format\":\"svg\","
+		      "\"palette\":\"chain\"",
+		      &req) == 0)
+		CHECK(req.export.kind == PROTO_KIND_OFFWAKE);
+
+	EXPORT_BAD("\"from_ms\":5,\"kind\":\"all\"",
+		   "field 'kind' must be one of: offcpu, wakeup, offwake, chain, runq");
+	EXPORT_BAD("\"from_ms\":5,\"kind\":[\"runq\"]", "field 'kind' must be one of");
+	EXPORT_BAD("\"from_ms\":5,\"split_runq\":true", "unknown field 'split_runq'");
+	EXPORT_BAD("\"from_ms\":5,\"chain_depth\":3", "unknown field 'chain_depth'");
+	EXPORT_BAD("\"kind\":\"runq\"", "export needs from_ms or capture");
+}
+
+static void test_hist_request(void)
+{
+	struct proto_request req;
+	char extra[4096], *p;
+
+	memset(&req, 0xa5, sizeof(req));
+	if (HIST_OK("\"from_ms\":1795305600000", &req) == 0) {
+		CHECK(req.cmd == PROTO_CMD_HIST);
+		CHECK(req.hist.from_ms == INT64_C(1795305600000) && req.hist.to_ms == 0);
+		CHECK(req.hist.capture_id == 0 && req.hist.n_pids == 0);
+		CHECK(req.hist.kind == PROTO_KIND_OFFCPU);
+	}
+	memset(&req, 0xa5, sizeof(req));
+	if (HIST_OK("\"capture\":7,\"kind\":\"runq\",\"pids\":[1,4194304]", &req) == 0) {
+		CHECK(req.hist.capture_id == 7 && req.hist.from_ms == 0 && req.hist.to_ms == 0);
+		CHECK(req.hist.kind == PROTO_KIND_RUNQ);
+		CHECK(req.hist.n_pids == 2 && req.hist.pids[0] == 1 && req.hist.pids[1] == 4194304);
+	}
+	if (HIST_OK("\"from_ms\":1000,\"to_ms\":1001,\"kind\":\"offcpu\"", &req) == 0)
+		CHECK(req.hist.from_ms == 1000 && req.hist.to_ms == 1001);
+	if (HIST_OK("\"capture\":7,\"from_ms\":0,\"to_ms\":0,\"pids\":[]", &req) == 0)
+		CHECK(req.hist.capture_id == 7 && req.hist.n_pids == 0);
+	if (HIST_OK("\"capture\":9007199254740992", &req) == 0)
+		CHECK(req.hist.capture_id == UINT64_C(9007199254740992));
+	p = extra + sprintf(extra, "\"from_ms\":1,\"pids\":[");
+	for (int i = 0; i < PROTO_MAX_IDS; i++)
+		p += sprintf(p, "%s%d", i ? "," : "", i + 1);
+	strcpy(p, "]");
+	if (HIST_OK(extra, &req) == 0)
+		CHECK(req.hist.n_pids == PROTO_MAX_IDS);
+	sprintf(p, ",%d]", PROTO_MAX_IDS + 1);
+	HIST_BAD(extra, "field 'pids' has 257 entries; at most 256 allowed");
+
+	/* The range rules are export's. */
+	HIST_BAD("", "hist needs from_ms or capture");
+	HIST_BAD("\"kind\":\"runq\",\"to_ms\":5", "hist needs from_ms or capture");
+	HIST_BAD("\"capture\":0,\"from_ms\":0", "hist needs from_ms or capture");
+	HIST_BAD("\"capture\":7,\"from_ms\":1", "field 'capture' excludes 'from_ms' and 'to_ms'");
+	HIST_BAD("\"capture\":7,\"to_ms\":1", "field 'capture' excludes 'from_ms' and 'to_ms'");
+	HIST_BAD("\"from_ms\":1000,\"to_ms\":1000",
+		 "field 'to_ms' (1000) must be > 'from_ms' (1000), or 0 for now");
+	HIST_BAD("\"from_ms\":-1", "field 'from_ms' must be between 0 and 9007199254740992");
+	HIST_BAD("\"from_ms\":1.5", "field 'from_ms' must be an integer");
+	HIST_BAD("\"capture\":\"7\"", "field 'capture' must be an integer");
+	HIST_BAD("\"from_ms\":1,\"pids\":[0]", "field 'pids'[0] must be between 1 and 4194304");
+
+	/* Histograms are kept of two kinds only. */
+	HIST_BAD("\"from_ms\":1,\"kind\":\"wakeup\"", "field 'kind' must be one of: offcpu, runq");
+	HIST_BAD("\"from_ms\":1,\"kind\":\"offwake\"", "field 'kind' must be one of: offcpu, runq");
+	HIST_BAD("\"from_ms\":1,\"kind\":\"chain\"", "field 'kind' must be one of: offcpu, runq");
+	HIST_BAD("\"from_ms\":1,\"kind\":\"bogus\"", "field 'kind' must be one of: offcpu, runq");
+	HIST_BAD("\"from_ms\":1,\"kind\":4", "field 'kind' must be one of: offcpu, runq");
+
+	/* Only its own fields. */
+	HIST_BAD("\"from_ms\":1,\"format\":\"json\"", "unknown field 'format' for command 'hist'");
+	HIST_BAD("\"from_ms\":1,\"states\":[\"S\"]", "unknown field 'states' for command 'hist'");
+	HIST_BAD("\"from_ms\":1,\"comm\":\"x\"", "unknown field 'comm' for command 'hist'");
+	HIST_BAD("\"from_ms\":1,\"diff_capture\":2", "unknown field 'diff_capture'");
+	HIST_BAD("\"from_ms\":1,\"title\":\"t\"", "unknown field 'title'");
+	HIST_BAD("\"from_ms\":1,\"from_ms\":2", "duplicate field 'from_ms'");
+	HIST_BAD("\"from_ms\":1,\"kind\":\"runq\",\"kind\":\"runq\"", "duplicate field 'kind'");
+	BAD("{\"v\":1,\"cmd\":\"HIST\",\"from_ms\":1}", "unknown command 'HIST'");
+}
+
+static void test_request_format_kinds(void)
+{
+	struct proto_request *req = calloc(1, sizeof(*req));
+	char *s;
+
+	if (!req)
+		return;
+	/* A capture's defaults stay out, the new fields among them. */
+	req->cmd = PROTO_CMD_CAPTURE;
+	req->capture.seconds = 10;
+	req->capture.state_mask = THREAD_STATE_ALL;
+	req->capture.chain_depth = PROTO_CHAIN_DEPTH_DEFAULT;
+	s = proto_request_format(req);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"capture\"}\n"), "('%s')", STR(s));
+	free(s);
+	req->capture.kind = PROTO_KIND_CHAIN;
+	req->capture.chain_depth = 5;
+	s = proto_request_format(req);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"capture\",\"kind\":\"chain\","
+				  "\"chain_depth\":5}\n"),
+		  "('%s')", STR(s));
+	free(s);
+	CHECK_ROUNDTRIP(req);
+	req->capture.kind = PROTO_KIND_OFFCPU;
+	req->capture.chain_depth = PROTO_CHAIN_DEPTH_DEFAULT;
+	req->capture.split_runq = 1;
+	s = proto_request_format(req);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"capture\",\"split_runq\":true}\n"), "('%s')",
+		  STR(s));
+	free(s);
+	CHECK_ROUNDTRIP(req);
+	req->capture.split_runq = 0;
+	for (unsigned k = PROTO_KIND_OFFCPU; k <= PROTO_KIND_RUNQ; k++) {
+		req->capture.kind = k;
+		CHECK_ROUNDTRIP(req);
+	}
+
+	/* An export of a kind. */
+	memset(req, 0, sizeof(*req));
+	req->cmd = PROTO_CMD_EXPORT;
+	req->export.state_mask = THREAD_STATE_ALL;
+	req->export.from_ms = 5;
+	req->export.kind = PROTO_KIND_OFFWAKE;
+	s = proto_request_format(req);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"export\",\"from_ms\":5,\"kind\":"
+				  "\"offwake\"}\n"),
+		  "('%s')", STR(s));
+	free(s);
+	CHECK_ROUNDTRIP(req);
+	req->export.diff_capture = 3;
+	req->export.kind = PROTO_KIND_RUNQ;
+	CHECK_ROUNDTRIP(req);
+
+	/* hist: the minimal line, then everything. */
+	memset(req, 0, sizeof(*req));
+	req->cmd = PROTO_CMD_HIST;
+	req->hist.from_ms = INT64_C(1795305600000);
+	s = proto_request_format(req);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"hist\",\"from_ms\":1795305600000}\n"),
+		  "('%s')", STR(s));
+	free(s);
+	CHECK_ROUNDTRIP(req);
+	req->hist.to_ms = INT64_C(9007199254740992);
+	req->hist.n_pids = PROTO_MAX_IDS;
+	for (size_t i = 0; i < PROTO_MAX_IDS; i++)
+		req->hist.pids[i] = 4194304 - i;
+	req->hist.kind = PROTO_KIND_RUNQ;
+	CHECK_ROUNDTRIP(req);
+	req->hist.from_ms = 0;
+	req->hist.to_ms = 0;
+	req->hist.capture_id = 7;
+	req->hist.n_pids = 1;
+	s = proto_request_format(req);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"hist\",\"capture\":7,\"pids\":[4194304],"
+				  "\"kind\":\"runq\"}\n"),
+		  "('%s')", STR(s));
+	free(s);
 	CHECK_ROUNDTRIP(req);
 	free(req);
 }
@@ -1594,8 +1895,8 @@ static void test_reply_samples(void)
 	const char *const k0[] = { "entry_SYSCALL_64", "ksys_read", "schedule" };
 	const char *const k1[] = { "ret_from_fork", "worker_thread\xff" };
 	const struct proto_sample samples[] = {
-		{ "cat", 100, 101, "S", 5000, 3, u0, 3, k0, 3 },
-		{ "kworker/0:1", 7, 7, "D", 250, 1, NULL, 0, k1, 2 },
+		{ "cat", 100, 101, "S", 5000, 3, u0, 3, k0, 3, NULL, NULL, 0 },
+		{ "kworker/0:1", 7, 7, "D", 250, 1, NULL, 0, k1, 2, "runq", NULL, 0 },
 	};
 	struct proto_capture_result res = {
 		.id = 1,
@@ -1624,6 +1925,9 @@ static void test_reply_samples(void)
 		CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(el, "state")), "S"));
 		CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(el, "value_ns")) == 5000);
 		CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(el, "count")) == 3);
+		/* A row without a kind is an offcpu row; one without a chain has none. */
+		CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(el, "kind")), "offcpu");
+		CHECK(!cJSON_GetObjectItem(el, "chain"));
 		for (int i = 0; i < 3; i++) {
 			cJSON *u = cJSON_GetArrayItem(cJSON_GetObjectItem(el, "ustack"), i);
 			cJSON *k = cJSON_GetArrayItem(cJSON_GetObjectItem(el, "kstack"), i);
@@ -1640,6 +1944,7 @@ static void test_reply_samples(void)
 		CHECK(!strcmp(cJSON_GetStringValue(
 				      cJSON_GetArrayItem(cJSON_GetObjectItem(el, "kstack"), 1)),
 			      "worker_thread\xef\xbf\xbd"));
+		CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(el, "kind")), "runq");
 	}
 	CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "capture"),
 					       "folded") == NULL);
@@ -1803,7 +2108,7 @@ static void test_reply_export(void)
 	const char *const u0[] = { "_start", "main", "poll" };
 	const char *const k0[] = { "entry_SYSCALL_64", "do_sys_poll", "schedule" };
 	const struct proto_sample samples[] = {
-		{ "app\xff", 4321, 4322, "S", 1900000000, 19, u0, 3, k0, 3 },
+		{ "app\xff", 4321, 4322, "S", 1900000000, 19, u0, 3, k0, 3, "offcpu", NULL, 0 },
 	};
 	struct proto_export_result res = {
 		.from_ms = INT64_C(1795305600000),
@@ -2147,6 +2452,296 @@ static void test_reply_output_invalid(void)
 	}
 }
 
+/* ---- kinds and histograms: replies ------------------------------------- */
+
+/* The i-th element of the "samples" of a capture reply's tree. */
+static cJSON *reply_sample(cJSON *root, int i)
+{
+	return cJSON_GetArrayItem(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "capture"),
+						 "samples"),
+		i);
+}
+
+static void test_reply_sample_kinds(void)
+{
+	const char *const k0[] = { "entry_SYSCALL_64", "futex_wait", "schedule" };
+	/* The waker part after "--": kernel leaf to root, "-", user, comm. */
+	const char *const w0[] = {
+		"try_to_wake_up", "futex_wake", "-", "unlock", "main", "producer"
+	};
+	const char *const c0[] = { "try_to_wake_up", "-",  "unlock",
+				   "producer",	     "--", "try_to_wake_up",
+				   "[softirq]\xff" };
+	const char *const irq[] = { "[hardirq]" };
+	const struct proto_sample samples[] = {
+		{ .comm = "consumer",
+		  .tgid = 10,
+		  .pid = 11,
+		  .state = "S",
+		  .value_ns = 7000,
+		  .count = 2,
+		  .kstack = k0,
+		  .n_kstack = 3,
+		  .kind = "offwake",
+		  .chain = w0,
+		  .n_chain = 6 },
+		{ .comm = "consumer",
+		  .tgid = 10,
+		  .pid = 11,
+		  .state = "S",
+		  .value_ns = 5000,
+		  .count = 1,
+		  .kind = "wakeup",
+		  .chain = w0,
+		  .n_chain = 6 },
+		{ .comm = "consumer",
+		  .tgid = 10,
+		  .pid = 12,
+		  .state = "D",
+		  .value_ns = 3000,
+		  .count = 1,
+		  .kstack = k0,
+		  .n_kstack = 3,
+		  .kind = "chain",
+		  .chain = c0,
+		  .n_chain = 7 },
+		{ .comm = "nic",
+		  .tgid = 20,
+		  .pid = 20,
+		  .state = "S",
+		  .value_ns = 1000,
+		  .count = 1,
+		  .kind = "offwake",
+		  .chain = irq,
+		  .n_chain = 1 },
+		/* A chain pointer without a length is no chain. */
+		{ .comm = "app",
+		  .tgid = 30,
+		  .pid = 30,
+		  .state = "R",
+		  .value_ns = 10,
+		  .count = 1,
+		  .kind = "runq",
+		  .chain = irq,
+		  .n_chain = 0 },
+	};
+	struct proto_capture_result res = { .id = 3, .n_samples = 5, .samples = samples };
+	char *s = proto_reply_capture(&res, 5);
+	cJSON *root, *el, *chain;
+
+	CHECK_LINE(s);
+	root = s ? cJSON_Parse(s) : NULL;
+	CHECK_MSG(root != NULL, "('%s')", STR(s));
+
+	el = reply_sample(root, 0);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(el, "kind")), "offwake");
+	chain = cJSON_GetObjectItem(el, "chain");
+	CHECK(cJSON_IsArray(chain) && cJSON_GetArraySize(chain) == 6);
+	for (int i = 0; i < 6 && cJSON_GetArraySize(chain) == 6; i++)
+		CHECK_STR(cJSON_GetStringValue(cJSON_GetArrayItem(chain, i)), w0[i]);
+	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(el, "kstack")) == 3);
+
+	el = reply_sample(root, 1);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(el, "kind")), "wakeup");
+	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(el, "chain")) == 6);
+	CHECK(cJSON_IsArray(cJSON_GetObjectItem(el, "ustack")) &&
+	      cJSON_GetArraySize(cJSON_GetObjectItem(el, "ustack")) == 0);
+
+	el = reply_sample(root, 2);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(el, "kind")), "chain");
+	chain = cJSON_GetObjectItem(el, "chain");
+	CHECK(cJSON_GetArraySize(chain) == 7);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetArrayItem(chain, 4)), "--");
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetArrayItem(chain, 6)), "[softirq]\xef\xbf\xbd");
+
+	el = reply_sample(root, 3);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(el, "chain"), 0)),
+		  "[hardirq]");
+
+	el = reply_sample(root, 4);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(el, "kind")), "runq");
+	CHECK(el && !cJSON_GetObjectItem(el, "chain"));
+	cJSON_Delete(root);
+	free(s);
+}
+
+static void test_reply_hist(void)
+{
+	struct proto_hist_process procs[3] = {
+		{ .tgid = 1234, .comm = "mysqld" },
+		{ .tgid = 4194304, .comm = "bad \xff comm" },
+		{ .tgid = 7, .comm = NULL },
+	};
+	struct proto_hist_result res = {
+		.kind = "offcpu",
+		.from_ms = INT64_C(1795305600000),
+		.to_ms = INT64_C(1795309200000),
+		.capture_id = 0,
+		.windows = 360,
+		.processes = procs,
+		.n_processes = 3,
+	};
+	struct proto_reply *reply = NULL;
+	char *s;
+
+	procs[0].counts[0] = 3;
+	procs[0].counts[1] = 0;
+	procs[0].counts[4] = 60;
+	procs[0].counts[PROTO_HIST_BUCKETS - 1] = UINT64_C(9007199254740991);
+	for (size_t b = 0; b < PROTO_HIST_BUCKETS; b++)
+		procs[1].counts[b] = b * 1000;
+	procs[2].counts[PROTO_HIST_BUCKETS - 1] = UINT64_MAX;
+
+	s = proto_reply_hist(&res);
+	CHECK_LINE(s);
+	CHECK_MSG(starts_with(s, "{\"v\":1,\"ok\":true,\"cmd\":\"hist\",\"hist\":{\"kind\":"
+				 "\"offcpu\",\"from_ms\":1795305600000,\"to_ms\":1795309200000,"
+				 "\"capture_id\":0,\"windows\":360,\"processes\":[{\"tgid\":1234,"
+				 "\"comm\":\"mysqld\",\"counts\":[3,0,0,0,60,0,"),
+		  "('%s')", STR(s));
+	CHECK_MSG(s && strstr(s, ",0,9007199254740991]}"), "('%s')", STR(s));
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply) {
+		const struct proto_hist_result *h = &reply->hist;
+
+		CHECK(reply->ok && reply->cmd == PROTO_CMD_HIST);
+		CHECK_STR(h->kind, "offcpu");
+		CHECK(h->from_ms == res.from_ms && h->to_ms == res.to_ms);
+		CHECK(h->capture_id == 0 && h->windows == 360);
+		CHECK(h->n_processes == 3);
+		if (h->n_processes == 3) {
+			CHECK(h->processes[0].tgid == 1234);
+			CHECK_STR(h->processes[0].comm, "mysqld");
+			CHECK(!memcmp(h->processes[0].counts, procs[0].counts,
+				      sizeof(procs[0].counts)));
+			CHECK(h->processes[1].tgid == 4194304);
+			CHECK_STR(h->processes[1].comm, "bad \xef\xbf\xbd comm");
+			CHECK(!memcmp(h->processes[1].counts, procs[1].counts,
+				      sizeof(procs[1].counts)));
+			CHECK_STR(h->processes[2].comm, "");
+			/* Past 2^53 counts are approximate; 2^64 saturates. */
+			CHECK(h->processes[2].counts[PROTO_HIST_BUCKETS - 1] == UINT64_MAX);
+			CHECK(h->processes[2].counts[0] == 0);
+		}
+	}
+	proto_reply_free(reply);
+	free(s);
+
+	/* A capture's window, run-queue latency, nothing recorded. */
+	res.kind = "runq";
+	res.from_ms = 0;
+	res.capture_id = 7;
+	res.windows = 1;
+	res.processes = NULL;
+	res.n_processes = 0;
+	s = proto_reply_hist(&res);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"ok\":true,\"cmd\":\"hist\",\"hist\":{\"kind\":"
+				  "\"runq\",\"from_ms\":0,\"to_ms\":1795309200000,\"capture_id\":7,"
+				  "\"windows\":1,\"processes\":[]}}\n"),
+		  "('%s')", STR(s));
+	reply = NULL;
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply) {
+		CHECK_STR(reply->hist.kind, "runq");
+		CHECK(reply->hist.capture_id == 7 && reply->hist.n_processes == 0);
+		CHECK(reply->hist.processes != NULL);
+	}
+	proto_reply_free(reply);
+	free(s);
+
+	/* No kind: offcpu. */
+	res.kind = NULL;
+	s = proto_reply_hist(&res);
+	CHECK_MSG(s && strstr(s, "\"hist\":{\"kind\":\"offcpu\","), "('%s')", STR(s));
+	free(s);
+}
+
+static void test_reply_hist_invalid(void)
+{
+	static const char h_ok[] = "\"kind\":\"runq\",\"from_ms\":1,\"to_ms\":2,\"capture_id\":0,"
+				   "\"windows\":1";
+	static const char *const bad_body[] = {
+		"\"kind\":\"runq\",\"from_ms\":1,\"to_ms\":2,\"capture_id\":0,\"processes\":[]",
+		"\"kind\":5,\"from_ms\":1,\"to_ms\":2,\"capture_id\":0,\"windows\":1,"
+		"\"processes\":[]",
+		"\"from_ms\":1,\"to_ms\":2,\"capture_id\":0,\"windows\":1,\"processes\":[]",
+		"\"kind\":\"runq\",\"from_ms\":1.5,\"to_ms\":2,\"capture_id\":0,\"windows\":1,"
+		"\"processes\":[]",
+		"\"kind\":\"runq\",\"from_ms\":1,\"to_ms\":2,\"capture_id\":-1,\"windows\":1,"
+		"\"processes\":[]",
+	};
+	static const char *const bad_procs[] = {
+		"{}",
+		"7",
+		"{\"tgid\":1,\"comm\":\"x\"}",
+		"{\"tgid\":1,\"comm\":\"x\",\"counts\":{}}",
+		"{\"tgid\":1,\"comm\":\"x\",\"counts\":[]}",
+		"{\"tgid\":-1,\"comm\":\"x\",\"counts\":[%s]}",
+		"{\"tgid\":4294967296,\"comm\":\"x\",\"counts\":[%s]}",
+		"{\"tgid\":1,\"comm\":1,\"counts\":[%s]}",
+		"{\"comm\":\"x\",\"counts\":[%s]}",
+		"{\"tgid\":1,\"comm\":\"x\",\"counts\":[%s,0]}",
+		"{\"tgid\":1,\"comm\":\"x\",\"counts\":[-1,%s]}",
+		"{\"tgid\":1,\"comm\":\"x\",\"counts\":[1.5,%s]}",
+		"{\"tgid\":1,\"comm\":\"x\",\"counts\":[null,%s]}",
+	};
+	char zeros[128], short_zeros[128], proc[512], buf[2048];
+	struct proto_reply *reply = NULL;
+	char *p;
+
+	p = zeros;
+	for (int b = 0; b < PROTO_HIST_BUCKETS; b++)
+		p += sprintf(p, "%s0", b ? "," : "");
+	memcpy(short_zeros, zeros, sizeof(zeros));
+	short_zeros[strlen(short_zeros) - 2] = '\0'; /* one bucket fewer */
+
+	/* The reference parses, unknown fields and all. */
+	snprintf(buf, sizeof(buf),
+		 "{\"v\":1,\"ok\":true,\"cmd\":\"hist\",\"hist\":{%s,\"processes\":[{\"tgid\":1,"
+		 "\"comm\":\"x\",\"counts\":[%s],\"new\":1}],\"new\":[]}}",
+		 h_ok, zeros);
+	CHECK_MSG(proto_reply_parse(buf, strlen(buf), &reply) == 0, "('%s')", buf);
+	if (reply)
+		CHECK(reply->hist.n_processes == 1 && reply->hist.processes[0].tgid == 1);
+	proto_reply_free(reply);
+
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"hist\"}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"hist\",\"hist\":[]}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"hist\",\"hist\":{}}");
+	for (size_t i = 0; i < sizeof(bad_body) / sizeof(bad_body[0]); i++) {
+		snprintf(buf, sizeof(buf), "{\"v\":1,\"ok\":true,\"cmd\":\"hist\",\"hist\":{%s}}",
+			 bad_body[i]);
+		REPLY_BAD(buf);
+	}
+	snprintf(buf, sizeof(buf), "{\"v\":1,\"ok\":true,\"cmd\":\"hist\",\"hist\":{%s}}", h_ok);
+	REPLY_BAD(buf);
+	snprintf(buf, sizeof(buf),
+		 "{\"v\":1,\"ok\":true,\"cmd\":\"hist\",\"hist\":{%s,\"processes\":{}}}", h_ok);
+	REPLY_BAD(buf);
+	for (size_t i = 0; i < sizeof(bad_procs) / sizeof(bad_procs[0]); i++) {
+		/* Those with a bad bucket before the list keep 32 in all. */
+		bool shorter = strstr(bad_procs[i], "[-1,") || strstr(bad_procs[i], "[1.5,") ||
+			       strstr(bad_procs[i], "[null,");
+
+		snprintf(proc, sizeof(proc), bad_procs[i], shorter ? short_zeros : zeros);
+		snprintf(buf, sizeof(buf),
+			 "{\"v\":1,\"ok\":true,\"cmd\":\"hist\",\"hist\":{%s,\"processes\":[%s]}}",
+			 h_ok, proc);
+		REPLY_BAD(buf);
+	}
+	/* One bad process among good ones. */
+	snprintf(buf, sizeof(buf),
+		 "{\"v\":1,\"ok\":true,\"cmd\":\"hist\",\"hist\":{%s,\"processes\":[{\"tgid\":1,"
+		 "\"comm\":\"x\",\"counts\":[%s]},{\"tgid\":2,\"comm\":\"y\",\"counts\":[%s]}]}}",
+		 h_ok, zeros, short_zeros);
+	REPLY_BAD(buf);
+	/* The cmd decides which body is read. */
+	snprintf(buf, sizeof(buf),
+		 "{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"hist\":{%s,\"processes\":[]}}", h_ok);
+	REPLY_BAD(buf);
+}
+
 /* ---- PROTOCOL.md ------------------------------------------------------- */
 
 /* Its path, from this file's: the test runs from anywhere. */
@@ -2254,9 +2849,22 @@ static void test_garbage(void)
 	struct proto_export_result diff = {
 		.from_ms = 1, .windows = 3, .differential = true, .diff_windows = 4, .output = "{}"
 	};
-	enum { N_LINES = 10 };
+	const char *const chain[] = { "wake", "-", "--", "[idle]" };
+	const struct proto_sample rows[] = {
+		{ .comm = "a", .state = "S", .kind = "chain", .chain = chain, .n_chain = 4 },
+	};
+	struct proto_capture_result kinds = { .id = 3, .samples = rows };
+	struct proto_hist_process procs[2] = { { .tgid = 1, .comm = "x" },
+					       { .tgid = 2, .comm = "y" } };
+	struct proto_hist_result hist = {
+		.kind = "runq", .from_ms = 1, .windows = 2, .processes = procs, .n_processes = 2
+	};
+	enum { N_LINES = 14 };
 	char *lines[N_LINES];
 	unsigned seed = 12345;
+
+	procs[0].counts[3] = 9;
+	procs[1].counts[31] = 1;
 
 	lines[0] =
 		strdup(capture_line("\"pids\":[1,2],\"tids\":[3],\"seconds\":5,"
@@ -2280,6 +2888,11 @@ static void test_garbage(void)
 					     "\"format\":\"svg\",\"minwidth\":\"10\""));
 	lines[8] = proto_reply_capture(&svg, 0);
 	lines[9] = proto_reply_export(&diff, 0);
+	lines[10] = strdup(capture_line("\"kind\":\"chain\",\"chain_depth\":4,\"pids\":[1]"));
+	lines[11] = strdup(cmd_line("hist", "\"from_ms\":1,\"to_ms\":9,\"pids\":[3,4],"
+					    "\"kind\":\"runq\""));
+	lines[12] = proto_reply_hist(&hist);
+	lines[13] = proto_reply_capture(&kinds, 1);
 
 	for (int l = 0; l < N_LINES; l++) {
 		size_t len;
@@ -2386,6 +2999,11 @@ int main(void)
 	test_diff_valid();
 	test_diff_invalid();
 	test_request_format_render();
+	test_kind_names();
+	test_capture_kinds();
+	test_export_kind();
+	test_hist_request();
+	test_request_format_kinds();
 	test_reply_error();
 	test_reply_status();
 	test_reply_capture();
@@ -2396,6 +3014,9 @@ int main(void)
 	test_reply_invalid_new();
 	test_reply_output();
 	test_reply_output_invalid();
+	test_reply_sample_kinds();
+	test_reply_hist();
+	test_reply_hist_invalid();
 	test_protocol_examples();
 	test_garbage();
 	test_thread_state();

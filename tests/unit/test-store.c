@@ -69,7 +69,7 @@ static uint64_t file_bytes(const char *path)
 /* Rows a query returned, with copies of their strings. */
 struct got_row {
 	struct store_sample s;
-	char *comm, *ustack, *kstack;
+	char *comm, *ustack, *kstack, *chain;
 };
 
 struct got {
@@ -89,6 +89,7 @@ static int collect(void *arg, const struct store_sample *sample)
 	r->comm = strdup(sample->comm);
 	r->ustack = strdup(sample->ustack);
 	r->kstack = strdup(sample->kstack);
+	r->chain = strdup(sample->chain);
 	if (g->stop_after && g->n == g->stop_after)
 		return 42;
 	return 0;
@@ -100,6 +101,7 @@ static void got_free(struct got *g)
 		free(g->v[i].comm);
 		free(g->v[i].ustack);
 		free(g->v[i].kstack);
+		free(g->v[i].chain);
 	}
 	free(g->v);
 	memset(g, 0, sizeof(*g));
@@ -113,6 +115,21 @@ static const struct got_row *got_find(const struct got *g, uint32_t pid, const c
 
 		if (r->s.pid == pid && r->s.state == state && !strcmp(r->comm, comm) &&
 		    !strcmp(r->ustack, ustack) && !strcmp(r->kstack, kstack))
+			return r;
+	}
+	return NULL;
+}
+
+/* The row of a kind with that chain (and any other fields). */
+static const struct got_row *got_find_chain(const struct got *g, uint32_t pid, uint32_t kind,
+					    const char *ustack, const char *kstack,
+					    const char *chain)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		const struct got_row *r = &g->v[i];
+
+		if (r->s.pid == pid && r->s.kind == kind && !strcmp(r->ustack, ustack) &&
+		    !strcmp(r->kstack, kstack) && !strcmp(r->chain, chain))
 			return r;
 	}
 	return NULL;
@@ -140,19 +157,26 @@ static uint64_t got_sum_ns(const struct got *g)
 	return sum;
 }
 
-static int add(struct store *s, int64_t start_ms, int64_t end_ms, uint64_t capture_id,
-	       const struct store_sample *v, size_t n, struct store_window *ret)
+static int add_hists(struct store *s, int64_t start_ms, int64_t end_ms, uint64_t capture_id,
+		     const struct store_sample *v, size_t n, const struct store_hist *h, size_t n_h,
+		     struct store_window *ret)
 {
 	struct store_window w = { .start_ms = start_ms,
 				  .end_ms = end_ms,
 				  .capture_id = capture_id };
-	int r = store_window_add(s, &w, v, n, err, sizeof(err));
+	int r = store_window_add(s, &w, v, n, h, n_h, err, sizeof(err));
 
 	if (ret)
 		*ret = w;
 	if (r < 0 && r != -ENOSPC && r != -EINVAL)
 		fprintf(stderr, "store_window_add: %s\n", err);
 	return r;
+}
+
+static int add(struct store *s, int64_t start_ms, int64_t end_ms, uint64_t capture_id,
+	       const struct store_sample *v, size_t n, struct store_window *ret)
+{
+	return add_hists(s, start_ms, end_ms, capture_id, v, n, NULL, 0, ret);
 }
 
 /* A generated window: n samples over stacks numbered from first. */
@@ -212,7 +236,7 @@ static void test_create_reopen(void)
 	size_t n = 0;
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 1);
+	CHECK(pragma(s, "PRAGMA user_version") == 2);
 	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2); /* incremental */
 	CHECK(add(s, 1000, 2000, 0, &v, 1, &w) == 0);
 	CHECK(w.id > 0 && w.n_samples == 1 && w.n_stacks == 1 && w.bytes > 0);
@@ -220,7 +244,7 @@ static void test_create_reopen(void)
 	store_close(NULL);
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 1);
+	CHECK(pragma(s, "PRAGMA user_version") == 2);
 	CHECK(store_windows_list(s, 0, &list, &n, err, sizeof(err)) == 0);
 	CHECK(n == 1 && list[0].id == w.id && list[0].start_ms == 1000 && list[0].end_ms == 2000);
 	CHECK(n == 1 && list[0].n_samples == 1 && list[0].n_stacks == 1 &&
@@ -231,6 +255,7 @@ static void test_create_reopen(void)
 	if (g.n == 1) {
 		CHECK_STR(g.v[0].ustack, "main;f");
 		CHECK_STR(g.v[0].kstack, "");
+		CHECK_STR(g.v[0].chain, "");
 		CHECK(g.v[0].s.sum_ns == 5 && g.v[0].s.tgid == 7);
 	}
 	got_free(&g);
@@ -244,15 +269,15 @@ static void test_round_trip(void)
 	static const char odd_comm[] = "a;b \x01\xff\xc3\x28'\"%";
 	static const char odd_stack[] = ";\xfe\xff;;x y;";
 	struct store_sample w1[] = {
-		{ 10, 11, "app", 0, 1, 100, 1, "main;read", "sys_read;schedule" },
-		{ 10, 12, "app", 0, 2, 200, 2, "main;write", "" },
-		{ 10, 11, "app", 0, 1, 7, 3, "main;read", "sys_read;schedule" }, /* dup */
-		{ 20, 20, odd_comm, 0, 3, 5, 1, odd_stack, ";" },
-		{ 30, 30, NULL, 0, 0, 1, 1, NULL, NULL },
+		{ 10, 11, "app", 0, 1, 100, 1, "main;read", "sys_read;schedule", "" },
+		{ 10, 12, "app", 0, 2, 200, 2, "main;write", "", "" },
+		{ 10, 11, "app", 0, 1, 7, 3, "main;read", "sys_read;schedule", "" }, /* dup */
+		{ 20, 20, odd_comm, 0, 3, 5, 1, odd_stack, ";", "" },
+		{ 30, 30, NULL, 0, 0, 1, 1, NULL, NULL, NULL },
 	};
 	struct store_sample w2[] = {
-		{ 10, 11, "app", 0, 1, 1000, 10, "main;read", "sys_read;schedule" },
-		{ 20, 20, odd_comm, 0, 3, UINT64_MAX - 2, 1, odd_stack, ";" },
+		{ 10, 11, "app", 0, 1, 1000, 10, "main;read", "sys_read;schedule", "" },
+		{ 20, 20, odd_comm, 0, 3, UINT64_MAX - 2, 1, odd_stack, ";", "" },
 	};
 	const struct got_row *r;
 	struct store_window w;
@@ -278,6 +303,8 @@ static void test_round_trip(void)
 	CHECK(r && r->s.sum_ns == UINT64_MAX && r->s.count == 2); /* saturated */
 	r = got_find(&g, 30, "", 0, "", "");
 	CHECK(r && r->s.sum_ns == 1 && r->s.tgid == 30);
+	for (size_t i = 0; i < g.n; i++)
+		CHECK_STR(g.v[i].chain, "");
 
 	/* One window only: no merging across. */
 	CHECK(query_range(s, 10000, 20000, &g, &windows) == 0);
@@ -297,7 +324,7 @@ static void test_round_trip(void)
 	{
 		size_t cap = 5000 * 64, len = 0;
 		char *big = malloc(cap);
-		struct store_sample deep = { 40, 40, "deep", 0, 1, 9, 1, big, big };
+		struct store_sample deep = { 40, 40, "deep", 0, 1, 9, 1, big, big, big };
 
 		for (int i = 0; i < 5000; i++)
 			len += snprintf(big + len, cap - len, "%sframe_%d_%040d", i ? ";" : "",
@@ -306,7 +333,8 @@ static void test_round_trip(void)
 		CHECK(query_range(s, 40000, 50000, &g, NULL) == 0);
 		CHECK(g.n == 1);
 		if (g.n == 1) {
-			CHECK(!strcmp(g.v[0].ustack, big) && !strcmp(g.v[0].kstack, big));
+			CHECK(!strcmp(g.v[0].ustack, big) && !strcmp(g.v[0].kstack, big) &&
+			      !strcmp(g.v[0].chain, big));
 			CHECK_STR(g.v[0].comm, "deep");
 		}
 		free(big);
@@ -325,11 +353,14 @@ static void test_filters(void)
 {
 	const char *path = db_path("filters.db");
 	struct store_sample v[] = {
-		{ 1, 1, "one", 0, 0, 1, 1, "a", "k" },	  { 1, 2, "one", 0, 1, 2, 1, "a", "k" },
-		{ 2, 2, "two", 0, 2, 4, 1, "b", "k" },	  { 3, 3, "three", 0, 3, 8, 1, "c", "k" },
-		{ 3, 4, "three", 0, 1, 16, 1, "c", "k" }, { 4, 4, "one", 0, 2, 32, 1, "d", "k" },
+		{ 1, 1, "one", 0, 0, 1, 1, "a", "k", "" },
+		{ 1, 2, "one", 0, 1, 2, 1, "a", "k", "" },
+		{ 2, 2, "two", 0, 2, 4, 1, "b", "k", "" },
+		{ 3, 3, "three", 0, 3, 8, 1, "c", "k", "" },
+		{ 3, 4, "three", 0, 1, 16, 1, "c", "k", "" },
+		{ 4, 4, "one", 0, 2, 32, 1, "d", "k", "" },
 	};
-	struct store_sample cap[] = { { 1, 1, "one", 0, 0, 1000, 1, "capture", "" } };
+	struct store_sample cap[] = { { 1, 1, "one", 0, 0, 1000, 1, "capture", "", "" } };
 	uint32_t pids[] = { 1, 3 }, many[STORE_QUERY_MAX_PIDS + 1];
 	struct store_query q = { .from_ms = 0, .to_ms = 100000 };
 	struct got g = { 0 };
@@ -396,7 +427,7 @@ static void test_filters(void)
 static void test_range(void)
 {
 	const char *path = db_path("range.db");
-	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k" };
+	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "" };
 	struct got g = { 0 };
 	uint64_t windows;
 	struct store *s;
@@ -457,7 +488,7 @@ static void test_age(void)
 {
 	const char *path = db_path("age.db");
 	struct store_limits limits = { .max_age_ms = 3600 * 1000 };
-	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k" };
+	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "" };
 	struct store_window w1, w2, w3, *list = NULL;
 	int64_t now = now_ms();
 	struct store *s;
@@ -481,6 +512,12 @@ static void test_size(struct gen *gen)
 {
 	const char *path = db_path("size.db");
 	struct store_limits limits = { .max_db_bytes = 512 * 1024 };
+	struct store_hist hists[4] = {
+		{ 100, "proc", 0, 1, 1 },
+		{ 100, "proc", 0, 2, 1 },
+		{ 101, "proc", 1, 1, 1 },
+		{ 102, "other", 1, 9, 1 },
+	};
 	struct store_window w, *list = NULL;
 	uint64_t first_id = 0, last_id = 0;
 	struct got g = { 0 };
@@ -495,7 +532,8 @@ static void test_size(struct gen *gen)
 	for (int i = 0; i < 80; i++) {
 		/* Mostly the same stacks, a few new ones each window. */
 		gen_fill(gen, 500, (uint32_t)i * 10);
-		CHECK(add(s, i * 10000, i * 10000 + 10000, 0, gen->v, 500, &w) == 0);
+		CHECK(add_hists(s, i * 10000, i * 10000 + 10000, 0, gen->v, 500, hists, 4, &w) ==
+		      0);
 		if (!i)
 			first_id = w.id;
 		last_id = w.id;
@@ -520,6 +558,10 @@ static void test_size(struct gen *gen)
 	CHECK(store_stats(s, &stats) == 0);
 	CHECK(stats.windows == n);
 	free(list);
+	/* Evicted windows took their histograms with them. */
+	CHECK(pragma(s, "SELECT count(*) FROM hist") == (int64_t)(4 * n));
+	CHECK(pragma(s, "SELECT count(*) FROM hist WHERE window_id NOT IN (SELECT id FROM "
+			"windows)") == 0);
 	/* The newest window reads back exactly, after collections that
 	 * emptied the interning caches. */
 	CHECK(query_range(s, 79 * 10000, 80 * 10000, &g, NULL) == 0);
@@ -533,8 +575,8 @@ static void test_size(struct gen *gen)
 	}
 	got_free(&g);
 	/* The stacks of evicted windows were collected: the user stacks of the
-	 * n windows left, plus the 50 kernel stacks. */
-	CHECK_MSG(pragma(s, "SELECT count(*) FROM stacks") == (int64_t)(500 + 10 * (n - 1) + 50),
+	 * n windows left, plus the 50 kernel stacks and the empty chain. */
+	CHECK_MSG(pragma(s, "SELECT count(*) FROM stacks") == (int64_t)(500 + 10 * (n - 1) + 51),
 		  "%lld stacks, %zu windows", (long long)pragma(s, "SELECT count(*) FROM stacks"),
 		  n);
 
@@ -544,13 +586,14 @@ static void test_size(struct gen *gen)
 	CHECK(store_windows_list(s, INT64_MIN, &list, &n, err, sizeof(err)) == 0);
 	CHECK(n == 1 && list[0].id == w.id);
 	free(list);
+	CHECK(pragma(s, "SELECT count(*) FROM hist") == 0);
 	store_close(s);
 }
 
 static void test_full(struct gen *gen)
 {
 	const char *path = db_path("full.db");
-	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k" };
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "" };
 	struct store_window w, *list = NULL;
 	struct got g = { 0 };
 	uint64_t windows;
@@ -569,7 +612,7 @@ static void test_full(struct gen *gen)
 	free(list);
 	CHECK(query_range(s, 0, 10000, &g, &windows) == 0);
 	CHECK(windows == 2 && g.n == 1 && got_sum_ns(&g) == 20);
-	CHECK(pragma(s, "SELECT count(*) FROM stacks") == 2);
+	CHECK(pragma(s, "SELECT count(*) FROM stacks") == 3); /* u;v, k and the empty chain */
 
 	/* Limit lifted: the same window goes in whole. */
 	CHECK(pragma(s, "PRAGMA max_page_count = 1000000") >= 1000000);
@@ -641,7 +684,7 @@ static void check_refused(const char *path, int want, const char *text)
 static void test_refused(void)
 {
 	const char *path = db_path("garbage.db");
-	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k" };
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "" };
 	unsigned char junk[16384];
 	uint32_t x = 12345;
 	struct store *s;
@@ -675,9 +718,9 @@ static void test_refused(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	store_close(s);
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db, "PRAGMA user_version = 2", NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
-	check_refused(path, -EPROTO, "schema version 2");
+	check_refused(path, -EPROTO, "schema version 3");
 
 	/* An empty database made elsewhere, in WAL mode, is adopted. */
 	path = db_path("empty.db");
@@ -685,7 +728,7 @@ static void test_refused(void)
 	CHECK(sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 1);
+	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 2);
 	store_close(s);
 
 	/* Somebody else's database. */
@@ -703,7 +746,7 @@ static void test_refused(void)
 static void test_crash(void)
 {
 	const char *path = db_path("crash.db");
-	struct store_sample v = { 1, 2, "c", 0, 1, 12345, 6, "main;f", "k" };
+	struct store_sample v = { 1, 2, "c", 0, 1, 12345, 6, "main;f", "k", "" };
 	struct got g = { 0 };
 	struct store *s;
 	int status = 0;
@@ -726,10 +769,567 @@ static void test_crash(void)
 	store_close(s);
 }
 
+static void test_chain(void)
+{
+	const char *path = db_path("chain.db");
+	static const char odd_chain[] = "waker;\xfe\xff;;x y;";
+	static const char u[] = "main;read", k[] = "sys_read;schedule";
+	struct store_sample v[] = {
+		/* The same target stacks woken by two wakers: two rows. */
+		{ 10, 11, "app", 2, 1, 100, 1, u, k, "kworker;wake_up_process" },
+		{ 10, 11, "app", 2, 1, 200, 2, u, k, "irq;wake_up" },
+		{ 10, 11, "app", 2, 1, 5, 1, u, k, "kworker;wake_up_process" }, /* dup */
+		/* No chain: "" and NULL are the same. */
+		{ 10, 11, "app", 2, 1, 1000, 1, u, k, "" },
+		{ 10, 11, "app", 2, 1, 2000, 1, u, k, NULL },
+		/* A chain equal to a user stack is the same stacks row. */
+		{ 10, 11, "app", 3, 1, 7, 1, u, "", u },
+		{ 20, 20, "x", 1, 1, 9, 1, "", "", odd_chain },
+	};
+	const struct got_row *r;
+	struct store_window w1, w2;
+	struct got g = { 0 };
+	struct store *s;
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(add(s, 1000, 2000, 0, v, 7, &w1) == 0);
+	CHECK(w1.n_samples == 5);
+	CHECK(w1.n_stacks == 5); /* (ustack, kstack, chain) triples */
+	/* main;read, sys_read;schedule, two chains, "" and odd_chain. */
+	CHECK(pragma(s, "SELECT count(*) FROM stacks") == 6);
+	CHECK(pragma(s, "SELECT count(*) FROM series") == 5);
+	store_close(s);
+
+	/* Read back after a reopen: nothing lives in the caches only. */
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(query_range(s, 0, 5000, &g, NULL) == 0);
+	CHECK(g.n == 5);
+	r = got_find_chain(&g, 11, 2, u, k, "kworker;wake_up_process");
+	CHECK(r && r->s.sum_ns == 105 && r->s.count == 2 && r->s.tgid == 10);
+	r = got_find_chain(&g, 11, 2, u, k, "irq;wake_up");
+	CHECK(r && r->s.sum_ns == 200 && r->s.count == 2);
+	r = got_find_chain(&g, 11, 2, u, k, "");
+	CHECK(r && r->s.sum_ns == 3000 && r->s.count == 2);
+	r = got_find_chain(&g, 11, 3, u, "", u);
+	CHECK(r && r->s.sum_ns == 7);
+	r = got_find_chain(&g, 20, 1, "", "", odd_chain);
+	CHECK(r && r->s.sum_ns == 9 && r->s.state == 1);
+	if (r)
+		CHECK_STR(r->comm, "x");
+
+	/* The series recur in the next window: no new rows but samples. */
+	CHECK(add(s, 2000, 3000, 0, v, 7, &w2) == 0);
+	CHECK(w2.n_samples == 5 && w2.n_stacks == 5);
+	CHECK(pragma(s, "SELECT count(*) FROM series") == 5);
+	CHECK(w2.bytes < w1.bytes);
+	CHECK(query_range(s, 0, 5000, &g, NULL) == 0);
+	CHECK(g.n == 5);
+	r = got_find_chain(&g, 11, 2, u, k, "irq;wake_up");
+	CHECK(r && r->s.sum_ns == 400 && r->s.count == 4);
+	got_free(&g);
+	store_close(s);
+}
+
+static void test_kinds(void)
+{
+	const char *path = db_path("kinds.db");
+	struct store_sample v[] = {
+		{ 1, 1, "a", 0, 1, 1, 1, "u", "k", "" },    /* offcpu */
+		{ 1, 1, "a", 1, 1, 2, 1, "u", "k", "w" },   /* wakeup */
+		{ 1, 1, "a", 2, 1, 4, 1, "u", "k", "w" },   /* offwake */
+		{ 1, 1, "a", 3, 2, 8, 1, "u", "k", "w;v" }, /* chain */
+		{ 2, 2, "b", 4, 0, 16, 1, "u", "k", "" },   /* runq */
+	};
+	struct store_sample cap[] = { { 1, 1, "a", 4, 0, 1000, 1, "u", "k", "" } };
+	struct store_query q = { .from_ms = 0, .to_ms = 10000 };
+	uint32_t pid2[] = { 2 };
+	struct got g = { 0 };
+	uint64_t windows;
+	struct store *s;
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(add(s, 1000, 2000, 0, v, 5, NULL) == 0);
+	CHECK(add(s, 1000, 2000, 3, cap, 1, NULL) == 0);
+
+	CHECK(query(s, &q, &g, &windows) == 0);
+	CHECK(windows == 1 && g.n == 5 && got_sum_ns(&g) == 31);
+	q.kind_mask = 1u << 0;
+	CHECK(query(s, &q, &g, &windows) == 0);
+	CHECK(windows == 1 && g.n == 1 && got_sum_ns(&g) == 1);
+	if (g.n == 1)
+		CHECK(g.v[0].s.kind == 0);
+	q.kind_mask = (1u << 1) | (1u << 2);
+	CHECK(query(s, &q, &g, NULL) == 0);
+	CHECK(g.n == 2 && got_sum_ns(&g) == 6);
+	q.kind_mask = 1u << 4;
+	CHECK(query(s, &q, &g, NULL) == 0);
+	CHECK(g.n == 1 && got_sum_ns(&g) == 16);
+	if (g.n == 1)
+		CHECK(g.v[0].s.kind == 4 && g.v[0].s.tgid == 2);
+
+	/* With the other filters. */
+	q.kind_mask = 1u << 3;
+	q.state_mask = 1u << 1;
+	CHECK(query(s, &q, &g, NULL) == 0);
+	CHECK(g.n == 0);
+	q.state_mask = 1u << 2;
+	CHECK(query(s, &q, &g, NULL) == 0);
+	CHECK(g.n == 1 && got_sum_ns(&g) == 8);
+	if (g.n == 1)
+		CHECK_STR(g.v[0].chain, "w;v");
+	q.state_mask = 0;
+	q.kind_mask = (1u << 2) | (1u << 4);
+	q.pids = pid2;
+	q.n_pids = 1;
+	CHECK(query(s, &q, &g, NULL) == 0);
+	CHECK(g.n == 1 && got_sum_ns(&g) == 16);
+	q.comm = "a";
+	CHECK(query(s, &q, &g, NULL) == 0);
+	CHECK(g.n == 0);
+
+	/* A kind nobody has: no rows, the same windows. */
+	memset(&q, 0, sizeof(q));
+	q.to_ms = 10000;
+	q.kind_mask = 1u << 5;
+	CHECK(query(s, &q, &g, &windows) == 0);
+	CHECK(g.n == 0 && windows == 1);
+
+	/* A capture, by kind. */
+	memset(&q, 0, sizeof(q));
+	q.capture_id = 3;
+	q.kind_mask = 1u << 4;
+	CHECK(query(s, &q, &g, &windows) == 0);
+	CHECK(windows == 1 && g.n == 1 && got_sum_ns(&g) == 1000);
+	q.kind_mask = 1u << 0;
+	CHECK(query(s, &q, &g, &windows) == 0);
+	CHECK(windows == 1 && g.n == 0);
+	got_free(&g);
+	store_close(s);
+}
+
+/* Histogram rows a query returned, with copies of their comms. */
+struct hgot_row {
+	struct store_hist h;
+	char *comm;
+};
+
+struct hgot {
+	struct hgot_row *v;
+	size_t n;
+	size_t stop_after; /* 0: never */
+};
+
+static int hcollect(void *arg, const struct store_hist *h)
+{
+	struct hgot *g = arg;
+	struct hgot_row *r;
+
+	g->v = realloc(g->v, (g->n + 1) * sizeof(*g->v));
+	r = &g->v[g->n++];
+	r->h = *h;
+	r->comm = strdup(h->comm);
+	if (g->stop_after && g->n == g->stop_after)
+		return 42;
+	return 0;
+}
+
+static void hgot_free(struct hgot *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free(g->v[i].comm);
+	free(g->v);
+	memset(g, 0, sizeof(*g));
+}
+
+static int hquery(struct store *s, const struct store_query *q, uint32_t type, struct hgot *g,
+		  uint64_t *windows)
+{
+	hgot_free(g);
+	return store_hist_query(s, q, type, hcollect, g, windows, err, sizeof(err));
+}
+
+static int hquery_range(struct store *s, int64_t from, int64_t to, uint32_t type, struct hgot *g,
+			uint64_t *windows)
+{
+	struct store_query q = { .from_ms = from, .to_ms = to };
+
+	return hquery(s, &q, type, g, windows);
+}
+
+/* Row i of g is (tgid, bucket, count, comm) of type. */
+#define CHECK_HIST(g, i, type_, tgid_, bucket_, count_, comm_)                                     \
+	CHECK_MSG((i) < (g)->n && (g)->v[i].h.type == (type_) && (g)->v[i].h.tgid == (tgid_) &&    \
+			  (g)->v[i].h.bucket == (bucket_) && (g)->v[i].h.count == (count_) &&      \
+			  !strcmp((g)->v[i].comm, comm_),                                          \
+		  "row %zu of %zu: want %u/%u/%llu/%s", (size_t)(i), (g)->n, (unsigned)(tgid_),    \
+		  (unsigned)(bucket_), (unsigned long long)(count_), comm_)
+
+static void test_hist(void)
+{
+	const char *path = db_path("hist.db");
+	struct store_hist a[] = {
+		{ 10, "old10", 0, 3, 5 },
+		{ 10, "old10", 0, 3, 2 }, /* summed */
+		{ 10, "old10", 0, 4, 1 },
+		{ 10, "old10", 1, 0, 100 },
+		{ 20, "twenty", 0, 31, UINT64_MAX - 1 },
+		{ 40, "first", 0, 1, 1 },
+		{ 40, "second", 0, 1, 1 }, /* summed; the first comm stays */
+	};
+	struct store_hist b[] = {
+		{ 10, "new10", 0, 3, 10 },
+		{ 20, "twenty", 0, 31, 5 }, /* saturates across windows */
+		{ 30, "thirty", 1, 2, 4 },
+		{ 10, "new10", 0, 0, 1 },
+	};
+	struct store_hist c[] = { { 10, "cap", 0, 3, 1000 } };
+	struct store_hist d[] = { { 10, "later", 0, 3, 1 } };
+	struct store_hist bad_type[] = { { 1, "x", 2, 0, 1 } };
+	struct store_hist bad_bucket[] = { { 1, "x", 0, STORE_HIST_BUCKETS, 1 } };
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u", "k", "" };
+	struct store_query q = { .from_ms = 0, .to_ms = 3000 };
+	uint32_t pids[] = { 20, 30 };
+	struct store_window wa, wb, *list = NULL;
+	struct hgot g = { 0 };
+	uint64_t windows;
+	struct store *s;
+	size_t n = 0;
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(add(s, 0, 500, 0, &v, 1, NULL) == 0); /* without histograms */
+	CHECK(add_hists(s, 1000, 2000, 0, &v, 1, a, 7, &wa) == 0);
+	CHECK(pragma(s, "SELECT count(*) FROM hist") == 5);
+	CHECK(add_hists(s, 2000, 3000, 0, NULL, 0, b, 4, &wb) == 0);
+	CHECK(wb.n_samples == 0 && wb.bytes > 4 * 10);
+	CHECK(add_hists(s, 1500, 1800, 5, NULL, 0, c, 1, NULL) == 0);
+	CHECK(add_hists(s, 5000, 6000, 0, NULL, 0, d, 1, NULL) == 0);
+
+	/* Summed within a call and across windows, ordered by tgid and bucket;
+	 * comm from the newest window. */
+	CHECK(hquery(s, &q, 0, &g, &windows) == 0);
+	CHECK(windows == 3 && g.n == 5);
+	CHECK_HIST(&g, 0, 0, 10, 0, 1, "new10");
+	CHECK_HIST(&g, 1, 0, 10, 3, 17, "new10");
+	CHECK_HIST(&g, 2, 0, 10, 4, 1, "new10");
+	CHECK_HIST(&g, 3, 0, 20, 31, UINT64_MAX, "twenty");
+	CHECK_HIST(&g, 4, 0, 40, 1, 2, "first");
+
+	/* The other type, with its own newest comm: tgid 10 has run-queue
+	 * buckets in the older window only. */
+	CHECK(hquery(s, &q, 1, &g, &windows) == 0);
+	CHECK(windows == 3 && g.n == 2);
+	CHECK_HIST(&g, 0, 1, 10, 0, 100, "old10");
+	CHECK_HIST(&g, 1, 1, 30, 2, 4, "thirty");
+
+	/* Range selection: from_ms <= start_ms < to_ms. */
+	CHECK(hquery_range(s, 1000, 2000, 0, &g, &windows) == 0);
+	CHECK(windows == 1 && g.n == 4);
+	CHECK_HIST(&g, 0, 0, 10, 3, 7, "old10");
+	CHECK_HIST(&g, 1, 0, 10, 4, 1, "old10");
+	CHECK_HIST(&g, 2, 0, 20, 31, UINT64_MAX - 1, "twenty");
+	CHECK_HIST(&g, 3, 0, 40, 1, 2, "first");
+	CHECK(hquery_range(s, 1001, 2000, 0, &g, &windows) == 0);
+	CHECK(windows == 0 && g.n == 0);
+	CHECK(hquery_range(s, 0, 10000, 0, &g, &windows) == 0);
+	CHECK(windows == 4 && g.n == 5);
+	CHECK_HIST(&g, 1, 0, 10, 3, 18, "later");
+	CHECK_HIST(&g, 0, 0, 10, 0, 1, "later");
+
+	/* The capture alone. */
+	memset(&q, 0, sizeof(q));
+	q.capture_id = 5;
+	CHECK(hquery(s, &q, 0, &g, &windows) == 0);
+	CHECK(windows == 1 && g.n == 1);
+	CHECK_HIST(&g, 0, 0, 10, 3, 1000, "cap");
+	CHECK(hquery(s, &q, 1, &g, &windows) == 0);
+	CHECK(windows == 1 && g.n == 0);
+
+	/* pids and comm filter; state_mask and kind_mask do not. */
+	memset(&q, 0, sizeof(q));
+	q.to_ms = 3000;
+	q.pids = pids;
+	q.n_pids = 2;
+	q.state_mask = 1u << 3;
+	q.kind_mask = 1u << 4;
+	CHECK(hquery(s, &q, 0, &g, &windows) == 0);
+	CHECK(windows == 3 && g.n == 1);
+	CHECK_HIST(&g, 0, 0, 20, 31, UINT64_MAX, "twenty");
+	CHECK(hquery(s, &q, 1, &g, NULL) == 0);
+	CHECK(g.n == 1);
+	CHECK_HIST(&g, 0, 1, 30, 2, 4, "thirty");
+	q.n_pids = 0;
+	q.comm = "old10";
+	CHECK(hquery(s, &q, 0, &g, NULL) == 0);
+	CHECK(g.n == 2);
+	CHECK_HIST(&g, 0, 0, 10, 3, 7, "old10");
+	CHECK_HIST(&g, 1, 0, 10, 4, 1, "old10");
+	q.comm = "nobody";
+	CHECK(hquery(s, &q, 0, &g, NULL) == 0);
+	CHECK(g.n == 0);
+
+	/* A nonzero return from the callback stops the query. */
+	hgot_free(&g);
+	g.stop_after = 2;
+	CHECK(store_hist_query(s, &(struct store_query){ .to_ms = 3000 }, 0, hcollect, &g, NULL,
+			       err, sizeof(err)) == 42);
+	CHECK(g.n == 2);
+	g.stop_after = 0;
+
+	/* Newest is by start_ms, then id: not the order of insertion alone. */
+	memset(&q, 0, sizeof(q));
+	q.capture_id = 6;
+	c[0].comm = "e1";
+	CHECK(add_hists(s, 1500, 1600, 6, NULL, 0, c, 1, NULL) == 0);
+	c[0].comm = "e2";
+	CHECK(add_hists(s, 1500, 1600, 6, NULL, 0, c, 1, NULL) == 0);
+	c[0].comm = "e0";
+	CHECK(add_hists(s, 1400, 1500, 6, NULL, 0, c, 1, NULL) == 0);
+	CHECK(hquery(s, &q, 0, &g, &windows) == 0);
+	CHECK(windows == 3 && g.n == 1);
+	CHECK_HIST(&g, 0, 0, 10, 3, 3000, "e2");
+
+	/* Bad input; nothing is stored. */
+	CHECK(hquery_range(s, 0, 3000, 2, &g, NULL) == -EINVAL);
+	q.comm = NULL;
+	q.n_pids = STORE_QUERY_MAX_PIDS + 1;
+	CHECK(hquery(s, &q, 0, &g, NULL) == -EINVAL);
+	CHECK(add_hists(s, 7000, 8000, 0, &v, 1, bad_type, 1, NULL) == -EINVAL);
+	CHECK(add_hists(s, 7000, 8000, 0, &v, 1, bad_bucket, 1, NULL) == -EINVAL);
+	CHECK(add_hists(s, 7000, 8000, 0, &v, 1, NULL, 1, NULL) == -EINVAL);
+	CHECK(store_windows_list(s, INT64_MIN, &list, &n, err, sizeof(err)) == 0);
+	CHECK(n == 8);
+	free(list);
+	CHECK(pragma(s, "SELECT count(*) FROM hist") == 5 + 4 + 1 + 1 + 3);
+	hgot_free(&g);
+	store_close(s);
+}
+
+/* Age eviction takes a window's histograms; the comms only they use are
+ * collected with them, the others stay. */
+static void test_hist_evict(void)
+{
+	const char *path = db_path("hist-evict.db");
+	struct store_limits limits = { .max_age_ms = 3600 * 1000 };
+	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "" };
+	struct store_hist h1[] = { { 5, "histonly1", 0, 2, 3 } };
+	struct store_hist h2[] = { { 6, "histonly2", 1, 2, 3 } };
+	struct store_window w1, w2;
+	int64_t now = now_ms();
+	struct hgot g = { 0 };
+	struct store *s;
+	char sql[128];
+
+	CHECK(store_open(path, &limits, &s, err, sizeof(err)) == 0);
+	CHECK(add_hists(s, now - 7200 * 1000, now - 7100 * 1000, 0, &v, 1, h1, 1, &w1) == 0);
+	CHECK(pragma(s, "SELECT count(*) FROM hist") == 1);
+	CHECK(add_hists(s, now - 7100 * 1000, now - 7000 * 1000, 0, &v, 1, h2, 1, &w2) == 0);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM hist WHERE window_id = %llu",
+		 (unsigned long long)w1.id);
+	CHECK(pragma(s, sql) == 0);
+	CHECK(pragma(s, "SELECT count(*) FROM hist") == 1);
+	CHECK(pragma(s, "SELECT count(*) FROM strings WHERE name = CAST('histonly1' AS BLOB)") ==
+	      0);
+	CHECK(pragma(s, "SELECT count(*) FROM strings WHERE name = CAST('histonly2' AS BLOB)") ==
+	      1);
+	CHECK(hquery_range(s, INT64_MIN, INT64_MAX, 1, &g, NULL) == 0);
+	CHECK(g.n == 1);
+	CHECK_HIST(&g, 0, 1, 6, 2, 3, "histonly2");
+	CHECK(hquery_range(s, INT64_MIN, INT64_MAX, 0, &g, NULL) == 0);
+	CHECK(g.n == 0);
+
+	/* The comm comes back as a new string when used again. */
+	CHECK(add_hists(s, now - 1000, now, 0, &v, 1, h1, 1, NULL) == 0);
+	CHECK(pragma(s, "SELECT count(*) FROM hist") == 1);
+	CHECK(hquery_range(s, INT64_MIN, INT64_MAX, 0, &g, NULL) == 0);
+	CHECK(g.n == 1);
+	CHECK_HIST(&g, 0, 0, 5, 2, 3, "histonly1");
+	hgot_free(&g);
+	store_close(s);
+}
+
+/*
+ * Schema version 1, as store.c wrote it before version 2. A copy, not a
+ * reference: it must stay what shipped whatever store.c becomes.
+ */
+static const char schema_v1[] =
+	"CREATE TABLE strings (\n"
+	"	id INTEGER PRIMARY KEY,\n"
+	"	name BLOB NOT NULL UNIQUE\n"
+	");\n"
+	"CREATE TABLE stacks (\n"
+	"	id INTEGER PRIMARY KEY,\n"
+	"	frames BLOB NOT NULL UNIQUE\n"
+	");\n"
+	"CREATE TABLE series (\n"
+	"	id INTEGER PRIMARY KEY,\n"
+	"	tgid INTEGER NOT NULL,\n"
+	"	pid INTEGER NOT NULL,\n"
+	"	comm_id INTEGER NOT NULL,\n"
+	"	kind INTEGER NOT NULL,\n"
+	"	state INTEGER NOT NULL,\n"
+	"	ustack_id INTEGER NOT NULL,\n"
+	"	kstack_id INTEGER NOT NULL,\n"
+	"	UNIQUE (tgid, pid, comm_id, kind, state, ustack_id, kstack_id)\n"
+	");\n"
+	"CREATE TABLE windows (\n"
+	"	id INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+	"	start_ms INTEGER NOT NULL,\n"
+	"	end_ms INTEGER NOT NULL,\n"
+	"	capture_id INTEGER NOT NULL,\n"
+	"	n_stacks INTEGER NOT NULL,\n"
+	"	n_samples INTEGER NOT NULL,\n"
+	"	bytes INTEGER NOT NULL\n"
+	");\n"
+	"CREATE INDEX windows_by_capture_start ON windows (capture_id, start_ms);\n"
+	"CREATE TABLE samples (\n"
+	"	window_id INTEGER NOT NULL,\n"
+	"	series_id INTEGER NOT NULL,\n"
+	"	sum_ns INTEGER NOT NULL,\n"
+	"	count INTEGER NOT NULL,\n"
+	"	PRIMARY KEY (window_id, series_id)\n"
+	") WITHOUT ROWID;\n";
+
+enum v1_content {
+	V1_NOTHING,	       /* the schema only */
+	V1_WINDOW,	       /* one window; no stack is empty */
+	V1_WINDOW_EMPTY_STACK, /* one window; series 3 has empty stacks */
+};
+
+/* A version 1 file as the version 1 store left it. Stacks are LEB128 ids
+ * of strings, root first: x'0203' is main;read. */
+static void make_v1(const char *path, enum v1_content content)
+{
+	static const char window[] =
+		"INSERT INTO strings (id, name) VALUES (1, CAST('app' AS BLOB)),\n"
+		"	(2, CAST('main' AS BLOB)), (3, CAST('read' AS BLOB)),\n"
+		"	(4, CAST('sys_read' AS BLOB)), (5, CAST('schedule' AS BLOB));\n"
+		"INSERT INTO stacks (id, frames) VALUES (1, x'0203'), (2, x'0405');\n"
+		"INSERT INTO series VALUES (1, 10, 11, 1, 0, 1, 1, 2), (2, 10, 12, 1, 0, 2, 1, "
+		"2),\n"
+		"	(3, 30, 30, 1, 0, 0, 3, 3);\n"
+		"INSERT INTO windows VALUES (1, 1000, 2000, 0, 2, 3, 321);\n"
+		/* -2: UINT64_MAX - 1 as stored */
+		"INSERT INTO samples VALUES (1, 1, 100, 3), (1, 2, -2, 4), (1, 3, 7, 1);\n";
+	sqlite3 *db;
+
+	remove_db(path);
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db,
+			   "PRAGMA auto_vacuum = INCREMENTAL; PRAGMA journal_mode = WAL; "
+			   "PRAGMA application_id = 1329811541; PRAGMA user_version = 1",
+			   NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, schema_v1, NULL, NULL, NULL) == SQLITE_OK);
+	if (content != V1_NOTHING)
+		CHECK(sqlite3_exec(db, window, NULL, NULL, NULL) == SQLITE_OK);
+	if (content == V1_WINDOW_EMPTY_STACK)
+		CHECK(sqlite3_exec(db, "INSERT INTO stacks (id, frames) VALUES (3, x'')", NULL,
+				   NULL, NULL) == SQLITE_OK);
+	if (content == V1_WINDOW)
+		CHECK(sqlite3_exec(db, "INSERT INTO stacks (id, frames) VALUES (3, x'01')", NULL,
+				   NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+}
+
+static void check_migrated(const char *path, enum v1_content content)
+{
+	const char *stack3 = content == V1_WINDOW ? "app" : "";
+	struct store_sample again[] = {
+		{ 10, 11, "app", 0, 1, 1, 1, "main;read", "sys_read;schedule", "" },
+		{ 10, 11, "app", 0, 1, 2, 1, "main;read", "sys_read;schedule", "w" },
+	};
+	struct store_hist h = { 10, "app", 0, 7, 9 };
+	struct store_window w, *list = NULL;
+	const struct got_row *r;
+	struct got g = { 0 };
+	struct hgot hg = { 0 };
+	uint64_t windows;
+	struct store *s;
+	size_t n = 0;
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(pragma(s, "PRAGMA user_version") == 2);
+	CHECK(pragma(s, "PRAGMA application_id") == 1329811541);
+	CHECK(pragma(s, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = "
+			"'ok'") == 1);
+	/* series rebuilt with its ids, the chain in its UNIQUE constraint,
+	 * nothing left of the rebuild; hist created empty. */
+	CHECK(pragma(s, "SELECT count(*) FROM pragma_table_info('series') WHERE name = "
+			"'chain_id'") == 1);
+	CHECK(pragma(s, "SELECT count(*) FROM pragma_index_list('series') l, "
+			"pragma_index_info(l.name) i WHERE l.\"unique\" = 1") == 8);
+	CHECK(pragma(s, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '%v2%'") == 0);
+	CHECK(pragma(s, "SELECT count(*) FROM hist") == 0);
+	if (content == V1_NOTHING) {
+		CHECK(pragma(s, "SELECT count(*) FROM stacks") == 0);
+		CHECK(pragma(s, "SELECT count(*) FROM series") == 0);
+		CHECK(add(s, 1000, 2000, 0, again, 2, &w) == 0);
+		CHECK(w.n_samples == 2);
+		store_close(s);
+		return;
+	}
+	CHECK(pragma(s, "SELECT count(*) FROM stacks WHERE frames = x''") == 1);
+	CHECK(pragma(s, "SELECT count(*) FROM stacks") == (content == V1_WINDOW ? 4 : 3));
+	CHECK(pragma(s, "SELECT count(*) FROM series WHERE id IN (1, 2, 3) AND chain_id = "
+			"(SELECT id FROM stacks WHERE frames = x'')") == 3);
+
+	/* The window and its rows, intact. */
+	CHECK(store_windows_list(s, INT64_MIN, &list, &n, err, sizeof(err)) == 0);
+	CHECK(n == 1 && list[0].id == 1 && list[0].start_ms == 1000 && list[0].end_ms == 2000 &&
+	      list[0].capture_id == 0 && list[0].n_stacks == 2 && list[0].n_samples == 3 &&
+	      list[0].bytes == 321);
+	free(list);
+	CHECK(query_range(s, 0, 5000, &g, &windows) == 0);
+	CHECK(windows == 1 && g.n == 3);
+	r = got_find_chain(&g, 11, 0, "main;read", "sys_read;schedule", "");
+	CHECK(r && r->s.tgid == 10 && r->s.state == 1 && r->s.sum_ns == 100 && r->s.count == 3);
+	if (r)
+		CHECK_STR(r->comm, "app");
+	r = got_find_chain(&g, 12, 0, "main;read", "sys_read;schedule", "");
+	CHECK(r && r->s.state == 2 && r->s.sum_ns == UINT64_MAX - 1 && r->s.count == 4);
+	r = got_find_chain(&g, 30, 0, stack3, stack3, "");
+	CHECK(r && r->s.tgid == 30 && r->s.sum_ns == 7 && r->s.count == 1);
+
+	/* New windows find the old series (no chain) and strings; a chain
+	 * makes a new series. The window ids go on. */
+	CHECK(add_hists(s, 2000, 3000, 0, again, 2, &h, 1, &w) == 0);
+	CHECK(w.id == 2 && w.n_samples == 2);
+	CHECK(pragma(s, "SELECT count(*) FROM series") == 4);
+	CHECK(pragma(s, "SELECT count(*) FROM strings") == 6 /* "w" added */);
+	CHECK(query_range(s, 0, 5000, &g, &windows) == 0);
+	CHECK(windows == 2 && g.n == 4);
+	r = got_find_chain(&g, 11, 0, "main;read", "sys_read;schedule", "");
+	CHECK(r && r->s.sum_ns == 101 && r->s.count == 4);
+	r = got_find_chain(&g, 11, 0, "main;read", "sys_read;schedule", "w");
+	CHECK(r && r->s.sum_ns == 2);
+	CHECK(hquery_range(s, 0, 5000, 0, &hg, &windows) == 0);
+	CHECK(windows == 2 && hg.n == 1);
+	CHECK_HIST(&hg, 0, 0, 10, 7, 9, "app");
+	store_close(s);
+
+	/* Migrated once: the next open finds version 2 and the same rows. */
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(pragma(s, "PRAGMA user_version") == 2);
+	CHECK(query_range(s, 0, 5000, &g, &windows) == 0);
+	CHECK(windows == 2 && g.n == 4);
+	got_free(&g);
+	hgot_free(&hg);
+	store_close(s);
+}
+
+static void test_migrate_v1(void)
+{
+	make_v1(db_path("v1.db"), V1_WINDOW);
+	check_migrated(db_path("v1.db"), V1_WINDOW);
+	make_v1(db_path("v1-empty-stack.db"), V1_WINDOW_EMPTY_STACK);
+	check_migrated(db_path("v1-empty-stack.db"), V1_WINDOW_EMPTY_STACK);
+	make_v1(db_path("v1-nothing.db"), V1_NOTHING);
+	check_migrated(db_path("v1-nothing.db"), V1_NOTHING);
+}
+
 static void test_stats(void)
 {
 	const char *path = db_path("stats.db");
-	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k" };
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "" };
 	struct store_window *list = NULL;
 	struct store_stats st;
 	struct store *s;
@@ -774,13 +1374,21 @@ int main(void)
 	test_refused();
 	test_crash();
 	test_stats();
+	test_chain();
+	test_kinds();
+	test_hist();
+	test_hist_evict();
+	test_migrate_v1();
 
 	{
-		static const char *const names[] = { "reopen.db",  "round.db",	"filters.db",
-						     "range.db",   "intern.db", "age.db",
-						     "size.db",	   "full.db",	"garbage.db",
-						     "corrupt.db", "newer.db",	"foreign.db",
-						     "crash.db",   "empty.db",	"stats.db" };
+		static const char *const names[] = {
+			"reopen.db",	     "round.db",     "filters.db",    "range.db",
+			"intern.db",	     "age.db",	     "size.db",	      "full.db",
+			"garbage.db",	     "corrupt.db",   "newer.db",      "foreign.db",
+			"crash.db",	     "empty.db",     "stats.db",      "chain.db",
+			"kinds.db",	     "hist.db",	     "hist-evict.db", "v1.db",
+			"v1-empty-stack.db", "v1-nothing.db"
+		};
 
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 			remove_db(db_path(names[i]));
