@@ -30,7 +30,7 @@ def last_capture_id(d):
     return max(w["capture_id"] for w in ws)
 
 
-def wait_stored(d, capture_id):
+def wait_capture_stored(d, capture_id):
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         ws = json.loads(d.ctl("--json", "windows").stdout)["windows"]
@@ -91,7 +91,7 @@ class RenderTest(unittest.TestCase):
         w = Workload("--only", "sleeper", "--sleeps", "30")
         capture(d, w, seconds=2)
         after = last_capture_id(d)
-        wait_stored(d, after)
+        wait_capture_stored(d, after)
         r = d.ctl("export", "--capture", str(after), "--diff-against", f"capture:{before}",
                   "--grep", "sleeper_thread")
         self.assertEqual(r.returncode, 0, r.stderr)

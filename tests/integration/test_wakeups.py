@@ -24,7 +24,7 @@ import time
 import unittest
 
 from offcpu_env import BUILD, EXIT_USAGE, Daemon, Workload, parse_folded
-from test_windows import FAST, now_ms, wait_windows_after
+from test_windows import FAST, now_ms, wait_stored
 
 WAKE_WORKLOAD = os.path.join(BUILD, "tests", "wake_workload")
 CONTEXT_LABELS = {"[hardirq]", "[softirq]", "[idle]", "[nmi]"}
@@ -231,8 +231,14 @@ class WakeupsTest(unittest.TestCase):
             self.assertIn(tuple(f[:-1]), stacks, "a [runqueue] line is a blocked line's stack plus [runqueue]")
         self.assertTrue(near(total_us(blocked), offwake_us, 0.02, len(split)),
                         f"split blocked part {total_us(blocked)} us, offwake {offwake_us} us")
-        self.assertAlmostEqual(total_us(split) * 1000 / want_ns, 1.0, delta=TOLERANCE,
-                               msg=f"blocked + run queue {total_us(split)} us, workload measured {want_ns} ns")
+        # Against ground truth, all of the thread's off-CPU time: under load it is also
+        # preempted inside its measured waits, and such time is on other stacks (the system
+        # call's way out), so the futex-wait lines alone fall short of the measured time.
+        everything = [(f, v) for f, v in parse_folded(outs["split"]) if f[0] == "wk-sleeper"]
+        off_ns = truth["wk-sleeper"]["wall_ns"] - truth["wk-sleeper"]["cpu_ns"]
+        self.assertAlmostEqual(total_us(everything) * 1000 / off_ns, 1.0, delta=TOLERANCE,
+                               msg=f"off-CPU {total_us(everything)} us, wall - CPU {off_ns} ns")
+        self.assertLessEqual(total_us(split) * 1000, want_ns * 1.01, "the waits are part of it")
 
     def test_wakeup_condvar(self):
         w = WakeWorkload("condvar")
@@ -429,7 +435,7 @@ class HistTest(unittest.TestCase):
         begin = now_ms()
         truth = w.go()
         end = now_ms()
-        wait_windows_after(d, end + 300)
+        wait_stored(d, end)
         rng = ["--from", str(begin / 1000 - 2), "--pid", str(w.pid)]
 
         h = hist(d, *rng)
@@ -446,10 +452,7 @@ class HistTest(unittest.TestCase):
         self.assertLessEqual(sum(counts), blocks + 10, counts)
         # 20 ms sleeps: [16384, 32768) us.
         sleeps = truth["ow-sleeper"]["blocks"]
-        # One sleep in about three runs shows up as a short block instead (buckets 6-7), seen
-        # in testing and not yet explained (a timer that fires while the thread is preempted
-        # between arming it and calling schedule() would do it): tolerated once, reported.
-        self.assertGreaterEqual(counts[14], sleeps - 1, counts)
+        self.assertGreaterEqual(counts[14], sleeps, counts)
         self.assertLessEqual(counts[14], sleeps + 2, counts)
 
         # The same windows through a relative range: the same counts.

@@ -41,6 +41,23 @@ def wait_windows_after(d, t_ms, timeout=15):
     raise AssertionError(f"no window reached {t_ms}")
 
 
+def wait_stored(d, t_ms, timeout=15):
+    """Waits until every block that ended by t_ms is in a stored window.
+
+    A block is counted in the window that is open when the drain carrying it
+    completes, which can be later than t_ms by a drain interval and the
+    drain's own time. So wait for a stored window that *starts* well after
+    that: windows are contiguous and stored in order, so the one before it,
+    and every earlier one, is in the store too."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ws = continuous(windows(d))
+        if ws and ws[-1]["start_ms"] >= t_ms + 750:
+            return ws
+        time.sleep(0.2)
+    raise AssertionError(f"no window started after {t_ms + 750}")
+
+
 def export_json(d, *args):
     r = d.ctl("--json", "export", *args)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -76,7 +93,7 @@ class WindowsTest(unittest.TestCase):
         begin = now_ms()
         truth = w.go()  # ~1 s: spread over two or three 1 s windows
         end = now_ms()
-        wait_windows_after(d, end + 300)
+        wait_stored(d, end)
         exp = export_json(d, "--from", str(begin / 1000 - 2), "--to", str(now_ms() / 1000 + 1),
                           "--pid", str(w.pid))
         self.assertGreaterEqual(exp["windows"], 2)
@@ -107,7 +124,7 @@ class WindowsTest(unittest.TestCase):
         w = Workload("--only", "sleeper", "--only", "reader")
         begin = now_ms()
         w.go()
-        wait_windows_after(d, now_ms() + 300)
+        wait_stored(d, now_ms())
         rng = ["--from", str(begin / 1000 - 2), "--to", str(now_ms() / 1000 + 1), "--pid", str(w.pid)]
         grep = export_json(d, *rng, "--grep", "^sleeper_thread$")
         self.assertTrue(grep["samples"])
