@@ -370,9 +370,13 @@ class WakeupsTest(unittest.TestCase):
         # Blocked: from switch-out to the timer, at least the nap (less the few us from arming the
         # timer to switching out); the run-queue wait comes on top.
         self.assertGreaterEqual(total_us(blocked), 0.98 * naps * 1000)
-        self.assertAlmostEqual(total_us(sleeps) * 1000 / nap["blocked_ns"], 1.0, delta=TOLERANCE,
-                               msg=f"blocked {total_us(blocked)} us + run queue {total_us(queued)} us, "
-                                   f"workload measured {nap['blocked_ns']} ns around nanosleep")
+        # The nanosleep lines fall short of the time measured around nanosleep by the napper's
+        # preemptions on the system call's way out (other stacks; the CPU is saturated on
+        # purpose), so only a bound here; the whole thread is checked against ground truth next.
+        ratio = total_us(sleeps) * 1000 / nap["blocked_ns"]
+        self.assertTrue(0.85 <= ratio <= 1.01,
+                        f"blocked {total_us(blocked)} us + run queue {total_us(queued)} us, "
+                        f"workload measured {nap['blocked_ns']} ns around nanosleep")
         # All the napper's lines (preemptions too): its whole off-CPU time, whether split or not.
         off_ns = nap["wall_ns"] - nap["cpu_ns"]
         self.assertAlmostEqual(total_us(split) * 1000 / off_ns, 1.0, delta=TOLERANCE,
