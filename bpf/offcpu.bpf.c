@@ -579,23 +579,21 @@ static __always_inline bool buffers_get(struct buffers *b)
 
 /*
  * Adds one block to slot's rows (and histograms), as the slot's kind wants
- * it. The block's values are in rec. A global function, so the verifier
- * checks it once rather than once per slot of switch_in()'s loop.
+ * it. The block's values are in rec; value is the one the slot's kind
+ * counts, already checked against the slot's filters by switch_in(). A
+ * global function, so the verifier checks it once rather than once per slot
+ * of switch_in()'s loop.
  */
-__noinline int slot_account(struct start_rec *rec, __u32 slot)
+__noinline int slot_account(struct start_rec *rec, __u32 slot, __u64 value)
 {
 	__u32 i = slot & (OFFCPU_MAX_SLOTS - 1), bit = 1u << i, kind, depth;
 	struct offcpu_key key = {};
 	struct buffers b = {};
-	__u64 value;
 
 	if (!rec || !buffers_get(&b))
 		return 0;
 	kind = slots[i].kind;
 	depth = slots[i].chain_depth;
-	value = kind == OFFCPU_KIND_OFFCPU ? rec->delta
-		: kind == OFFCPU_KIND_RUNQ ? rec->runq
-					   : rec->blocked;
 	key.slot = i;
 	key.tgid = rec->tgid;
 	key.pid = rec->pid;
@@ -681,7 +679,7 @@ static __always_inline void switch_in(struct task_struct *next, bool btf)
 			rec->uhash = intern_stack(b.stacks, &rec->ustack);
 			interned = true;
 		}
-		slot_account(rec, i);
+		slot_account(rec, i, value);
 	}
 }
 
