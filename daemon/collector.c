@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "offcpu.skel.h"
 
 struct collector {
@@ -119,14 +120,6 @@ const char *collector_program_name(const struct collector *c)
 	return c->raw_tp ? "sched_switch_raw" : "sched_switch_btf";
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* the clock of bpf_ktime_get_ns() */
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 /* Adds or removes slot's bit in the id -> slot mask filter map. */
 static int filter_ids_update(int map_fd, const uint32_t *ids, size_t n, unsigned slot, bool add)
 {
@@ -201,7 +194,7 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	}
 
 	bss = c->skel->bss;
-	bss->slots[slot].start_ns = monotonic_ns();
+	bss->slots[slot].start_ns = clock_monotonic_ns();
 	bss->slots[slot].min_block_ns = f->min_block_ns;
 	bss->slots[slot].max_block_ns = f->max_block_ns;
 	for (unsigned st = 0; st < OFFCPU_STATE_COUNT; st++)

@@ -5,22 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <linux/types.h> /* the __u32/__u64 of offcpu.h */
 
+#include "clock.h"
 #include "flame.h"
 #include "offcpu.h"
 #include "render_output.h"
 #include "stack_filter.h"
-
-static int64_t realtime_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- writing a window ---- */
 
@@ -296,7 +288,7 @@ static int export_select(struct export_job *j, struct store *store, int64_t from
 		.from_ms = from_ms,
 		.to_ms = capture_id ? 0
 			 : to_ms    ? to_ms
-				    : realtime_ms() + 1,
+				    : clock_realtime_ms() + 1,
 		.capture_id = capture_id,
 		.pids = j->req.pids,
 		.n_pids = j->req.n_pids,
@@ -485,7 +477,7 @@ static void hist_work(struct store_job *job, struct store *store)
 		.from_ms = j->req.from_ms,
 		.to_ms = j->req.capture_id ? 0
 			 : j->req.to_ms	   ? j->req.to_ms
-					   : realtime_ms() + 1,
+					   : clock_realtime_ms() + 1,
 		.capture_id = j->req.capture_id,
 		.pids = j->req.pids,
 		.n_pids = j->req.n_pids,

@@ -5,13 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
 #include <systemd/sd-daemon.h>
 
 #include "capture.h"
+#include "clock.h"
 #include "collector.h"
 #include "drain.h"
 #include "hashtab.h"
@@ -59,22 +59,6 @@ struct manager {
 	uint64_t counters_prev[OFFCPU_CNT_MAX];
 	uint64_t counters_ns, counters_prev_ns;
 };
-
-static int64_t realtime_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 static void notify_status(struct manager *m)
 {
@@ -137,7 +121,7 @@ static int window_open(struct manager *m, int64_t now_ms)
  * starts where this one ends: every drained row lands in exactly one. */
 static void window_rotate(struct manager *m, bool reopen)
 {
-	int64_t now_ms = realtime_ms();
+	int64_t now_ms = clock_realtime_ms();
 	struct store_window w = {
 		.start_ms = m->window_start_ms,
 		.end_ms = now_ms > m->window_start_ms ? now_ms : m->window_start_ms + 1,
@@ -218,7 +202,7 @@ static void drain_after_cb(uv_work_t *req, int status)
 	memcpy(m->counters_prev, m->counters, sizeof(m->counters));
 	m->counters_prev_ns = m->counters_ns;
 	memcpy(m->counters, r->counters, sizeof(m->counters));
-	m->counters_ns = now_ns();
+	m->counters_ns = clock_monotonic_ns();
 
 	for (size_t i = 0; i < r->n_rows; i++) {
 		unsigned slot = r->rows[i].key.slot % OFFCPU_MAX_SLOTS;
@@ -233,7 +217,7 @@ static void drain_after_cb(uv_work_t *req, int status)
 	for (size_t i = 0; i < r->n_hists; i++)
 		window_hist_add(m, &r->hists[i]);
 	drain_result_release(r);
-	if (m->window && realtime_ms() >= m->window_close_ms)
+	if (m->window && clock_realtime_ms() >= m->window_close_ms)
 		window_rotate(m, true);
 
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
@@ -302,7 +286,7 @@ static void capture_end(struct manager *m, struct capture *c)
 		return;
 	uv_timer_stop(&c->timer);
 	collector_slot_deactivate(m->collector, c->slot);
-	c->end_ns = now_ns();
+	c->end_ns = clock_monotonic_ns();
 	c->phase = CAPTURE_ENDING;
 	/* A drain already running may have flipped before the deactivation. */
 	c->final_drain = m->drains_started + 1;
@@ -363,8 +347,8 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 	}
 	c->id = ++m->next_capture_id;
 	c->conn = conn;
-	c->start_ns = now_ns();
-	c->start_ms = realtime_ms();
+	c->start_ns = clock_monotonic_ns();
+	c->start_ms = clock_realtime_ms();
 	c->phase = CAPTURE_RUNNING;
 	uv_timer_init(m->loop, &c->timer);
 	c->timer.data = c;
@@ -421,7 +405,7 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 		running += m->captures[i] != NULL;
 	st = (struct proto_status){
 		.version = OFFCPU_VERSION,
-		.uptime_s = (now_ns() - m->started_ns) / 1000000000ULL,
+		.uptime_s = (clock_monotonic_ns() - m->started_ns) / 1000000000ULL,
 		.pid = getpid(),
 		.tracepoint = collector_tracepoint(m->collector),
 		.programs = &prog,
@@ -570,7 +554,7 @@ static int continuous_start(struct manager *m)
 	unsigned slot;
 	int r;
 
-	r = window_open(m, realtime_ms());
+	r = window_open(m, clock_realtime_ms());
 	if (r < 0)
 		return log_error("out of memory"), r;
 	for (unsigned kind = 0; kind < OFFCPU_KIND_COUNT; kind++) {
@@ -627,7 +611,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		return log_error("out of memory"), -ENOMEM;
 	m->loop = loop;
 	m->cfg = *cfg;
-	m->started_ns = now_ns();
+	m->started_ns = clock_monotonic_ns();
 	loop->data = m;
 	uv_timer_init(loop, &m->drain_timer);
 	m->drain_timer.data = m;
