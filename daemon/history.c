@@ -14,6 +14,15 @@
 #include "render_output.h"
 #include "stack_filter.h"
 
+/* The end of a query's range: a request's to_ms of 0 means now (windows
+ * that start by now); a capture is selected by its id, not by time. */
+static int64_t query_to_ms(int64_t to_ms, uint64_t capture_id)
+{
+	if (capture_id)
+		return 0;
+	return to_ms ? to_ms : clock_realtime_ms() + 1;
+}
+
 /* ---- writing a window ---- */
 
 struct write_job {
@@ -286,9 +295,7 @@ static int export_select(struct export_job *j, struct store *store, int64_t from
 {
 	struct store_query q = {
 		.from_ms = from_ms,
-		.to_ms = capture_id ? 0
-			 : to_ms    ? to_ms
-				    : clock_realtime_ms() + 1,
+		.to_ms = query_to_ms(to_ms, capture_id),
 		.capture_id = capture_id,
 		.pids = j->req.pids,
 		.n_pids = j->req.n_pids,
@@ -475,9 +482,7 @@ static void hist_work(struct store_job *job, struct store *store)
 	struct hist_job *j = (struct hist_job *)job;
 	struct store_query q = {
 		.from_ms = j->req.from_ms,
-		.to_ms = j->req.capture_id ? 0
-			 : j->req.to_ms	   ? j->req.to_ms
-					   : clock_realtime_ms() + 1,
+		.to_ms = query_to_ms(j->req.to_ms, j->req.capture_id),
 		.capture_id = j->req.capture_id,
 		.pids = j->req.pids,
 		.n_pids = j->req.n_pids,
