@@ -118,6 +118,22 @@ static bool proto__minwidth_valid(const char *s)
 #define PROTO__CAP(member) PROTO__AT(struct proto_capture_request, member)
 
 /*
+ * Which stored windows a request reads, the same for export and hist: a time
+ * range or a capture (proto__range_check() enforces one of them), and pids.
+ */
+/* clang-format off */
+#define PROTO__SELECTION_FIELDS(type)                                                              \
+	{ .name = "from_ms", .kind = PROTO__KIND_UINT, PROTO__AT(type, from_ms),                   \
+	  .max = PROTO__JSON_INT_MAX },                                                            \
+	{ .name = "to_ms", .kind = PROTO__KIND_UINT, PROTO__AT(type, to_ms),                       \
+	  .max = PROTO__JSON_INT_MAX },                                                            \
+	{ .name = "capture", .kind = PROTO__KIND_UINT, PROTO__AT(type, capture_id),                \
+	  .max = PROTO__JSON_INT_MAX },                                                            \
+	{ .name = "pids", .kind = PROTO__KIND_IDS, PROTO__AT(type, pids),                          \
+	  .count_offset = offsetof(type, n_pids), .min = 1, .max = PROTO__PID_MAX }
+/* clang-format on */
+
+/*
  * The render options: the fields of the struct proto_render named render in
  * the command's struct TYPE, the same for every command that renders.
  * (clang-format cannot lay out a list of initializers in a macro.)
@@ -237,32 +253,7 @@ static const struct proto__field proto__windows_fields[] = {
 #define PROTO__EXP(member) PROTO__AT(struct proto_export_request, member)
 
 static const struct proto__field proto__export_fields[] = {
-	{
-		.name = "from_ms",
-		.kind = PROTO__KIND_UINT,
-		PROTO__EXP(from_ms),
-		.max = PROTO__JSON_INT_MAX,
-	},
-	{
-		.name = "to_ms",
-		.kind = PROTO__KIND_UINT,
-		PROTO__EXP(to_ms),
-		.max = PROTO__JSON_INT_MAX,
-	},
-	{
-		.name = "capture",
-		.kind = PROTO__KIND_UINT,
-		PROTO__EXP(capture_id),
-		.max = PROTO__JSON_INT_MAX,
-	},
-	{
-		.name = "pids",
-		.kind = PROTO__KIND_IDS,
-		PROTO__EXP(pids),
-		.count_offset = offsetof(struct proto_export_request, n_pids),
-		.min = 1,
-		.max = PROTO__PID_MAX,
-	},
+	PROTO__SELECTION_FIELDS(struct proto_export_request),
 	{
 		.name = "comm",
 		.kind = PROTO__KIND_STRING,
@@ -333,32 +324,7 @@ static const struct proto__field proto__export_fields[] = {
 #define PROTO__HIST(member) PROTO__AT(struct proto_hist_request, member)
 
 static const struct proto__field proto__hist_fields[] = {
-	{
-		.name = "from_ms",
-		.kind = PROTO__KIND_UINT,
-		PROTO__HIST(from_ms),
-		.max = PROTO__JSON_INT_MAX,
-	},
-	{
-		.name = "to_ms",
-		.kind = PROTO__KIND_UINT,
-		PROTO__HIST(to_ms),
-		.max = PROTO__JSON_INT_MAX,
-	},
-	{
-		.name = "capture",
-		.kind = PROTO__KIND_UINT,
-		PROTO__HIST(capture_id),
-		.max = PROTO__JSON_INT_MAX,
-	},
-	{
-		.name = "pids",
-		.kind = PROTO__KIND_IDS,
-		PROTO__HIST(pids),
-		.count_offset = offsetof(struct proto_hist_request, n_pids),
-		.min = 1,
-		.max = PROTO__PID_MAX,
-	},
+	PROTO__SELECTION_FIELDS(struct proto_hist_request),
 	{
 		.name = "kind",
 		.kind = PROTO__KIND_ENUM,
