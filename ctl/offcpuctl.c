@@ -1509,32 +1509,6 @@ static void warn_invalid(const char *what, const struct flame_parse_stats *st)
 
 enum { OPT_STRIP_HEX = 600, OPT_NORMALIZE, OPT_NEGATE, OPT_REVERSE_VIEW };
 
-/* Renders text as o asks (svg unless --format speedscope) to o->path. */
-static int render_to_output(const char *text, size_t len, const char *what,
-			    const struct result_opts *o, const struct render_input *input,
-			    const char *default_title)
-{
-	enum proto_format format = o->format >= 0 ? o->format : PROTO_FORMAT_SVG;
-	struct flame_parse_stats st;
-	char *out = NULL, err[128];
-	int r;
-
-	if (format != PROTO_FORMAT_SVG && format != PROTO_FORMAT_SPEEDSCOPE)
-		return usage_error("%s", "this command draws: --format svg or speedscope");
-	if (o->svg_only && format != PROTO_FORMAT_SVG)
-		return usage_error("%s only applies to svg output", o->svg_only);
-	r = render_output(text, len, format, &o->render, input, default_title, &out, &st, err,
-			  sizeof(err));
-	warn_invalid(what, &st);
-	if (r == -ENODATA)
-		return fail(EXIT_ERROR, PROTO_ERR_NO_DATA, "%s: %s", what, err);
-	if (r < 0)
-		return fail(EXIT_ERROR, "internal", "rendering failed: %s", strerror(-r));
-	r = write_output(o->path, out);
-	free(out);
-	return r;
-}
-
 /* Feeds path ("-": stdin) to f in chunks cut after a newline, so a large
  * input is never held whole. Returns 0 or -errno. */
 static int parse_file(struct flame *f, const char *path)
@@ -1582,24 +1556,28 @@ static int parse_file(struct flame *f, const char *path)
 	return r;
 }
 
-/* offcpuctl flamegraph: a folded file to svg or speedscope, streaming. */
-static int render_file(const char *path, const struct result_opts *o,
-		       const struct render_input *input)
+/*
+ * flamegraph and diff: folded stacks to svg (or speedscope) in o->path. The
+ * input is the file path ("-": stdin), streamed, or when path is NULL the
+ * len bytes of text. name says what the input is in messages.
+ */
+static int draw(const char *path, const char *text, size_t len, const char *name,
+		const struct result_opts *o, const struct render_input *input,
+		const char *default_title)
 {
 	enum proto_format format = o->format >= 0 ? o->format : PROTO_FORMAT_SVG;
-	const char *name = strcmp(path, "-") ? path : "standard input";
 	struct flame *f = NULL;
 	FILE *out = stdout;
 	char err[128];
 	int r;
 
 	if (format != PROTO_FORMAT_SVG && format != PROTO_FORMAT_SPEEDSCOPE)
-		return usage_error("%s", "flamegraph draws: --format svg or speedscope");
+		return usage_error("%s", "this command draws: --format svg or speedscope");
 	if (o->svg_only && format != PROTO_FORMAT_SVG)
 		return usage_error("%s only applies to svg output", o->svg_only);
 	if (render_flame_new(format, &o->render, input, &f) < 0)
 		return fail(EXIT_ERROR, "internal", "out of memory");
-	r = parse_file(f, path);
+	r = path ? parse_file(f, path) : flame_parse(f, text, len);
 	if (r < 0) {
 		flame_free(f);
 		return fail(EXIT_ERROR, "input_error", "cannot read %s: %s", name, strerror(-r));
@@ -1610,7 +1588,7 @@ static int render_file(const char *path, const struct result_opts *o,
 		return fail(EXIT_ERROR, "output_error", "cannot open %s: %s", o->path,
 			    strerror(errno));
 	}
-	r = render_flame_write(f, format, &o->render, "Flame Graph", out, err, sizeof(err));
+	r = render_flame_write(f, format, &o->render, default_title, out, err, sizeof(err));
 	flame_free(f);
 	if ((o->path ? fclose(out) : fflush(out)) != 0 && r == 0)
 		r = -errno;
@@ -1652,7 +1630,8 @@ static int cmd_flamegraph(int argc, char **argv)
 				   argv[optind + 1]);
 	if (optind < argc)
 		path = argv[optind];
-	return render_file(path, &ro, &input);
+	return draw(path, NULL, 0, strcmp(path, "-") ? path : "standard input", &ro, &input,
+		    "Flame Graph");
 }
 
 static int cmd_diff(int argc, char **argv)
@@ -1711,8 +1690,8 @@ static int cmd_diff(int argc, char **argv)
 		}
 	} else {
 		input.strip_hex = false; /* already applied to the differential text */
-		r = render_to_output(diff, strlen(diff), "the differential", &ro, &input,
-				     "Differential Flame Graph");
+		r = draw(NULL, diff, strlen(diff), "the differential", &ro, &input,
+			 "Differential Flame Graph");
 	}
 	free(a);
 	free(b);
