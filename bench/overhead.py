@@ -15,6 +15,10 @@ in these modes, alternating, --runs times each:
   chain       the same with --kind chain: every wakeup of any thread records
               its waker (a chain needs each thread's last waker), and the
               blocks keep three levels
+  request     the default daemon plus a request-synchronous capture of
+              pingpong itself (--request pingpong_serve): each round trip
+              is one request, so one uprobe and one uretprobe hit per two
+              switches, and the peer's blocks are counted inside it
 Context switches per run are counted from /proc/stat "ctxt". Reported: the
 median run time per mode, slowdown against the baseline, and the extra
 nanoseconds per context switch. Ratios within one run of this script are what
@@ -77,7 +81,10 @@ def run_with_capture(daemon, args, *capture_args):
     return result
 
 
-CAPTURE_MODES = {"capture": [], "offwake": ["--kind", "offwake"], "chain": ["--kind", "chain"]}
+def capture_modes(build):
+    pingpong = os.path.abspath(os.path.join(build, "bench", "pingpong"))
+    return {"capture": [], "offwake": ["--kind", "offwake"], "chain": ["--kind", "chain"],
+            "request": ["--request", f"pingpong_serve@{pingpong}"]}
 
 
 def main():
@@ -93,7 +100,8 @@ def main():
     os.environ["OFFCPU_BUILD_DIR"] = os.path.abspath(args.build)
     from offcpu_env import Daemon  # the same daemon fixture as the tests
 
-    results = {"none": [], "attached": [], "continuous": [], **{mode: [] for mode in CAPTURE_MODES}}
+    modes = capture_modes(args.build)
+    results = {"none": [], "attached": [], "continuous": [], **{mode: [] for mode in modes}}
     for _ in range(args.runs):
         results["none"].append(run_pingpong(args.build, args.round_trips, args.cpu))
         daemon = Daemon("continuous = false\n")
@@ -104,7 +112,7 @@ def main():
         daemon = Daemon()
         try:
             results["continuous"].append(run_pingpong(args.build, args.round_trips, args.cpu))
-            for mode, capture_args in CAPTURE_MODES.items():
+            for mode, capture_args in modes.items():
                 results[mode].append(run_with_capture(daemon, args, *capture_args))
             status = daemon.status()
         finally:

@@ -64,14 +64,20 @@ static void write_byte(int fd)
 		die("write", errno);
 }
 
+/* One round trip, seen from the peer: a "request" for overhead.py's request
+ * mode (offcpuctl capture --request pingpong_serve@...). */
+__attribute__((noinline)) void pingpong_serve(const struct pingpong *pp)
+{
+	read_byte(pp->to_peer[0]);
+	write_byte(pp->from_peer[1]);
+}
+
 static void *peer_thread(void *arg)
 {
 	const struct pingpong *pp = arg;
 
-	for (unsigned long i = 0; i < pp->round_trips; i++) {
-		read_byte(pp->to_peer[0]);
-		write_byte(pp->from_peer[1]);
-	}
+	for (unsigned long i = 0; i < pp->round_trips; i++)
+		pingpong_serve(pp);
 	return NULL;
 }
 

@@ -20,6 +20,12 @@
  * current task is not the waker). Waker stacks are interned at once into an
  * LRU map that is not double-buffered, because a chain refers to stacks
  * walked long before (a waker's own last wakeup); user space only reads it.
+ *
+ * Request-synchronous slots count a block only if the thread was inside one
+ * of the slot's request functions at switch-out. A uprobe and a uretprobe on
+ * each request function keep a per-thread depth per slot; they also time each
+ * request and the off-CPU part of it, which switch-out and switch-in sum up
+ * for threads inside a request. Requests need task storage: tp_btf only.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -52,6 +58,7 @@ __u32 kernel_stack_slots;	       /* slots that want kernel stacks */
 __u32 kind_slots[OFFCPU_KIND_COUNT];   /* slots of each kind */
 __u32 split_runq_slots;		       /* OFFCPU slots that count run-queue wait apart (as RUNQ) */
 __u32 hist_slots;		       /* slots that keep log2 histograms */
+__u32 request_slots;		       /* slots that count only inside a request */
 __u32 epoch;			       /* its low bit selects the buffer being written */
 
 struct start_rec {
@@ -161,6 +168,42 @@ struct {
 	.values = { &hists0, &hists1 },
 };
 
+/* A thread's requests, one entry per slot. A slot's entry is valid only
+ * while its start_ns equals the slot's: a request still open when its
+ * capture ended (its return no longer probed) must not leak into the next
+ * capture of the slot. */
+struct request_slot_state {
+	__u64 slot_start_ns;
+	__u64 entry_ns;
+	__u64 offcpu_at_entry; /* offcpu_ns when the request began */
+	__u32 depth;	       /* nested calls of the slot's request functions */
+	__u32 request;	       /* index of the outermost call's symbol */
+};
+
+struct request_thread {
+	__u32 in_slots; /* slots with depth > 0 (possibly stale, see above) */
+	__u32 pad;
+	__u64 offcpu_since; /* switch-out time while in a request; 0 on CPU */
+	__u64 offcpu_ns;    /* off-CPU time summed while in any request */
+	struct request_slot_state slots[OFFCPU_MAX_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct request_thread);
+} request_threads SEC(".maps");
+
+/* Not double-buffered: a capture's requests are read once, at its end;
+ * the continuous profile's add up from the daemon's start. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, OFFCPU_MAX_SLOTS *OFFCPU_MAX_REQUESTS * 2 * OFFCPU_HIST_BUCKETS);
+	__type(key, struct offcpu_request_key);
+	__type(value, struct offcpu_request_value);
+} request_stats SEC(".maps");
+
 /* Scratch space too large for the 512-byte BPF stack. */
 struct scratch {
 	struct offcpu_stack stack;
@@ -263,6 +306,50 @@ static __always_inline void walk_stack(void *ctx, struct offcpu_stack *st, __u64
 	st->nr = n / sizeof(__u64);
 }
 
+/* Slots whose request r is inside; clears r's stale bits (see struct
+ * request_slot_state). A global function: its loop is verified once. */
+__noinline __u32 request_valid_slots(struct request_thread *r)
+{
+	__u32 valid = 0;
+
+	if (!r)
+		return 0;
+	for (__u32 i = 0; i < OFFCPU_MAX_SLOTS; i++) {
+		const struct request_slot_state *st = &r->slots[i];
+
+		if ((r->in_slots & (1u << i)) && st->depth &&
+		    st->slot_start_ns == slots[i].start_ns)
+			valid |= 1u << i;
+	}
+	r->in_slots = valid;
+	return valid;
+}
+
+/* Keeps request slots in matched only if prev is inside one of their
+ * requests, and starts timing the off-CPU part of its open requests. */
+static __always_inline __u32 request_switch_out(struct task_struct *prev, __u32 matched)
+{
+	struct request_thread *r = bpf_task_storage_get(&request_threads, prev, NULL, 0);
+	__u32 inside = 0;
+
+	if (r && r->in_slots) {
+		inside = request_valid_slots(r) & active_mask;
+		if (inside)
+			r->offcpu_since = bpf_ktime_get_ns();
+	}
+	return matched & (~request_slots | inside);
+}
+
+static __always_inline void request_switch_in(struct task_struct *next)
+{
+	struct request_thread *r = bpf_task_storage_get(&request_threads, next, NULL, 0);
+
+	if (r && r->offcpu_since) {
+		r->offcpu_ns += bpf_ktime_get_ns() - r->offcpu_since;
+		r->offcpu_since = 0;
+	}
+}
+
 static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev, bool btf)
 {
 	__u32 pid, tgid, state, matched;
@@ -276,6 +363,8 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		return;
 	state = state_class(preempt, task_state(prev));
 	matched = match_slots(tgid, pid, state);
+	if (btf && (active_mask & request_slots))
+		matched = request_switch_out(prev, matched);
 	if (!matched)
 		return;
 
@@ -635,6 +724,8 @@ static __always_inline void switch_in(struct task_struct *next, bool btf)
 	pid = btf ? next->pid : BPF_CORE_READ(next, pid);
 	if (!pid)
 		return;
+	if (btf && (active_mask & request_slots))
+		request_switch_in(next);
 	rec = start_get(next, pid, btf, false);
 	if (!rec || !rec->slots)
 		return;
@@ -712,6 +803,93 @@ SEC("raw_tp/sched_waking")
 int BPF_PROG(sched_waking_raw, struct task_struct *p)
 {
 	waking(ctx, p, false);
+	return 0;
+}
+
+static __always_inline void request_add(__u32 slot, __u32 request, __u32 measure, __u64 ns)
+{
+	struct offcpu_request_key k = {
+		.slot = slot, .request = request, .measure = measure, .bucket = log2_bucket(ns)
+	};
+	struct offcpu_request_value *v, init = { .count = 1, .sum_ns = ns };
+
+	v = bpf_map_lookup_elem(&request_stats, &k);
+	if (!v) {
+		if (!bpf_map_update_elem(&request_stats, &k, &init, BPF_NOEXIST))
+			return;
+		v = bpf_map_lookup_elem(&request_stats, &k); /* lost a race to another CPU */
+		if (!v) {
+			count(OFFCPU_CNT_DROP_REQUEST_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->count, 1);
+	__sync_fetch_and_add(&v->sum_ns, ns);
+}
+
+/* The slot a request probe belongs to, if that slot is counting. */
+static __always_inline bool request_probe_slot(void *ctx, __u32 *slot, __u32 *request)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+
+	*slot = (cookie / OFFCPU_MAX_REQUESTS) & (OFFCPU_MAX_SLOTS - 1);
+	*request = cookie % OFFCPU_MAX_REQUESTS;
+	return active_mask & request_slots & (1u << *slot);
+}
+
+SEC("uprobe")
+int request_enter(struct pt_regs *ctx)
+{
+	struct request_slot_state *st;
+	struct request_thread *r;
+	__u32 slot, request;
+
+	if (!request_probe_slot(ctx, &slot, &request))
+		return 0;
+	r = bpf_task_storage_get(&request_threads, bpf_get_current_task_btf(), NULL,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!r) {
+		count(OFFCPU_CNT_DROP_REQUEST_ALLOC);
+		return 0;
+	}
+	st = &r->slots[slot];
+	if (st->slot_start_ns != slots[slot].start_ns) { /* left over from an earlier capture */
+		st->slot_start_ns = slots[slot].start_ns;
+		st->depth = 0;
+	}
+	if (st->depth++ == 0) {
+		st->entry_ns = bpf_ktime_get_ns();
+		st->offcpu_at_entry = r->offcpu_ns;
+		st->request = request;
+		r->in_slots |= 1u << slot;
+	}
+	return 0;
+}
+
+SEC("uretprobe")
+int request_exit(struct pt_regs *ctx)
+{
+	struct request_slot_state *st;
+	struct request_thread *r;
+	__u32 slot, request;
+	__u64 wall;
+
+	if (!request_probe_slot(ctx, &slot, &request))
+		return 0;
+	r = bpf_task_storage_get(&request_threads, bpf_get_current_task_btf(), NULL, 0);
+	if (!r)
+		return 0;
+	st = &r->slots[slot];
+	/* A return whose call began before the probes were attached. */
+	if (!st->depth || st->slot_start_ns != slots[slot].start_ns)
+		return 0;
+	if (--st->depth)
+		return 0;
+	r->in_slots &= ~(1u << slot);
+	wall = bpf_ktime_get_ns() - st->entry_ns;
+	request_add(slot, st->request, OFFCPU_REQUEST_WALL, wall);
+	request_add(slot, st->request, OFFCPU_REQUEST_OFFCPU, r->offcpu_ns - st->offcpu_at_entry);
+	count(OFFCPU_CNT_REQUESTS);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #define OFFCPU_COMM_LEN	       16
 #define OFFCPU_MAX_CHAIN       8  /* waker levels of a chain */
 #define OFFCPU_HIST_BUCKETS    32 /* log2 of microseconds */
+#define OFFCPU_MAX_REQUESTS    8  /* request symbols (specs) of one slot */
 
 /* Thread state classes at switch-out, as bit numbers of a slot's state_mask. */
 enum offcpu_state {
@@ -73,6 +74,30 @@ struct offcpu_hist_key {
 };
 
 /*
+ * Request latency: per slot, request symbol and measure, log2(us) buckets
+ * with the count and the summed time of the requests that fell in each.
+ * A request is the outermost call, on one thread, of any of a slot's
+ * request functions; its uprobes carry the cookie slot * OFFCPU_MAX_REQUESTS
+ * + request, the index of the symbol among the slot's.
+ */
+enum offcpu_request_measure {
+	OFFCPU_REQUEST_WALL = 0, /* entry to return */
+	OFFCPU_REQUEST_OFFCPU,	 /* the part of it spent off-CPU (any state) */
+};
+
+struct offcpu_request_key {
+	__u32 slot;
+	__u32 request;
+	__u32 measure; /* enum offcpu_request_measure */
+	__u32 bucket;
+};
+
+struct offcpu_request_value {
+	__u64 count;
+	__u64 sum_ns;
+};
+
+/*
  * One capture's duration filter. Which threads, states and stacks a slot
  * wants is kept as bit masks over all slots (see offcpu.bpf.c), so the
  * switch-out path tests every slot at once. Only blocks that begin at or after
@@ -125,6 +150,9 @@ enum offcpu_counter {
 	OFFCPU_CNT_WAKEUPS,		/* sched_waking of a thread in a block we track */
 	OFFCPU_CNT_DROP_CHAIN_FULL,	/* chain map full: time kept, chain lost */
 	OFFCPU_CNT_DROP_HIST_FULL,	/* histogram map full */
+	OFFCPU_CNT_REQUESTS,		/* requests that ended (returned) */
+	OFFCPU_CNT_DROP_REQUEST_ALLOC,	/* no room for a thread's request state */
+	OFFCPU_CNT_DROP_REQUEST_FULL,	/* request latency map full */
 	OFFCPU_CNT_MAX,
 };
 

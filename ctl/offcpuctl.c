@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <regex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -20,6 +19,7 @@
 #include "client.h"
 #include "proto.h"
 #include "render_output.h"
+#include "stack_filter.h"
 #include "thread_state.h"
 #include "timearg.h"
 
@@ -63,7 +63,12 @@ static void usage(FILE *out)
 		"                              (run-queue wait); see offcpuctl(8)\n"
 		"          --split-runq        offcpu: run-queue wait as [runqueue] leaves\n"
 		"          --chain-depth N     chain: waker levels, 1 to 8 (default 3)\n"
-		"      plus the output options below\n"
+		"          --request SYMBOL[@BINARY]\n"
+		"                              only off-CPU time inside this function (repeat\n"
+		"                              for up to 8); found in the --pid processes'\n"
+		"                              executables and libraries, or in BINARY;\n"
+		"                              exact, demangled C++ or glob name\n"
+		"      plus the stack filters and output options below\n"
 		"  windows [--since T]         list the stored windows (T: a time, or lastNx)\n"
 		"  export RANGE [OPTIONS]      merge stored windows; folded output\n"
 		"      RANGE is one of:\n"
@@ -72,11 +77,7 @@ static void usage(FILE *out)
 		"                              (default: now)\n"
 		"          --capture ID        the window a capture stored\n"
 		"      -p, --pid PID[,PID...]  only these processes\n"
-		"          --comm NAME         only threads named exactly NAME\n"
 		"          --state LIST        thread states, as for capture\n"
-		"          --grep RE           only stacks with a frame matching RE\n"
-		"          --exclude RE        drop stacks with a frame matching RE\n"
-		"                              (RE: POSIX extended; the comm counts as a frame)\n"
 		"          --kind K            the kind of profile, as for capture (default\n"
 		"                              offcpu); a diff compares the same kind\n"
 		"          --diff-against SPEC compare RANGE (after) with a baseline (before):\n"
@@ -89,7 +90,7 @@ static void usage(FILE *out)
 		"          --diff-reverse-view svg: widths from the baseline, so vanished\n"
 		"                              stacks show\n"
 		"          --negate            svg: red for shrank, blue for grew\n"
-		"      plus the output options below\n"
+		"      plus the stack filters and output options below\n"
 		"  hist RANGE [OPTIONS]        per-process log2 histograms of block times, in\n"
 		"                              microseconds; RANGE as for export\n"
 		"      -p, --pid PID[,PID...]  only these processes\n"
@@ -98,12 +99,23 @@ static void usage(FILE *out)
 		"  flamegraph [FILE|-]         draw folded stacks (2 columns, or 3 for a\n"
 		"                              differential) as an svg, offline; stdin by default\n"
 		"      --strip-hex, --negate, --diff-reverse-view as for export\n"
-		"      plus the output options below (--format svg or speedscope)\n"
+		"      plus the stack filters below (not --pid, --state: a folded file has\n"
+		"      no pids or thread states) and the output options (--format svg or\n"
+		"      speedscope)\n"
 		"  diff BEFORE AFTER           compare two folded files: 'stack BEFORE AFTER'\n"
 		"                              lines, or with --svg a differential flame graph\n"
 		"      --normalize, --strip-hex, --negate, --diff-reverse-view as for export\n"
-		"      plus the output options below\n"
+		"      plus the stack filters, applied to both files as for flamegraph, and\n"
+		"      the output options below\n"
 		"  help                        this text\n"
+		"\n"
+		"Stack filters of capture, export, flamegraph and diff (FILTERS in\n"
+		"offcpuctl(8)); all given must pass:\n"
+		"  --comm NAME                 only threads named exactly NAME\n"
+		"  --grep RE                   only stacks with a frame matching RE\n"
+		"  --exclude RE                drop stacks with a frame matching RE\n"
+		"                              (RE: POSIX extended, matched against each frame,\n"
+		"                              the comm and the wakers' too: '^do_command$')\n"
 		"\n"
 		"Output options of capture, export, flamegraph and diff:\n"
 		"  -o, --output FILE           write to FILE instead of stdout\n"
@@ -259,6 +271,22 @@ static int transact(const struct proto_request *req, void (*tick)(void *), void 
 	return EXIT_OK;
 }
 
+/* "do_command: 1200 requests, mean 1.250 ms, of which 0.800 ms off-CPU (64 %)" */
+static void requests_summary(FILE *out, const char *prefix, const struct proto_request_stats *r,
+			     size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		double n_req = r[i].count ? (double)r[i].count : 1;
+
+		fprintf(out, "%s%s: %" PRIu64 " request%s, mean %.3f ms, of which %.3f ms off-CPU",
+			prefix, r[i].symbol, r[i].count, r[i].count == 1 ? "" : "s",
+			r[i].wall_ns / n_req / 1e6, r[i].offcpu_ns / n_req / 1e6);
+		if (r[i].wall_ns)
+			fprintf(out, " (%.0f %%)", 100.0 * r[i].offcpu_ns / r[i].wall_ns);
+		fprintf(out, "\n");
+	}
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	const struct proto_status *st;
@@ -291,6 +319,7 @@ static int cmd_status(int argc, char **argv)
 		for (size_t i = 0; i < st->n_counters; i++)
 			printf(" %s=%" PRIu64, st->counters[i].name, st->counters[i].value);
 		printf("\n");
+		requests_summary(stdout, "continuous requests: ", st->requests, st->n_requests);
 	}
 	proto_reply_free(reply);
 	free(raw);
@@ -591,6 +620,82 @@ static int write_result(const char *path, const char *raw, enum proto_format for
 	return write_output(path, folded ? folded : "");
 }
 
+/*
+ * The stack filters' options (FILTERS in offcpuctl(8)) that capture,
+ * export, flamegraph and diff take alike; each command has its own --pid
+ * and --state. 700 on.
+ */
+enum { OPT_COMM = 700, OPT_GREP, OPT_EXCLUDE };
+
+/* clang-format off */
+#define FILTER_OPTIONS                                                                             \
+	{ "comm", required_argument, NULL, OPT_COMM },                                             \
+	{ "grep", required_argument, NULL, OPT_GREP },                                             \
+	{ "exclude", required_argument, NULL, OPT_EXCLUDE }
+/* clang-format on */
+
+/* The filter options as given; NULL: absent. */
+struct filter_args {
+	const char *comm, *grep, *exclude;
+};
+
+/* Takes opt if it is one of FILTER_OPTIONS. */
+static bool filter_option(struct filter_args *a, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_COMM:
+		a->comm = arg;
+		return true;
+	case OPT_GREP:
+		a->grep = arg;
+		return true;
+	case OPT_EXCLUDE:
+		a->exclude = arg;
+		return true;
+	}
+	return false;
+}
+
+/* Compiles re as the daemon will, for an early, clear error. */
+static int check_regex(const char *opt, const char *re)
+{
+	char msg[PROTO_REGEX_MAX + 256], why[128];
+
+	if (strlen(re) > PROTO_REGEX_MAX) {
+		snprintf(msg, sizeof(msg), "%s is too long: at most %d bytes", opt,
+			 PROTO_REGEX_MAX);
+		return usage_error("%s", msg);
+	}
+	if (stack_filter_regex_valid(re, why, sizeof(why)))
+		return EXIT_OK;
+	snprintf(msg, sizeof(msg), "bad %s '%s': %s", opt, re, why);
+	return usage_error("%s", msg);
+}
+
+/* Checks the filter options given, as the daemon would, and copies them
+ * into a request's comm (PROTO_COMM_MAX + 1 bytes), grep and exclude
+ * (PROTO_REGEX_MAX + 1 bytes each). */
+static int filter_args_copy(const struct filter_args *a, char *comm, char *grep, char *exclude)
+{
+	int r = EXIT_OK;
+
+	if (a->comm && (!*a->comm || strlen(a->comm) > PROTO_COMM_MAX))
+		return usage_error("bad --comm '%s': want a thread name of 1 to 63 bytes", a->comm);
+	if (a->grep)
+		r = check_regex("--grep", a->grep);
+	if (r == EXIT_OK && a->exclude)
+		r = check_regex("--exclude", a->exclude);
+	if (r != EXIT_OK)
+		return r;
+	if (a->comm)
+		strcpy(comm, a->comm);
+	if (a->grep)
+		strcpy(grep, a->grep);
+	if (a->exclude)
+		strcpy(exclude, a->exclude);
+	return EXIT_OK;
+}
+
 static void capture_summary(const struct proto_capture_result *res)
 {
 	uint64_t dropped = 0;
@@ -608,6 +713,7 @@ static void capture_summary(const struct proto_capture_result *res)
 	}
 	if (res->target_exited)
 		fprintf(stderr, "offcpuctl: note: a target exited during the capture\n");
+	requests_summary(stderr, "", res->requests, res->n_requests);
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "captured %" PRIu64 " stacks, %.3f s off-CPU in %.1f s\n",
 			res->n_samples, res->total_ns / 1e9, res->duration_ns / 1e9);
@@ -615,7 +721,15 @@ static void capture_summary(const struct proto_capture_result *res)
 
 static int cmd_capture(int argc, char **argv)
 {
-	enum { OPT_STATE = 256, OPT_MIN, OPT_MAX, OPT_KIND, OPT_SPLIT_RUNQ, OPT_CHAIN_DEPTH };
+	enum {
+		OPT_STATE = 256,
+		OPT_MIN,
+		OPT_MAX,
+		OPT_KIND,
+		OPT_SPLIT_RUNQ,
+		OPT_CHAIN_DEPTH,
+		OPT_REQUEST,
+	};
 	static const struct option options[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
@@ -628,10 +742,13 @@ static int cmd_capture(int argc, char **argv)
 		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "split-runq", no_argument, NULL, OPT_SPLIT_RUNQ },
 		{ "chain-depth", required_argument, NULL, OPT_CHAIN_DEPTH },
+		{ "request", required_argument, NULL, OPT_REQUEST },
+		FILTER_OPTIONS,
 		RESULT_OPTIONS,
 		{ 0 },
 	};
 	bool chain_depth = false;
+	struct filter_args filters = { 0 };
 	struct result_opts ro = RESULT_OPTS_INIT;
 	enum proto_format format;
 	struct proto_request *req;
@@ -654,6 +771,8 @@ static int cmd_capture(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "p:t:d:UK" RESULT_SHORT_OPTIONS, options, NULL)) !=
 	       -1) {
 		r = 0;
+		if (filter_option(&filters, opt, optarg))
+			continue;
 		switch (opt) {
 		case 'p':
 			if (parse_ids(optarg, cap->pids, &cap->n_pids) < 0)
@@ -711,6 +830,16 @@ static int cmd_capture(int argc, char **argv)
 				cap->chain_depth = v;
 			chain_depth = true;
 			break;
+		case OPT_REQUEST:
+			if (cap->n_requests == PROTO_MAX_REQUESTS)
+				r = usage_error("more than 8 --request symbols, at '%s'", optarg);
+			else if (!*optarg || strlen(optarg) > PROTO_REQUEST_SPEC_MAX)
+				r = usage_error("bad --request '%s': want SYMBOL[@BINARY], at most "
+						"511 bytes",
+						optarg);
+			else
+				strcpy(cap->requests[cap->n_requests++], optarg);
+			break;
 		default:
 			r = result_option(&ro, "capture", opt, optarg);
 		}
@@ -741,6 +870,8 @@ static int cmd_capture(int argc, char **argv)
 		return r;
 	}
 	r = result_opts_format(&ro, &format);
+	if (r == EXIT_OK)
+		r = filter_args_copy(&filters, cap->comm, cap->grep, cap->exclude);
 	if (r != EXIT_OK) {
 		free(req);
 		return r;
@@ -913,28 +1044,6 @@ static int cmd_windows(int argc, char **argv)
 	proto_reply_free(reply);
 	free(raw);
 	return EXIT_OK;
-}
-
-/* Compiles re as the daemon will, for an early, clear error. */
-static int check_regex(const char *opt, const char *re)
-{
-	char msg[PROTO_REGEX_MAX + 256], why[128];
-	regex_t compiled;
-	int r;
-
-	if (strlen(re) > PROTO_REGEX_MAX) {
-		snprintf(msg, sizeof(msg), "%s is too long: at most %d bytes", opt,
-			 PROTO_REGEX_MAX);
-		return usage_error("%s", msg);
-	}
-	r = regcomp(&compiled, re, REG_EXTENDED | REG_NOSUB);
-	if (r == 0) {
-		regfree(&compiled);
-		return EXIT_OK;
-	}
-	regerror(r, &compiled, why, sizeof(why));
-	snprintf(msg, sizeof(msg), "bad %s '%s': %s", opt, re, why);
-	return usage_error("%s", msg);
 }
 
 /* The range options of export and hist as given; NULL: absent. */
@@ -1130,11 +1239,8 @@ static void export_summary(const struct proto_export_result *res)
 static int cmd_export(int argc, char **argv)
 {
 	enum {
-		OPT_COMM = OPT_RANGE_END,
-		OPT_KIND,
+		OPT_KIND = OPT_RANGE_END,
 		OPT_STATE,
-		OPT_GREP,
-		OPT_EXCLUDE,
 		OPT_DIFF_AGAINST,
 		OPT_NORMALIZE,
 		OPT_STRIP_HEX,
@@ -1145,10 +1251,8 @@ static int cmd_export(int argc, char **argv)
 		RANGE_OPTIONS,
 		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "pid", required_argument, NULL, 'p' },
-		{ "comm", required_argument, NULL, OPT_COMM },
 		{ "state", required_argument, NULL, OPT_STATE },
-		{ "grep", required_argument, NULL, OPT_GREP },
-		{ "exclude", required_argument, NULL, OPT_EXCLUDE },
+		FILTER_OPTIONS,
 		{ "diff-against", required_argument, NULL, OPT_DIFF_AGAINST },
 		{ "normalize", no_argument, NULL, OPT_NORMALIZE },
 		{ "strip-hex", no_argument, NULL, OPT_STRIP_HEX },
@@ -1158,7 +1262,8 @@ static int cmd_export(int argc, char **argv)
 		{ 0 },
 	};
 	struct range_args range = { 0 };
-	const char *grep = NULL, *exclude = NULL, *baseline = NULL;
+	struct filter_args filters = { 0 };
+	const char *baseline = NULL;
 	const char *diff_flag = NULL, *diff_svg_flag = NULL; /* the first given */
 	struct result_opts ro = RESULT_OPTS_INIT;
 	enum proto_format format;
@@ -1178,7 +1283,7 @@ static int cmd_export(int argc, char **argv)
 	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
 	while ((opt = getopt_long(argc, argv, "p:" RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
 		r = 0;
-		if (range_option(&range, opt, optarg))
+		if (range_option(&range, opt, optarg) || filter_option(&filters, opt, optarg))
 			continue;
 		switch (opt) {
 		case OPT_KIND:
@@ -1193,25 +1298,11 @@ static int cmd_export(int argc, char **argv)
 					"bad --pid '%s': want positive pids, comma-separated",
 					optarg);
 			break;
-		case OPT_COMM:
-			if (!*optarg || strlen(optarg) > PROTO_COMM_MAX)
-				r = usage_error("bad --comm '%s': want a thread name of 1 to "
-						"63 bytes",
-						optarg);
-			else
-				strcpy(ex->comm, optarg);
-			break;
 		case OPT_STATE:
 			if (thread_state_mask_parse(optarg, &ex->state_mask) < 0)
 				r = usage_error("bad --state '%s': want a list of R, S, D, O "
 						"(running, sleeping, disk, other)",
 						optarg);
-			break;
-		case OPT_GREP:
-			grep = optarg;
-			break;
-		case OPT_EXCLUDE:
-			exclude = optarg;
 			break;
 		case OPT_DIFF_AGAINST:
 			baseline = optarg;
@@ -1251,20 +1342,10 @@ static int cmd_export(int argc, char **argv)
 		r = result_opts_format(&ro, &format);
 	if (r == EXIT_OK)
 		r = export_diff_check(baseline, diff_flag, diff_svg_flag, format);
+	if (r == EXIT_OK)
+		r = filter_args_copy(&filters, ex->comm, ex->grep, ex->exclude);
 	if (r != EXIT_OK)
 		goto out;
-	if (grep) {
-		r = check_regex("--grep", grep);
-		if (r != EXIT_OK)
-			goto out;
-		strcpy(ex->grep, grep);
-	}
-	if (exclude) {
-		r = check_regex("--exclude", exclude);
-		if (r != EXIT_OK)
-			goto out;
-		strcpy(ex->exclude, exclude);
-	}
 	ex->format = format;
 	ex->render = ro.render;
 
@@ -1507,11 +1588,80 @@ static void warn_invalid(const char *what, const struct flame_parse_stats *st)
 			what, st->invalid, st->invalid == 1 ? "" : "s", st->first_invalid);
 }
 
-enum { OPT_STRIP_HEX = 600, OPT_NORMALIZE, OPT_NEGATE, OPT_REVERSE_VIEW };
+enum { OPT_STRIP_HEX = 600, OPT_NORMALIZE, OPT_NEGATE, OPT_REVERSE_VIEW, OPT_OFFLINE_STATE };
+
+/* flamegraph's and diff's filters: the stack filters, and --pid and --state,
+ * taken only to be refused with a reason. NULL: absent. */
+struct offline_args {
+	struct filter_args f;
+	const char *pid, *state;
+};
+
+/* clang-format off */
+#define OFFLINE_FILTER_OPTIONS                                                                     \
+	FILTER_OPTIONS,                                                                            \
+	{ "pid", required_argument, NULL, 'p' },                                                   \
+	{ "state", required_argument, NULL, OPT_OFFLINE_STATE }
+/* clang-format on */
+
+/* Takes opt if it is one of OFFLINE_FILTER_OPTIONS. */
+static bool offline_option(struct offline_args *a, int opt, const char *arg)
+{
+	if (opt == 'p')
+		a->pid = arg;
+	else if (opt == OPT_OFFLINE_STATE)
+		a->state = arg;
+	else
+		return filter_option(&a->f, opt, arg);
+	return true;
+}
+
+/* The filter for folded input; *ret stays NULL when no filter is given.
+ * stack_filter_new() refuses pids and states, which folded text lacks. */
+static int offline_filter(const struct offline_args *a, struct stack_filter **ret)
+{
+	char comm[PROTO_COMM_MAX + 1], grep[PROTO_REGEX_MAX + 1], exclude[PROTO_REGEX_MAX + 1];
+	struct stack_filter_spec spec = {
+		.comm = a->f.comm,
+		.state_mask = THREAD_STATE_ALL,
+		.grep = a->f.grep,
+		.exclude = a->f.exclude,
+		.folded = true,
+	};
+	uint32_t pids[PROTO_MAX_IDS];
+	char err[256], msg[384];
+	int r;
+
+	*ret = NULL;
+	if (!a->f.comm && !a->f.grep && !a->f.exclude && !a->pid && !a->state)
+		return EXIT_OK;
+	r = filter_args_copy(&a->f, comm, grep, exclude);
+	if (r != EXIT_OK)
+		return r;
+	if (a->pid && parse_ids(a->pid, pids, &spec.n_pids) < 0)
+		return usage_error("bad --pid '%s': want positive pids, comma-separated", a->pid);
+	spec.pids = pids;
+	if (a->state && thread_state_mask_parse(a->state, &spec.state_mask) < 0)
+		return usage_error("bad --state '%s': want a list of R, S, D, O (running, "
+				   "sleeping, disk, other)",
+				   a->state);
+	r = stack_filter_new(&spec, ret, err, sizeof(err));
+	if (r == -EINVAL) {
+		snprintf(msg, sizeof(msg),
+			 "%s%s%s: %s; use them with 'offcpuctl export' or 'capture'",
+			 a->pid ? "--pid" : "", a->pid && a->state ? " and " : "",
+			 a->state ? "--state" : "", err);
+		return usage_error("%s", msg);
+	}
+	if (r < 0)
+		return fail(EXIT_ERROR, "internal", "out of memory");
+	return EXIT_OK;
+}
 
 /* Feeds path ("-": stdin) to f in chunks cut after a newline, so a large
- * input is never held whole. Returns 0 or -errno. */
-static int parse_file(struct flame *f, const char *path)
+ * input is never held whole; with a filter, only the lines it keeps.
+ * Returns 0 or -errno. */
+static int parse_file(struct flame *f, const char *path, const struct stack_filter *filter)
 {
 	FILE *in = strcmp(path, "-") ? fopen(path, "re") : stdin;
 	size_t cap = 4 << 20, len = 0;
@@ -1528,6 +1678,8 @@ static int parse_file(struct flame *f, const char *path)
 
 		len += n;
 		if (n == 0) { /* end of input: the rest is the last line */
+			if (filter)
+				len = stack_filter_folded(filter, buf, len);
 			r = len ? flame_parse(f, buf, len) : 0;
 			break;
 		}
@@ -1544,7 +1696,7 @@ static int parse_file(struct flame *f, const char *path)
 			cap *= 2;
 			continue;
 		}
-		r = flame_parse(f, buf, cut);
+		r = flame_parse(f, buf, filter ? stack_filter_folded(filter, buf, cut) : cut);
 		memmove(buf, buf + cut, len - cut);
 		len -= cut;
 	}
@@ -1558,11 +1710,12 @@ static int parse_file(struct flame *f, const char *path)
 
 /*
  * flamegraph and diff: folded stacks to svg (or speedscope) in o->path. The
- * input is the file path ("-": stdin), streamed, or when path is NULL the
- * len bytes of text. name says what the input is in messages.
+ * input is the file path ("-": stdin), streamed and filtered by filter (may
+ * be NULL), or when path is NULL the len bytes of text. name says what the
+ * input is in messages.
  */
-static int draw(const char *path, const char *text, size_t len, const char *name,
-		const struct result_opts *o, const struct render_input *input,
+static int draw(const char *path, const struct stack_filter *filter, const char *text, size_t len,
+		const char *name, const struct result_opts *o, const struct render_input *input,
 		const char *default_title)
 {
 	enum proto_format format = o->format >= 0 ? o->format : PROTO_FORMAT_SVG;
@@ -1577,7 +1730,7 @@ static int draw(const char *path, const char *text, size_t len, const char *name
 		return usage_error("%s only applies to svg output", o->svg_only);
 	if (render_flame_new(format, &o->render, input, &f) < 0)
 		return fail(EXIT_ERROR, "internal", "out of memory");
-	r = path ? parse_file(f, path) : flame_parse(f, text, len);
+	r = path ? parse_file(f, path, filter) : flame_parse(f, text, len);
 	if (r < 0) {
 		flame_free(f);
 		return fail(EXIT_ERROR, "input_error", "cannot read %s: %s", name, strerror(-r));
@@ -1607,15 +1760,20 @@ static int cmd_flamegraph(int argc, char **argv)
 		{ "strip-hex", no_argument, NULL, OPT_STRIP_HEX },
 		{ "negate", no_argument, NULL, OPT_NEGATE },
 		{ "diff-reverse-view", no_argument, NULL, OPT_REVERSE_VIEW },
+		OFFLINE_FILTER_OPTIONS,
 		{ 0 },
 	};
 	struct result_opts ro = RESULT_OPTS_INIT;
 	struct render_input input = { 0 };
+	struct offline_args filters = { 0 };
+	struct stack_filter *filter;
 	const char *path = "-";
 	int opt, r;
 
 	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
-	while ((opt = getopt_long(argc, argv, RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "p:" RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
+		if (offline_option(&filters, opt, optarg))
+			continue;
 		if (opt == OPT_STRIP_HEX)
 			input.strip_hex = true;
 		else if (opt == OPT_NEGATE)
@@ -1630,8 +1788,13 @@ static int cmd_flamegraph(int argc, char **argv)
 				   argv[optind + 1]);
 	if (optind < argc)
 		path = argv[optind];
-	return draw(path, NULL, 0, strcmp(path, "-") ? path : "standard input", &ro, &input,
-		    "Flame Graph");
+	r = offline_filter(&filters, &filter);
+	if (r != EXIT_OK)
+		return r;
+	r = draw(path, filter, NULL, 0, strcmp(path, "-") ? path : "standard input", &ro, &input,
+		 "Flame Graph");
+	stack_filter_free(filter);
+	return r;
 }
 
 static int cmd_diff(int argc, char **argv)
@@ -1642,18 +1805,23 @@ static int cmd_diff(int argc, char **argv)
 		{ "strip-hex", no_argument, NULL, OPT_STRIP_HEX },
 		{ "negate", no_argument, NULL, OPT_NEGATE },
 		{ "diff-reverse-view", no_argument, NULL, OPT_REVERSE_VIEW },
+		OFFLINE_FILTER_OPTIONS,
 		{ 0 },
 	};
 	struct result_opts ro = RESULT_OPTS_INIT;
 	struct render_input input = { 0 };
 	struct flame_parse_stats st_a, st_b;
+	struct offline_args filters = { 0 };
+	struct stack_filter *filter = NULL;
 	bool normalize = false;
 	char *a = NULL, *b = NULL, *diff = NULL;
 	size_t len_a, len_b;
 	int opt, r;
 
 	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
-	while ((opt = getopt_long(argc, argv, RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "p:" RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
+		if (offline_option(&filters, opt, optarg))
+			continue;
 		if (opt == OPT_NORMALIZE)
 			normalize = true;
 		else if (opt == OPT_STRIP_HEX)
@@ -1669,13 +1837,22 @@ static int cmd_diff(int argc, char **argv)
 		return usage_error("%s", "diff takes two folded files: BEFORE AFTER");
 	if ((input.negate || input.widths_from_old) && ro.format != PROTO_FORMAT_SVG)
 		return usage_error("%s", "--negate and --diff-reverse-view apply to --svg output");
+	r = offline_filter(&filters, &filter);
+	if (r != EXIT_OK)
+		return r;
 	r = read_all(argv[optind], &a, &len_a);
 	if (r == 0)
 		r = read_all(argv[optind + 1], &b, &len_b);
 	if (r < 0) {
 		free(a);
+		stack_filter_free(filter);
 		return fail(EXIT_ERROR, "input_error", "cannot read %s: %s",
 			    a ? argv[optind + 1] : argv[optind], strerror(-r));
+	}
+	if (filter) { /* both sides alike */
+		len_a = stack_filter_folded(filter, a, len_a);
+		len_b = stack_filter_folded(filter, b, len_b);
+		stack_filter_free(filter);
 	}
 	diff = flame_diff_folded(a, len_a, b, len_b, normalize, input.strip_hex, &st_a, &st_b);
 	if (!diff) {
@@ -1690,7 +1867,7 @@ static int cmd_diff(int argc, char **argv)
 		}
 	} else {
 		input.strip_hex = false; /* already applied to the differential text */
-		r = draw(NULL, diff, strlen(diff), "the differential", &ro, &input,
+		r = draw(NULL, NULL, diff, strlen(diff), "the differential", &ro, &input,
 			 "Differential Flame Graph");
 	}
 	free(a);

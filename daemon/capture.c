@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "render_output.h"
+#include "stack_filter.h"
 
 _Static_assert((int)PROTO_KIND_OFFCPU == (int)OFFCPU_KIND_OFFCPU &&
 		       (int)PROTO_KIND_WAKEUP == (int)OFFCPU_KIND_WAKEUP &&
@@ -15,6 +16,9 @@ _Static_assert((int)PROTO_KIND_OFFCPU == (int)OFFCPU_KIND_OFFCPU &&
 		       (int)PROTO_KIND_CHAIN == (int)OFFCPU_KIND_CHAIN &&
 		       (int)PROTO_KIND_RUNQ == (int)OFFCPU_KIND_RUNQ,
 	       "the protocol's kinds are the BPF program's");
+_Static_assert(PROTO_MAX_REQUESTS == OFFCPU_MAX_REQUESTS &&
+		       PROTO_HIST_BUCKETS == OFFCPU_HIST_BUCKETS,
+	       "the protocol's request limit and buckets are the BPF program's");
 
 /* Names of the drop counters (enum offcpu_counter) reported with a capture. */
 static const struct {
@@ -30,6 +34,8 @@ static const struct {
 	{ OFFCPU_CNT_BUFFER_MISSING, "buffer_missing" },
 	{ OFFCPU_CNT_DROP_CHAIN_FULL, "chain_map_full" },
 	{ OFFCPU_CNT_DROP_HIST_FULL, "hist_map_full" },
+	{ OFFCPU_CNT_DROP_REQUEST_ALLOC, "request_alloc" },
+	{ OFFCPU_CNT_DROP_REQUEST_FULL, "request_map_full" },
 };
 
 #define N_DROPS (sizeof(drop_names) / sizeof(drop_names[0]))
@@ -90,22 +96,72 @@ void capture_filter(const struct proto_capture_request *req, struct collector_fi
 		.kind = req->kind,
 		.chain_depth = req->chain_depth,
 		.split_runq = req->split_runq,
+		.requests = req->n_requests > 0,
 	};
 }
 
-char *capture_reply(const struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MAX],
-		    bool target_exited)
+struct filter_rows {
+	const struct stack_filter *filter;
+	struct profile *kept;
+};
+
+static int filter_row(void *arg, const struct profile_row *row)
+{
+	struct filter_rows *fr = arg;
+	struct stack_filter_sample s = {
+		.comm = row->comm,
+		.tgid = row->tgid,
+		.state = row->state,
+		.kind = row->kind,
+		.ustack = row->ustack,
+		.kstack = row->kstack,
+		.chain = row->chain,
+	};
+
+	return stack_filter_keep(fr->filter, &s) ? profile_add_row(fr->kept, row) : 0;
+}
+
+/* Replaces c->profile with the rows the request's stack filters keep (the
+ * pids, tids and states were applied in the kernel). 0 or -ENOMEM, with
+ * c->profile untouched then. */
+static int capture_apply_filters(struct capture *c)
+{
+	struct stack_filter_spec spec = {
+		.comm = c->req.comm,
+		.grep = c->req.grep,
+		.exclude = c->req.exclude,
+	};
+	struct filter_rows fr = { 0 };
+	struct stack_filter *filter;
+	char err[256];
+	int r;
+
+	if (!c->req.comm[0] && !c->req.grep[0] && !c->req.exclude[0])
+		return 0;
+	/* The request's patterns compiled when it was parsed: only memory can fail. */
+	r = stack_filter_new(&spec, &filter, err, sizeof(err));
+	if (r < 0)
+		return -ENOMEM;
+	fr.filter = filter;
+	r = profile_new(&fr.kept);
+	if (r == 0)
+		r = profile_foreach(c->profile, filter_row, &fr);
+	stack_filter_free(filter);
+	if (r < 0) {
+		profile_free(fr.kept);
+		return r;
+	}
+	profile_free(c->profile);
+	c->profile = fr.kept;
+	return 0;
+}
+
+char *capture_reply(struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MAX],
+		    bool target_exited, const struct proto_request_stats *requests,
+		    size_t n_requests)
 {
 	struct proto_counter drops[N_DROPS];
-	struct proto_capture_result res = {
-		.id = c->id,
-		.duration_ns = c->end_ns - c->start_ns,
-		.total_ns = profile_total_ns(c->profile),
-		.n_samples = profile_rows(c->profile),
-		.target_exited = target_exited,
-		.drops = drops,
-		.n_drops = N_DROPS,
-	};
+	struct proto_capture_result res;
 	bool want_user = c->req.stacks != PROTO_STACKS_KERNEL;
 	bool want_kernel = c->req.stacks != PROTO_STACKS_USER;
 	struct proto_sample *samples = NULL;
@@ -113,6 +169,19 @@ char *capture_reply(const struct capture *c, const uint64_t counters_now[OFFCPU_
 	size_t n_samples = 0;
 	int r;
 
+	if (capture_apply_filters(c) < 0)
+		return NULL;
+	res = (struct proto_capture_result){
+		.id = c->id,
+		.duration_ns = c->end_ns - c->start_ns,
+		.total_ns = profile_total_ns(c->profile),
+		.n_samples = profile_rows(c->profile),
+		.target_exited = target_exited,
+		.drops = drops,
+		.n_drops = N_DROPS,
+		.requests = requests,
+		.n_requests = n_requests,
+	};
 	for (size_t i = 0; i < N_DROPS; i++) {
 		unsigned idx = drop_names[i].idx;
 

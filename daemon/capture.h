@@ -2,7 +2,8 @@
  * capture: one client's capture request from start to reply. Holds the
  * request, the slot it occupies, its profile and its timer. The manager owns
  * the list of captures and decides when one ends; this module checks the
- * targets, turns the request into a collector filter, and formats the reply.
+ * targets, turns the request into a collector filter, applies the request's
+ * stack filters to the result, and formats the reply.
  * Reads <proc>/PID to check targets (the proc root is a parameter for tests).
  * Does not log.
  */
@@ -20,6 +21,7 @@
 #include "server.h"
 
 enum capture_phase {
+	CAPTURE_ATTACHING, /* its request probes are being attached (on a worker) */
 	CAPTURE_RUNNING,
 	CAPTURE_ENDING, /* slot deactivated, waiting for the drain that flushes it */
 };
@@ -28,6 +30,7 @@ struct capture {
 	uint64_t id;
 	unsigned slot;
 	enum capture_phase phase;
+	bool stop_requested;	  /* a stop came while attaching: end once running */
 	struct server_conn *conn; /* NULL once the client has gone: no reply */
 	struct proto_capture_request req;
 	struct profile *profile;
@@ -49,9 +52,16 @@ bool capture_target_exited(const char *proc_root, const struct proto_capture_req
 /* The collector filter of a request (pointing into req). */
 void capture_filter(const struct proto_capture_request *req, struct collector_filter *ret);
 
-/* The reply line for a finished capture; NULL on ENOMEM. counters_now are
- * the collector's totals when the capture ended. */
-char *capture_reply(const struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MAX],
-		    bool target_exited);
+/*
+ * The reply line for a finished capture; NULL on ENOMEM. counters_now are
+ * the collector's totals when the capture ended. First narrows c->profile to
+ * the rows the request's stack filters (comm, grep, exclude) keep, so that
+ * the window stored from it afterwards holds what the client got; on ENOMEM
+ * c->profile may be left whole. requests: a request-synchronous capture's
+ * latency per request symbol.
+ */
+char *capture_reply(struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MAX],
+		    bool target_exited, const struct proto_request_stats *requests,
+		    size_t n_requests);
 
 #endif

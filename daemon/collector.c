@@ -22,6 +22,8 @@ struct collector {
 	bool raw_tp;
 	uint32_t used_mask; /* slots handed out, as seen by this thread */
 	int ncpus;
+	struct bpf_link *request_links[OFFCPU_MAX_SLOTS][COLLECTOR_MAX_REQUEST_PROBES];
+	size_t n_request_links[OFFCPU_MAX_SLOTS];
 };
 
 static int load(const struct collector_options *opts, bool raw_tp, struct offcpu_bpf **ret)
@@ -44,6 +46,9 @@ static int load(const struct collector_options *opts, bool raw_tp, struct offcpu
 	bpf_program__set_autoload(skel->progs.sched_waking_raw, raw_tp);
 	bpf_map__set_autocreate(skel->maps.task_starts, !raw_tp);
 	bpf_map__set_autocreate(skel->maps.hash_starts, raw_tp);
+	bpf_program__set_autoload(skel->progs.request_enter, !raw_tp);
+	bpf_program__set_autoload(skel->progs.request_exit, !raw_tp);
+	bpf_map__set_autocreate(skel->maps.request_threads, !raw_tp);
 
 	r = offcpu_bpf__load(skel);
 	if (r < 0) {
@@ -104,6 +109,9 @@ void collector_free(struct collector *c)
 {
 	if (!c)
 		return;
+	for (unsigned slot = 0; slot < OFFCPU_MAX_SLOTS; slot++)
+		for (size_t i = 0; i < c->n_request_links[slot]; i++)
+			bpf_link__destroy(c->request_links[slot][i]);
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
 	offcpu_bpf__destroy(c->skel);
@@ -209,6 +217,7 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 		mask_set(&bss->kind_slots[k], bit, f->kind == k);
 	mask_set(&bss->split_runq_slots, bit, f->split_runq);
 	mask_set(&bss->hist_slots, bit, f->hist);
+	mask_set(&bss->request_slots, bit, f->requests);
 	/* Publish: the slot must be complete before a program sees its bit. */
 	__atomic_fetch_or(&bss->active_mask, bit, __ATOMIC_SEQ_CST);
 	c->used_mask |= 1u << slot;
@@ -222,11 +231,88 @@ void collector_slot_deactivate(struct collector *c, unsigned slot)
 		__atomic_fetch_and(&c->skel->bss->active_mask, ~(1u << slot), __ATOMIC_SEQ_CST);
 }
 
+static int request_probe(struct collector *c, unsigned slot, struct bpf_program *prog, bool ret,
+			 uint64_t cookie, int pid, const char *path, uint64_t offset)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
+	struct bpf_link *link;
+
+	if (c->n_request_links[slot] >= COLLECTOR_MAX_REQUEST_PROBES)
+		return -E2BIG;
+	link = bpf_program__attach_uprobe_opts(prog, pid > 0 ? pid : -1, path, offset, &opts);
+	if (!link)
+		return -errno;
+	c->request_links[slot][c->n_request_links[slot]++] = link;
+	return 0;
+}
+
+int collector_request_attach(struct collector *c, unsigned slot, unsigned request, int pid,
+			     const char *path, uint64_t offset)
+{
+	uint64_t cookie = (uint64_t)slot * OFFCPU_MAX_REQUESTS + request;
+	int r;
+
+	if (c->raw_tp)
+		return -EOPNOTSUPP;
+	if (slot >= OFFCPU_MAX_SLOTS || request >= OFFCPU_MAX_REQUESTS)
+		return -EINVAL;
+	r = request_probe(c, slot, c->skel->progs.request_exit, true, cookie, pid, path, offset);
+	if (r == 0)
+		r = request_probe(c, slot, c->skel->progs.request_enter, false, cookie, pid, path,
+				  offset);
+	return r;
+}
+
+/* Visits slot's rows of the request latency map; deletes them if asked. */
+static void request_rows(struct collector *c, unsigned slot, bool delete,
+			 struct collector_request_stats *stats)
+{
+	int fd = bpf_map__fd(c->skel->maps.request_stats);
+	struct offcpu_request_key key, next;
+	struct offcpu_request_value v;
+	bool first = true;
+
+	while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
+		first = false;
+		key = next;
+		if (key.slot != slot)
+			continue;
+		if (stats && key.request < OFFCPU_MAX_REQUESTS && key.measure < 2 &&
+		    key.bucket < OFFCPU_HIST_BUCKETS && bpf_map_lookup_elem(fd, &key, &v) == 0) {
+			stats[key.request].count[key.measure][key.bucket] += v.count;
+			stats[key.request].sum_ns[key.measure][key.bucket] += v.sum_ns;
+		}
+		if (delete)
+			bpf_map_delete_elem(fd, &key); /* iteration restarts safely */
+	}
+}
+
+int collector_request_stats(struct collector *c, unsigned slot,
+			    struct collector_request_stats ret[OFFCPU_MAX_REQUESTS])
+{
+	if (slot >= OFFCPU_MAX_SLOTS)
+		return -EINVAL;
+	memset(ret, 0, sizeof(*ret) * OFFCPU_MAX_REQUESTS);
+	request_rows(c, slot, false, ret);
+	return 0;
+}
+
+void collector_request_detach(struct collector *c, unsigned slot)
+{
+	if (slot >= OFFCPU_MAX_SLOTS)
+		return;
+	for (size_t i = 0; i < c->n_request_links[slot]; i++)
+		bpf_link__destroy(c->request_links[slot][i]);
+	c->n_request_links[slot] = 0;
+}
+
 void collector_slot_release(struct collector *c, unsigned slot)
 {
 	if (slot >= OFFCPU_MAX_SLOTS || !(c->used_mask & (1u << slot)))
 		return;
 	collector_slot_deactivate(c, slot);
+	collector_request_detach(c, slot);
+	request_rows(c, slot, true, NULL);
 	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_tgids), slot);
 	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_tids), slot);
 	c->used_mask &= ~(1u << slot);

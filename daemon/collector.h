@@ -47,6 +47,16 @@ struct collector_filter {
 	unsigned chain_depth; /* OFFCPU_KIND_CHAIN: 1..OFFCPU_MAX_CHAIN */
 	bool split_runq;      /* OFFCPU: run-queue wait as separate RUNQ rows */
 	bool hist;	      /* keep log2 histograms */
+	bool requests;	      /* count only inside the slot's request functions */
+};
+
+/* Probes (one per entry, one per return) that one slot may attach. */
+#define COLLECTOR_MAX_REQUEST_PROBES 1024
+
+/* One request symbol's latency, from struct offcpu_request_key rows. */
+struct collector_request_stats {
+	uint64_t count[2][OFFCPU_HIST_BUCKETS]; /* [enum offcpu_request_measure][bucket] */
+	uint64_t sum_ns[2][OFFCPU_HIST_BUCKETS];
 };
 
 struct collector_stack {
@@ -101,7 +111,29 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
  * that one; only then may the slot be released. */
 void collector_slot_deactivate(struct collector *c, unsigned slot);
 
-/* Makes a deactivated slot free for collector_slot_add() again. */
+/*
+ * Makes the function at offset in the ELF file at path one of slot's
+ * request functions, number request (< OFFCPU_MAX_REQUESTS; the index of
+ * the symbol it was found by): in process pid, or in every process that runs
+ * the file if pid <= 0. The return probe goes in first, so that no call is
+ * seen to begin without its end. Returns 0, -EOPNOTSUPP on the raw_tp
+ * fallback (no task storage), -E2BIG past COLLECTOR_MAX_REQUEST_PROBES, or
+ * the kernel's -errno. Probes are removed when the slot is released.
+ */
+int collector_request_attach(struct collector *c, unsigned slot, unsigned request, int pid,
+			     const char *path, uint64_t offset);
+
+/* Removes slot's request probes. The kernel may take seconds for each in a
+ * busy process: call it off the event loop. Only this slot is touched, so
+ * other slots may be used meanwhile. */
+void collector_request_detach(struct collector *c, unsigned slot);
+
+/* The latency of slot's requests so far, indexed by request number. */
+int collector_request_stats(struct collector *c, unsigned slot,
+			    struct collector_request_stats ret[OFFCPU_MAX_REQUESTS]);
+
+/* Makes a deactivated slot free for collector_slot_add() again, removing
+ * its request probes (see collector_request_detach) and latency. */
 void collector_slot_release(struct collector *c, unsigned slot);
 unsigned collector_slots_active(const struct collector *c);
 

@@ -34,6 +34,7 @@ enum key_type {
 	KEY_KINDS,    /* profile kind list, "offcpu,runq"; uint32_t mask of 1 << kind */
 	KEY_BYTES,    /* decimal, optional K/KiB/M/MiB/... suffix; uint64_t bytes, min..max */
 	KEY_DURATION, /* decimal, optional s/m/h/d suffix; uint64_t seconds, min..max */
+	KEY_REQUESTS, /* "SYMBOL@/PATH ...", may be empty; max is the buffer size */
 };
 
 struct key {
@@ -114,6 +115,7 @@ static const struct key keys[] = {
 	KEY(continuous_split_runq, KEY_BOOL, bool, 0, 1),
 	KEY(continuous_states, KEY_STATES, uint32_t, 0, 0),
 	KEY(continuous_min_block_us, KEY_U64, uint64_t, 0, 60000000),
+	KEY(continuous_requests, KEY_REQUESTS, char *, 0, FIELD_SIZE(continuous_requests)),
 	KEY(window_seconds, KEY_U32, uint32_t, 1, 3600),
 	KEY(database, KEY_PATH, char *, 0, FIELD_SIZE(database)),
 	KEY(max_db_bytes, KEY_BYTES, uint64_t, UINT64_C(1) << 20, UINT64_C(1) << 40),
@@ -258,6 +260,11 @@ static int fail_value(const struct where *w, const struct key *k)
 			    "bad value for '%s': must be empty or a group name of at most %" PRIu64
 			    " characters from A-Z a-z 0-9 _ . -",
 			    k->name, k->max - 1);
+	case KEY_REQUESTS:
+		return fail(w,
+			    "bad value for '%s': must be empty or up to %d space-separated "
+			    "SYMBOL@/ABSOLUTE/PATH, shorter than %" PRIu64 " bytes in all",
+			    k->name, CONFIG_MAX_REQUESTS, k->max);
 	}
 	assert(!"unknown key type");
 	return -EINVAL;
@@ -433,6 +440,28 @@ static bool group_char_ok(char ch)
 	return isalnum((unsigned char)ch) || ch == '_' || ch == '.' || ch == '-';
 }
 
+/* Each space-separated word names a symbol and an absolute path. */
+static bool requests_ok(const char *s, size_t len)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < len;) {
+		size_t start, at = 0;
+
+		while (i < len && isspace((unsigned char)s[i]))
+			i++;
+		if (i == len)
+			break;
+		start = i;
+		for (; i < len && !isspace((unsigned char)s[i]); i++)
+			if (s[i] == '@')
+				at = i;
+		if (at <= start || at + 1 >= i || s[at + 1] != '/' || ++n > CONFIG_MAX_REQUESTS)
+			return false;
+	}
+	return true;
+}
+
 /* Writes the value of key k into c. Returns -EINVAL if it is not valid. */
 static int key_set(struct config *c, const struct key *k, const char *s, size_t len)
 {
@@ -497,6 +526,10 @@ static int key_set(struct config *c, const struct key *k, const char *s, size_t 
 		for (size_t i = 0; i < len; i++)
 			if (!group_char_ok(s[i]))
 				return -EINVAL;
+		break;
+	case KEY_REQUESTS:
+		if (len >= k->max || !requests_ok(s, len))
+			return -EINVAL;
 		break;
 	}
 	memcpy(field, s, len);

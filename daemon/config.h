@@ -32,11 +32,14 @@ struct config {
 	bool continuous_split_runq;	  /* the offcpu slot keeps run-queue wait apart */
 	uint32_t continuous_states;	  /* thread_state mask (THREAD_STATE_ALL: all) */
 	uint64_t continuous_min_block_us; /* its shortest block kept; 0: all */
+	char continuous_requests[1024];	  /* "SYMBOL@/PATH ..."; "": not request-synchronous */
 	uint32_t window_seconds;	  /* length of one stored window */
 	char database[256];		  /* the SQLite file of the window ring */
 	uint64_t max_db_bytes;		  /* database plus WAL; oldest windows go first */
 	uint64_t max_age_s;		  /* key max_age: windows ended longer ago go */
 };
+
+#define CONFIG_MAX_REQUESTS 8 /* continuous_requests words; OFFCPU_MAX_REQUESTS */
 
 /* Which sched_switch program to attach. */
 enum config_tracepoint {

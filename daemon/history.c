@@ -262,8 +262,8 @@ int history_windows(struct store_queue *q, struct server_conn *conn,
 struct export_job {
 	struct reply_job base;
 	struct proto_export_request req;
-	struct stack_filter filter;
-	struct profile *profile; /* the rows being added by export_row() */
+	struct stack_filter *filter; /* all of the request's filters */
+	struct profile *profile;     /* the rows being added by export_row() */
 };
 
 static int export_row(void *arg, const struct store_sample *s)
@@ -281,14 +281,25 @@ static int export_row(void *arg, const struct store_sample *s)
 		.kind = s->kind,
 		.chain = s->chain,
 	};
+	struct stack_filter_sample fs = {
+		.comm = s->comm,
+		.tgid = s->tgid,
+		.state = s->state,
+		.kind = s->kind,
+		.ustack = s->ustack,
+		.kstack = s->kstack,
+		.chain = s->chain,
+	};
 
-	if (!stack_filter_keep(&j->filter, s->comm, s->ustack, s->kstack))
+	if (!stack_filter_keep(j->filter, &fs))
 		return 0;
 	return profile_add_row(j->profile, &row);
 }
 
 /* Runs one selection (range or capture) with the request's filters into a
- * new profile. Returns 0 or -errno (msg set for store errors). */
+ * new profile. The query's pids, comm and states only narrow the rows in
+ * SQL, for speed, with the same meaning; export_row() decides. Returns 0 or
+ * -errno (msg set for store errors). */
 static int export_select(struct export_job *j, struct store *store, int64_t from_ms, int64_t to_ms,
 			 uint64_t capture_id, struct profile **ret, uint64_t *ret_windows,
 			 int64_t *ret_to_ms, char *msg, size_t msg_size)
@@ -417,13 +428,21 @@ static void export_done(struct store_job *job)
 {
 	struct export_job *j = (struct export_job *)job;
 
-	stack_filter_done(&j->filter);
+	stack_filter_free(j->filter);
 	reply_done(job);
 }
 
 int history_export(struct store_queue *q, struct server_conn *conn,
 		   const struct proto_export_request *req, char *err, size_t err_size)
 {
+	struct stack_filter_spec spec = {
+		.comm = req->comm,
+		.pids = req->pids,
+		.n_pids = req->n_pids,
+		.state_mask = req->state_mask,
+		.grep = req->grep,
+		.exclude = req->exclude,
+	};
 	struct export_job *j;
 	int r;
 
@@ -433,7 +452,7 @@ int history_export(struct store_queue *q, struct server_conn *conn,
 		return -ENOMEM;
 	j->base.job.done = export_done;
 	j->req = *req;
-	r = stack_filter_init(&j->filter, req->grep, req->exclude, err, err_size);
+	r = stack_filter_new(&spec, &j->filter, err, err_size);
 	if (r < 0) {
 		server_conn_unref(conn);
 		free(j);

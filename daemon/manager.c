@@ -18,6 +18,7 @@
 #include "history.h"
 #include "log.h"
 #include "proto.h"
+#include "request.h"
 #include "server.h"
 #include "store.h"
 #include "store_queue.h"
@@ -53,19 +54,31 @@ struct manager {
 	bool drain_again;      /* a capture ended during a drain: run another at once */
 	uint64_t drains_started;
 	uint64_t next_capture_id;
-	struct capture *captures[OFFCPU_MAX_SLOTS]; /* by slot */
+	struct capture *captures[OFFCPU_MAX_SLOTS];	  /* by slot */
+	struct request_probes requests[OFFCPU_MAX_SLOTS]; /* of request-synchronous slots */
+	unsigned probe_works;				  /* attaching or detaching: see below */
 	uint64_t started_ns;
 	uint64_t counters[OFFCPU_CNT_MAX]; /* as of the last drain */
 	uint64_t counters_prev[OFFCPU_CNT_MAX];
 	uint64_t counters_ns, counters_prev_ns;
 };
 
-static void notify_status(struct manager *m)
+/* Captures that count (or have counted and are ending); not those still
+ * attaching their probes, so a client may start its workload once it sees
+ * its capture running. */
+static unsigned captures_running(const struct manager *m)
 {
 	unsigned running = 0;
 
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
-		running += m->captures[i] != NULL;
+		running += m->captures[i] && m->captures[i]->phase != CAPTURE_ATTACHING;
+	return running;
+}
+
+static void notify_status(struct manager *m)
+{
+	unsigned running = captures_running(m);
+
 	sd_notifyf(0, "STATUS=attached (%s); %u capture%s running",
 		   collector_tracepoint(m->collector), running, running == 1 ? "" : "s");
 }
@@ -158,7 +171,77 @@ static void capture_free_cb(uv_handle_t *h)
 	free(c);
 }
 
-/* The capture's last rows are in: reply (if its client is still there). */
+/* ---- request probes ----
+ *
+ * Attached and removed on a worker thread: registering or unregistering a
+ * uretprobe in a busy process can take the kernel seconds (measured: 5 s in
+ * a MariaDB under sysbench), which must not stall the event loop. A slot
+ * stays taken until its probes are gone.
+ */
+
+struct probe_work {
+	uv_work_t work;
+	struct manager *m;
+	struct capture *c; /* attaching for this capture; NULL: detaching */
+	unsigned slot;
+	int error;
+	char err[512];
+};
+
+static void probe_attach_cb(uv_work_t *req)
+{
+	struct probe_work *pw = req->data;
+	const struct proto_capture_request *r = &pw->c->req;
+	const char *specs[PROTO_MAX_REQUESTS];
+
+	for (size_t i = 0; i < r->n_requests; i++)
+		specs[i] = r->requests[i];
+	pw->error =
+		request_probes_attach(&pw->m->requests[pw->slot], pw->m->collector, pw->slot, specs,
+				      r->n_requests, r->pids, r->n_pids, pw->err, sizeof(pw->err));
+}
+
+static void probe_detach_cb(uv_work_t *req)
+{
+	struct probe_work *pw = req->data;
+
+	collector_request_detach(pw->m->collector, pw->slot);
+}
+
+static void probe_after_cb(uv_work_t *req, int status);
+
+static int probe_work_start(struct manager *m, struct capture *c, unsigned slot)
+{
+	struct probe_work *pw = calloc(1, sizeof(*pw));
+	int r;
+
+	if (!pw)
+		return -ENOMEM;
+	pw->m = m;
+	pw->c = c;
+	pw->slot = slot;
+	pw->work.data = pw;
+	r = uv_queue_work(m->loop, &pw->work, c ? probe_attach_cb : probe_detach_cb,
+			  probe_after_cb);
+	if (r < 0) {
+		free(pw);
+		return r;
+	}
+	m->probe_works++;
+	return 0;
+}
+
+/* Frees a slot a capture has finished with, once its probes are gone. */
+static void slot_release(struct manager *m, unsigned slot)
+{
+	collector_slot_deactivate(m->collector, slot);
+	if (m->requests[slot].n_specs && !m->stopping && probe_work_start(m, NULL, slot) == 0)
+		return; /* probe_after_cb releases it */
+	collector_slot_release(m->collector, slot);
+	request_probes_free(&m->requests[slot]);
+}
+
+/* The last rows are in: reply (if its client is still there). */
 static void capture_finish(struct manager *m, struct capture *c)
 {
 	struct store_window w = {
@@ -168,8 +251,12 @@ static void capture_finish(struct manager *m, struct capture *c)
 	};
 
 	if (c->conn) {
+		struct proto_request_stats requests[OFFCPU_MAX_REQUESTS];
+		struct proto_request_function funcs[ELF_FUNCS_MAX];
+		size_t n_requests = request_probes_stats(&m->requests[c->slot], m->collector,
+							 c->slot, requests, funcs, ELF_FUNCS_MAX);
 		bool exited = capture_target_exited(PROC_ROOT, &c->req);
-		char *line = capture_reply(c, m->counters, exited);
+		char *line = capture_reply(c, m->counters, exited, requests, n_requests);
 
 		if (line)
 			server_conn_send(c->conn, line);
@@ -184,7 +271,7 @@ static void capture_finish(struct manager *m, struct capture *c)
 		c->profile = NULL;
 	}
 	m->captures[c->slot] = NULL;
-	collector_slot_release(m->collector, c->slot);
+	slot_release(m, c->slot);
 	uv_close((uv_handle_t *)&c->timer, capture_free_cb);
 }
 
@@ -207,7 +294,8 @@ static void drain_after_cb(uv_work_t *req, int status)
 	for (size_t i = 0; i < r->n_rows; i++) {
 		unsigned slot = r->rows[i].key.slot % OFFCPU_MAX_SLOTS;
 		struct capture *c = m->captures[slot];
-		struct profile *p = c					   ? c->profile
+		/* Blocks that ended while the probes went in are not the capture's. */
+		struct profile *p = c ? (c->phase == CAPTURE_ATTACHING ? NULL : c->profile)
 				    : (m->continuous_slots & (1u << slot)) ? m->window
 									   : NULL;
 
@@ -282,6 +370,8 @@ static void drain_timer_cb(uv_timer_t *t)
 /* Stops counting; the reply follows the next drain. */
 static void capture_end(struct manager *m, struct capture *c)
 {
+	if (c->phase == CAPTURE_ATTACHING)
+		c->stop_requested = true;
 	if (c->phase != CAPTURE_RUNNING)
 		return;
 	uv_timer_stop(&c->timer);
@@ -301,12 +391,82 @@ static void capture_timer_cb(uv_timer_t *t)
 	capture_end(m, c);
 }
 
+/* What went wrong when a request's probes were set up. */
+static const char *request_error_code(int r)
+{
+	switch (r) {
+	case -ESRCH: /* no such symbol */
+	case -ENOENT:
+	case -ENOEXEC:
+	case -EINVAL:
+	case -E2BIG:
+	case -ENAMETOOLONG:
+		return PROTO_ERR_BAD_REQUEST;
+	case -EOPNOTSUPP:
+		return PROTO_ERR_UNSUPPORTED;
+	default:
+		return PROTO_ERR_ATTACH;
+	}
+}
+
+/* Starts counting time: the capture's probes, if any, are in. */
+static void capture_run(struct manager *m, struct capture *c)
+{
+	c->start_ns = clock_monotonic_ns();
+	c->start_ms = clock_realtime_ms();
+	c->phase = CAPTURE_RUNNING;
+	uv_update_time(m->loop); /* attaching took a while: time the capture from now */
+	uv_timer_start(&c->timer, capture_timer_cb, (uint64_t)c->req.seconds * 1000, 0);
+	notify_status(m);
+	drain_start(m); /* reads the targets' maps while they surely exist */
+	if (c->stop_requested)
+		capture_end(m, c);
+}
+
+/* The attaching of c's request probes ended with error (0 or -errno; err
+ * says why): run the capture, or answer the error and free it. */
+static void capture_attached(struct manager *m, struct capture *c, int error, const char *err)
+{
+	if (m->stopping)
+		return; /* manager_free() answers the client and frees c */
+	if (error == 0 && c->conn) {
+		capture_run(m, c);
+		return;
+	}
+	if (c->conn) {
+		reply_error(c->conn, request_error_code(error), err);
+		server_conn_set_data(c->conn, NULL);
+	}
+	m->captures[c->slot] = NULL;
+	slot_release(m, c->slot);
+	uv_close((uv_handle_t *)&c->timer, capture_free_cb);
+}
+
+static void probe_after_cb(uv_work_t *req, int status)
+{
+	struct probe_work *pw = req->data;
+	struct manager *m = pw->m;
+
+	m->probe_works--;
+	if (pw->c) {
+		capture_attached(m, pw->c, status < 0 ? status : pw->error,
+				 status < 0 ? "attaching the request probes was cancelled"
+					    : pw->err);
+	} else {
+		collector_slot_release(m->collector, pw->slot);
+		request_probes_free(&m->requests[pw->slot]);
+	}
+	free(pw);
+	if (m->stopping)
+		shutdown_continue(m);
+}
+
 static void handle_capture(struct manager *m, struct server_conn *conn,
 			   const struct proto_capture_request *req)
 {
 	struct collector_filter filter;
 	struct capture *c;
-	char err[128];
+	char err[512];
 	int r;
 
 	if (server_conn_get_data(conn)) {
@@ -347,16 +507,18 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 	}
 	c->id = ++m->next_capture_id;
 	c->conn = conn;
-	c->start_ns = clock_monotonic_ns();
-	c->start_ms = clock_realtime_ms();
-	c->phase = CAPTURE_RUNNING;
 	uv_timer_init(m->loop, &c->timer);
 	c->timer.data = c;
-	uv_timer_start(&c->timer, capture_timer_cb, (uint64_t)req->seconds * 1000, 0);
 	m->captures[c->slot] = c;
 	server_conn_set_data(conn, c);
-	notify_status(m);
-	drain_start(m); /* reads the targets' maps while they surely exist */
+	if (!req->n_requests) {
+		capture_run(m, c);
+		return;
+	}
+	c->phase = CAPTURE_ATTACHING;
+	r = probe_work_start(m, c, c->slot);
+	if (r < 0)
+		capture_attached(m, c, r, "cannot start attaching the request probes");
 }
 
 /* ---- status ---- */
@@ -377,6 +539,9 @@ static const struct {
 	{ OFFCPU_CNT_WAKEUPS, "wakeups" },
 	{ OFFCPU_CNT_DROP_CHAIN_FULL, "drop_chain_map_full" },
 	{ OFFCPU_CNT_DROP_HIST_FULL, "drop_hist_map_full" },
+	{ OFFCPU_CNT_REQUESTS, "requests" },
+	{ OFFCPU_CNT_DROP_REQUEST_ALLOC, "drop_request_alloc" },
+	{ OFFCPU_CNT_DROP_REQUEST_FULL, "drop_request_map_full" },
 };
 
 static double rate(const struct manager *m, unsigned idx)
@@ -392,8 +557,10 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 {
 	struct proto_program prog = { collector_program_name(m->collector), true };
 	struct proto_counter counters[OFFCPU_CNT_MAX];
+	struct proto_request_stats requests[OFFCPU_MAX_REQUESTS];
+	struct proto_request_function funcs[ELF_FUNCS_MAX];
 	uint64_t now[OFFCPU_CNT_MAX];
-	unsigned running = 0;
+	unsigned first_continuous;
 	struct proto_status st;
 
 	collector_counters(m->collector, now);
@@ -401,8 +568,6 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 		counters[i].name = counter_names[i].name;
 		counters[i].value = now[counter_names[i].idx];
 	}
-	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
-		running += m->captures[i] != NULL;
 	st = (struct proto_status){
 		.version = OFFCPU_VERSION,
 		.uptime_s = (clock_monotonic_ns() - m->started_ns) / 1000000000ULL,
@@ -412,12 +577,20 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 		.n_programs = 1,
 		.slots_active = collector_slots_active(m->collector),
 		.slots_max = OFFCPU_MAX_SLOTS,
-		.captures_running = running,
+		.captures_running = captures_running(m),
 		.switches_per_s = rate(m, OFFCPU_CNT_SWITCHES),
 		.recorded_per_s = rate(m, OFFCPU_CNT_RECORDED),
 		.counters = counters,
 		.n_counters = OFFCPU_CNT_MAX,
+		.requests = requests,
 	};
+	/* Each continuous slot has the same requests: the first one's say it all. */
+	if (m->continuous_slots) {
+		first_continuous = __builtin_ctz(m->continuous_slots);
+		st.n_requests =
+			request_probes_stats(&m->requests[first_continuous], m->collector,
+					     first_continuous, requests, funcs, ELF_FUNCS_MAX);
+	}
 	server_conn_send(conn, proto_reply_status(&st));
 }
 
@@ -549,8 +722,24 @@ static int store_start(struct manager *m)
 	return r;
 }
 
+/* Splits continuous_requests (checked by config) into its words, in buf. */
+static size_t continuous_specs(const struct manager *m, char *buf, size_t size,
+			       const char *specs[CONFIG_MAX_REQUESTS])
+{
+	size_t n = 0;
+
+	snprintf(buf, size, "%s", m->cfg.continuous_requests);
+	for (char *save, *w = strtok_r(buf, " \t", &save); w && n < CONFIG_MAX_REQUESTS;
+	     w = strtok_r(NULL, " \t", &save))
+		specs[n++] = w;
+	return n;
+}
+
 static int continuous_start(struct manager *m)
 {
+	const char *specs[CONFIG_MAX_REQUESTS];
+	char buf[sizeof(m->cfg.continuous_requests)], err[512];
+	size_t n_specs = continuous_specs(m, buf, sizeof(buf), specs);
 	unsigned slot;
 	int r;
 
@@ -567,6 +756,7 @@ static int continuous_start(struct manager *m)
 			.chain_depth = 3,
 			.split_runq = kind == OFFCPU_KIND_OFFCPU && m->cfg.continuous_split_runq,
 			.hist = kind == OFFCPU_KIND_OFFCPU,
+			.requests = n_specs > 0,
 		};
 
 		if (!(m->cfg.continuous_kinds & (1u << kind)))
@@ -577,7 +767,18 @@ static int continuous_start(struct manager *m)
 			return r;
 		}
 		m->continuous_slots |= 1u << slot;
+		if (!n_specs)
+			continue;
+		r = request_probes_attach(&m->requests[slot], m->collector, slot, specs, n_specs,
+					  NULL, 0, err, sizeof(err));
+		if (r < 0) {
+			log_error("continuous_requests: %s", err);
+			return r;
+		}
 	}
+	if (n_specs)
+		log_info("continuous profile counts only inside requests: %s",
+			 m->cfg.continuous_requests);
 	m->continuous = true;
 	log_info("continuous profiling on: %u s windows into %s", m->cfg.window_seconds,
 		 m->cfg.database);
@@ -694,6 +895,8 @@ static void manager_free(struct manager *m)
 	}
 	server_free(m->server);
 	collector_free(m->collector);
+	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
+		request_probes_free(&m->requests[i]);
 	symbolizer_free(m->symbolizer);
 	profile_free(m->window);
 	hashtab_free(m->window_hists);
@@ -712,8 +915,8 @@ static void store_idle_cb(void *arg)
 /* Stopping goes on when the drain under way and the store jobs are done. */
 static void shutdown_continue(struct manager *m)
 {
-	if (m->draining)
-		return; /* drain_after_cb calls again */
+	if (m->draining || m->probe_works)
+		return; /* drain_after_cb or probe_after_cb calls again */
 	if (m->store_queue && !store_queue_idle(m->store_queue)) {
 		store_queue_on_idle(m->store_queue, store_idle_cb, m);
 		return;

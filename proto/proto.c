@@ -7,6 +7,7 @@
  * proto_request_format().
  */
 #include "proto.h"
+#include "stack_filter.h"
 #include "thread_state.h"
 
 #include <assert.h>
@@ -38,7 +39,9 @@ enum proto__kind {
 	PROTO__KIND_STATES, /* non-empty array of thread_state names, stored as a mask */
 	PROTO__KIND_ENUM,   /* one of names[], stored as its index (the enum value) */
 	PROTO__KIND_STRING, /* string of at most max bytes (< size), stored NUL-terminated */
-	PROTO__KIND_BOOL,   /* true or false (not a number), stored as a uint32_t 0 or 1 */
+	/* non-empty strings of at most max bytes each, stored as char[][max + 1] + count */
+	PROTO__KIND_STRINGS,
+	PROTO__KIND_BOOL, /* true or false (not a number), stored as a uint32_t 0 or 1 */
 };
 
 struct proto__field {
@@ -58,6 +61,7 @@ struct proto__field {
 	 * "field 'x' must be ..." */
 	bool (*valid)(const char *s);
 	const char *expect;
+	bool regex; /* STRING: a pattern that must compile as a stack filter's */
 };
 
 /* Enum values are stored through a uint32_t; see proto__store(). */
@@ -134,6 +138,23 @@ static bool proto__minwidth_valid(const char *s)
 /* clang-format on */
 
 /*
+ * The stack filters (proto/stack_filter.h) of capture and export, named,
+ * limited and validated alike: comm, states, grep, exclude in the command's
+ * struct TYPE.
+ */
+/* clang-format off */
+#define PROTO__FILTER_FIELDS(type)                                                                 \
+	{ .name = "comm", .kind = PROTO__KIND_STRING, PROTO__AT(type, comm),                       \
+	  .max = PROTO_COMM_MAX },                                                                 \
+	{ .name = "states", .kind = PROTO__KIND_STATES, PROTO__AT(type, state_mask),               \
+	  .def = THREAD_STATE_ALL },                                                               \
+	{ .name = "grep", .kind = PROTO__KIND_STRING, PROTO__AT(type, grep),                       \
+	  .max = PROTO_REGEX_MAX, .regex = true },                                                 \
+	{ .name = "exclude", .kind = PROTO__KIND_STRING, PROTO__AT(type, exclude),                 \
+	  .max = PROTO_REGEX_MAX, .regex = true }
+/* clang-format on */
+
+/*
  * The render options: the fields of the struct proto_render named render in
  * the command's struct TYPE, the same for every command that renders.
  * (clang-format cannot lay out a list of initializers in a macro.)
@@ -190,12 +211,7 @@ static const struct proto__field proto__capture_fields[] = {
 		.max = PROTO__SECONDS_MAX,
 		.def = PROTO__SECONDS_DEFAULT,
 	},
-	{
-		.name = "states",
-		.kind = PROTO__KIND_STATES,
-		PROTO__CAP(state_mask),
-		.def = THREAD_STATE_ALL,
-	},
+	PROTO__FILTER_FIELDS(struct proto_capture_request),
 	{
 		.name = "min_block_us",
 		.kind = PROTO__KIND_UINT,
@@ -239,6 +255,13 @@ static const struct proto__field proto__capture_fields[] = {
 		.max = PROTO_CHAIN_DEPTH_MAX,
 		.def = PROTO_CHAIN_DEPTH_DEFAULT,
 	},
+	{
+		.name = "requests",
+		.kind = PROTO__KIND_STRINGS,
+		PROTO__CAP(requests),
+		.count_offset = offsetof(struct proto_capture_request, n_requests),
+		.max = PROTO_REQUEST_SPEC_MAX,
+	},
 };
 
 static const struct proto__field proto__windows_fields[] = {
@@ -254,30 +277,7 @@ static const struct proto__field proto__windows_fields[] = {
 
 static const struct proto__field proto__export_fields[] = {
 	PROTO__SELECTION_FIELDS(struct proto_export_request),
-	{
-		.name = "comm",
-		.kind = PROTO__KIND_STRING,
-		PROTO__EXP(comm),
-		.max = PROTO_COMM_MAX,
-	},
-	{
-		.name = "states",
-		.kind = PROTO__KIND_STATES,
-		PROTO__EXP(state_mask),
-		.def = THREAD_STATE_ALL,
-	},
-	{
-		.name = "grep",
-		.kind = PROTO__KIND_STRING,
-		PROTO__EXP(grep),
-		.max = PROTO_REGEX_MAX,
-	},
-	{
-		.name = "exclude",
-		.kind = PROTO__KIND_STRING,
-		PROTO__EXP(exclude),
-		.max = PROTO_REGEX_MAX,
-	},
+	PROTO__FILTER_FIELDS(struct proto_export_request),
 	{
 		.name = "format",
 		.kind = PROTO__KIND_ENUM,
@@ -533,6 +533,7 @@ static void proto__defaults(const struct proto__command *c, void *args)
 
 		switch (f->kind) {
 		case PROTO__KIND_IDS:
+		case PROTO__KIND_STRINGS:
 			memset(dst, 0, f->size);
 			proto__store((char *)args + f->count_offset, sizeof(size_t), 0);
 			break;
@@ -650,6 +651,39 @@ static int proto__parse_field(const struct proto__field *f, const cJSON *item, v
 	case PROTO__KIND_ENUM:
 		return proto__parse_enum(f, item, dst, what, err, err_size);
 
+	case PROTO__KIND_STRINGS: {
+		size_t cap = f->size / (f->max + 1);
+
+		if (!cJSON_IsArray(item))
+			return proto__fail(err, err_size, "%s must be an array of strings", what);
+		n = cJSON_GetArraySize(item);
+		if (n > cap)
+			return proto__fail(err, err_size, "%s has %zu entries; at most %zu allowed",
+					   what, n, cap);
+		n = 0;
+		cJSON_ArrayForEach(el, item)
+		{
+			size_t len;
+
+			if (!cJSON_IsString(el) || !*el->valuestring)
+				return proto__fail(err, err_size,
+						   "%s must be an array of non-empty strings",
+						   what);
+			len = strlen(el->valuestring);
+			if (len > f->max)
+				return proto__fail(err, err_size,
+						   "%s[%zu] is %zu bytes long; at most %" PRIu64
+						   " allowed",
+						   what, n, len, f->max);
+			if (!proto__utf8_valid(el->valuestring))
+				return proto__fail(err, err_size, "%s[%zu] must be valid UTF-8",
+						   what, n);
+			memcpy(dst + n++ * (f->max + 1), el->valuestring, len + 1);
+		}
+		proto__store((char *)args + f->count_offset, sizeof(size_t), n);
+		return 0;
+	}
+
 	case PROTO__KIND_STRING:
 		assert(f->max < f->size);
 		if (!cJSON_IsString(item))
@@ -667,6 +701,14 @@ static int proto__parse_field(const struct proto__field *f, const cJSON *item, v
 		if (n && f->valid && !f->valid(item->valuestring))
 			return proto__fail(err, err_size, "%s must be %s, not '%s'", what,
 					   f->expect, item->valuestring);
+		if (n && f->regex) {
+			char why[128];
+
+			if (!stack_filter_regex_valid(item->valuestring, why, sizeof(why)))
+				return proto__fail(err, err_size,
+						   "%s is not a POSIX extended regex: %s", what,
+						   why);
+		}
 		memcpy(dst, item->valuestring, n + 1);
 		return 0;
 
@@ -1240,6 +1282,25 @@ static bool proto__format_field(cJSON *obj, const struct proto__field *f, const 
 		assert(memchr(src, '\0', f->size));
 		return !*src || proto__add_string(obj, f->name, src);
 
+	case PROTO__KIND_STRINGS: {
+		size_t n = proto__load((const char *)args + f->count_offset, sizeof(size_t));
+
+		assert(n <= f->size / (f->max + 1));
+		if (!n)
+			return true;
+		a = cJSON_CreateArray();
+		for (size_t i = 0; a && i < n; i++) {
+			const char *str = src + i * (f->max + 1);
+
+			assert(memchr(str, '\0', f->max + 1));
+			if (!cJSON_AddItemToArray(a, cJSON_CreateString(str))) {
+				cJSON_Delete(a);
+				return false;
+			}
+		}
+		return proto__add_item(obj, f->name, a);
+	}
+
 	case PROTO__KIND_BOOL:
 		v = proto__load(src, f->size);
 		return v == f->def || proto__add_bool(obj, f->name, v);
@@ -1310,6 +1371,62 @@ static cJSON *proto__new_ok(const char *cmd, cJSON **ret_body)
 	return root;
 }
 
+static bool proto__add_buckets(cJSON *o, const char *name, const uint64_t *counts)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, name);
+
+	if (!a)
+		return false;
+	for (size_t b = 0; b < PROTO_HIST_BUCKETS; b++) {
+		cJSON *n = proto__u64(counts[b]);
+
+		if (!n || !cJSON_AddItemToArray(a, n)) {
+			cJSON_Delete(n);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* "requests": [...], left out when there are none. */
+static bool proto__add_requests(cJSON *body, const struct proto_request_stats *r, size_t n)
+{
+	cJSON *list;
+
+	if (!n)
+		return true;
+	list = cJSON_AddArrayToObject(body, "requests");
+	for (size_t i = 0; list && i < n; i++) {
+		cJSON *funcs, *o = cJSON_CreateObject();
+
+		if (!o || !cJSON_AddItemToArray(list, o)) {
+			cJSON_Delete(o);
+			return false;
+		}
+		if (!proto__add_string(o, "symbol", r[i].symbol) ||
+		    !(funcs = cJSON_AddArrayToObject(o, "functions")))
+			return false;
+		for (size_t f = 0; f < r[i].n_functions; f++) {
+			cJSON *fo = cJSON_CreateObject();
+
+			if (!fo || !cJSON_AddItemToArray(funcs, fo)) {
+				cJSON_Delete(fo);
+				return false;
+			}
+			if (!proto__add_string(fo, "name", r[i].functions[f].name) ||
+			    !proto__add_string(fo, "binary", r[i].functions[f].binary))
+				return false;
+		}
+		if (!proto__add_u64(o, "count", r[i].count) ||
+		    !proto__add_u64(o, "wall_ns", r[i].wall_ns) ||
+		    !proto__add_u64(o, "offcpu_ns", r[i].offcpu_ns) ||
+		    !proto__add_buckets(o, "wall_hist", r[i].wall_hist) ||
+		    !proto__add_buckets(o, "offcpu_hist", r[i].offcpu_hist))
+			return false;
+	}
+	return list != NULL;
+}
+
 char *proto_reply_status(const struct proto_status *s)
 {
 	cJSON *body, *programs, *root = proto__new_ok("status", &body);
@@ -1338,7 +1455,8 @@ char *proto_reply_status(const struct proto_status *s)
 	    !proto__add_u64(body, "captures_running", s->captures_running) ||
 	    !proto__add_rate(body, "switches_per_s", s->switches_per_s) ||
 	    !proto__add_rate(body, "recorded_per_s", s->recorded_per_s) ||
-	    !proto__add_counters(body, "counters", s->counters, s->n_counters))
+	    !proto__add_counters(body, "counters", s->counters, s->n_counters) ||
+	    !proto__add_requests(body, s->requests, s->n_requests))
 		goto fail;
 	return proto__finish(root);
 fail:
@@ -1401,7 +1519,8 @@ char *proto_reply_capture(const struct proto_capture_result *r, size_t n_samples
 	    !proto__add_bool(body, "target_exited", r->target_exited) ||
 	    !proto__add_counters(body, "drops", r->drops, r->n_drops) ||
 	    !proto__add_rows(body, r->folded, r->samples, n_samples) ||
-	    (r->output && !proto__add_string(body, "output", r->output)))
+	    (r->output && !proto__add_string(body, "output", r->output)) ||
+	    !proto__add_requests(body, r->requests, r->n_requests))
 		goto fail;
 	return proto__finish(root);
 fail:
@@ -1462,24 +1581,14 @@ fail:
 
 static bool proto__add_hist_process(cJSON *list, const struct proto_hist_process *p)
 {
-	cJSON *counts, *o = cJSON_CreateObject();
+	cJSON *o = cJSON_CreateObject();
 
 	if (!o || !cJSON_AddItemToArray(list, o)) {
 		cJSON_Delete(o);
 		return false;
 	}
-	if (!proto__add_u64(o, "tgid", p->tgid) || !proto__add_string(o, "comm", p->comm) ||
-	    !(counts = cJSON_AddArrayToObject(o, "counts")))
-		return false;
-	for (size_t b = 0; b < PROTO_HIST_BUCKETS; b++) {
-		cJSON *n = proto__u64(p->counts[b]);
-
-		if (!n || !cJSON_AddItemToArray(counts, n)) {
-			cJSON_Delete(n);
-			return false;
-		}
-	}
-	return true;
+	return proto__add_u64(o, "tgid", p->tgid) && proto__add_string(o, "comm", p->comm) &&
+	       proto__add_buckets(o, "counts", p->counts);
 }
 
 char *proto_reply_hist(const struct proto_hist_result *r)
@@ -1515,6 +1624,7 @@ struct proto__reply {
 	struct proto_counter *drops;
 	struct proto_window_info *windows;
 	struct proto_hist_process *processes;
+	struct proto_request_stats *requests;
 };
 
 static int proto__reply_str(const cJSON *obj, const char *name, const char **ret)
@@ -1627,6 +1737,55 @@ static int proto__reply_counters(const cJSON *obj, const char *name, struct prot
 	return 0;
 }
 
+/* A bucket's meaning is its index: there must be exactly that many. */
+static int proto__reply_buckets(const cJSON *o, const char *name, uint64_t *counts)
+{
+	const cJSON *c, *list = cJSON_GetObjectItemCaseSensitive(o, name);
+	size_t b = 0;
+
+	if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) != PROTO_HIST_BUCKETS)
+		return -EINVAL;
+	cJSON_ArrayForEach(c, list)
+	{
+		if (proto__number_u64(c, &counts[b++]) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* The optional "requests" list; each one's functions are not parsed. */
+static int proto__reply_requests(struct proto__reply *r, const cJSON *o,
+				 const struct proto_request_stats **ret, size_t *ret_n)
+{
+	const cJSON *p, *list = cJSON_GetObjectItemCaseSensitive(o, "requests");
+	size_t n = 0;
+
+	*ret = NULL;
+	*ret_n = 0;
+	if (!list)
+		return 0;
+	if (!cJSON_IsArray(list))
+		return -EINVAL;
+	r->requests = calloc(cJSON_GetArraySize(list) + 1, sizeof(*r->requests));
+	if (!r->requests)
+		return -ENOMEM;
+	cJSON_ArrayForEach(p, list)
+	{
+		struct proto_request_stats *q = &r->requests[n++];
+
+		if (!cJSON_IsObject(p) || proto__reply_str(p, "symbol", &q->symbol) < 0 ||
+		    proto__reply_u64(p, "count", &q->count) < 0 ||
+		    proto__reply_u64(p, "wall_ns", &q->wall_ns) < 0 ||
+		    proto__reply_u64(p, "offcpu_ns", &q->offcpu_ns) < 0 ||
+		    proto__reply_buckets(p, "wall_hist", q->wall_hist) < 0 ||
+		    proto__reply_buckets(p, "offcpu_hist", q->offcpu_hist) < 0)
+			return -EINVAL;
+	}
+	*ret = r->requests;
+	*ret_n = n;
+	return 0;
+}
+
 static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 {
 	struct proto_status *s = &r->pub.status;
@@ -1667,7 +1826,7 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	if (e < 0)
 		return e;
 	s->counters = r->counters;
-	return 0;
+	return proto__reply_requests(r, o, &s->requests, &s->n_requests);
 }
 
 /* An optional string of a reply ("folded", "output"): *ret stays as it is
@@ -1704,7 +1863,7 @@ static int proto__reply_capture(struct proto__reply *r, const cJSON *o)
 	if (e < 0)
 		return e;
 	c->drops = r->drops;
-	return 0;
+	return proto__reply_requests(r, o, &c->requests, &c->n_requests);
 }
 
 /* The reply's own array, not an object: {"cmd":"windows","windows":[...]}. */
@@ -1785,21 +1944,11 @@ static int proto__reply_hist(struct proto__reply *r, const cJSON *o)
 	cJSON_ArrayForEach(p, list)
 	{
 		struct proto_hist_process *hp = &r->processes[n];
-		const cJSON *counts, *c;
-		size_t b = 0;
 
 		if (!cJSON_IsObject(p) || proto__reply_u32(p, "tgid", &hp->tgid) < 0 ||
-		    proto__reply_str(p, "comm", &hp->comm) < 0)
+		    proto__reply_str(p, "comm", &hp->comm) < 0 ||
+		    proto__reply_buckets(p, "counts", hp->counts) < 0)
 			return -EINVAL;
-		/* A bucket's meaning is its index: there are exactly that many. */
-		counts = cJSON_GetObjectItemCaseSensitive(p, "counts");
-		if (!cJSON_IsArray(counts) || cJSON_GetArraySize(counts) != PROTO_HIST_BUCKETS)
-			return -EINVAL;
-		cJSON_ArrayForEach(c, counts)
-		{
-			if (proto__number_u64(c, &hp->counts[b++]) < 0)
-				return -EINVAL;
-		}
 		n++;
 	}
 	h->processes = r->processes;
@@ -1889,6 +2038,7 @@ void proto_reply_free(struct proto_reply *reply)
 	free(r->drops);
 	free(r->windows);
 	free(r->processes);
+	free(r->requests);
 	free(r);
 }
 

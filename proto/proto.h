@@ -15,8 +15,8 @@
 
 #define PROTO_VERSION	1
 #define PROTO_MAX_IDS	256  /* pids or tids in one capture or export request */
-#define PROTO_COMM_MAX	63   /* bytes of an export's comm, without the NUL */
-#define PROTO_REGEX_MAX 1023 /* bytes of an export's grep or exclude, without the NUL */
+#define PROTO_COMM_MAX	63   /* bytes of a comm filter, without the NUL */
+#define PROTO_REGEX_MAX 1023 /* bytes of a grep or exclude filter, without the NUL */
 
 /* Render options' limits; strings in bytes, without the NUL. */
 #define PROTO_TITLE_MAX	       127 /* title, subtitle */
@@ -27,9 +27,11 @@
 #define PROTO_FRAME_HEIGHT_MIN 4 /* px; 0 asks for the renderer's default */
 #define PROTO_FRAME_HEIGHT_MAX 200
 
-#define PROTO_CHAIN_DEPTH_DEFAULT 3  /* waker levels of a chain capture */
-#define PROTO_CHAIN_DEPTH_MAX	  8  /* OFFCPU_MAX_CHAIN */
-#define PROTO_HIST_BUCKETS	  32 /* log2 of microseconds; OFFCPU_HIST_BUCKETS */
+#define PROTO_CHAIN_DEPTH_DEFAULT 3   /* waker levels of a chain capture */
+#define PROTO_CHAIN_DEPTH_MAX	  8   /* OFFCPU_MAX_CHAIN */
+#define PROTO_HIST_BUCKETS	  32  /* log2 of microseconds; OFFCPU_HIST_BUCKETS */
+#define PROTO_MAX_REQUESTS	  8   /* request symbols of a capture; OFFCPU_MAX_REQUESTS */
+#define PROTO_REQUEST_SPEC_MAX	  511 /* bytes of one "SYMBOL[@BINARY]", without the NUL */
 
 enum proto_cmd {
 	PROTO_CMD_STATUS,
@@ -99,12 +101,20 @@ struct proto_capture_request {
 	uint32_t state_mask;   /* thread_state bits; default: all */
 	uint64_t min_block_us; /* default 0 */
 	uint64_t max_block_us; /* 0: no upper bound */
+	/* Stack filters (proto/stack_filter.h), which the daemon applies to
+	 * the result; the kernel applies pids, tids and states. */
+	char comm[PROTO_COMM_MAX + 1];	   /* exact thread name; "": all */
+	char grep[PROTO_REGEX_MAX + 1];	   /* POSIX ERE, per frame; "": no filter */
+	char exclude[PROTO_REGEX_MAX + 1]; /* POSIX ERE, per frame; "": no filter */
 	enum proto_stacks stacks;
 	enum proto_format format;
 	struct proto_render render;
 	enum proto_kind kind; /* default PROTO_KIND_OFFCPU */
 	uint32_t split_runq;  /* bool, kind OFFCPU only: run-queue wait as RUNQ rows */
 	uint32_t chain_depth; /* 1..PROTO_CHAIN_DEPTH_MAX; default 3; given only for CHAIN */
+	/* Request-synchronous: only off-CPU time inside these functions counts. */
+	char requests[PROTO_MAX_REQUESTS][PROTO_REQUEST_SPEC_MAX + 1]; /* "SYMBOL[@BINARY]" */
+	size_t n_requests;
 };
 
 /* Times are CLOCK_REALTIME in unix milliseconds; requests take 0..2^53. */
@@ -163,8 +173,10 @@ struct proto_request {
 #define PROTO_ERR_BUSY	      "busy"
 #define PROTO_ERR_PERMISSION  "permission_denied"
 #define PROTO_ERR_INTERNAL    "internal"
-#define PROTO_ERR_STORE	      "store_error" /* the profile database failed, e.g. disk full */
-#define PROTO_ERR_NO_DATA     "no_data"	    /* an svg or speedscope of nothing was asked for */
+#define PROTO_ERR_STORE	      "store_error"   /* the profile database failed, e.g. disk full */
+#define PROTO_ERR_NO_DATA     "no_data"	      /* an svg or speedscope of nothing was asked for */
+#define PROTO_ERR_UNSUPPORTED "unsupported"   /* this kernel or daemon setup cannot do it */
+#define PROTO_ERR_ATTACH      "attach_failed" /* the kernel refused a probe; message says why */
 
 /* A named counter, e.g. a drop reason. */
 struct proto_counter {
@@ -191,6 +203,8 @@ struct proto_status {
 	double recorded_per_s; /* blocks aggregated/s over the last drain interval */
 	const struct proto_counter *counters; /* totals since start */
 	size_t n_counters;
+	const struct proto_request_stats *requests; /* continuous_requests since start */
+	size_t n_requests;
 };
 
 /* One aggregated row; ustack and kstack are ordered root -> leaf. */
@@ -211,6 +225,24 @@ struct proto_sample {
 	size_t n_chain;
 };
 
+/* A function a request symbol was found as. */
+struct proto_request_function {
+	const char *name;   /* as in the symbol table */
+	const char *binary; /* the file it is in */
+};
+
+/* One request symbol's latency: the requests that returned while counted. */
+struct proto_request_stats {
+	const char *symbol; /* as requested: "SYMBOL[@BINARY]" */
+	const struct proto_request_function *functions;
+	size_t n_functions;
+	uint64_t count;
+	uint64_t wall_ns;			  /* sum of entry-to-return times */
+	uint64_t offcpu_ns;			  /* the off-CPU part of it */
+	uint64_t wall_hist[PROTO_HIST_BUCKETS];	  /* log2(us) buckets, as in hist */
+	uint64_t offcpu_hist[PROTO_HIST_BUCKETS]; /* of each request's off-CPU part */
+};
+
 struct proto_capture_result {
 	uint64_t id;
 	uint64_t duration_ns;
@@ -219,9 +251,11 @@ struct proto_capture_result {
 	bool target_exited;		   /* a requested pid/tid exited during the capture */
 	const struct proto_counter *drops; /* drop counters' growth during the capture */
 	size_t n_drops;
-	const char *folded;		    /* set for PROTO_FORMAT_FOLDED, else NULL */
-	const struct proto_sample *samples; /* set for PROTO_FORMAT_JSON */
-	const char *output;		    /* set for PROTO_FORMAT_SVG and _SPEEDSCOPE */
+	const char *folded;			    /* set for PROTO_FORMAT_FOLDED, else NULL */
+	const struct proto_sample *samples;	    /* set for PROTO_FORMAT_JSON */
+	const char *output;			    /* set for PROTO_FORMAT_SVG and _SPEEDSCOPE */
+	const struct proto_request_stats *requests; /* a request-synchronous capture's */
+	size_t n_requests;
 };
 
 /* One stored window, as listed by "windows". */
@@ -312,7 +346,8 @@ struct proto_reply {
 	const char *error_code;			 /* !ok */
 	const char *error_message;		 /* !ok */
 	struct proto_status status;		 /* cmd == STATUS */
-	struct proto_capture_result capture;	 /* cmd == CAPTURE; samples not parsed */
+	struct proto_capture_result capture;	 /* cmd == CAPTURE; samples and requests'
+						    functions not parsed */
 	const struct proto_window_info *windows; /* cmd == WINDOWS */
 	size_t n_windows;
 	struct proto_export_result export; /* cmd == EXPORT; samples not parsed */

@@ -16,6 +16,7 @@ BUILD = os.environ.get("OFFCPU_BUILD_DIR", os.path.join(os.path.dirname(__file__
 OFFCPUD = os.path.join(BUILD, "daemon", "offcpud")
 OFFCPUCTL = os.path.join(BUILD, "ctl", "offcpuctl")
 WORKLOAD = os.path.join(BUILD, "tests", "offcpu_workload")
+REQUEST_LIB = os.path.join(BUILD, "tests", "librequest_workload.so")
 
 # Exit codes of offcpuctl (proto/PROTOCOL.md).
 EXIT_USAGE, EXIT_NOT_RUNNING, EXIT_PERMISSION, EXIT_NO_SUCH_PID, EXIT_BUSY = 2, 3, 4, 5, 6
@@ -142,6 +143,51 @@ class Workload:
         self.proc.stdin.flush()
         out, _ = self.proc.communicate(timeout=60)
         assert self.proc.returncode == 0, f"workload failed: {self.proc.returncode}"
+        return {t["name"]: t for t in json.loads(out.strip().splitlines()[-1])["threads"]}
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# Request workloads (tests/workloads/README.md): the ELF symbol of each one's request
+# function and the file that holds it (None: the executable itself).
+REQUEST_FUNCTIONS = {
+    "request_workload": ("handle_request", None),
+    "request_workload_stripped": ("handle_request", None),
+    "request_workload_lib": ("lib_handle_request", REQUEST_LIB),
+    "request_workload_cpp": ("_ZN3app6Server14handle_requestERNS_7RequestE", None),
+}
+
+
+class RequestWorkload:
+    """A request workload with --wait-go: started, held at its start line until
+    go(). `request` is its request function as SYMBOL@BINARY (absolute path),
+    for offcpuctl capture --request."""
+
+    def __init__(self, binary_name, *args):
+        self.binary = os.path.abspath(os.path.join(BUILD, "tests", binary_name))
+        symbol, path = REQUEST_FUNCTIONS[binary_name]
+        self.request = f"{symbol}@{os.path.abspath(path) if path else self.binary}"
+        self.proc = subprocess.Popen([self.binary, "--wait-go", *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().split()
+        assert line and line[0] == "ready", f"request workload did not get ready: {line}"
+        self.pid = int(line[1])
+        self.tids = {}
+        for tid in os.listdir(f"/proc/{self.pid}/task"):
+            with open(f"/proc/{self.pid}/task/{tid}/comm") as f:
+                self.tids[f.read().strip()] = int(tid)
+
+    def go(self):
+        """Starts the timed phase; returns the ground truth once it is done:
+        {thread name: {"tid", "requests", "in_request_blocked_ns",
+        "request_wall_ns", "outside_blocked_ns", ...}}."""
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        out, _ = self.proc.communicate(timeout=60)
+        assert self.proc.returncode == 0, f"request workload failed: {self.proc.returncode}"
         return {t["name"]: t for t in json.loads(out.strip().splitlines()[-1])["threads"]}
 
     def kill(self):

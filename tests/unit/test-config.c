@@ -38,6 +38,7 @@ static int config_equal(const struct config *a, const struct config *b)
 	       a->continuous_split_runq == b->continuous_split_runq &&
 	       a->continuous_states == b->continuous_states &&
 	       a->continuous_min_block_us == b->continuous_min_block_us &&
+	       !strcmp(a->continuous_requests, b->continuous_requests) &&
 	       a->window_seconds == b->window_seconds && !strcmp(a->database, b->database) &&
 	       a->max_db_bytes == b->max_db_bytes && a->max_age_s == b->max_age_s;
 }
@@ -62,6 +63,7 @@ static void config_scramble(struct config *c)
 	c->continuous_split_runq = false;
 	c->continuous_states = 0x5;
 	c->continuous_min_block_us = 7;
+	strcpy(c->continuous_requests, "scrambled@/x");
 	c->window_seconds = 7;
 	strcpy(c->database, "/scrambled.db");
 	c->max_db_bytes = 7;
@@ -631,6 +633,39 @@ static void test_group(void)
 	}
 }
 
+static void test_requests(void)
+{
+	const char *want = "test.conf:1: bad value for 'continuous_requests': must be empty or up "
+			   "to 8 space-separated SYMBOL@/ABSOLUTE/PATH, shorter than 1024 bytes "
+			   "in all";
+	static const char *const bad[] = {
+		"do_command",	       /* no binary: the continuous profile has no pid */
+		"do_command@mariadbd", /* not absolute */
+		"@/usr/sbin/mariadbd", /* no symbol */
+		"do_command@",	       "a@/1 b@/2 c@/3 d@/4 e@/5 f@/6 g@/7 h@/8 i@/9",
+	};
+	char text[1200], value[1100];
+	struct config c;
+
+	CHECK(parse(&c, "continuous_requests = do_command@/usr/sbin/mariadbd") == 0);
+	CHECK_STR(c.continuous_requests, "do_command@/usr/sbin/mariadbd");
+	CHECK(parse(&c, "continuous_requests = \"app::*@/opt/a  f@/lib/libx.so.1\"") == 0);
+	CHECK_STR(c.continuous_requests, "app::*@/opt/a  f@/lib/libx.so.1");
+	CHECK(parse(&c, "continuous_requests = a@/1 b@/2 c@/3 d@/4 e@/5 f@/6 g@/7 h@/8") == 0);
+	CHECK(parse(&c, "continuous_requests = \"\"") == 0);
+	CHECK_STR(c.continuous_requests, "");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "continuous_requests = %s", bad[i]);
+		CHECK(parse(&c, text) == -EINVAL);
+		CHECK_STR(err, want);
+	}
+	memset(value, 'f', sizeof(value));
+	memcpy(value + 1030, "@/x", 4); /* 1033 bytes */
+	snprintf(text, sizeof(text), "continuous_requests = %s", value);
+	CHECK(parse(&c, text) == -EINVAL);
+	CHECK_STR(err, want);
+}
+
 static void test_syntax(void)
 {
 	struct config c;
@@ -859,6 +894,7 @@ int main(int argc, char **argv)
 	test_bytes();
 	test_duration();
 	test_group();
+	test_requests();
 	test_syntax();
 	test_error_leaves_config();
 	test_error_buffer();

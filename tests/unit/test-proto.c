@@ -153,6 +153,7 @@ static void test_defaults(void)
 		CHECK(req.capture.n_tids == 0);
 		CHECK(req.capture.seconds == 10);
 		CHECK(req.capture.state_mask == THREAD_STATE_ALL);
+		CHECK(!req.capture.comm[0] && !req.capture.grep[0] && !req.capture.exclude[0]);
 		CHECK(req.capture.min_block_us == 0);
 		CHECK(req.capture.max_block_us == 0);
 		CHECK(req.capture.stacks == PROTO_STACKS_BOTH);
@@ -423,6 +424,9 @@ static void check_roundtrip_at(const char *file, int line, const struct proto_re
 				 s);
 			CHECK_AT(file, line, a->seconds == b->seconds, "(%s)", s);
 			CHECK_AT(file, line, a->state_mask == b->state_mask, "(%s)", s);
+			CHECK_AT(file, line, !strcmp(a->comm, b->comm), "(%s)", s);
+			CHECK_AT(file, line, !strcmp(a->grep, b->grep), "(%s)", s);
+			CHECK_AT(file, line, !strcmp(a->exclude, b->exclude), "(%s)", s);
 			CHECK_AT(file, line, a->min_block_us == b->min_block_us, "(%s)", s);
 			CHECK_AT(file, line, a->max_block_us == b->max_block_us, "(%s)", s);
 			CHECK_AT(file, line, a->stacks == b->stacks, "(%s)", s);
@@ -693,6 +697,203 @@ static void test_export_strings(void)
 	EXPORT_BAD("\"from_ms\":5,\"exclude\":{}", "field 'exclude' must be a string");
 }
 
+/* A string of n copies of c, as the value of a capture field. */
+static char *capture_string(const char *field, size_t n, const char *c)
+{
+	static char buf[8192];
+	char *p = buf;
+
+	p += sprintf(p, "{\"v\":1,\"cmd\":\"capture\",\"%s\":\"", field);
+	for (size_t i = 0; i < n; i++)
+		p += sprintf(p, "%s", c);
+	strcpy(p, "\"}");
+	return buf;
+}
+
+/* capture's stack filters: comm, grep, exclude, as export's. */
+static void test_capture_requests(void)
+{
+	struct proto_request req, out;
+	char buf[2048], *s;
+
+	memset(&req, 0xa5, sizeof(req));
+	if (CAPTURE_OK("\"pids\":[9],\"requests\":[\"do_command\",\"app::*@/opt/app\"]", &req) ==
+	    0) {
+		CHECK(req.capture.n_requests == 2);
+		CHECK_STR(req.capture.requests[0], "do_command");
+		CHECK_STR(req.capture.requests[1], "app::*@/opt/app");
+	}
+	if (CAPTURE_OK("\"requests\":[]", &req) == 0)
+		CHECK(req.capture.n_requests == 0);
+	if (CAPTURE_OK("", &req) == 0)
+		CHECK(req.capture.n_requests == 0);
+	CAPTURE_BAD("\"requests\":\"do_command\"", "field 'requests' must be an array of strings");
+	CAPTURE_BAD("\"requests\":[\"\"]",
+		    "field 'requests' must be an array of non-empty strings");
+	CAPTURE_BAD("\"requests\":[1]", "field 'requests' must be an array of non-empty strings");
+	CAPTURE_BAD("\"requests\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\"]",
+		    "field 'requests' has 9 entries; at most 8 allowed");
+	snprintf(buf, sizeof(buf), "\"requests\":[\"%0*d\"]", PROTO_REQUEST_SPEC_MAX + 1, 0);
+	CAPTURE_BAD(buf, "field 'requests'[0] is 512 bytes long; at most 511 allowed");
+	snprintf(buf, sizeof(buf), "\"requests\":[\"%0*d\"]", PROTO_REQUEST_SPEC_MAX, 0);
+	if (CAPTURE_OK(buf, &req) == 0)
+		CHECK(strlen(req.capture.requests[0]) == PROTO_REQUEST_SPEC_MAX);
+
+	/* What offcpuctl sends is what the daemon reads. */
+	memset(&req, 0, sizeof(req));
+	req.cmd = PROTO_CMD_CAPTURE;
+	req.capture.seconds = 10;
+	req.capture.state_mask = THREAD_STATE_ALL;
+	req.capture.chain_depth = PROTO_CHAIN_DEPTH_DEFAULT;
+	strcpy(req.capture.requests[0], "_Z10do_commandP3THDb@/usr/sbin/mariadbd");
+	strcpy(req.capture.requests[1], "\xc3\xa9t\xc3\xa9");
+	req.capture.n_requests = 2;
+	s = proto_request_format(&req);
+	CHECK_LINE(s);
+	if (s && PARSE_OK(s, &out) == 0) {
+		CHECK(out.capture.n_requests == 2);
+		CHECK_STR(out.capture.requests[0], "_Z10do_commandP3THDb@/usr/sbin/mariadbd");
+		CHECK_STR(out.capture.requests[1], "\xc3\xa9t\xc3\xa9");
+	}
+	free(s);
+}
+
+static void test_capture_request_stats_reply(void)
+{
+	struct proto_request_function funcs[] = { { "_Z10do_commandP3THDb",
+						    "/usr/sbin/mariadbd" } };
+	struct proto_request_stats rs = {
+		.symbol = "do_command",
+		.functions = funcs,
+		.n_functions = 1,
+		.count = 3,
+		.wall_ns = 30000000,
+		.offcpu_ns = 20000000,
+	};
+	struct proto_capture_result res = {
+		.id = 1, .folded = "", .requests = &rs, .n_requests = 1
+	};
+	struct proto_reply *reply = NULL;
+	char *s;
+
+	rs.wall_hist[13] = 3;
+	rs.offcpu_hist[12] = 2;
+	rs.offcpu_hist[31] = 1;
+	s = proto_reply_capture(&res, 0);
+	CHECK_LINE(s);
+	CHECK_MSG(s && strstr(s, "\"functions\":[{\"name\":\"_Z10do_commandP3THDb\","
+				 "\"binary\":\"/usr/sbin/mariadbd\"}]"),
+		  "('%s')", STR(s));
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply) {
+		const struct proto_capture_result *c = &reply->capture;
+
+		CHECK(c->n_requests == 1);
+		if (c->n_requests == 1) {
+			CHECK_STR(c->requests[0].symbol, "do_command");
+			CHECK(c->requests[0].count == 3 && c->requests[0].wall_ns == 30000000 &&
+			      c->requests[0].offcpu_ns == 20000000);
+			CHECK(!memcmp(c->requests[0].wall_hist, rs.wall_hist,
+				      sizeof(rs.wall_hist)));
+			CHECK(!memcmp(c->requests[0].offcpu_hist, rs.offcpu_hist,
+				      sizeof(rs.offcpu_hist)));
+		}
+	}
+	proto_reply_free(reply);
+	free(s);
+
+	/* None: no "requests" key at all. */
+	res.n_requests = 0;
+	s = proto_reply_capture(&res, 0);
+	CHECK_MSG(s && !strstr(s, "requests"), "('%s')", STR(s));
+	reply = NULL;
+	CHECK(s && proto_reply_parse(s, strlen(s), &reply) == 0);
+	CHECK(reply && reply->capture.n_requests == 0);
+	proto_reply_free(reply);
+	free(s);
+}
+
+static void test_capture_filters(void)
+{
+	struct proto_request req, *big;
+	char *s;
+
+	memset(&req, 0xa5, sizeof(req));
+	if (CAPTURE_OK("\"comm\":\"ow-reader\",\"grep\":\"^do_(sys_)?poll$\","
+		       "\"exclude\":\"\\\\[unknown\\\\]\"",
+		       &req) == 0) {
+		CHECK_STR(req.capture.comm, "ow-reader");
+		CHECK_STR(req.capture.grep, "^do_(sys_)?poll$");
+		CHECK_STR(req.capture.exclude, "\\[unknown\\]");
+		CHECK(req.capture.state_mask == THREAD_STATE_ALL);
+	}
+	if (CAPTURE_OK("\"comm\":\"\",\"grep\":\"\",\"exclude\":\"\"", &req) == 0)
+		CHECK(!req.capture.comm[0] && !req.capture.grep[0] && !req.capture.exclude[0]);
+	if (CAPTURE_OK("\"pids\":[7],\"states\":[\"D\"],\"grep\":\"^ext4_\"", &req) == 0) {
+		CHECK(req.capture.n_pids == 1 && req.capture.state_mask == 1u << 2);
+		CHECK_STR(req.capture.grep, "^ext4_");
+	}
+
+	/* The export's limits, in bytes. */
+	if (PARSE_OK(capture_string("comm", PROTO_COMM_MAX, "c"), &req) == 0)
+		CHECK(strlen(req.capture.comm) == PROTO_COMM_MAX);
+	BAD(capture_string("comm", PROTO_COMM_MAX + 1, "c"),
+	    "field 'comm' is 64 bytes long; at most 63 allowed");
+	BAD(capture_string("comm", 32, "\\u00e9"), "field 'comm' is 64 bytes long");
+	if (PARSE_OK(capture_string("grep", PROTO_REGEX_MAX, "g"), &req) == 0)
+		CHECK(strlen(req.capture.grep) == PROTO_REGEX_MAX);
+	BAD(capture_string("grep", PROTO_REGEX_MAX + 1, "g"),
+	    "field 'grep' is 1024 bytes long; at most 1023 allowed");
+	if (PARSE_OK(capture_string("exclude", PROTO_REGEX_MAX, "x"), &req) == 0)
+		CHECK(strlen(req.capture.exclude) == PROTO_REGEX_MAX);
+	BAD(capture_string("exclude", 2000, "x"),
+	    "field 'exclude' is 2000 bytes long; at most 1023 allowed");
+
+	/* Types and bytes. */
+	CAPTURE_BAD("\"comm\":5", "field 'comm' must be a string");
+	CAPTURE_BAD("\"comm\":[\"a\"]", "field 'comm' must be a string");
+	CAPTURE_BAD("\"grep\":null", "field 'grep' must be a string");
+	CAPTURE_BAD("\"grep\":true", "field 'grep' must be a string");
+	CAPTURE_BAD("\"exclude\":{}", "field 'exclude' must be a string");
+	CAPTURE_BAD("\"exclude\":1", "field 'exclude' must be a string");
+	CAPTURE_BAD("\"comm\":\"\xff\"", "field 'comm' must be valid UTF-8");
+	CAPTURE_BAD("\"grep\":\"a\\u0000\"", "malformed JSON at byte");
+	CAPTURE_BAD("\"grep\":\"a\",\"grep\":\"b\"", "duplicate field 'grep'");
+
+	/* Patterns must compile, in capture and export alike: regcomp's reason. */
+	CAPTURE_BAD("\"grep\":\"(unclosed\"", "field 'grep' is not a POSIX extended regex: ");
+	CAPTURE_BAD("\"exclude\":\"[z-a]\"", "field 'exclude' is not a POSIX extended regex");
+	CAPTURE_BAD("\"exclude\":\"a\\\\\"", "field 'exclude' is not a POSIX extended regex");
+	EXPORT_BAD("\"from_ms\":5,\"grep\":\"(unclosed\"",
+		   "field 'grep' is not a POSIX extended regex: ");
+	EXPORT_BAD("\"from_ms\":5,\"exclude\":\"*\\\\\"", "field 'exclude' is not a POSIX");
+	/* A comm is a name, not a pattern. */
+	if (CAPTURE_OK("\"comm\":\"(unclosed\"", &req) == 0)
+		CHECK_STR(req.capture.comm, "(unclosed");
+
+	/* Formatted only when set; round trips. */
+	big = calloc(1, sizeof(*big));
+	if (!big)
+		return;
+	big->cmd = PROTO_CMD_CAPTURE;
+	big->capture.seconds = 10;
+	big->capture.state_mask = THREAD_STATE_ALL;
+	big->capture.chain_depth = PROTO_CHAIN_DEPTH_DEFAULT;
+	strcpy(big->capture.grep, "block_in_sleep");
+	s = proto_request_format(big);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"capture\",\"grep\":\"block_in_sleep\"}\n"),
+		  "('%s')", STR(s));
+	free(s);
+	CHECK_ROUNDTRIP(big);
+	memset(big->capture.comm, '"', PROTO_COMM_MAX);
+	big->capture.comm[1] = '\\';
+	memset(big->capture.grep, '\\', PROTO_REGEX_MAX - 1);
+	big->capture.grep[PROTO_REGEX_MAX - 1] = '$';
+	memcpy(big->capture.exclude, "\xc3\xa9(a|b)*$\t", 10);
+	CHECK_ROUNDTRIP(big);
+	free(big);
+}
+
 static void test_export_invalid(void)
 {
 	/* Which windows: exactly one of a range and a capture. */
@@ -742,7 +943,7 @@ static void test_export_invalid(void)
 	EXPORT_BAD("\"capture\":1,\"from_ms\":2,\"bogus\":1", "unknown field 'bogus'");
 	/* The new commands' fields stay theirs. */
 	CAPTURE_BAD("\"from_ms\":1", "unknown field 'from_ms' for command 'capture'");
-	CAPTURE_BAD("\"comm\":\"x\"", "unknown field 'comm' for command 'capture'");
+	CAPTURE_BAD("\"diff_capture\":1", "unknown field 'diff_capture' for command 'capture'");
 	BAD("{\"v\":1,\"cmd\":\"status\",\"since_ms\":1}", "unknown field 'since_ms'");
 }
 
@@ -800,7 +1001,8 @@ static void test_request_format_new(void)
 	req->export.comm[1] = '\\';
 	req->export.comm[2] = '\n';
 	req->export.state_mask = 1u << 2;
-	memset(req->export.grep, '\\', PROTO_REGEX_MAX);
+	memset(req->export.grep, '\\', PROTO_REGEX_MAX - 1); /* escaped backslashes */
+	req->export.grep[PROTO_REGEX_MAX - 1] = 'x';
 	memcpy(req->export.exclude, "\xc3\xa9(a|b)*$\t\x01", 11);
 	CHECK_ROUNDTRIP(req);
 	req->export.format = PROTO_FORMAT_FOLDED;
@@ -2990,6 +3192,9 @@ int main(void)
 	test_export_valid();
 	test_export_strings();
 	test_export_invalid();
+	test_capture_filters();
+	test_capture_requests();
+	test_capture_request_stats_reply();
 	test_request_format_new();
 	test_render_defaults();
 	test_render_valid();
