@@ -350,6 +350,29 @@ static __always_inline void request_switch_in(struct task_struct *next)
 	}
 }
 
+/*
+ * When the current thread t, about to be switched out, was switched in, for
+ * a block whose switch-in was not seen: now less the CPU time t has had since
+ * the scheduler last picked it (CFS restarts that count at every switch-in).
+ * Never before the block began or before its wakeup; now if the count does
+ * not fit (other scheduling classes do not restart it).
+ */
+static __always_inline __u64 switched_in_at(struct task_struct *t, const struct start_rec *rec,
+					    bool btf)
+{
+	__u64 now = bpf_ktime_get_ns(), ran, at;
+
+	ran = btf ? t->se.sum_exec_runtime - t->se.prev_sum_exec_runtime
+		  : BPF_CORE_READ(t, se.sum_exec_runtime) -
+			      BPF_CORE_READ(t, se.prev_sum_exec_runtime);
+	at = ran < now - rec->ts ? now - ran : now;
+	if (rec->wake_ts > at && rec->wake_ts <= now)
+		at = rec->wake_ts;
+	return at;
+}
+
+__noinline int block_end(struct start_rec *rec, __u64 now);
+
 static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev, bool btf)
 {
 	__u32 pid, tgid, state, matched;
@@ -361,6 +384,16 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	tgid = btf ? prev->tgid : BPF_CORE_READ(prev, tgid);
 	if (self_tgid && tgid == self_tgid)
 		return;
+	/* A block still open: the kernel did not trace the switch that put prev
+	 * back on a CPU (seen on VMs, after switches out of some host threads).
+	 * Count it, with an estimated end, before this block takes the record. */
+	rec = start_get(prev, pid, btf, false);
+	if (rec && rec->slots) {
+		count(OFFCPU_CNT_SWITCH_IN_UNSEEN);
+		rec->tgid = tgid;
+		rec->pid = pid;
+		block_end(rec, switched_in_at(prev, rec, btf));
+	}
 	state = state_class(preempt, task_state(prev));
 	matched = match_slots(tgid, pid, state);
 	if (btf && (active_mask & request_slots))
@@ -368,7 +401,8 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	if (!matched)
 		return;
 
-	rec = start_get(prev, pid, btf, true);
+	if (!rec)
+		rec = start_get(prev, pid, btf, true);
 	if (!rec) {
 		count(OFFCPU_CNT_DROP_START_ALLOC);
 		return;
@@ -669,9 +703,9 @@ static __always_inline bool buffers_get(struct buffers *b)
 /*
  * Adds one block to slot's rows (and histograms), as the slot's kind wants
  * it. The block's values are in rec; value is the one the slot's kind
- * counts, already checked against the slot's filters by switch_in(). A
+ * counts, already checked against the slot's filters by block_end(). A
  * global function, so the verifier checks it once rather than once per slot
- * of switch_in()'s loop.
+ * of block_end()'s loop.
  */
 __noinline int slot_account(struct start_rec *rec, __u32 slot, __u64 value)
 {
@@ -711,31 +745,27 @@ __noinline int slot_account(struct start_rec *rec, __u32 slot, __u64 value)
 	return 0;
 }
 
-static __always_inline void switch_in(struct task_struct *next, bool btf)
+/*
+ * Ends rec's block at now: splits it into blocked and run-queue time and adds
+ * it to every slot whose filters it passes. The caller has set rec->tgid and
+ * rec->pid. A global function: switch_in() and switch_out() share one
+ * verified copy.
+ */
+__noinline int block_end(struct start_rec *rec, __u64 now)
 {
-	__u32 pid, matched;
-	__u64 now, delta;
 	struct buffers b = {};
 	bool interned = false;
-	struct start_rec *rec;
+	__u32 matched;
+	__u64 delta;
 
-	if (!active_mask)
-		return; /* any start record left would not count anyway */
-	pid = btf ? next->pid : BPF_CORE_READ(next, pid);
-	if (!pid)
-		return;
-	if (btf && (active_mask & request_slots))
-		request_switch_in(next);
-	rec = start_get(next, pid, btf, false);
 	if (!rec || !rec->slots)
-		return;
+		return 0;
 	matched = rec->slots & active_mask;
 	rec->slots = 0; /* consumed: a record counts once */
-	now = bpf_ktime_get_ns();
 	delta = now - rec->ts;
 	if ((__s64)delta < 0) {
 		count(OFFCPU_CNT_DROP_NEGATIVE_DELTA);
-		return;
+		return 0;
 	}
 	/* Blocked until woken, then waiting for a CPU. A preempted thread was
 	 * runnable all along; without a wakeup seen, all of it counts as blocked. */
@@ -750,9 +780,6 @@ static __always_inline void switch_in(struct task_struct *next, bool btf)
 		rec->blocked = delta;
 		rec->runq = 0;
 	}
-	rec->tgid = btf ? next->tgid : BPF_CORE_READ(next, tgid);
-	rec->pid = pid;
-
 	for (__u32 i = 0; i < OFFCPU_MAX_SLOTS; i++) {
 		struct offcpu_slot *s = &slots[i];
 		__u32 kind = s->kind;
@@ -765,13 +792,34 @@ static __always_inline void switch_in(struct task_struct *next, bool btf)
 			continue;
 		if (!interned) { /* the first slot that keeps this block interns its stacks */
 			if (!buffers_get(&b))
-				return;
+				return 0;
 			rec->khash = intern_stack(b.stacks, &rec->kstack);
 			rec->uhash = intern_stack(b.stacks, &rec->ustack);
 			interned = true;
 		}
 		slot_account(rec, i, value);
 	}
+	return 0;
+}
+
+static __always_inline void switch_in(struct task_struct *next, bool btf)
+{
+	struct start_rec *rec;
+	__u32 pid;
+
+	if (!active_mask)
+		return; /* any start record left would not count anyway */
+	pid = btf ? next->pid : BPF_CORE_READ(next, pid);
+	if (!pid)
+		return;
+	if (btf && (active_mask & request_slots))
+		request_switch_in(next);
+	rec = start_get(next, pid, btf, false);
+	if (!rec || !rec->slots)
+		return;
+	rec->tgid = btf ? next->tgid : BPF_CORE_READ(next, tgid);
+	rec->pid = pid;
+	block_end(rec, bpf_ktime_get_ns());
 }
 
 SEC("tp_btf/sched_switch")

@@ -153,6 +153,7 @@ enum offcpu_counter {
 	OFFCPU_CNT_REQUESTS,		/* requests that ended (returned) */
 	OFFCPU_CNT_DROP_REQUEST_ALLOC,	/* no room for a thread's request state */
 	OFFCPU_CNT_DROP_REQUEST_FULL,	/* request latency map full */
+	OFFCPU_CNT_SWITCH_IN_UNSEEN,	/* a block's switch-in was not traced: its end estimated */
 	OFFCPU_CNT_MAX,
 };
 

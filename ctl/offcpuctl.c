@@ -306,11 +306,32 @@ static int cmd_status(int argc, char **argv)
 		st = &reply->status;
 		printf("offcpud %s, pid %u, up %" PRIu64 " s\n", st->version, st->pid,
 		       st->uptime_s);
-		printf("programs:");
-		for (size_t i = 0; i < st->n_programs; i++)
-			printf(" %s (%s)", st->programs[i].name,
-			       st->programs[i].attached ? "attached" : "detached");
-		printf(", via %s\n", st->tracepoint);
+		printf("programs (via %s):\n", st->tracepoint);
+		for (size_t i = 0; i < st->n_programs; i++) {
+			const struct proto_program *p = &st->programs[i];
+
+			printf("  %-18s %-9s %10.0f runs/s", p->name,
+			       p->attached ? "attached" : "idle", p->events_per_s);
+			if (p->run_cnt && p->run_time_ns)
+				printf(", %6.0f ns/run, %5.2f%% of a CPU",
+				       (double)p->run_time_ns / p->run_cnt,
+				       p->events_per_s * p->run_time_ns / p->run_cnt / 1e7);
+			printf("\n");
+		}
+		printf("maps (last drain):");
+		for (size_t i = 0; i < st->n_maps; i++)
+			printf(" %s %" PRIu64 "/%" PRIu64 " (%.0f%%)", st->maps[i].name,
+			       st->maps[i].entries, st->maps[i].max_entries, st->maps[i].fill_pct);
+		printf("\noffcpud: %.1f%% of a CPU, %.1f MiB resident\n", st->cpu_pct,
+		       st->rss_bytes / 1048576.0);
+		printf("store: %s, %.1f MiB, %" PRIu64 " windows (%" PRIu64 " written, %" PRIu64
+		       " failed since start)%s%s\n",
+		       st->store.path, st->store.bytes / 1048576.0, st->store.windows,
+		       st->store.windows_written, st->store.windows_failed,
+		       st->store.disk_full     ? "; DISK FULL: "
+		       : *st->store.last_error ? "; last error: "
+					       : "",
+		       st->store.last_error);
 		printf("slots: %u of %u in use, %u capture%s running\n", st->slots_active,
 		       st->slots_max, st->captures_running, st->captures_running == 1 ? "" : "s");
 		printf("events: %.0f context switches/s, %.0f blocks recorded/s\n",

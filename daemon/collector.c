@@ -24,6 +24,7 @@ struct collector {
 	int ncpus;
 	struct bpf_link *request_links[OFFCPU_MAX_SLOTS][COLLECTOR_MAX_REQUEST_PROBES];
 	size_t n_request_links[OFFCPU_MAX_SLOTS];
+	int stats_fd; /* keeps the kernel's BPF run-time stats on; -1 if refused */
 };
 
 static int load(const struct collector_options *opts, bool raw_tp, struct offcpu_bpf **ret)
@@ -67,6 +68,7 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	c->ncpus = libbpf_num_possible_cpus();
 	if (c->ncpus <= 0) {
 		r = c->ncpus ? c->ncpus : -EINVAL;
@@ -115,6 +117,8 @@ void collector_free(struct collector *c)
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
 	offcpu_bpf__destroy(c->skel);
+	if (c->stats_fd >= 0)
+		close(c->stats_fd);
 	free(c);
 }
 
@@ -414,6 +418,47 @@ void collector_counters(struct collector *c, uint64_t out[OFFCPU_CNT_MAX])
 		for (int cpu = 0; cpu < c->ncpus; cpu++)
 			out[i] += per_cpu[cpu];
 	}
+}
+
+size_t collector_programs(struct collector *c, struct collector_program *ret, size_t max)
+{
+	bool requests = false;
+	struct bpf_program *prog;
+	size_t n = 0;
+
+	for (unsigned slot = 0; slot < OFFCPU_MAX_SLOTS; slot++)
+		requests |= c->n_request_links[slot] > 0;
+	bpf_object__for_each_program(prog, c->skel->obj)
+	{
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (fd < 0 || n == max)
+			continue; /* not loaded: the other tracepoint flavour */
+		ret[n].name = bpf_program__name(prog);
+		ret[n].attached = bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE ? requests : true;
+		ret[n].run_cnt = ret[n].run_time_ns = 0;
+		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
+			ret[n].run_cnt = info.run_cnt;
+			ret[n].run_time_ns = info.run_time_ns;
+		}
+		n++;
+	}
+	return n;
+}
+
+bool collector_bpf_stats(const struct collector *c)
+{
+	return c->stats_fd >= 0;
+}
+
+void collector_map_sizes(const struct collector *c, struct collector_map_sizes *ret)
+{
+	ret->agg = bpf_map__max_entries(c->skel->maps.agg0);
+	ret->stacks = bpf_map__max_entries(c->skel->maps.stacks0);
+	ret->chains = bpf_map__max_entries(c->skel->maps.chains0);
+	ret->hists = bpf_map__max_entries(c->skel->maps.hists0);
 }
 
 int collector_waker_stack(struct collector *c, uint64_t hash, struct offcpu_stack *ret)

@@ -141,6 +141,26 @@ unsigned collector_slots_active(const struct collector *c);
  * Returns 0, or -ENOENT if it was evicted. */
 int collector_waker_stack(struct collector *c, uint64_t hash, struct offcpu_stack *ret);
 
+/* A loaded program and the kernel's run statistics of it. */
+struct collector_program {
+	const char *name;
+	bool attached;
+	uint64_t run_cnt, run_time_ns; /* 0 where the kernel keeps no BPF stats */
+};
+
+/* The programs loaded (at most max), in load order. Returns how many. */
+size_t collector_programs(struct collector *c, struct collector_program *ret, size_t max);
+
+/* Whether the kernel measures the programs' run time (BPF_ENABLE_STATS,
+ * held for the collector's lifetime; two clock reads per program run). */
+bool collector_bpf_stats(const struct collector *c);
+
+/* Entries each buffer of the drained maps holds at most. */
+struct collector_map_sizes {
+	uint32_t agg, stacks, chains, hists;
+};
+void collector_map_sizes(const struct collector *c, struct collector_map_sizes *ret);
+
 /* Totals since load, summed over CPUs (enum offcpu_counter). */
 void collector_counters(struct collector *c, uint64_t ret[OFFCPU_CNT_MAX]);
 

@@ -313,6 +313,8 @@ int drain_run(struct collector *c, struct symbolizer *s, const uint32_t *tgids, 
 	/* Histograms pass through as they are; the manager sorts them by slot. */
 	ret->hists = b.hists;
 	ret->n_hists = b.n_hists;
+	ret->n_stacks = b.n_stacks;
+	ret->n_chains = b.n_chains;
 	b.hists = NULL;
 	b.n_hists = 0;
 	collector_batch_release(&b);

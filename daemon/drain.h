@@ -26,6 +26,7 @@ struct drain_result {
 	size_t n_rows;
 	struct collector_hist *hists; /* log2 histogram counts, by slot */
 	size_t n_hists;
+	size_t n_stacks, n_chains;	   /* entries the stack and chain maps held */
 	uint64_t counters[OFFCPU_CNT_MAX]; /* totals since the programs were loaded */
 	/* private: */
 	struct hashtab *names;

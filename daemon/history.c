@@ -34,6 +34,8 @@ struct write_job {
 	void *arg;
 	int r;
 	char msg[256];
+	struct store_stats stats;
+	bool have_stats;
 };
 
 struct samples_vec {
@@ -132,6 +134,7 @@ static void write_work(struct store_job *job, struct store *store)
 	}
 	free(hists);
 	free(s.v);
+	w->have_stats = store_stats(store, &w->stats) == 0;
 }
 
 static void write_done(struct store_job *job)
@@ -139,7 +142,7 @@ static void write_done(struct store_job *job)
 	struct write_job *w = (struct write_job *)job;
 
 	if (w->written)
-		w->written(w->arg, &w->window, w->r, w->msg);
+		w->written(w->arg, &w->window, w->r, w->msg, w->have_stats ? &w->stats : NULL);
 	profile_free(w->profile);
 	hashtab_free(w->hists);
 	free(w);

@@ -19,7 +19,10 @@
 #include "store_queue.h"
 
 /* Result of a window write, on the loop thread. msg is valid during the call. */
-typedef void (*history_written_fn)(void *arg, const struct store_window *w, int r, const char *msg);
+/* r: 0 or -errno (-ENOSPC: the disk is full), msg why; stats: the store's
+ * after the write, NULL if they could not be read. */
+typedef void (*history_written_fn)(void *arg, const struct store_window *w, int r, const char *msg,
+				   const struct store_stats *stats);
 
 /* Queues a write of profile, and of hists (NULL, or a hashtab of struct
  * offcpu_hist_key -> uint64_t count), as window w. Ownership of both passes

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
@@ -24,7 +25,8 @@
 #include "store_queue.h"
 #include "symbolizer.h"
 
-#define PROC_ROOT "/proc"
+#define PROC_ROOT    "/proc"
+#define MAX_PROGRAMS 8 /* BPF programs loaded; status lists them */
 
 struct manager {
 	uv_loop_t *loop;
@@ -43,6 +45,9 @@ struct manager {
 	struct hashtab *window_hists;		  /* struct offcpu_hist_key (slot 0) -> count */
 	int64_t window_start_ms, window_close_ms; /* CLOCK_REALTIME */
 	uint64_t windows_written, windows_failed;
+	struct store_stats store_stats; /* as of the last window write */
+	bool disk_full;			/* the last write found no space */
+	char store_error[256];		/* of the last write; "" if it worked */
 	uv_work_t drain_work;
 	struct drain_result drain_result;
 	uint32_t drain_tgids[OFFCPU_MAX_SLOTS * PROTO_MAX_IDS]; /* targets to prime */
@@ -61,6 +66,11 @@ struct manager {
 	uint64_t counters[OFFCPU_CNT_MAX]; /* as of the last drain */
 	uint64_t counters_prev[OFFCPU_CNT_MAX];
 	uint64_t counters_ns, counters_prev_ns;
+	/* Self-accounting, also sampled at each drain (times as counters_ns). */
+	struct collector_program programs[MAX_PROGRAMS], programs_prev[MAX_PROGRAMS];
+	size_t n_programs;
+	uint64_t cpu_ns, cpu_prev_ns; /* the daemon's user + system time */
+	size_t drained_rows, drained_stacks, drained_chains, drained_hists;
 };
 
 /* Captures that count (or have counted and are ending); not those still
@@ -90,17 +100,28 @@ static void reply_error(struct server_conn *conn, const char *code, const char *
 
 /* ---- windows of the continuous profile ---- */
 
-static void window_written(void *arg, const struct store_window *w, int r, const char *msg)
+static void window_written(void *arg, const struct store_window *w, int r, const char *msg,
+			   const struct store_stats *stats)
 {
 	struct manager *m = arg;
 
+	if (stats)
+		m->store_stats = *stats;
+	m->disk_full = r == -ENOSPC;
 	if (r < 0) {
 		/* Rate-limited by the window cadence itself. */
 		m->windows_failed++;
-		log_warning("window %lld..%lld not stored: %s", (long long)w->start_ms,
-			    (long long)w->end_ms, msg);
+		snprintf(m->store_error, sizeof(m->store_error), "%s", msg);
+		log_warning("window %lld..%lld not stored: %s%s", (long long)w->start_ms,
+			    (long long)w->end_ms, msg,
+			    m->disk_full ? " (disk full: stored windows are kept, new ones are "
+					   "lost until there is space)"
+					 : "");
 		return;
 	}
+	if (m->store_error[0])
+		log_info("windows are stored again");
+	m->store_error[0] = '\0';
 	m->windows_written++;
 }
 
@@ -275,6 +296,23 @@ static void capture_finish(struct manager *m, struct capture *c)
 	uv_close((uv_handle_t *)&c->timer, capture_free_cb);
 }
 
+/* What status reports about offcpud's own cost, sampled at each drain. */
+static void self_accounting_sample(struct manager *m, const struct drain_result *r)
+{
+	struct rusage ru;
+
+	memcpy(m->programs_prev, m->programs, sizeof(m->programs));
+	m->n_programs = collector_programs(m->collector, m->programs, MAX_PROGRAMS);
+	m->cpu_prev_ns = m->cpu_ns;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		m->cpu_ns = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
+			    (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
+	m->drained_rows = r->n_rows;
+	m->drained_stacks = r->n_stacks;
+	m->drained_chains = r->n_chains;
+	m->drained_hists = r->n_hists;
+}
+
 static void drain_after_cb(uv_work_t *req, int status)
 {
 	struct manager *m = req->data;
@@ -290,6 +328,7 @@ static void drain_after_cb(uv_work_t *req, int status)
 	m->counters_prev_ns = m->counters_ns;
 	memcpy(m->counters, r->counters, sizeof(m->counters));
 	m->counters_ns = clock_monotonic_ns();
+	self_accounting_sample(m, r);
 
 	for (size_t i = 0; i < r->n_rows; i++) {
 		unsigned slot = r->rows[i].key.slot % OFFCPU_MAX_SLOTS;
@@ -542,20 +581,52 @@ static const struct {
 	{ OFFCPU_CNT_REQUESTS, "requests" },
 	{ OFFCPU_CNT_DROP_REQUEST_ALLOC, "drop_request_alloc" },
 	{ OFFCPU_CNT_DROP_REQUEST_FULL, "drop_request_map_full" },
+	{ OFFCPU_CNT_SWITCH_IN_UNSEEN, "switch_in_unseen" },
 };
 
-static double rate(const struct manager *m, unsigned idx)
+/* Per second, over the last drain interval. */
+static double per_second(const struct manager *m, uint64_t now, uint64_t before)
 {
 	double secs = (m->counters_ns - m->counters_prev_ns) / 1e9;
 
-	if (!m->counters_prev_ns || secs <= 0)
+	if (!m->counters_prev_ns || secs <= 0 || now < before)
 		return 0;
-	return (m->counters[idx] - m->counters_prev[idx]) / secs;
+	return (now - before) / secs;
+}
+
+static double rate(const struct manager *m, unsigned idx)
+{
+	return per_second(m, m->counters[idx], m->counters_prev[idx]);
+}
+
+static uint64_t rss_bytes(void)
+{
+	unsigned long size, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+			resident = 0;
+		fclose(f);
+	}
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void map_fill(struct proto_map_fill *f, const char *name, size_t entries, uint32_t max)
+{
+	*f = (struct proto_map_fill){
+		.name = name,
+		.entries = entries,
+		.max_entries = max,
+		.fill_pct = max ? 100.0 * entries / max : 0,
+	};
 }
 
 static void handle_status(struct manager *m, struct server_conn *conn)
 {
-	struct proto_program prog = { collector_program_name(m->collector), true };
+	struct proto_program programs[MAX_PROGRAMS];
+	struct proto_map_fill maps[4];
+	struct collector_map_sizes sizes;
 	struct proto_counter counters[OFFCPU_CNT_MAX];
 	struct proto_request_stats requests[OFFCPU_MAX_REQUESTS];
 	struct proto_request_function funcs[ELF_FUNCS_MAX];
@@ -573,8 +644,8 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 		.uptime_s = (clock_monotonic_ns() - m->started_ns) / 1000000000ULL,
 		.pid = getpid(),
 		.tracepoint = collector_tracepoint(m->collector),
-		.programs = &prog,
-		.n_programs = 1,
+		.programs = programs,
+		.n_programs = m->n_programs,
 		.slots_active = collector_slots_active(m->collector),
 		.slots_max = OFFCPU_MAX_SLOTS,
 		.captures_running = captures_running(m),
@@ -583,7 +654,34 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 		.counters = counters,
 		.n_counters = OFFCPU_CNT_MAX,
 		.requests = requests,
+		.maps = maps,
+		.n_maps = 4,
+		.store = {
+			.path = m->cfg.database,
+			.bytes = m->store_stats.db_bytes,
+			.windows = m->store_stats.windows,
+			.windows_written = m->windows_written,
+			.windows_failed = m->windows_failed,
+			.disk_full = m->disk_full,
+			.last_error = m->store_error,
+		},
+		.cpu_pct = per_second(m, m->cpu_ns, m->cpu_prev_ns) / 1e7,
+		.rss_bytes = rss_bytes(),
 	};
+	for (size_t i = 0; i < m->n_programs; i++)
+		programs[i] = (struct proto_program){
+			.name = m->programs[i].name,
+			.attached = m->programs[i].attached,
+			.run_cnt = m->programs[i].run_cnt,
+			.run_time_ns = m->programs[i].run_time_ns,
+			.events_per_s =
+				per_second(m, m->programs[i].run_cnt, m->programs_prev[i].run_cnt),
+		};
+	collector_map_sizes(m->collector, &sizes);
+	map_fill(&maps[0], "aggregation", m->drained_rows, sizes.agg);
+	map_fill(&maps[1], "stacks", m->drained_stacks, sizes.stacks);
+	map_fill(&maps[2], "chains", m->drained_chains, sizes.chains);
+	map_fill(&maps[3], "histograms", m->drained_hists, sizes.hists);
 	/* Each continuous slot has the same requests: the first one's say it all. */
 	if (m->continuous_slots) {
 		first_continuous = __builtin_ctz(m->continuous_slots);
@@ -716,6 +814,7 @@ static int store_start(struct manager *m)
 		return r;
 	}
 	m->next_capture_id = last_stored_capture_id(m->store);
+	store_stats(m->store, &m->store_stats);
 	r = store_queue_new(m->loop, m->store, &m->store_queue);
 	if (r < 0)
 		log_error("out of memory");
@@ -830,6 +929,10 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		goto fail;
 	}
 	log_info("sched_switch program attached (%s)", collector_tracepoint(m->collector));
+	m->n_programs = collector_programs(m->collector, m->programs, MAX_PROGRAMS);
+	if (!collector_bpf_stats(m->collector))
+		log_info(
+			"the kernel refused BPF run-time stats: status shows no program run times");
 	r = symbolizer_new(PROC_ROOT, &m->symbolizer);
 	if (r < 0) {
 		log_error("cannot set up the symbolizer: %s", strerror(-r));

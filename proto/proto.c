@@ -1429,7 +1429,7 @@ static bool proto__add_requests(cJSON *body, const struct proto_request_stats *r
 
 char *proto_reply_status(const struct proto_status *s)
 {
-	cJSON *body, *programs, *root = proto__new_ok("status", &body);
+	cJSON *body, *programs, *maps, *store, *daemon, *root = proto__new_ok("status", &body);
 
 	if (!root)
 		return NULL;
@@ -1447,9 +1447,40 @@ char *proto_reply_status(const struct proto_status *s)
 			goto fail;
 		}
 		if (!proto__add_string(p, "name", s->programs[i].name) ||
-		    !proto__add_bool(p, "attached", s->programs[i].attached))
+		    !proto__add_bool(p, "attached", s->programs[i].attached) ||
+		    !proto__add_u64(p, "run_cnt", s->programs[i].run_cnt) ||
+		    !proto__add_u64(p, "run_time_ns", s->programs[i].run_time_ns) ||
+		    !proto__add_rate(p, "events_per_s", s->programs[i].events_per_s))
 			goto fail;
 	}
+	if (!(maps = cJSON_AddArrayToObject(body, "maps")))
+		goto fail;
+	for (size_t i = 0; s->maps && i < s->n_maps; i++) {
+		cJSON *mo = cJSON_CreateObject();
+
+		if (!mo || !cJSON_AddItemToArray(maps, mo)) {
+			cJSON_Delete(mo);
+			goto fail;
+		}
+		if (!proto__add_string(mo, "name", s->maps[i].name) ||
+		    !proto__add_u64(mo, "entries", s->maps[i].entries) ||
+		    !proto__add_u64(mo, "max_entries", s->maps[i].max_entries) ||
+		    !proto__add_rate(mo, "fill_pct", s->maps[i].fill_pct))
+			goto fail;
+	}
+	if (!(store = cJSON_AddObjectToObject(body, "store")) ||
+	    !proto__add_string(store, "path", s->store.path ? s->store.path : "") ||
+	    !proto__add_u64(store, "bytes", s->store.bytes) ||
+	    !proto__add_u64(store, "windows", s->store.windows) ||
+	    !proto__add_u64(store, "windows_written", s->store.windows_written) ||
+	    !proto__add_u64(store, "windows_failed", s->store.windows_failed) ||
+	    !proto__add_bool(store, "disk_full", s->store.disk_full) ||
+	    !proto__add_string(store, "last_error",
+			       s->store.last_error ? s->store.last_error : "") ||
+	    !(daemon = cJSON_AddObjectToObject(body, "daemon")) ||
+	    !proto__add_rate(daemon, "cpu_pct", s->cpu_pct) ||
+	    !proto__add_u64(daemon, "rss_bytes", s->rss_bytes))
+		goto fail;
 	if (!proto__add_u64(body, "slots_active", s->slots_active) ||
 	    !proto__add_u64(body, "slots_max", s->slots_max) ||
 	    !proto__add_u64(body, "captures_running", s->captures_running) ||
@@ -1625,6 +1656,7 @@ struct proto__reply {
 	struct proto_window_info *windows;
 	struct proto_hist_process *processes;
 	struct proto_request_stats *requests;
+	struct proto_map_fill *maps;
 };
 
 static int proto__reply_str(const cJSON *obj, const char *name, const char **ret)
@@ -1786,10 +1818,15 @@ static int proto__reply_requests(struct proto__reply *r, const cJSON *o,
 	return 0;
 }
 
+static bool proto__has(const cJSON *obj, const char *name)
+{
+	return cJSON_GetObjectItemCaseSensitive(obj, name) != NULL;
+}
+
 static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 {
 	struct proto_status *s = &r->pub.status;
-	const cJSON *programs, *item;
+	const cJSON *programs, *list, *item;
 	size_t n = 0;
 	int e;
 
@@ -1805,12 +1842,53 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	{
 		if (!cJSON_IsObject(item) ||
 		    proto__reply_str(item, "name", &r->programs[n].name) < 0 ||
-		    proto__reply_bool(item, "attached", &r->programs[n].attached) < 0)
+		    proto__reply_bool(item, "attached", &r->programs[n].attached) < 0 ||
+		    (proto__has(item, "run_cnt") &&
+		     (proto__reply_u64(item, "run_cnt", &r->programs[n].run_cnt) < 0 ||
+		      proto__reply_u64(item, "run_time_ns", &r->programs[n].run_time_ns) < 0 ||
+		      proto__reply_double(item, "events_per_s", &r->programs[n].events_per_s) < 0)))
 			return -EINVAL;
 		n++;
 	}
 	s->programs = r->programs;
 	s->n_programs = n;
+
+	/* Self-accounting came later: a reply without it is still whole. */
+	list = cJSON_GetObjectItemCaseSensitive(o, "maps");
+	if (list && !cJSON_IsArray(list))
+		return -EINVAL;
+	r->maps = calloc(cJSON_GetArraySize(list) + 1, sizeof(*r->maps));
+	if (!r->maps)
+		return -ENOMEM;
+	n = 0;
+	cJSON_ArrayForEach(item, list)
+	{
+		struct proto_map_fill *mf = &r->maps[n++];
+
+		if (!cJSON_IsObject(item) || proto__reply_str(item, "name", &mf->name) < 0 ||
+		    proto__reply_u64(item, "entries", &mf->entries) < 0 ||
+		    proto__reply_u64(item, "max_entries", &mf->max_entries) < 0 ||
+		    proto__reply_double(item, "fill_pct", &mf->fill_pct) < 0)
+			return -EINVAL;
+	}
+	s->maps = r->maps;
+	s->n_maps = n;
+
+	item = cJSON_GetObjectItemCaseSensitive(o, "store");
+	s->store.path = s->store.last_error = "";
+	if (item && (!cJSON_IsObject(item) || proto__reply_str(item, "path", &s->store.path) < 0 ||
+		     proto__reply_u64(item, "bytes", &s->store.bytes) < 0 ||
+		     proto__reply_u64(item, "windows", &s->store.windows) < 0 ||
+		     proto__reply_u64(item, "windows_written", &s->store.windows_written) < 0 ||
+		     proto__reply_u64(item, "windows_failed", &s->store.windows_failed) < 0 ||
+		     proto__reply_bool(item, "disk_full", &s->store.disk_full) < 0 ||
+		     proto__reply_str(item, "last_error", &s->store.last_error) < 0))
+		return -EINVAL;
+	item = cJSON_GetObjectItemCaseSensitive(o, "daemon");
+	if (item &&
+	    (!cJSON_IsObject(item) || proto__reply_double(item, "cpu_pct", &s->cpu_pct) < 0 ||
+	     proto__reply_u64(item, "rss_bytes", &s->rss_bytes) < 0))
+		return -EINVAL;
 
 	if (proto__reply_str(o, "version", &s->version) < 0 ||
 	    proto__reply_u64(o, "uptime_s", &s->uptime_s) < 0 ||
@@ -2039,6 +2117,7 @@ void proto_reply_free(struct proto_reply *reply)
 	free(r->windows);
 	free(r->processes);
 	free(r->requests);
+	free(r->maps);
 	free(r);
 }
 

@@ -187,6 +187,27 @@ struct proto_counter {
 struct proto_program {
 	const char *name;
 	bool attached;
+	uint64_t run_cnt;     /* runs since load (kernel BPF stats; 0 where they are off) */
+	uint64_t run_time_ns; /* their summed run time */
+	double events_per_s;  /* runs per second over the last drain interval */
+};
+
+/* How full a kernel map was when last drained. */
+struct proto_map_fill {
+	const char *name;
+	uint64_t entries;
+	uint64_t max_entries;
+	double fill_pct;
+};
+
+/* The window store, as of the last window write. */
+struct proto_store_status {
+	const char *path;
+	uint64_t bytes;				  /* the database file plus its WAL */
+	uint64_t windows;			  /* stored, captures' included */
+	uint64_t windows_written, windows_failed; /* since start */
+	bool disk_full;				  /* the last write failed for lack of space */
+	const char *last_error;			  /* of the last write; "" if it worked */
 };
 
 struct proto_status {
@@ -205,6 +226,11 @@ struct proto_status {
 	size_t n_counters;
 	const struct proto_request_stats *requests; /* continuous_requests since start */
 	size_t n_requests;
+	const struct proto_map_fill *maps;
+	size_t n_maps;
+	struct proto_store_status store;
+	double cpu_pct;	    /* the daemon's CPU time over the last drain interval, % of one CPU */
+	uint64_t rss_bytes; /* the daemon's resident memory */
 };
 
 /* One aggregated row; ustack and kstack are ordered root -> leaf. */

@@ -199,7 +199,28 @@ class DaemonTest(unittest.TestCase):
         st = self.daemon.status()
         self.assertEqual(st["slots_max"], 16)
         self.assertIn(st["tracepoint"], ("tp_btf", "raw_tp"))
-        self.assertTrue(all(p["attached"] for p in st["programs"]))
+        progs = {p["name"]: p for p in st["programs"]}
+        switch = progs.get("sched_switch_btf") or progs.get("sched_switch_raw")
+        self.assertTrue(switch and switch["attached"], progs)
+        # Self-accounting: the kernel's run statistics, the daemon's own cost and its store.
+        time.sleep(2.5)  # two drains, so the rates have an interval
+        st = self.daemon.status()
+        switch = {p["name"]: p for p in st["programs"]}[switch["name"]]
+        self.assertGreater(switch["run_cnt"], 0)
+        self.assertGreater(switch["run_time_ns"], 0)
+        self.assertGreater(switch["events_per_s"], 0)
+        self.assertFalse(progs["request_enter"]["attached"], "no request probes without --request")
+        self.assertEqual({m["name"] for m in st["maps"]}, {"aggregation", "stacks", "chains", "histograms"})
+        for m in st["maps"]:
+            self.assertLessEqual(m["entries"], m["max_entries"], m)
+            self.assertAlmostEqual(m["fill_pct"], 100 * m["entries"] / m["max_entries"], places=3)
+        self.assertGreater(st["daemon"]["rss_bytes"], 1 << 20)
+        self.assertGreaterEqual(st["daemon"]["cpu_pct"], 0)
+        self.assertLess(st["daemon"]["cpu_pct"], 200)
+        self.assertEqual(st["store"]["path"], self.daemon.database)
+        self.assertFalse(st["store"]["disk_full"])
+        self.assertEqual(st["store"]["last_error"], "")
+        self.assertGreater(st["store"]["bytes"], 0)
         self.assertGreater(st["counters"]["switches"], 0)
         r = self.daemon.ctl("status")
         self.assertEqual(r.returncode, 0)

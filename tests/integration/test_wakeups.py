@@ -456,10 +456,9 @@ class HistTest(unittest.TestCase):
         self.assertLessEqual(sum(counts), blocks + 10, counts)
         # 20 ms sleeps: [16384, 32768) us.
         sleeps = truth["ow-sleeper"]["blocks"]
-        # Known defect, open: in about one run in three a single 20 ms sleep is missing from the
-        # histogram altogether (not moved to another bucket), with no drop counter showing it.
-        # Tolerated here so the rest of the test keeps guarding; see the issue note.
-        self.assertGreaterEqual(counts[14], sleeps - 1, counts)
+        # Every sleep is counted; on a busy machine one that waited over 12 ms for a CPU
+        # lands in the next bucket.
+        self.assertGreaterEqual(counts[14] + counts[15], sleeps, counts)
         self.assertLessEqual(counts[14], sleeps + 2, counts)
 
         # The same windows through a relative range: the same counts.

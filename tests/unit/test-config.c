@@ -125,7 +125,7 @@ static const struct {
 	}
 	INT_KEY(drain_interval_ms, 100, 60000),	    INT_KEY(max_capture_seconds, 1, 86400),
 	INT_KEY(max_request_bytes, 1024, 16777216), INT_KEY(max_clients, 1, 4096),
-	INT_KEY(agg_map_entries, 1024, 1048576),    INT_KEY(stack_map_entries, 1024, 1048576),
+	INT_KEY(agg_map_entries, 64, 1048576),    INT_KEY(stack_map_entries, 64, 1048576),
 	INT_KEY(window_seconds, 1, 3600),	    INT_KEY(continuous_min_block_us, 0, 60000000),
 #undef INT_KEY
 };

@@ -1916,9 +1916,10 @@ static void test_reply_error(void)
 static void test_reply_status(void)
 {
 	const struct proto_program programs[] = {
-		{ "offcpu_switch", true },
-		{ "offcpu_exit", false },
+		{ "offcpu_switch", true, 1000, 2500000, 500.5 },
+		{ "offcpu_exit", false, 0, 0, 0 },
 	};
+	const struct proto_map_fill maps[] = { { "aggregation", 16, 64, 25.0 } };
 	const struct proto_counter counters[] = {
 		{ "switches", 123456789012ull },
 		{ "drop_agg_full", 0 },
@@ -1931,6 +1932,12 @@ static void test_reply_status(void)
 		.tracepoint = "tp_btf",
 		.programs = programs,
 		.n_programs = 2,
+		.maps = maps,
+		.n_maps = 1,
+		.store = { "/var/lib/offcpud/offcpud.db", 4096, 3, 5, 2, true,
+			   "database or disk is full" },
+		.cpu_pct = 1.5,
+		.rss_bytes = 12345678,
 		.slots_active = 3,
 		.slots_max = 64,
 		.captures_running = 2,
@@ -1962,6 +1969,18 @@ static void test_reply_status(void)
 			      !p->programs[1].attached);
 		}
 		CHECK(p->slots_active == 3 && p->slots_max == 64 && p->captures_running == 2);
+		CHECK(p->n_programs == 2 && p->programs[0].run_cnt == 1000 &&
+		      p->programs[0].run_time_ns == 2500000 &&
+		      p->programs[0].events_per_s == 500.5);
+		CHECK(p->n_maps == 1 && !strcmp(p->maps[0].name, "aggregation") &&
+		      p->maps[0].entries == 16 && p->maps[0].max_entries == 64 &&
+		      p->maps[0].fill_pct == 25.0);
+		CHECK(!strcmp(p->store.path, "/var/lib/offcpud/offcpud.db") &&
+		      p->store.bytes == 4096 && p->store.windows == 3 &&
+		      p->store.windows_written == 5 && p->store.windows_failed == 2 &&
+		      p->store.disk_full &&
+		      !strcmp(p->store.last_error, "database or disk is full"));
+		CHECK(p->cpu_pct == 1.5 && p->rss_bytes == 12345678);
 		CHECK(p->switches_per_s == 12345.5);
 		CHECK(p->recorded_per_s == 0.1);
 		CHECK(p->n_counters == 3);
@@ -1980,7 +1999,7 @@ static void test_reply_status(void)
 	/* Empty lists, NULL strings and non-finite rates still make a valid reply. */
 	memset(&st, 0, sizeof(st));
 	{
-		static const struct proto_program odd_programs[] = { { NULL, true } };
+		static const struct proto_program odd_programs[] = { { NULL, true, 0, 0, 0 } };
 		static const struct proto_counter odd_counters[] = { { NULL, 1 }, { "\xfe", 2 } };
 
 		st.programs = odd_programs;
