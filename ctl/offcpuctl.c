@@ -242,7 +242,9 @@ static int transact(const struct proto_request *req, void (*tick)(void *), void 
 	}
 	r = client_send(c, line);
 	free(line);
-	if (r == 0)
+	/* A daemon that refuses a client (busy, permission) says why and closes
+	 * at once: that reply can still be read after the send failed. */
+	if (r == 0 || r == -EPIPE || r == -ECONNRESET)
 		r = client_read_line(c, &raw, &len, tick, arg, &stop_requested, stop_line);
 	client_free(c);
 	if (r == -ECONNRESET)

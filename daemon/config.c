@@ -35,6 +35,7 @@ enum key_type {
 	KEY_BYTES,    /* decimal, optional K/KiB/M/MiB/... suffix; uint64_t bytes, min..max */
 	KEY_DURATION, /* decimal, optional s/m/h/d suffix; uint64_t seconds, min..max */
 	KEY_REQUESTS, /* "SYMBOL@/PATH ...", may be empty; max is the buffer size */
+	KEY_NAMES,    /* user or group names or ids, comma-separated, may be empty */
 };
 
 struct key {
@@ -99,10 +100,17 @@ static const struct key keys[] = {
 	KEY(socket_path, KEY_PATH, char *, 0, FIELD_SIZE(socket_path)),
 	KEY(socket_mode, KEY_MODE, mode_t, 0, 0777),
 	KEY(socket_group, KEY_GROUP, char *, 0, FIELD_SIZE(socket_group)),
+	KEY(allowed_users, KEY_NAMES, char *, 0, FIELD_SIZE(allowed_users)),
+	KEY(allowed_groups, KEY_NAMES, char *, 0, FIELD_SIZE(allowed_groups)),
+	KEY(capture_users, KEY_NAMES, char *, 0, FIELD_SIZE(capture_users)),
+	KEY(capture_groups, KEY_NAMES, char *, 0, FIELD_SIZE(capture_groups)),
 	KEY(drain_interval_ms, KEY_U32, uint32_t, 100, 60000),
 	KEY(max_capture_seconds, KEY_U32, uint32_t, 1, 86400),
 	KEY(max_request_bytes, KEY_U32, uint32_t, 1024, 16777216),
 	KEY(max_clients, KEY_U32, uint32_t, 1, 4096),
+	KEY_AS("client_timeout", client_timeout_s, KEY_DURATION, uint64_t, 1, 3600),
+	KEY(max_captures, KEY_U32, uint32_t, 1, CONFIG_MAX_CAPTURES),
+	KEY(max_reply_bytes, KEY_BYTES, uint64_t, UINT64_C(1) << 16, UINT64_C(1) << 32),
 	KEY(agg_map_entries, KEY_U32, uint32_t, 64, 1048576),
 	KEY(stack_map_entries, KEY_U32, uint32_t, 64, 1048576),
 	KEY(trace_self, KEY_BOOL, bool, 0, 1),
@@ -125,11 +133,15 @@ static const struct key keys[] = {
 static const struct config config_defaults = {
 	.socket_path = "/run/offcpud/offcpud.sock",
 	.socket_mode = 0660,
-	.socket_group = "",
+	.socket_group = "offcpu",
+	.allowed_groups = "offcpu",
 	.drain_interval_ms = 1000,
 	.max_capture_seconds = 3600,
 	.max_request_bytes = 65536,
 	.max_clients = 64,
+	.client_timeout_s = 30,
+	.max_captures = CONFIG_MAX_CAPTURES,
+	.max_reply_bytes = UINT64_C(256) << 20,
 	.agg_map_entries = 16384,
 	.stack_map_entries = 8192,
 	.trace_self = false,
@@ -260,6 +272,13 @@ static int fail_value(const struct where *w, const struct key *k)
 			    "bad value for '%s': must be empty or a group name of at most %" PRIu64
 			    " characters from A-Z a-z 0-9 _ . -",
 			    k->name, k->max - 1);
+	case KEY_NAMES:
+		return fail(
+			w,
+			"bad value for '%s': must be empty or a comma-separated list of user or "
+			"group names or numeric ids (A-Z a-z 0-9 _ . -), at most %d, shorter than "
+			"%" PRIu64 " bytes in all",
+			k->name, CONFIG_MAX_NAMES, k->max);
 	case KEY_REQUESTS:
 		return fail(w,
 			    "bad value for '%s': must be empty or up to %d space-separated "
@@ -462,6 +481,32 @@ static bool requests_ok(const char *s, size_t len)
 	return true;
 }
 
+/* "a, b,c": words of group_char_ok() characters between commas. */
+static bool names_ok(const char *s, size_t len)
+{
+	unsigned n = 0;
+	size_t i = 0;
+
+	while (i < len) {
+		size_t start;
+
+		while (i < len && (s[i] == ' ' || s[i] == '\t'))
+			i++;
+		start = i;
+		while (i < len && group_char_ok(s[i]))
+			i++;
+		if (i == start || ++n > CONFIG_MAX_NAMES)
+			return false;
+		while (i < len && (s[i] == ' ' || s[i] == '\t'))
+			i++;
+		if (i < len && s[i++] != ',')
+			return false;
+		if (i == len && s[len - 1] == ',')
+			return false;
+	}
+	return true;
+}
+
 /* Writes the value of key k into c. Returns -EINVAL if it is not valid. */
 static int key_set(struct config *c, const struct key *k, const char *s, size_t len)
 {
@@ -529,6 +574,10 @@ static int key_set(struct config *c, const struct key *k, const char *s, size_t 
 		break;
 	case KEY_REQUESTS:
 		if (len >= k->max || !requests_ok(s, len))
+			return -EINVAL;
+		break;
+	case KEY_NAMES:
+		if (len >= k->max || !names_ok(s, len))
 			return -EINVAL;
 		break;
 	}

@@ -13,13 +13,21 @@
 #include <sys/types.h>
 
 struct config {
-	char socket_path[108];	    /* sun_path size */
-	mode_t socket_mode;	    /* octal in the file, e.g. 0660 */
-	char socket_group[64];	    /* "" keeps the daemon's group */
+	char socket_path[108]; /* sun_path size */
+	mode_t socket_mode;    /* octal in the file, e.g. 0660 */
+	char socket_group[64]; /* "" keeps the daemon's group */
+	/* Access (daemon/access.h): user and group names or ids, comma-separated. */
+	char allowed_users[512];
+	char allowed_groups[512];
+	char capture_users[512];
+	char capture_groups[512];
 	uint32_t drain_interval_ms; /* how often the kernel maps are emptied */
 	uint32_t max_capture_seconds;
 	uint32_t max_request_bytes; /* longest accepted request line */
 	uint32_t max_clients;	    /* concurrent connections */
+	uint64_t client_timeout_s;  /* key client_timeout: see server_options.timeout_ms */
+	uint32_t max_captures;	    /* concurrent ad-hoc captures */
+	uint64_t max_reply_bytes;   /* longest reply line (an export, a capture) */
 	uint32_t agg_map_entries;   /* per buffer; two buffers exist */
 	uint32_t stack_map_entries; /* per buffer; two buffers exist */
 	bool trace_self;	    /* include offcpud's own threads */
@@ -39,7 +47,9 @@ struct config {
 	uint64_t max_age_s;		  /* key max_age: windows ended longer ago go */
 };
 
-#define CONFIG_MAX_REQUESTS 8 /* continuous_requests words; OFFCPU_MAX_REQUESTS */
+#define CONFIG_MAX_REQUESTS 8  /* continuous_requests words; OFFCPU_MAX_REQUESTS */
+#define CONFIG_MAX_NAMES    64 /* entries of allowed_users and the like; ACCESS_MAX_IDS */
+#define CONFIG_MAX_CAPTURES 15 /* OFFCPU_MAX_SLOTS less the continuous profile's */
 
 /* Which sched_switch program to attach. */
 enum config_tracepoint {

@@ -2,6 +2,7 @@
 #include "manager.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <bpf/libbpf.h>
 #include <systemd/sd-daemon.h>
 
+#include "access.h"
 #include "capture.h"
 #include "clock.h"
 #include "collector.h"
@@ -28,9 +30,12 @@
 #define PROC_ROOT    "/proc"
 #define MAX_PROGRAMS 8 /* BPF programs loaded; status lists them */
 
+_Static_assert(CONFIG_MAX_CAPTURES == OFFCPU_MAX_SLOTS - 1, "a slot for each capture");
+
 struct manager {
 	uv_loop_t *loop;
 	struct config cfg;
+	struct access_policy access;
 	struct collector *collector;
 	struct symbolizer *symbolizer;
 	struct server *server;
@@ -83,6 +88,16 @@ static unsigned captures_running(const struct manager *m)
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
 		running += m->captures[i] && m->captures[i]->phase != CAPTURE_ATTACHING;
 	return running;
+}
+
+/* Captures holding a slot, whatever their phase. */
+static unsigned captures_held(const struct manager *m)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
+		n += m->captures[i] != NULL;
+	return n;
 }
 
 static void notify_status(struct manager *m)
@@ -513,6 +528,12 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 			    "a capture is already running on this connection");
 		return;
 	}
+	if (captures_held(m) >= m->cfg.max_captures) {
+		snprintf(err, sizeof(err), "%u captures are running, the limit (max_captures)",
+			 m->cfg.max_captures);
+		reply_error(conn, PROTO_ERR_BUSY, err);
+		return;
+	}
 	if (req->seconds > m->cfg.max_capture_seconds) {
 		snprintf(err, sizeof(err), "seconds must be at most %u (max_capture_seconds)",
 			 m->cfg.max_capture_seconds);
@@ -521,6 +542,11 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 	}
 	if (capture_check_targets(PROC_ROOT, req, err, sizeof(err)) < 0) {
 		reply_error(conn, PROTO_ERR_NO_SUCH_PID, err);
+		return;
+	}
+	if (access_check_capture(&m->access, server_conn_client(conn), req, PROC_ROOT, err,
+				 sizeof(err)) < 0) {
+		reply_error(conn, PROTO_ERR_PERMISSION, err);
 		return;
 	}
 	c = calloc(1, sizeof(*c));
@@ -693,6 +719,13 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 }
 
 /* ---- requests ---- */
+
+static bool accept_cb(struct server_conn *conn, char *why, size_t why_size, void *userdata)
+{
+	struct manager *m = userdata;
+
+	return access_may_connect(&m->access, server_conn_client(conn), why, why_size);
+}
 
 static void request_cb(struct server_conn *conn, const char *line, size_t len, void *userdata)
 {
@@ -900,9 +933,12 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		.group = cfg->socket_group,
 		.max_clients = cfg->max_clients,
 		.max_request_bytes = cfg->max_request_bytes,
+		.max_reply_bytes = cfg->max_reply_bytes,
+		.timeout_ms = cfg->client_timeout_s * 1000,
 	};
-	struct server_ops ops = { .request = request_cb, .closed = closed_cb };
+	struct server_ops ops = { .accept = accept_cb, .request = request_cb, .closed = closed_cb };
 	uint64_t watchdog_us = 0;
+	char warn[256];
 	struct manager *m;
 	int r;
 
@@ -943,18 +979,28 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		if (r < 0)
 			goto fail;
 	}
+	access_policy_init(&m->access, cfg, warn, sizeof(warn));
+	if (*warn)
+		log_warning("%s", warn);
+	if (*cfg->socket_group && !getgrnam(cfg->socket_group)) {
+		log_warning("socket_group '%s' does not exist: only root can connect (create it "
+			    "with: groupadd --system %s)",
+			    cfg->socket_group, cfg->socket_group);
+		sopts.group = NULL;
+	}
 	r = server_new(loop, &sopts, &ops, m, &m->server);
 	if (r < 0) {
 		if (r == -EADDRINUSE)
 			log_error("another offcpud is already listening on %s", cfg->socket_path);
-		else if (r == -ENOENT && cfg->socket_group[0])
-			log_error("socket_group '%s' does not exist", cfg->socket_group);
 		else
 			log_error("cannot listen on %s: %s", cfg->socket_path, strerror(-r));
 		goto fail;
 	}
 	log_info("listening on %s",
 		 server_activated(m->server) ? "the socket passed by systemd" : cfg->socket_path);
+	if (server_group_error(m->server))
+		log_warning("cannot give the socket to group '%s' (%s): only root can connect",
+			    cfg->socket_group, strerror(server_group_error(m->server)));
 
 	uv_timer_start(&m->drain_timer, drain_timer_cb, cfg->drain_interval_ms,
 		       cfg->drain_interval_ms);

@@ -1,5 +1,4 @@
 /* server: see server.h. */
-#define _GNU_SOURCE /* struct ucred */
 #include "server.h"
 
 #include <errno.h>
@@ -24,8 +23,10 @@ struct server {
 	struct server_options opts;
 	char *path; /* set when we created the socket file */
 	bool activated;
+	int group_error; /* errno of giving the socket to opts.group; 0: given */
 	uint32_t n_clients;
 	struct server_conn *conns; /* doubly linked */
+	uv_timer_t sweep;	   /* enforces opts.timeout_ms */
 };
 
 struct server_conn {
@@ -36,8 +37,11 @@ struct server_conn {
 	size_t len, cap;
 	bool closing;
 	unsigned refs; /* the open handle holds one */
-	uid_t uid;
+	struct access_client client;
 	void *data;
+	uint64_t active_ms;	/* uv_now() of the last read, or of the last write done */
+	uint64_t partial_ms;	/* when the unfinished request line began; 0: none */
+	unsigned writes_queued; /* replies not yet written to the socket */
 };
 
 struct write_req {
@@ -121,8 +125,11 @@ void server_conn_close(struct server_conn *c)
 static void write_cb(uv_write_t *req, int status)
 {
 	struct write_req *w = (struct write_req *)req;
+	struct server_conn *c = req->handle->data;
 
 	(void)status; /* a client that went away is noticed by its read side */
+	c->writes_queued--;
+	c->active_ms = uv_now(req->handle->loop);
 	free(w->line);
 	free(w);
 }
@@ -139,6 +146,18 @@ int server_conn_send(struct server_conn *c, char *line)
 		free(line);
 		return -EPIPE;
 	}
+	if (strlen(line) > c->server->opts.max_reply_bytes) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg),
+			 "the reply would be %zu bytes, over max_reply_bytes (%llu): narrow the "
+			 "request (--pid, --grep, a shorter range)",
+			 strlen(line), (unsigned long long)c->server->opts.max_reply_bytes);
+		free(line);
+		line = proto_reply_error(PROTO_ERR_TOO_LARGE, msg);
+		if (!line)
+			return -ENOMEM;
+	}
 	w = malloc(sizeof(*w));
 	if (!w) {
 		free(line);
@@ -152,6 +171,7 @@ int server_conn_send(struct server_conn *c, char *line)
 		free(w);
 		return r; /* libuv errors are -errno */
 	}
+	c->writes_queued++;
 	return 0;
 }
 
@@ -193,6 +213,9 @@ static void read_cb(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 	if (!c->server || c->closing)
 		return;
 	limit = c->server->opts.max_request_bytes;
+	c->active_ms = uv_now(stream->loop);
+	if (!c->len && n > 0)
+		c->partial_ms = c->active_ms;
 	c->len += n;
 	for (;;) {
 		char *nl = memchr(c->buf + start, '\n', c->len - start);
@@ -213,6 +236,8 @@ static void read_cb(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
 	}
 	memmove(c->buf, c->buf + start, c->len - start);
 	c->len -= start;
+	if (start) /* what is left began with the last line's end */
+		c->partial_ms = c->len ? c->active_ms : 0;
 	if (c->len > limit) {
 		char msg[96];
 
@@ -225,8 +250,7 @@ static void connection_cb(uv_stream_t *listener, int status)
 {
 	struct server *s = listener->data;
 	struct server_conn *c;
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
+	char why[256];
 	uv_os_fd_t fd;
 
 	if (status < 0)
@@ -243,18 +267,21 @@ static void connection_cb(uv_stream_t *listener, int status)
 		return;
 	}
 	c->server = s;
+	c->active_ms = uv_now(s->loop);
 	c->next = s->conns;
 	if (s->conns)
 		s->conns->prev = c;
 	s->conns = c;
 	s->n_clients++;
-	c->uid = (uid_t)-1;
-	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
-		c->uid = cred.uid;
+	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0)
+		access_client_from_socket(fd, &c->client);
 
 	if (s->n_clients > s->opts.max_clients) {
 		send_error_and_close(c, PROTO_ERR_BUSY, "too many clients connected");
+		return;
+	}
+	if (!s->ops.accept(c, why, sizeof(why), s->userdata)) {
+		send_error_and_close(c, PROTO_ERR_PERMISSION, why);
 		return;
 	}
 	uv_read_start((uv_stream_t *)&c->pipe, alloc_cb, read_cb);
@@ -312,10 +339,49 @@ static int listen_on_path(struct server *s)
 
 		if (!g)
 			return -ENOENT;
+		/* Without CAP_CHOWN the socket stays root's: fail closed, and say so. */
 		if (chown(o->path, (uid_t)-1, g->gr_gid) < 0)
-			return -errno;
+			s->group_error = errno;
 	}
 	return 0;
+}
+
+/* Why conn has overstayed, or NULL. A conn with a capture or a job under
+ * way (data set, or refs beyond its handle's) is waiting for the daemon,
+ * not idle. */
+static const char *overstayed(const struct server_conn *c, uint64_t now, uint64_t timeout)
+{
+	if (c->partial_ms && now - c->partial_ms >= timeout)
+		return "request line not finished";
+	if (c->writes_queued && now - c->active_ms >= timeout)
+		return "replies not read";
+	if (!c->len && !c->writes_queued && !c->data && c->refs == 1 &&
+	    now - c->active_ms >= timeout)
+		return "connection idle";
+	return NULL;
+}
+
+static void sweep_cb(uv_timer_t *t)
+{
+	struct server *s = t->data;
+	uint64_t now = uv_now(s->loop);
+	struct server_conn *c, *next;
+	char msg[128];
+
+	for (c = s->conns; c; c = next) {
+		const char *why = overstayed(c, now, s->opts.timeout_ms);
+
+		next = c->next;
+		if (!why || c->closing)
+			continue;
+		snprintf(msg, sizeof(msg), "%s for %llu s (client_timeout)", why,
+			 (unsigned long long)(s->opts.timeout_ms / 1000));
+		if (c->writes_queued)
+			conn_destroy(
+				c); /* it does not read: an error reply would not get through */
+		else
+			send_error_and_close(c, PROTO_ERR_TIMEOUT, msg);
+	}
 }
 
 int server_new(uv_loop_t *loop, const struct server_options *opts, const struct server_ops *ops,
@@ -333,6 +399,8 @@ int server_new(uv_loop_t *loop, const struct server_options *opts, const struct 
 	s->userdata = userdata;
 	uv_pipe_init(loop, &s->listener, 0);
 	s->listener.data = s;
+	uv_timer_init(loop, &s->sweep);
+	s->sweep.data = s;
 
 	n = sd_listen_fds(1);
 	if (n > 1) {
@@ -349,6 +417,12 @@ int server_new(uv_loop_t *loop, const struct server_options *opts, const struct 
 		r = uv_listen((uv_stream_t *)&s->listener, 128, connection_cb);
 	if (r < 0)
 		goto fail;
+	if (opts->timeout_ms) {
+		uint64_t every = opts->timeout_ms / 4 ? opts->timeout_ms / 4 : 1;
+
+		uv_timer_start(&s->sweep, sweep_cb, every > 1000 ? 1000 : every,
+			       every > 1000 ? 1000 : every);
+	}
 	*ret = s;
 	return 0;
 fail:
@@ -356,9 +430,17 @@ fail:
 	return r;
 }
 
-static void listener_close_cb(uv_handle_t *h)
+/* The listener and the sweep timer close in turn; then s goes. */
+static void sweep_close_cb(uv_handle_t *h)
 {
 	free(h->data);
+}
+
+static void listener_close_cb(uv_handle_t *h)
+{
+	struct server *s = h->data;
+
+	uv_close((uv_handle_t *)&s->sweep, sweep_close_cb);
 }
 
 void server_free(struct server *s)
@@ -380,6 +462,11 @@ int server_activated(const struct server *s)
 	return s->activated;
 }
 
+int server_group_error(const struct server *s)
+{
+	return s->group_error;
+}
+
 void server_conn_set_data(struct server_conn *c, void *data)
 {
 	c->data = data;
@@ -390,7 +477,7 @@ void *server_conn_get_data(const struct server_conn *c)
 	return c->data;
 }
 
-uid_t server_conn_uid(const struct server_conn *c)
+const struct access_client *server_conn_client(const struct server_conn *c)
 {
-	return c->uid;
+	return &c->client;
 }

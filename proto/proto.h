@@ -177,6 +177,7 @@ struct proto_request {
 #define PROTO_ERR_NO_DATA     "no_data"	      /* an svg or speedscope of nothing was asked for */
 #define PROTO_ERR_UNSUPPORTED "unsupported"   /* this kernel or daemon setup cannot do it */
 #define PROTO_ERR_ATTACH      "attach_failed" /* the kernel refused a probe; message says why */
+#define PROTO_ERR_TIMEOUT     "timeout"	      /* the client took too long (client_timeout) */
 
 /* A named counter, e.g. a drop reason. */
 struct proto_counter {

@@ -18,6 +18,9 @@ if ((${#missing[@]})); then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# The group whose members may use offcpuctl (socket_group, allowed_groups).
+getent group offcpu >/dev/null || groupadd --system offcpu
+
 # npm packages of the integration tests: playwright-core drives Debian's
 # chromium for the flame graph browser test; ajv checks speedscope output.
 # (Node itself comes with the machine image; Debian's older node is not used.)

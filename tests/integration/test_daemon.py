@@ -245,7 +245,7 @@ class DaemonTest(unittest.TestCase):
             self.daemon.wait_captures(free)
             r = self.daemon.ctl("capture", "--seconds", "1")
             self.assertEqual(r.returncode, EXIT_BUSY, r.stderr)
-            self.assertIn("slots", r.stderr)
+            self.assertIn("captures are running, the limit (max_captures)", r.stderr)
         finally:
             for p in procs:
                 p.send_signal(signal.SIGINT)

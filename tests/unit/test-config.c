@@ -28,9 +28,15 @@ static int config_equal(const struct config *a, const struct config *b)
 {
 	return !strcmp(a->socket_path, b->socket_path) && a->socket_mode == b->socket_mode &&
 	       !strcmp(a->socket_group, b->socket_group) &&
+	       !strcmp(a->allowed_users, b->allowed_users) &&
+	       !strcmp(a->allowed_groups, b->allowed_groups) &&
+	       !strcmp(a->capture_users, b->capture_users) &&
+	       !strcmp(a->capture_groups, b->capture_groups) &&
 	       a->drain_interval_ms == b->drain_interval_ms &&
 	       a->max_capture_seconds == b->max_capture_seconds &&
 	       a->max_request_bytes == b->max_request_bytes && a->max_clients == b->max_clients &&
+	       a->client_timeout_s == b->client_timeout_s && a->max_captures == b->max_captures &&
+	       a->max_reply_bytes == b->max_reply_bytes &&
 	       a->agg_map_entries == b->agg_map_entries &&
 	       a->stack_map_entries == b->stack_map_entries && a->trace_self == b->trace_self &&
 	       a->tracepoint == b->tracepoint && a->continuous == b->continuous &&
@@ -50,10 +56,17 @@ static void config_scramble(struct config *c)
 	strcpy(c->socket_path, "/scrambled");
 	c->socket_mode = 0123;
 	strcpy(c->socket_group, "scrambled");
+	strcpy(c->allowed_users, "scrambled");
+	strcpy(c->allowed_groups, "scrambled");
+	strcpy(c->capture_users, "scrambled");
+	strcpy(c->capture_groups, "scrambled");
 	c->drain_interval_ms = 7;
 	c->max_capture_seconds = 7;
 	c->max_request_bytes = 7;
 	c->max_clients = 7;
+	c->client_timeout_s = 7;
+	c->max_captures = 7;
+	c->max_reply_bytes = 7;
 	c->agg_map_entries = 7;
 	c->stack_map_entries = 7;
 	c->trace_self = true;
@@ -77,7 +90,7 @@ static void test_defaults(void)
 	config_init(&c);
 	CHECK_STR(c.socket_path, "/run/offcpud/offcpud.sock");
 	CHECK(c.socket_mode == 0660);
-	CHECK_STR(c.socket_group, "");
+	CHECK_STR(c.socket_group, "offcpu");
 	CHECK(c.drain_interval_ms == 1000);
 	CHECK(c.max_capture_seconds == 3600);
 	CHECK(c.max_request_bytes == 65536);
@@ -123,10 +136,15 @@ static const struct {
 	{                                                                                          \
 #f, offsetof(struct config, f), sizeof(((struct config *)0)->f), lo, hi            \
 	}
-	INT_KEY(drain_interval_ms, 100, 60000),	    INT_KEY(max_capture_seconds, 1, 86400),
-	INT_KEY(max_request_bytes, 1024, 16777216), INT_KEY(max_clients, 1, 4096),
-	INT_KEY(agg_map_entries, 64, 1048576),    INT_KEY(stack_map_entries, 64, 1048576),
-	INT_KEY(window_seconds, 1, 3600),	    INT_KEY(continuous_min_block_us, 0, 60000000),
+	INT_KEY(drain_interval_ms, 100, 60000),
+	INT_KEY(max_capture_seconds, 1, 86400),
+	INT_KEY(max_request_bytes, 1024, 16777216),
+	INT_KEY(max_clients, 1, 4096),
+	INT_KEY(max_captures, 1, 15),
+	INT_KEY(agg_map_entries, 64, 1048576),
+	INT_KEY(stack_map_entries, 64, 1048576),
+	INT_KEY(window_seconds, 1, 3600),
+	INT_KEY(continuous_min_block_us, 0, 60000000),
 #undef INT_KEY
 };
 
@@ -633,6 +651,39 @@ static void test_group(void)
 	}
 }
 
+static void test_names(void)
+{
+	const char *want =
+		"test.conf:1: bad value for 'allowed_users': must be empty or a "
+		"comma-separated list of user or group names or numeric ids (A-Z a-z 0-9 "
+		"_ . -), at most 64, shorter than 512 bytes in all";
+	static const char *const bad[] = { "a b", "a,,b", ",a", "a,", "a;b", "gr\xc3\xbcn" };
+	char text[1200];
+	struct config c;
+
+	CHECK(parse(&c, "") == 0);
+	CHECK_STR(c.allowed_users, "");
+	CHECK_STR(c.allowed_groups, "offcpu");
+	CHECK_STR(c.capture_users, "");
+	CHECK_STR(c.capture_groups, "");
+	CHECK(parse(&c, "allowed_users = alice, bob,1000") == 0);
+	CHECK_STR(c.allowed_users, "alice, bob,1000");
+	CHECK(parse(&c, "capture_groups = perf-users") == 0);
+	CHECK_STR(c.capture_groups, "perf-users");
+	CHECK(parse(&c, "allowed_groups =") == 0);
+	CHECK_STR(c.allowed_groups, "");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "allowed_users = %s", bad[i]);
+		CHECK(parse(&c, text) == -EINVAL);
+		CHECK_STR(err, want);
+	}
+	strcpy(text, "allowed_users = u0");
+	for (int i = 1; i <= 64; i++)
+		sprintf(text + strlen(text), ",u%d", i); /* 65 names */
+	CHECK(parse(&c, text) == -EINVAL);
+	CHECK_STR(err, want);
+}
+
 static void test_requests(void)
 {
 	const char *want = "test.conf:1: bad value for 'continuous_requests': must be empty or up "
@@ -895,6 +946,7 @@ int main(int argc, char **argv)
 	test_duration();
 	test_group();
 	test_requests();
+	test_names();
 	test_syntax();
 	test_error_leaves_config();
 	test_error_buffer();
