@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "pprof.h"
 #include "proto.h"
+#include "proto_samples.h"
 #include "render_output.h"
 #include "stack_filter.h"
 #include "thread_state.h"
@@ -119,8 +121,10 @@ static void usage(FILE *out)
 		"\n"
 		"Output options of capture, export, flamegraph and diff:\n"
 		"  -o, --output FILE           write to FILE instead of stdout\n"
-		"      --format F              folded (default), json (same as --json), svg, or\n"
-		"                              speedscope (https://www.speedscope.app)\n"
+		"      --format F              folded (default), json (same as --json), svg,\n"
+		"                              speedscope (https://www.speedscope.app), or\n"
+		"                              pprof (capture, export: gzipped, for go tool\n"
+		"                              pprof; to -o FILE or a pipe, not a terminal)\n"
 		"      --svg                   a flame graph: same as --format svg\n"
 		"  for svg (speedscope takes --title only):\n"
 		"      --title T               title (default: offcpud picks one)\n"
@@ -476,6 +480,7 @@ enum {
 
 struct result_opts {
 	int format;		    /* enum proto_format; -1: not given */
+	bool pprof;		    /* --format pprof: format JSON, encoded here */
 	const char *path;	    /* -o; NULL: stdout */
 	struct proto_render render; /* to copy into the request */
 	const char *svg_only;	    /* the first option given that only svg uses */
@@ -489,11 +494,22 @@ struct result_opts {
 
 static int result_format(struct result_opts *o, enum proto_format format)
 {
-	if (o->format >= 0 && o->format != (int)format)
+	if (o->format >= 0 && (o->format != (int)format || o->pprof))
 		return usage_error("%s", "conflicting output formats: give one --format or --svg");
 	o->format = format;
 	if (format == PROTO_FORMAT_JSON)
 		json_output = true;
+	return EXIT_OK;
+}
+
+/* --format pprof: offcpuctl asks for JSON rows and encodes the profile
+ * itself (render/pprof.h), so any daemon that sends rows will do. */
+static int result_pprof(struct result_opts *o)
+{
+	if (o->format >= 0 && !o->pprof)
+		return usage_error("%s", "conflicting output formats: give one --format or --svg");
+	o->format = PROTO_FORMAT_JSON;
+	o->pprof = true;
 	return EXIT_OK;
 }
 
@@ -528,10 +544,13 @@ static int result_option(struct result_opts *o, const char *cmd, int opt, const 
 		json_output = true;
 		return EXIT_OK;
 	case OPT_FORMAT:
+		if (!strcmp(arg, "pprof"))
+			return result_pprof(o);
 		f = proto_format_from_name(arg);
 		if (f < 0)
 			return usage_error(
-				"bad --format '%s': want folded, json, svg or speedscope", arg);
+				"bad --format '%s': want folded, json, svg, speedscope or pprof",
+				arg);
 		return result_format(o, f);
 	case OPT_SVG:
 		return result_format(o, PROTO_FORMAT_SVG);
@@ -615,6 +634,13 @@ static int result_opts_format(const struct result_opts *o, enum proto_format *re
 	if (o->title && f != PROTO_FORMAT_SVG && f != PROTO_FORMAT_SPEEDSCOPE)
 		return usage_error("%s",
 				   "--title only applies to --format svg or --format speedscope");
+	if (o->pprof && json_output)
+		return usage_error("%s", "--format pprof writes a binary profile, not JSON: "
+					 "leave out --json (--format json gives the JSON rows)");
+	if (o->pprof && !o->path && isatty(STDOUT_FILENO))
+		return usage_error("%s",
+				   "--format pprof writes a binary (gzipped) profile, not "
+				   "for a terminal: give -o FILE or redirect standard output");
 	*ret_format = f;
 	return EXIT_OK;
 }
@@ -641,6 +667,79 @@ static int write_result(const char *path, const char *raw, enum proto_format for
 		return write_output(path, output);
 	}
 	return write_output(path, folded ? folded : "");
+}
+
+/* --format pprof: the JSON rows of raw, a capture's or export's reply, as a
+ * pprof profile in path (NULL: stdout). */
+static int write_pprof(const char *path, const char *raw, const struct pprof_opts *opts)
+{
+	struct proto_samples *s;
+	FILE *out;
+	int r;
+
+	r = proto_samples_parse(raw, strlen(raw), &s);
+	if (r == -ENOMEM)
+		return fail(EXIT_ERROR, "internal", "out of memory");
+	if (r < 0)
+		return fail(EXIT_ERROR, "bad_reply",
+			    "offcpud's reply has rows this offcpuctl cannot read");
+	out = path ? fopen(path, "wb") : stdout;
+	if (!out) {
+		proto_samples_free(s);
+		return fail(EXIT_ERROR, "output_error", "cannot open %s: %s", path,
+			    strerror(errno));
+	}
+	r = pprof_write(s->rows, s->n, opts, out);
+	proto_samples_free(s);
+	if (path && fclose(out) != 0 && r == 0)
+		r = errno ? -errno : -EIO;
+	if (r == -ENOMEM)
+		return fail(EXIT_ERROR, "internal", "out of memory");
+	if (r < 0)
+		return fail(EXIT_ERROR, "output_error", "cannot write %s: %s",
+			    path ? path : "standard output", strerror(-r));
+	return EXIT_OK;
+}
+
+/* A pprof profile of a capture: it ended (about) now, after duration_ns. */
+static int write_capture_pprof(const char *path, const char *raw,
+			       const struct proto_capture_result *res, enum proto_kind kind)
+{
+	struct pprof_opts opts = { .kind = kind };
+	char comment[64];
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (res->duration_ns <= (uint64_t)INT64_MAX) {
+		opts.duration_nanos = (int64_t)res->duration_ns;
+		opts.time_nanos =
+			(int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - opts.duration_nanos;
+	}
+	snprintf(comment, sizeof(comment), "offcpud capture %" PRIu64, res->id);
+	opts.comment = comment;
+	return write_pprof(path, raw, &opts);
+}
+
+/* A pprof profile of an export: a range's time is known, a capture's not. */
+static int write_export_pprof(const char *path, const char *raw,
+			      const struct proto_export_result *res, enum proto_kind kind)
+{
+	struct pprof_opts opts = { .kind = kind };
+	char comment[64];
+
+	if (res->capture_id) {
+		snprintf(comment, sizeof(comment), "offcpud export of capture %" PRIu64,
+			 res->capture_id);
+	} else {
+		snprintf(comment, sizeof(comment), "offcpud export");
+		if (res->from_ms > 0 && res->to_ms > res->from_ms &&
+		    res->to_ms <= INT64_MAX / 1000000) {
+			opts.time_nanos = res->from_ms * 1000000;
+			opts.duration_nanos = (res->to_ms - res->from_ms) * 1000000;
+		}
+	}
+	opts.comment = comment;
+	return write_pprof(path, raw, &opts);
 }
 
 /*
@@ -776,6 +875,7 @@ static int cmd_capture(int argc, char **argv)
 	enum proto_format format;
 	struct proto_request *req;
 	struct proto_capture_request *cap;
+	enum proto_kind kind;
 	struct progress progress = { .start = time(NULL) };
 	struct proto_reply *reply;
 	uint64_t v;
@@ -902,6 +1002,7 @@ static int cmd_capture(int argc, char **argv)
 	cap->format = format;
 	cap->render = ro.render;
 	progress.seconds = cap->seconds;
+	kind = cap->kind;
 
 	signal(SIGINT, on_sigint);
 	r = transact(req, isatty(STDERR_FILENO) ? progress_tick : NULL, &progress, &reply, &raw);
@@ -912,7 +1013,11 @@ static int cmd_capture(int argc, char **argv)
 		return r;
 	if (!json_output)
 		capture_summary(&reply->capture);
-	r = write_result(ro.path, raw, format, reply->capture.folded, reply->capture.output);
+	if (ro.pprof)
+		r = write_capture_pprof(ro.path, raw, &reply->capture, kind);
+	else
+		r = write_result(ro.path, raw, format, reply->capture.folded,
+				 reply->capture.output);
 	proto_reply_free(reply);
 	free(raw);
 	return r;
@@ -1363,6 +1468,8 @@ static int cmd_export(int argc, char **argv)
 		r = export_baseline(ex, baseline);
 	if (r == EXIT_OK)
 		r = result_opts_format(&ro, &format);
+	if (r == EXIT_OK && baseline && ro.pprof)
+		r = usage_error("%s", "--diff-against gives folded or svg output, not pprof");
 	if (r == EXIT_OK)
 		r = export_diff_check(baseline, diff_flag, diff_svg_flag, format);
 	if (r == EXIT_OK)
@@ -1377,7 +1484,10 @@ static int cmd_export(int argc, char **argv)
 		goto out;
 	if (!json_output)
 		export_summary(&reply->export);
-	r = write_result(ro.path, raw, format, reply->export.folded, reply->export.output);
+	if (ro.pprof)
+		r = write_export_pprof(ro.path, raw, &reply->export, ex->kind);
+	else
+		r = write_result(ro.path, raw, format, reply->export.folded, reply->export.output);
 	proto_reply_free(reply);
 	free(raw);
 out:

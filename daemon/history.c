@@ -2,6 +2,7 @@
 #include "history.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,6 +426,10 @@ out:
 	profile_free(before);
 	free(folded);
 	free(output);
+	/* An export's profiles can take hundreds of MB of this thread's malloc
+	 * arena; glibc keeps freed arena memory otherwise (RSS grew to 400 MB
+	 * under 50 clients with process churn). */
+	malloc_trim(0);
 }
 
 static void export_done(struct store_job *job)

@@ -171,7 +171,10 @@ int server_conn_send(struct server_conn *c, char *line)
 		free(w);
 		return r; /* libuv errors are -errno */
 	}
-	c->writes_queued++;
+	/* "Replies not read" is timed from the first reply the client has not
+	 * taken, not from its request: making the reply may take a while. */
+	if (!c->writes_queued++)
+		c->active_ms = uv_now(c->pipe.loop);
 	return 0;
 }
 

@@ -2,6 +2,7 @@
 #include "stack_filter.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,202 @@ static struct span span_of(const char *s)
 	return (struct span){ s ? s : "", s ? strlen(s) : 0 };
 }
 
+/* What stack_filter_regex_cheap() lets regcomp() build. */
+#define REGEX_DUP_MAX	 255  /* a bound of {m,n}: POSIX's RE_DUP_MAX; glibc takes 32767 */
+#define REGEX_NEST_MAX	 2    /* repetitions of repetitions, "(a+)*" */
+#define REGEX_PARTS_MAX	 1024 /* atoms and groups, each copy a repetition makes counted */
+#define REGEX_GROUPS_MAX 32   /* groups open at once */
+#define REGEX_EMPTY_MAX	 64   /* with an anchor: copies of what may match nothing */
+
+/* A group of the pattern (level 0: the whole pattern) as it is scanned. */
+struct regex_level {
+	size_t parts;	     /* so far, copies included */
+	size_t last;	     /* parts of the last atom or group: what a repetition copies */
+	unsigned nest;	     /* repetitions applied in and to the last atom */
+	unsigned nest_max;   /* the deepest nest in the group */
+	bool last_empty;     /* the last atom matches the empty string */
+	unsigned alt_solid;  /* atoms of the current alternative that do not */
+	unsigned empty_alts; /* alternatives before the current one that do */
+	bool anchored;	     /* the last atom holds an anchor (^, $, \b, ...) */
+	bool anchors;	     /* so has an atom of the group */
+};
+
+static bool regex_refuse(char *why, size_t why_size, const char *reason)
+{
+	snprintf(why, why_size, "too costly for the regex engine: %s", reason);
+	return false;
+}
+
+/* The last character of the bracket expression that opens at p: its ']',
+ * or the character before the NUL if it is not closed. */
+static const char *regex_bracket_end(const char *p)
+{
+	p++;
+	if (*p == '^')
+		p++;
+	if (*p == ']') /* first, it is a member */
+		p++;
+	for (; *p && *p != ']'; p++) {
+		/* [:class:], [.coll.] and [=equiv=] may hold a ']' */
+		if (*p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
+			const char *close = strchr(p + 2, p[1]);
+
+			while (close && close[1] != ']')
+				close = strchr(close + 1, p[1]);
+			if (!close)
+				break;
+			p = close + 1;
+		}
+	}
+	return *p ? p : p - 1;
+}
+
+/* The copies an interval makes at p ("{2}", "{2,}", "{,5}", "{2,5}"),
+ * with *end at its '}' and *ret_min its lower bound; 0 if p starts no
+ * interval, UINT_MAX if a bound is above REGEX_DUP_MAX. */
+static unsigned regex_interval(const char *p, const char **end, unsigned *ret_min)
+{
+	unsigned min = 0, max = 0, digits = 0;
+	bool comma = false;
+
+	for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+		min = min > REGEX_DUP_MAX ? min : min * 10 + (*p - '0');
+	if (*p == ',') {
+		comma = true;
+		for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+			max = max > REGEX_DUP_MAX ? max : max * 10 + (*p - '0');
+	}
+	if (*p != '}' || !digits)
+		return 0;
+	*end = p;
+	*ret_min = min;
+	if (min > REGEX_DUP_MAX || max > REGEX_DUP_MAX)
+		return UINT_MAX;
+	/* glibc: {m} makes m copies, {m,} m and a starred one, {m,n} n */
+	if (!comma)
+		max = min;
+	else if (max == 0 && p[-1] == ',')
+		max = min + 1;
+	return max > min ? max : min > 0 ? min : 1;
+}
+
+/*
+ * One pass over the pattern as glibc parses an ERE, counting for each atom
+ * (a character, bracket expression, escape or group) its parts and how
+ * deeply repetitions nest in it. An atom that matches the empty string
+ * counts as repeated once already (twice if it can in two ways, as "(a?|)"
+ * or "(a?|b?)" can), an anchor is not repeated at all, and
+ * a pattern with an anchor has few copies of atoms that may match nothing:
+ * glibc's closures over repeated empty matches, and anchors' contexts along
+ * them, are what grows fastest ("(){1,255}+", "(a?|b?){64,}",
+ * "(a?\b){1,255}" and "\b(a?){,255}\b(b?){,255}\b" take minutes).
+ */
+bool stack_filter_regex_cheap(const char *pattern, char *why, size_t why_size)
+{
+	struct regex_level levels[REGEX_GROUPS_MAX + 1] = { { 0 } };
+	size_t empty_copies = 0;
+	bool anchors = false;
+	unsigned depth = 0;
+
+	for (const char *p = pattern; *p; p++) {
+		struct regex_level *l = &levels[depth];
+		size_t atom = 1, copies = 0;
+		unsigned nest = 0, min = 1;
+		bool empty = false;    /* the atom matches the empty string */
+		bool anchored = false; /* it holds an anchor */
+
+		switch (*p) {
+		case '\\':
+			if (p[1] >= '1' && p[1] <= '9')
+				return regex_refuse(why, why_size, "a back-reference");
+			/* GNU's word and buffer anchors match no character */
+			empty = anchored = p[1] && strchr("bB<>`'", p[1]);
+			if (p[1])
+				p++;
+			break;
+		case '^':
+		case '$':
+			empty = anchored = true;
+			break;
+		case '[':
+			p = regex_bracket_end(p);
+			break;
+		case '(':
+			if (depth == REGEX_GROUPS_MAX)
+				return regex_refuse(why, why_size, "more than 32 nested groups");
+			levels[++depth] = (struct regex_level){ 0 };
+			continue;
+		case ')':
+			if (!depth)
+				break; /* an ordinary character in ERE */
+			atom = l->parts + 1;
+			nest = l->nest_max;
+			l->empty_alts += !l->alt_solid;
+			empty = l->empty_alts > 0;
+			if (l->empty_alts > 1 && nest < 2)
+				nest = 2;
+			anchored = l->anchors;
+			l = &levels[--depth];
+			break;
+		case '|':
+			l->parts++;
+			l->empty_alts += !l->alt_solid;
+			l->alt_solid = 0;
+			l->last = 0;
+			l->nest = 0;
+			l->last_empty = false;
+			l->anchored = false;
+			continue;
+		case '*':
+		case '?':
+			copies = 1;
+			min = 0;
+			break;
+		case '+':
+			copies = 2;
+			break;
+		case '{':
+			copies = regex_interval(p, &p, &min);
+			if (copies == UINT_MAX)
+				return regex_refuse(why, why_size, "a bound above 255");
+			break;
+		}
+		if (copies) { /* a repetition of the last atom */
+			if (l->anchored)
+				return regex_refuse(why, why_size, "a repeated anchor");
+			if (++l->nest > REGEX_NEST_MAX)
+				return regex_refuse(why, why_size,
+						    "repetitions nested more than 2 deep");
+			l->parts += l->last * (copies - 1);
+			if (!min || l->last_empty)
+				empty_copies += l->last * copies;
+			l->last *= copies;
+			if (!min && !l->last_empty) {
+				l->last_empty = true;
+				l->alt_solid--;
+			}
+		} else { /* an atom or a group */
+			l->parts += atom;
+			l->last = atom;
+			l->nest = empty && nest < 1 ? 1 : nest;
+			l->last_empty = empty;
+			l->alt_solid += !empty;
+			l->anchored = anchored;
+			l->anchors |= anchored;
+			anchors |= anchored;
+		}
+		if (l->nest > l->nest_max)
+			l->nest_max = l->nest;
+		if (l->parts > REGEX_PARTS_MAX)
+			return regex_refuse(why, why_size, "it grows past 1024 parts");
+		if (anchors && empty_copies > REGEX_EMPTY_MAX)
+			return regex_refuse(why, why_size,
+					    "an anchor and more than 64 copies of what may match "
+					    "nothing");
+	}
+	return true;
+}
+
 static int compile(regex_t *re, bool *has, const char *pattern, const char *what, char *err,
 		   size_t err_size)
 {
@@ -39,6 +236,10 @@ static int compile(regex_t *re, bool *has, const char *pattern, const char *what
 	*has = false;
 	if (!pattern || !*pattern)
 		return 0;
+	if (!stack_filter_regex_cheap(pattern, msg, sizeof(msg))) {
+		snprintf(err, err_size, "bad %s pattern '%s': %s", what, pattern, msg);
+		return -EINVAL;
+	}
 	r = regcomp(re, pattern, STACK_FILTER_REGEX_FLAGS);
 	if (r) {
 		regerror(r, re, msg, sizeof(msg));

@@ -13,7 +13,7 @@ import time
 import unittest
 
 from offcpu_env import (EXIT_BUSY, EXIT_NO_SUCH_PID, EXIT_NOT_RUNNING, EXIT_PERMISSION, EXIT_USAGE, OFFCPUCTL,
-                        OFFCPUD, Daemon, Workload, parse_folded)
+                        OFFCPUD, Daemon, Workload, parse_folded, skip_if_sanitized)
 
 TOLERANCE = 0.05
 
@@ -60,6 +60,7 @@ class DaemonTest(unittest.TestCase):
 
     # ---- ground truth ----
 
+    @skip_if_sanitized("the spinner's preemption under 5 % of its wall time")
     def test_ground_truth_per_thread(self):
         w = Workload()
         cap, truth = capture_json(self.daemon, w)
@@ -124,6 +125,7 @@ class DaemonTest(unittest.TestCase):
 
     # ---- filters ----
 
+    @skip_if_sanitized("a sleeper never preempted inside its own code")
     def test_state_filter(self):
         w = Workload("--only", "sleeper", "--only", "spinner")
         cap, truth = capture_json(self.daemon, w, "--state", "S", seconds=3)

@@ -23,7 +23,7 @@ import subprocess
 import time
 import unittest
 
-from offcpu_env import BUILD, EXIT_USAGE, Daemon, Workload, parse_folded
+from offcpu_env import BUILD, EXIT_USAGE, Daemon, Workload, parse_folded, skip_if_sanitized
 from test_windows import FAST, now_ms, wait_stored
 
 WAKE_WORKLOAD = os.path.join(BUILD, "tests", "wake_workload")
@@ -167,6 +167,7 @@ class WakeupsTest(unittest.TestCase):
 
     # ---- condvar: wk-waker computes, then wakes wk-sleeper ----
 
+    @skip_if_sanitized("off-CPU time within 5 % of wall minus CPU time")
     def test_offwake_condvar(self):
         w = WakeWorkload("condvar")
         outs, truth = capture_all(self.daemon, w, {

@@ -1,0 +1,193 @@
+/* proto_samples: see proto_samples.h. */
+#include "proto_samples.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+struct proto__samples {
+	struct proto_samples pub; /* first: the public pointer is this one */
+	cJSON *root;
+	struct proto_sample *rows;
+	const char **frames; /* every row's ustack, kstack and chain, one after another */
+};
+
+/* A non-negative integral number; past UINT64_MAX (a double's rounding of
+ * a full 64-bit value) it saturates, as proto_reply_parse() reads them. */
+static int proto__samples_u64(const cJSON *obj, const char *name, uint64_t *ret)
+{
+	const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
+	double d;
+
+	if (!cJSON_IsNumber(item))
+		return -EINVAL;
+	d = item->valuedouble;
+	if (!(d >= 0))
+		return -EINVAL;
+	if (d >= 18446744073709551616.0) {
+		*ret = UINT64_MAX;
+		return 0;
+	}
+	if (d != (double)(uint64_t)d)
+		return -EINVAL;
+	*ret = (uint64_t)d;
+	return 0;
+}
+
+static int proto__samples_u32(const cJSON *obj, const char *name, uint32_t *ret)
+{
+	uint64_t v;
+
+	if (proto__samples_u64(obj, name, &v) < 0 || v > UINT32_MAX)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+static int proto__samples_str(const cJSON *obj, const char *name, const char **ret)
+{
+	const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	if (!cJSON_IsString(item))
+		return -EINVAL;
+	*ret = item->valuestring;
+	return 0;
+}
+
+/* The length of a frame array, 0 if absent and optional; -EINVAL if it is
+ * not an array of strings. */
+static int proto__samples_frames_len(const cJSON *obj, const char *name, bool optional, size_t *ret)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, name), *f;
+	size_t n = 0;
+
+	if (!a && optional) {
+		*ret = 0;
+		return 0;
+	}
+	if (!cJSON_IsArray(a))
+		return -EINVAL;
+	cJSON_ArrayForEach(f, a)
+	{
+		if (!cJSON_IsString(f))
+			return -EINVAL;
+		n++;
+	}
+	*ret = n;
+	return 0;
+}
+
+/* Copies a checked frame array's strings to *next; returns where it put them. */
+static const char *const *proto__samples_frames(const cJSON *obj, const char *name,
+						const char ***next)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, name), *f;
+	const char **start = *next;
+
+	cJSON_ArrayForEach(f, a)
+	{
+		*(*next)++ = f->valuestring;
+	}
+	return start;
+}
+
+/* Fills r->rows from the array a; rows point into r->root. */
+static int proto__samples_fill(struct proto__samples *r, const cJSON *a)
+{
+	size_t n_rows = cJSON_GetArraySize(a), n_frames = 0, i = 0, n;
+	const char **next;
+	const cJSON *o;
+
+	r->rows = calloc(n_rows + 1, sizeof(*r->rows));
+	if (!r->rows)
+		return -ENOMEM;
+	cJSON_ArrayForEach(o, a)
+	{
+		struct proto_sample *s = &r->rows[i++];
+
+		if (!cJSON_IsObject(o) || proto__samples_str(o, "comm", &s->comm) < 0 ||
+		    proto__samples_u32(o, "tgid", &s->tgid) < 0 ||
+		    proto__samples_u32(o, "pid", &s->pid) < 0 ||
+		    proto__samples_str(o, "state", &s->state) < 0 ||
+		    proto__samples_u64(o, "value_ns", &s->value_ns) < 0 ||
+		    proto__samples_u64(o, "count", &s->count) < 0 ||
+		    proto__samples_frames_len(o, "ustack", false, &s->n_ustack) < 0 ||
+		    proto__samples_frames_len(o, "kstack", false, &s->n_kstack) < 0 ||
+		    proto__samples_frames_len(o, "chain", true, &s->n_chain) < 0)
+			return -EINVAL;
+		/* Daemons from before kinds send no "kind": offcpu rows. */
+		if (cJSON_GetObjectItemCaseSensitive(o, "kind") &&
+		    proto__samples_str(o, "kind", &s->kind) < 0)
+			return -EINVAL;
+		n = s->n_ustack + s->n_kstack + s->n_chain;
+		if (n > SIZE_MAX / sizeof(*r->frames) - n_frames - 1)
+			return -ENOMEM;
+		n_frames += n;
+	}
+	r->frames = calloc(n_frames + 1, sizeof(*r->frames));
+	if (!r->frames)
+		return -ENOMEM;
+	next = r->frames;
+	i = 0;
+	cJSON_ArrayForEach(o, a)
+	{
+		struct proto_sample *s = &r->rows[i++];
+
+		s->ustack = proto__samples_frames(o, "ustack", &next);
+		s->kstack = proto__samples_frames(o, "kstack", &next);
+		s->chain = s->n_chain ? proto__samples_frames(o, "chain", &next) : NULL;
+	}
+	r->pub.rows = r->rows;
+	r->pub.n = n_rows;
+	return 0;
+}
+
+int proto_samples_parse(const char *buf, size_t len, struct proto_samples **ret)
+{
+	const cJSON *body, *a;
+	struct proto__samples *r;
+	int e;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->root = cJSON_ParseWithLength(buf, len);
+	if (!r->root) {
+		free(r);
+		return -EINVAL;
+	}
+	body = cJSON_GetObjectItemCaseSensitive(r->root, "capture");
+	if (!body)
+		body = cJSON_GetObjectItemCaseSensitive(r->root, "export");
+	if (!cJSON_IsObject(body)) {
+		proto_samples_free(&r->pub);
+		return -EINVAL;
+	}
+	a = cJSON_GetObjectItemCaseSensitive(body, "samples");
+	if (a && !cJSON_IsArray(a))
+		e = -EINVAL;
+	else
+		e = a ? proto__samples_fill(r, a) : 0;
+	if (e < 0) {
+		proto_samples_free(&r->pub);
+		return e;
+	}
+	*ret = &r->pub;
+	return 0;
+}
+
+void proto_samples_free(struct proto_samples *s)
+{
+	struct proto__samples *r = (struct proto__samples *)s;
+
+	if (!r)
+		return;
+	cJSON_Delete(r->root);
+	free(r->rows);
+	free(r->frames);
+	free(r);
+}

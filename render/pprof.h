@@ -1,0 +1,46 @@
+/*
+ * pprof: rows of a capture or export (struct proto_sample, as the daemon's
+ * JSON replies carry them) as a gzipped pprof profile, the format of
+ * github.com/google/pprof/proto/profile.proto, for `go tool pprof`,
+ * Pyroscope, Perfetto and the like. offcpuctl calls it for --format pprof;
+ * the daemon is not involved. Does not log.
+ *
+ * What goes where (offcpuctl(8) documents it for users):
+ * - Values: [blocks/count, T/nanoseconds], T "off_cpu" for kind offcpu,
+ *   else the kind's name ("wakeup", "runq", ...); T is the default.
+ * - Stacks: the frames of the row's folded line, leaf first as pprof wants,
+ *   without the comm and the "-" delimiters; "--" (between the blocked
+ *   thread and its waker) and "[runqueue]" stay, so flame graphs look like
+ *   offcpud's own. One Function and one Location per distinct frame name,
+ *   in one Mapping with no file that says so (has_functions): the frames
+ *   are symbolized already.
+ * - Labels: comm, state and kind (the row's: "runq" marks the run-queue
+ *   part of a split offcpu profile, whose values are off_cpu time too), and
+ *   numeric pid (the process) and tid.
+ */
+#ifndef PPROF_H
+#define PPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "proto.h"
+
+struct pprof_opts {
+	enum proto_kind kind;	/* the profile's kind: names the time's sample type */
+	int64_t time_nanos;	/* when the profile began, unix ns; 0: unknown */
+	int64_t duration_nanos; /* how long it covers; 0: unknown */
+	const char *comment;	/* a line of free text, NULL: none */
+};
+
+/*
+ * Writes the profile of rows[0..n) (n may be 0: a valid empty profile) to
+ * out as gzip. Values above INT64_MAX (pprof's are signed) are written as
+ * INT64_MAX. Returns 0, -ENOMEM, or the -errno of a failed write (out may
+ * then hold part of the file).
+ */
+int pprof_write(const struct proto_sample *rows, size_t n, const struct pprof_opts *opts,
+		FILE *out);
+
+#endif
