@@ -21,6 +21,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "proto_json.h"
+
 #define PROTO__PID_MAX	       4194304 /* PID_MAX_LIMIT on 64-bit kernels */
 #define PROTO__SECONDS_MAX     86400
 #define PROTO__SECONDS_DEFAULT 10
@@ -1691,7 +1693,7 @@ static int proto__reply_double(const cJSON *obj, const char *name, double *ret)
 
 /* A non-negative integral number. Values at or past 2^64 saturate: a daemon
  * printing UINT64_MAX as a double sends exactly 2^64. */
-static int proto__number_u64(const cJSON *item, uint64_t *ret)
+int proto__number_u64(const cJSON *item, uint64_t *ret)
 {
 	double d;
 

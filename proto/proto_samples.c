@@ -9,6 +9,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "proto_json.h"
+
 struct proto__samples {
 	struct proto_samples pub; /* first: the public pointer is this one */
 	cJSON *root;
@@ -16,26 +18,9 @@ struct proto__samples {
 	const char **frames; /* every row's ustack, kstack and chain, one after another */
 };
 
-/* A non-negative integral number; past UINT64_MAX (a double's rounding of
- * a full 64-bit value) it saturates, as proto_reply_parse() reads them. */
 static int proto__samples_u64(const cJSON *obj, const char *name, uint64_t *ret)
 {
-	const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
-	double d;
-
-	if (!cJSON_IsNumber(item))
-		return -EINVAL;
-	d = item->valuedouble;
-	if (!(d >= 0))
-		return -EINVAL;
-	if (d >= 18446744073709551616.0) {
-		*ret = UINT64_MAX;
-		return 0;
-	}
-	if (d != (double)(uint64_t)d)
-		return -EINVAL;
-	*ret = (uint64_t)d;
-	return 0;
+	return proto__number_u64(cJSON_GetObjectItemCaseSensitive(obj, name), ret);
 }
 
 static int proto__samples_u32(const cJSON *obj, const char *name, uint32_t *ret)
