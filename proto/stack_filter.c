@@ -49,6 +49,7 @@ struct regex_level {
 	unsigned empty_alts; /* alternatives before the current one that do */
 	bool anchored;	     /* the last atom holds an anchor (^, $, \b, ...) */
 	bool anchors;	     /* so has an atom of the group */
+	bool wide;	     /* an atom of the group can match a character */
 };
 
 static bool regex_refuse(char *why, size_t why_size, const char *reason)
@@ -115,7 +116,8 @@ static unsigned regex_interval(const char *p, const char **end, unsigned *ret_mi
  * (a character, bracket expression, escape or group) its parts and how
  * deeply repetitions nest in it. An atom that matches the empty string
  * counts as repeated once already (twice if it can in two ways, as "(a?|)"
- * or "(a?|b?)" can), an anchor is not repeated at all, and
+ * or "(a?|b?)" can), an anchor or a group that matches nothing but the
+ * empty string ("()") is not repeated at all, and
  * a pattern with an anchor has few copies of atoms that may match nothing:
  * glibc's closures over repeated empty matches, and anchors' contexts along
  * them, are what grows fastest ("(){1,255}+", "(a?|b?){64,}",
@@ -165,7 +167,7 @@ bool stack_filter_regex_cheap(const char *pattern, char *why, size_t why_size)
 			empty = l->empty_alts > 0;
 			if (l->empty_alts > 1 && nest < 2)
 				nest = 2;
-			anchored = l->anchors;
+			anchored = l->anchors || !l->wide; /* "()" repeats like an anchor */
 			l = &levels[--depth];
 			break;
 		case '|':
@@ -193,7 +195,8 @@ bool stack_filter_regex_cheap(const char *pattern, char *why, size_t why_size)
 		}
 		if (copies) { /* a repetition of the last atom */
 			if (l->anchored)
-				return regex_refuse(why, why_size, "a repeated anchor");
+				return regex_refuse(why, why_size,
+						    "a repeated anchor or empty group");
 			if (++l->nest > REGEX_NEST_MAX)
 				return regex_refuse(why, why_size,
 						    "repetitions nested more than 2 deep");
@@ -201,7 +204,7 @@ bool stack_filter_regex_cheap(const char *pattern, char *why, size_t why_size)
 			if (!min || l->last_empty)
 				empty_copies += l->last * copies;
 			l->last *= copies;
-			if (!min && !l->last_empty) {
+			if (!min && !l->last_empty && l->alt_solid) {
 				l->last_empty = true;
 				l->alt_solid--;
 			}
@@ -213,6 +216,7 @@ bool stack_filter_regex_cheap(const char *pattern, char *why, size_t why_size)
 			l->alt_solid += !empty;
 			l->anchored = anchored;
 			l->anchors |= anchored;
+			l->wide |= !anchored;
 			anchors |= anchored;
 		}
 		if (l->nest > l->nest_max)

@@ -127,8 +127,8 @@ for t in "${targets[@]}"; do
 		crash=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)
 		summary+=("$line  FAILED (exit $rc): ${crash:-see $log}")
 		# The sanitizer's or the harness's report, then what reproduces it.
-		grep -n -m1 -E '^==[0-9]+==ERROR|runtime error|property violated|ALARM|out-of-memory' \
-			"$log" >/dev/null && sed -n '/^==[0-9]*==ERROR\|runtime error\|property violated\|ALARM\|out-of-memory/,$p' "$log" | head -60 >&2
+		awk '/^==[0-9]+==ERROR|runtime error|property violated|^ALARM|out-of-memory/ { p = 1 } p' \
+			"$log" | head -60 >&2
 		echo "fuzz: $t FAILED: crashing input ${crash:-unknown}; reproduce: $out/fuzz-$t ${crash:-INPUT}" >&2
 	fi
 done
