@@ -112,8 +112,7 @@ void collector_free(struct collector *c)
 	if (!c)
 		return;
 	for (unsigned slot = 0; slot < OFFCPU_MAX_SLOTS; slot++)
-		for (size_t i = 0; i < c->n_request_links[slot]; i++)
-			bpf_link__destroy(c->request_links[slot][i]);
+		collector_request_detach(c, slot);
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
 	offcpu_bpf__destroy(c->skel);

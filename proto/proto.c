@@ -1691,8 +1691,7 @@ static int proto__reply_double(const cJSON *obj, const char *name, double *ret)
 	return 0;
 }
 
-/* A non-negative integral number. Values at or past 2^64 saturate: a daemon
- * printing UINT64_MAX as a double sends exactly 2^64. */
+/* See proto_json.h. */
 int proto__number_u64(const cJSON *item, uint64_t *ret)
 {
 	double d;
