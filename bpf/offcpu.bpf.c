@@ -37,6 +37,8 @@
 #define TASK_UNINTERRUPTIBLE 0x0002
 #define TASK_NOLOAD	     0x0400
 #define PF_KTHREAD	     0x00200000
+#define MAX_FRAME_BYTES	     (8u << 20) /* the default stack rlimit */
+#define PROT_EXEC	     0x4
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -204,6 +206,47 @@ struct {
 	__type(value, struct offcpu_request_value);
 } request_stats SEC(".maps");
 
+/*
+ * In-kernel unwinding: daemon/unwinder.c fills unwind_rows with the tables of
+ * the files processes map, and unwind_procs with each process's executable
+ * mappings and where their rows are. A process not in unwind_procs is asked
+ * for through unwind_requests (once, unwind_requested remembers), and walked
+ * with frame pointers meanwhile. Exec forgets a process; an executable mmap
+ * asks again.
+ */
+const volatile __u32 unwind_dwarf = 0;	    /* set by the loader: 0 frame pointers only */
+const volatile __u32 unwind_max_depth = 64; /* frames, at most OFFCPU_MAX_STACK_DEPTH */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE); /* user space writes tables by memcpy */
+	__uint(max_entries, 1);		   /* set by the loader */
+	__type(key, __u32);
+	__type(value, struct offcpu_unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* 2 KiB each, written from user space only */
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct offcpu_unwind_proc);
+} unwind_procs SEC(".maps");
+
+/* tgid -> when its tables were asked for: user space publishes tables only
+ * if this did not change while it read the process's maps (an exec). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} unwind_requested SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} unwind_requests SEC(".maps");
+
 /* Scratch space too large for the 512-byte BPF stack. */
 struct scratch {
 	struct offcpu_stack stack;
@@ -304,6 +347,222 @@ static __always_inline void walk_stack(void *ctx, struct offcpu_stack *st, __u64
 		n = 0;
 	}
 	st->nr = n / sizeof(__u64);
+	st->flags = 0;
+}
+
+/* Asks user space for tgid's unwind tables, unless it was asked already. */
+static __always_inline void unwind_request(__u32 tgid)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 *req;
+
+	if (bpf_map_update_elem(&unwind_requested, &tgid, &now, BPF_NOEXIST))
+		return;
+	req = bpf_ringbuf_reserve(&unwind_requests, sizeof(*req), 0);
+	if (!req) {
+		bpf_map_delete_elem(&unwind_requested, &tgid); /* ask again next time */
+		return;
+	}
+	*req = tgid;
+	bpf_ringbuf_submit(req, 0);
+}
+
+struct user_walk {
+	struct offcpu_stack *st;
+	const struct offcpu_unwind_proc *proc;
+	__u64 ip, sp, bp;
+	bool bp_known;
+};
+
+/* The row that covers pc in m's table; NULL if none does. */
+static __always_inline const struct offcpu_unwind_row *
+unwind_find_row(const struct offcpu_unwind_mapping *m, __u64 pc)
+{
+	const struct offcpu_unwind_row *row;
+	__u32 lo = 0, hi = m->n_rows, idx; /* the row is in [lo, hi) once found */
+	__u64 rel = pc - m->bias;
+
+	for (int i = 0; i < 24 && lo + 1 < hi; i++) { /* 2^24 rows: beyond any table */
+		__u32 mid = lo + (hi - lo) / 2;
+
+		idx = m->first_row + mid;
+		row = bpf_map_lookup_elem(&unwind_rows, &idx);
+		if (!row)
+			return NULL;
+		if (row->pc <= rel)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	idx = m->first_row + lo;
+	row = bpf_map_lookup_elem(&unwind_rows, &idx);
+	return row && row->pc <= rel ? row : NULL;
+}
+
+/* Mappings are sorted by start and do not overlap. */
+static __always_inline const struct offcpu_unwind_mapping *
+unwind_find_mapping(const struct offcpu_unwind_proc *p, __u64 pc)
+{
+	__u32 lo = 0, hi = p->n < OFFCPU_UNWIND_MAPPINGS ? p->n : OFFCPU_UNWIND_MAPPINGS;
+	const struct offcpu_unwind_mapping *m;
+
+	if (!hi)
+		return NULL;
+	for (int i = 0; i < 7 && lo + 1 < hi; i++) { /* 2^7 > OFFCPU_UNWIND_MAPPINGS */
+		__u32 mid = lo + (hi - lo) / 2;
+
+		if (p->maps[mid & (OFFCPU_UNWIND_MAPPINGS - 1)].start <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	m = &p->maps[lo & (OFFCPU_UNWIND_MAPPINGS - 1)];
+	return pc >= m->start && pc < m->end ? m : NULL;
+}
+
+/*
+ * The unwind rule for pc in process p: 0 if no mapping of p covers pc, 1 if
+ * one does but its table has no row for pc (rule NONE), 2 with *row filled.
+ * A global function: the verifier checks its searches once, not per frame.
+ */
+__noinline int unwind_rule(const struct offcpu_unwind_proc *p, __u64 pc,
+			   struct offcpu_unwind_row *row)
+{
+	const struct offcpu_unwind_mapping *m;
+	const struct offcpu_unwind_row *r;
+
+	if (!p || !row)
+		return 0;
+	m = unwind_find_mapping(p, pc);
+	if (!m)
+		return 0;
+	if (!m->n_rows)
+		return 1;
+	r = unwind_find_row(m, pc);
+	if (!r)
+		return 1;
+	*row = *r;
+	return 2;
+}
+
+static __always_inline bool read_user_u64(__u64 addr, __u64 *v)
+{
+	return !bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+}
+
+/*
+ * One frame of an unwind: records ip, then finds the caller's ip, sp and bp
+ * from the table row that covers ip (a return address: ip - 1 is in the
+ * call), or from frame pointers where no table covers it. Returns 1 to stop.
+ */
+static long unwind_step(__u32 i, void *arg)
+{
+	struct user_walk *s = arg;
+	struct offcpu_unwind_row row = { .cfa_rule = OFFCPU_CFA_NONE };
+	__u64 pc = i ? s->ip - 1 : s->ip, cfa, ra, bp = s->bp;
+	struct offcpu_stack *st = s->st;
+	__u32 at = i;
+	int known;
+
+	/* The verifier needs the bound on the register that indexes. */
+	asm volatile("%[at] &= 0x7f" : [at] "+r"(at));
+	if (!st || !s->proc || at >= OFFCPU_MAX_STACK_DEPTH)
+		return 1;
+	st->ips[at] = s->ip;
+	st->nr = at + 1;
+	known = unwind_rule(s->proc, pc, &row);
+	switch (row.cfa_rule) {
+	case OFFCPU_CFA_END:
+		st->flags |= OFFCPU_STACK_COMPLETE;
+		return 1;
+	case OFFCPU_CFA_RSP:
+		cfa = s->sp + row.cfa_off;
+		break;
+	case OFFCPU_CFA_RBP:
+		if (!s->bp_known)
+			return 1;
+		cfa = s->bp + row.cfa_off;
+		break;
+	case OFFCPU_CFA_PLT:
+		cfa = s->sp + 8 + ((s->ip & 15) >= 11 ? 8 : 0);
+		break;
+	case OFFCPU_CFA_NONE:
+		/* Frame pointers: rbp 0 ends the chain, by the psABI's convention. */
+		if (!s->bp_known)
+			return 1;
+		if (!s->bp) {
+			if (known) /* a file's code, not JIT code that may clobber rbp */
+				st->flags |= OFFCPU_STACK_COMPLETE;
+			return 1;
+		}
+		cfa = s->bp + 16;
+		if (!read_user_u64(s->bp, &bp))
+			return 1;
+		break;
+	default:
+		return 1;
+	}
+	/* The stack grows down: a caller's frame is above, and not far above
+	 * (a frame-pointer walk through code that uses rbp otherwise can
+	 * land anywhere). */
+	if (cfa <= s->sp || cfa - s->sp > MAX_FRAME_BYTES || !read_user_u64(cfa - 8, &ra))
+		return 1;
+	if (row.rbp_rule == OFFCPU_RBP_AT_CFA && row.cfa_rule != OFFCPU_CFA_NONE) {
+		if (!read_user_u64(cfa + row.rbp_off, &bp))
+			return 1;
+	} else if (row.rbp_rule == OFFCPU_RBP_UNDEFINED) {
+		s->bp_known = false;
+	}
+	if (!ra) {
+		st->flags |= OFFCPU_STACK_COMPLETE; /* a thread's first frame has none */
+		return 1;
+	}
+	s->ip = ra;
+	s->sp = cfa;
+	s->bp = bp;
+	return 0;
+}
+
+/* prev's user stack, walked with its process's unwind tables. */
+static __always_inline void unwind_user_stack(struct task_struct *prev,
+					      const struct offcpu_unwind_proc *proc,
+					      struct offcpu_stack *st)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	struct user_walk s = { .st = st, .proc = proc, .bp_known = true };
+	__u32 depth = unwind_max_depth;
+
+	st->nr = 0;
+	st->flags = OFFCPU_STACK_DWARF;
+	if (!regs)
+		return;
+	s.ip = BPF_CORE_READ(regs, ip);
+	s.sp = BPF_CORE_READ(regs, sp);
+	s.bp = BPF_CORE_READ(regs, bp);
+	if (depth > OFFCPU_MAX_STACK_DEPTH)
+		depth = OFFCPU_MAX_STACK_DEPTH;
+	bpf_loop(depth, unwind_step, &s, 0);
+	count(OFFCPU_CNT_USTACK_TABLE_WALKS);
+	if (!(st->flags & OFFCPU_STACK_COMPLETE))
+		count(OFFCPU_CNT_USTACK_TRUNCATED);
+}
+
+/* prev's user stack: with unwind tables when its process has them, else
+ * (and meanwhile) with frame pointers. prev is the current task. */
+static __always_inline void walk_user_stack(void *ctx, struct task_struct *prev, __u32 tgid,
+					    struct offcpu_stack *st, bool btf)
+{
+	const struct offcpu_unwind_proc *proc;
+
+	if (btf && unwind_dwarf) {
+		proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
+		if (proc) {
+			unwind_user_stack(prev, proc, st);
+			return;
+		}
+		unwind_request(tgid);
+	}
+	walk_stack(ctx, st, BPF_F_USER_STACK, OFFCPU_CNT_DROP_USTACK_ERROR);
 }
 
 /* Slots whose request r is inside; clears r's stale bits (see struct
@@ -416,7 +675,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		walk_stack(ctx, &rec->kstack, 0, OFFCPU_CNT_DROP_KSTACK_ERROR);
 	if ((matched & user_stack_slots) &&
 	    !((btf ? prev->flags : BPF_CORE_READ(prev, flags)) & PF_KTHREAD))
-		walk_stack(ctx, &rec->ustack, BPF_F_USER_STACK, OFFCPU_CNT_DROP_USTACK_ERROR);
+		walk_user_stack(ctx, prev, tgid, &rec->ustack, btf);
 	rec->state = state;
 	rec->slots = matched;
 	rec->ts = bpf_ktime_get_ns();
@@ -432,7 +691,7 @@ __noinline __u64 stack_hash(const struct offcpu_stack *st)
 
 	if (!st)
 		return 0;
-	h = 0xcbf29ce484222325ULL ^ st->nr;
+	h = 0xcbf29ce484222325ULL ^ st->nr ^ (__u64)st->flags << 32;
 
 	for (__u32 i = 0; i < OFFCPU_MAX_STACK_DEPTH; i++) {
 		if (i >= st->nr)
@@ -948,5 +1207,33 @@ int BPF_PROG(sched_process_free_raw, struct task_struct *t)
 	__u32 pid = BPF_CORE_READ(t, pid);
 
 	bpf_map_delete_elem(&hash_starts, &pid);
+	return 0;
+}
+
+/* A new program image: its unwind tables are asked for at its next walk. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(unwind_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = p->tgid;
+
+	bpf_map_delete_elem(&unwind_procs, &tgid);
+	bpf_map_delete_elem(&unwind_requested, &tgid);
+	return 0;
+}
+
+/* New executable code (dlopen, a JIT's file): the process's tables are asked
+ * for again, keeping the current ones meanwhile. User space waits a little
+ * before it reads the maps, for the mmap to be done. */
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int unwind_mmap(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	/* Not asked for yet: the first request will read the maps after this. */
+	if (!(ctx->args[2] & PROT_EXEC) || (long)ctx->args[4] < 0 ||
+	    !bpf_map_lookup_elem(&unwind_requested, &tgid))
+		return 0;
+	bpf_map_delete_elem(&unwind_requested, &tgid);
+	unwind_request(tgid);
 	return 0;
 }

@@ -132,9 +132,57 @@ struct offcpu_value {
 
 struct offcpu_stack {
 	__u32 nr;
-	__u32 pad;
+	__u32 flags; /* OFFCPU_STACK_* */
 	__u64 ips[OFFCPU_MAX_STACK_DEPTH];
 };
+
+/*
+ * In-kernel unwinding (.eh_frame tables built by daemon/unwind_table.c).
+ * A row holds from its pc to the next row's. The return address is always at
+ * CFA - 8 (x86-64 psABI); rows where it is not are OFFCPU_CFA_UNSUPPORTED.
+ */
+enum offcpu_cfa_rule {
+	OFFCPU_CFA_NONE = 0,	/* no CFI here: walk frame pointers */
+	OFFCPU_CFA_RSP,		/* CFA = rsp + cfa_off */
+	OFFCPU_CFA_RBP,		/* CFA = rbp + cfa_off */
+	OFFCPU_CFA_PLT,		/* CFA = rsp + 8, + 8 more from byte 11 of a 16-byte PLT entry */
+	OFFCPU_CFA_END,		/* return address undefined: the outermost frame */
+	OFFCPU_CFA_UNSUPPORTED, /* a DWARF expression we do not evaluate: stop */
+};
+
+enum offcpu_rbp_rule {
+	OFFCPU_RBP_SAME = 0,  /* the caller's rbp is rbp */
+	OFFCPU_RBP_AT_CFA,    /* the caller's rbp is saved at CFA + rbp_off */
+	OFFCPU_RBP_UNDEFINED, /* not recoverable (or a rule we do not evaluate) */
+};
+
+struct offcpu_unwind_row {
+	__u64 pc; /* ELF virtual address */
+	__s32 cfa_off;
+	__s16 rbp_off;
+	__u8 cfa_rule; /* enum offcpu_cfa_rule */
+	__u8 rbp_rule; /* enum offcpu_rbp_rule */
+};
+
+#define OFFCPU_UNWIND_MAPPINGS 64 /* executable file mappings of one process */
+
+struct offcpu_unwind_mapping {
+	__u64 start, end; /* [start, end) in the process */
+	__u64 bias;	  /* address in the process - ELF virtual address */
+	__u32 first_row;  /* in the unwind_rows array */
+	__u32 n_rows;	  /* 0: no table; frame pointers */
+};
+
+/* Sorted by start; a process with none has n = 0 (known, nothing to use). */
+struct offcpu_unwind_proc {
+	__u32 n;
+	__u32 pad;
+	struct offcpu_unwind_mapping maps[OFFCPU_UNWIND_MAPPINGS];
+};
+
+/* offcpu_stack.flags */
+#define OFFCPU_STACK_DWARF    1u /* walked with unwind tables (else bpf_get_stack) */
+#define OFFCPU_STACK_COMPLETE 2u /* reached the outermost frame (DWARF walks only) */
 
 /* Counters of what could not be recorded; per-CPU array indexed by this. */
 enum offcpu_counter {
@@ -154,6 +202,8 @@ enum offcpu_counter {
 	OFFCPU_CNT_DROP_REQUEST_ALLOC,	/* no room for a thread's request state */
 	OFFCPU_CNT_DROP_REQUEST_FULL,	/* request latency map full */
 	OFFCPU_CNT_SWITCH_IN_UNSEEN,	/* a block's switch-in was not traced: its end estimated */
+	OFFCPU_CNT_USTACK_TABLE_WALKS,	/* user stacks walked with unwind tables */
+	OFFCPU_CNT_USTACK_TRUNCATED,	/* such a walk stopped before the outermost frame */
 	OFFCPU_CNT_MAX,
 };
 

@@ -293,6 +293,44 @@ static void requests_summary(FILE *out, const char *prefix, const struct proto_r
 	}
 }
 
+static uint64_t counter_value(const struct proto_status *st, const char *name)
+{
+	for (size_t i = 0; i < st->n_counters; i++)
+		if (!strcmp(st->counters[i].name, name))
+			return st->counters[i].value;
+	return 0;
+}
+
+static void unwind_summary(const struct proto_status *st)
+{
+	const struct proto_unwind_status *u = &st->unwind;
+	uint64_t walks = counter_value(st, "ustack_table_walks");
+	uint64_t truncated = counter_value(st, "ustack_truncated");
+
+	if (!*u->mode)
+		return;
+	if (strcmp(u->mode, "dwarf")) {
+		printf("user stacks: frame pointers only\n");
+		return;
+	}
+	printf("user stacks: unwind tables of %" PRIu64 " files for %" PRIu64 " processes (%" PRIu64
+	       " of %" PRIu64 " rows, %.1f MiB); %" PRIu64 " built in %.2f s",
+	       u->tables, u->processes, u->rows_used, u->rows_max, u->table_bytes / 1048576.0,
+	       u->builds, u->build_ns_total / 1e9);
+	if (u->build_ns_max)
+		printf(" (longest %.3f s: %s)", u->build_ns_max / 1e9, u->build_max_path);
+	if (u->no_room || u->failed || u->evictions)
+		printf("; %" PRIu64 " files without room, %" PRIu64 " without CFI, %" PRIu64
+		       " evicted",
+		       u->no_room, u->failed, u->evictions);
+	if (walks)
+		printf("; %" PRIu64 " walks, %.1f%% reached the thread's first frame", walks,
+		       100.0 * (walks - truncated) / walks);
+	if (!u->mmap_tracked)
+		printf("; executable mmaps not traced");
+	printf("\n");
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	const struct proto_status *st;
@@ -338,6 +376,7 @@ static int cmd_status(int argc, char **argv)
 		       : *st->store.last_error ? "; last error: "
 					       : "",
 		       st->store.last_error);
+		unwind_summary(st);
 		printf("slots: %u of %u in use, %u capture%s running\n", st->slots_active,
 		       st->slots_max, st->captures_running, st->captures_running == 1 ? "" : "s");
 		printf("events: %.0f context switches/s, %.0f blocks recorded/s\n",
@@ -818,6 +857,21 @@ static int filter_args_copy(const struct filter_args *a, char *comm, char *grep,
 	return EXIT_OK;
 }
 
+/* How much of the time has whole user stacks; only when some were truncated. */
+static void user_stacks_summary(const struct proto_user_stacks *us)
+{
+	uint64_t all = us->complete_ns + us->truncated_ns + us->frame_pointer_ns;
+
+	if (!us->truncated_ns)
+		return;
+	fprintf(stderr,
+		"offcpuctl: note: user stacks of %.1f%% of the time are incomplete "
+		"(root frame [truncated]); %.1f%% reach the thread's first frame, %.1f%% are "
+		"frame-pointer walks\n",
+		100.0 * us->truncated_ns / all, 100.0 * us->complete_ns / all,
+		100.0 * us->frame_pointer_ns / all);
+}
+
 static void capture_summary(const struct proto_capture_result *res)
 {
 	uint64_t dropped = 0;
@@ -836,6 +890,7 @@ static void capture_summary(const struct proto_capture_result *res)
 	if (res->target_exited)
 		fprintf(stderr, "offcpuctl: note: a target exited during the capture\n");
 	requests_summary(stderr, "", res->requests, res->n_requests);
+	user_stacks_summary(&res->user_stacks);
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "captured %" PRIu64 " stacks, %.3f s off-CPU in %.1f s\n",
 			res->n_samples, res->total_ns / 1e9, res->duration_ns / 1e9);

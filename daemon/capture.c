@@ -156,6 +156,21 @@ static int capture_apply_filters(struct capture *c)
 	return 0;
 }
 
+static int add_user_stack_time(void *arg, const struct profile_row *row)
+{
+	struct proto_user_stacks *us = arg;
+
+	if (!*row->ustack)
+		return 0;
+	if (!(row->ustack_flags & OFFCPU_STACK_DWARF))
+		us->frame_pointer_ns += row->sum_ns;
+	else if (row->ustack_flags & OFFCPU_STACK_COMPLETE)
+		us->complete_ns += row->sum_ns;
+	else
+		us->truncated_ns += row->sum_ns;
+	return 0;
+}
+
 char *capture_reply(struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MAX],
 		    bool target_exited, const struct proto_request_stats *requests,
 		    size_t n_requests)
@@ -182,6 +197,7 @@ char *capture_reply(struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MA
 		.requests = requests,
 		.n_requests = n_requests,
 	};
+	profile_foreach(c->profile, add_user_stack_time, &res.user_stacks);
 	for (size_t i = 0; i < N_DROPS; i++) {
 		unsigned idx = drop_names[i].idx;
 

@@ -1,5 +1,6 @@
 /* collector: see collector.h. */
 #include "collector.h"
+#include "unwinder.h"
 
 #include <errno.h>
 #include <linux/membarrier.h>
@@ -17,7 +18,8 @@
 
 struct collector {
 	struct offcpu_bpf *skel;
-	struct bpf_link *links[3];
+	struct bpf_link *links[4];
+	struct bpf_link *mmap_link; /* NULL if syscall tracepoints are missing */
 	size_t n_links;
 	bool raw_tp;
 	uint32_t used_mask; /* slots handed out, as seen by this thread */
@@ -50,6 +52,15 @@ static int load(const struct collector_options *opts, bool raw_tp, struct offcpu
 	bpf_program__set_autoload(skel->progs.request_enter, !raw_tp);
 	bpf_program__set_autoload(skel->progs.request_exit, !raw_tp);
 	bpf_map__set_autocreate(skel->maps.request_threads, !raw_tp);
+	/* Tables need bpf_task_pt_regs(), which needs tp_btf's typed task. */
+	skel->rodata->unwind_dwarf = opts->unwind_dwarf && !raw_tp;
+	skel->rodata->unwind_max_depth = opts->unwind_max_depth;
+	bpf_program__set_autoload(skel->progs.unwind_exec, skel->rodata->unwind_dwarf);
+	bpf_program__set_autoload(skel->progs.unwind_mmap, skel->rodata->unwind_dwarf);
+	bpf_map__set_max_entries(skel->maps.unwind_rows,
+				 skel->rodata->unwind_dwarf ? opts->unwind_rows : 1);
+	bpf_map__set_max_entries(skel->maps.unwind_procs, opts->unwind_processes);
+	bpf_map__set_max_entries(skel->maps.unwind_requested, opts->unwind_processes);
 
 	r = offcpu_bpf__load(skel);
 	if (r < 0) {
@@ -94,12 +105,18 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_switch_btf);
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_waking_btf);
 	}
+	if (c->skel->rodata->unwind_dwarf)
+		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.unwind_exec);
 	for (size_t i = 0; i < c->n_links; i++) {
 		if (!c->links[i]) {
 			r = -errno;
 			goto fail;
 		}
 	}
+	/* Optional: a kernel without syscall tracepoints still unwinds what
+	 * was mapped when a process was first seen. */
+	if (c->skel->rodata->unwind_dwarf)
+		c->mmap_link = bpf_program__attach(c->skel->progs.unwind_mmap);
 	*ret = c;
 	return 0;
 fail:
@@ -115,10 +132,30 @@ void collector_free(struct collector *c)
 		collector_request_detach(c, slot);
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
+	bpf_link__destroy(c->mmap_link);
 	offcpu_bpf__destroy(c->skel);
 	if (c->stats_fd >= 0)
 		close(c->stats_fd);
 	free(c);
+}
+
+bool collector_unwind_maps(const struct collector *c, struct unwinder_maps *ret)
+{
+	if (!c->skel->rodata->unwind_dwarf)
+		return false;
+	*ret = (struct unwinder_maps){
+		.rows_fd = bpf_map__fd(c->skel->maps.unwind_rows),
+		.rows_max = bpf_map__max_entries(c->skel->maps.unwind_rows),
+		.procs_fd = bpf_map__fd(c->skel->maps.unwind_procs),
+		.requested_fd = bpf_map__fd(c->skel->maps.unwind_requested),
+		.requests_fd = bpf_map__fd(c->skel->maps.unwind_requests),
+	};
+	return true;
+}
+
+bool collector_unwind_tracks_mmap(const struct collector *c)
+{
+	return c->mmap_link != NULL;
 }
 
 const char *collector_tracepoint(const struct collector *c)

@@ -30,6 +30,10 @@ struct collector_options {
 	uint32_t stack_map_entries;
 	bool trace_self;
 	enum collector_attach attach;
+	bool unwind_dwarf;	   /* user stacks from unwind tables (tp_btf only) */
+	uint32_t unwind_max_depth; /* frames, 1..OFFCPU_MAX_STACK_DEPTH */
+	uint32_t unwind_rows;	   /* rows of all loaded unwind tables */
+	uint32_t unwind_processes; /* processes with tables at once */
 };
 
 /* One capture's filter. Empty id lists mean "all". */
@@ -160,6 +164,15 @@ struct collector_map_sizes {
 	uint32_t agg, stacks, chains, hists;
 };
 void collector_map_sizes(const struct collector *c, struct collector_map_sizes *ret);
+
+/* The unwind maps (fds owned by the collector), for the unwinder; false if
+ * unwinding with tables is off (configured so, or the raw_tp fallback). */
+struct unwinder_maps;
+bool collector_unwind_maps(const struct collector *c, struct unwinder_maps *ret);
+
+/* Whether executable mmaps are traced (syscall tracepoints may be missing):
+ * without it, a library loaded later is walked with frame pointers. */
+bool collector_unwind_tracks_mmap(const struct collector *c);
 
 /* Totals since load, summed over CPUs (enum offcpu_counter). */
 void collector_counters(struct collector *c, uint64_t ret[OFFCPU_CNT_MAX]);

@@ -83,6 +83,7 @@ static const struct unit duration_units[] = {
 #define KEY(f, kind, t, lo, hi) KEY_AS(#f, f, kind, t, lo, hi)
 
 static const char *const tracepoint_names[] = { "auto", "tp_btf", "raw_tp", NULL };
+static const char *const unwind_names[] = { "dwarf", "fp", NULL };
 
 /* The profile kinds as the protocol spells them (proto_kind_name() in
  * proto/proto.c); repeated here so the daemon's configuration does not pull
@@ -114,6 +115,13 @@ static const struct key keys[] = {
 	KEY(agg_map_entries, KEY_U32, uint32_t, 64, 1048576),
 	KEY(stack_map_entries, KEY_U32, uint32_t, 64, 1048576),
 	KEY(trace_self, KEY_BOOL, bool, 0, 1),
+	{ .name = "unwind",
+	  .type = KEY_CHOICE,
+	  .choices = unwind_names,
+	  .offset = offsetof(struct config, unwind) + TYPE_CHECK(unwind, unsigned) },
+	KEY(unwind_max_depth, KEY_U32, uint32_t, 1, 127), /* OFFCPU_MAX_STACK_DEPTH */
+	KEY(unwind_rows, KEY_U32, uint32_t, 4096, 1u << 26),
+	KEY(unwind_processes, KEY_U32, uint32_t, 16, 65536),
 	{ .name = "tracepoint",
 	  .type = KEY_CHOICE,
 	  .choices = tracepoint_names,
@@ -145,6 +153,10 @@ static const struct config config_defaults = {
 	.agg_map_entries = 16384,
 	.stack_map_entries = 8192,
 	.trace_self = false,
+	.unwind = CONFIG_UNWIND_DWARF,
+	.unwind_max_depth = 64,
+	.unwind_rows = 1u << 21,
+	.unwind_processes = 4096,
 	.tracepoint = CONFIG_TRACEPOINT_AUTO,
 	.continuous = true,
 	.continuous_kinds = 1u << PROTO_KIND_OFFCPU,

@@ -32,6 +32,10 @@ struct config {
 	uint32_t stack_map_entries; /* per buffer; two buffers exist */
 	bool trace_self;	    /* include offcpud's own threads */
 	unsigned tracepoint;	    /* enum config_tracepoint */
+	unsigned unwind;	    /* enum config_unwind: how user stacks are walked */
+	uint32_t unwind_max_depth;  /* user frames walked with unwind tables */
+	uint32_t unwind_rows;	    /* rows of all loaded unwind tables (16 bytes each) */
+	uint32_t unwind_processes;  /* processes with unwind tables at once */
 
 	/* The continuous profile and its store. */
 	bool continuous;		  /* run the always-on capture of every process */
@@ -56,6 +60,11 @@ enum config_tracepoint {
 	CONFIG_TRACEPOINT_AUTO, /* tp_btf, else raw_tp */
 	CONFIG_TRACEPOINT_TP_BTF,
 	CONFIG_TRACEPOINT_RAW_TP,
+};
+
+enum config_unwind {
+	CONFIG_UNWIND_DWARF, /* .eh_frame tables, frame pointers where none cover a PC */
+	CONFIG_UNWIND_FP,    /* frame pointers only (bpf_get_stack) */
 };
 
 /* Fills every field with its documented default. */

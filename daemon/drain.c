@@ -71,6 +71,11 @@ static char *stack_name(struct symbolizer *s, const struct offcpu_stack *st, uin
 	uint32_t nr = st->nr < OFFCPU_MAX_STACK_DEPTH ? st->nr : OFFCPU_MAX_STACK_DEPTH;
 	uint32_t leaf = 0;
 
+	/* A table walk that did not reach the thread's first frame says so
+	 * at the root, where the missing callers would be. */
+	if (!kernel && (st->flags & OFFCPU_STACK_DWARF) && !(st->flags & OFFCPU_STACK_COMPLETE) &&
+	    append(&buf, &len, &cap, DRAIN_TRUNCATED_FRAME) < 0)
+		return NULL;
 	while (kernel && leaf < nr) {
 		symbolizer_kernel(s, st->ips[leaf] - (leaf > 0), frame, sizeof(frame));
 		if (!is_tracing_frame(frame))
@@ -103,12 +108,20 @@ static int stack_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static const struct collector_stack *stack_find(const struct collector_batch *b, uint64_t hash)
+{
+	struct collector_stack probe = { .hash = hash };
+
+	return b->n_stacks ? bsearch(&probe, b->stacks, b->n_stacks, sizeof(*b->stacks), stack_cmp)
+			   : NULL;
+}
+
 static const char *name_get(struct drain_result *r, struct symbolizer *s,
 			    const struct collector_batch *b, uint64_t hash, uint32_t tgid,
 			    bool kernel)
 {
 	struct name_key key = { .hash = hash, .tgid = kernel ? 0 : tgid, .kind = kernel };
-	struct collector_stack probe = { .hash = hash }, *found;
+	const struct collector_stack *found;
 	char **slot;
 	bool created;
 
@@ -119,8 +132,7 @@ static const char *name_get(struct drain_result *r, struct symbolizer *s,
 		return "[out of memory]";
 	if (!created)
 		return *slot;
-	found = b->n_stacks ? bsearch(&probe, b->stacks, b->n_stacks, sizeof(*b->stacks), stack_cmp)
-			    : NULL;
+	found = stack_find(b, hash);
 	/* The stack map was full when this block was counted: keep the time. */
 	*slot = found ? stack_name(s, &found->stack, tgid, kernel, false) : strdup("[stack lost]");
 	return *slot ? *slot : "[out of memory]";
@@ -301,12 +313,15 @@ int drain_run(struct collector *c, struct symbolizer *s, const uint32_t *tgids, 
 		symbolizer_prime(s, tgids[i]);
 	for (size_t i = 0; i < b.n_rows; i++) {
 		struct drain_row *row = &ret->rows[i];
+		const struct collector_stack *ustack;
 
 		row->key = b.rows[i].key;
 		row->value = b.rows[i].value;
 		row->value.comm[sizeof(row->value.comm) - 1] = '\0';
 		row->kstack = name_get(ret, s, &b, row->key.kstack, row->key.tgid, true);
 		row->ustack = name_get(ret, s, &b, row->key.ustack, row->key.tgid, false);
+		ustack = row->key.ustack ? stack_find(&b, row->key.ustack) : NULL;
+		row->ustack_flags = ustack ? ustack->stack.flags : 0;
 		row->chain = chain_get(ret, c, s, &b, &row->key);
 	}
 	ret->n_rows = b.n_rows;

@@ -13,12 +13,16 @@
 #include "collector.h"
 #include "symbolizer.h"
 
+/* The root frame of a user stack whose table walk stopped early. */
+#define DRAIN_TRUNCATED_FRAME "[truncated]"
+
 struct drain_row {
 	struct offcpu_key key;
 	struct offcpu_value value;
 	const char *ustack; /* ';'-joined frames root->leaf; "" if none */
 	const char *kstack;
-	const char *chain; /* the waker part (levels joined by "--"); "" if none */
+	const char *chain;     /* the waker part (levels joined by "--"); "" if none */
+	uint32_t ustack_flags; /* OFFCPU_STACK_* of the user stack */
 };
 
 struct drain_result {

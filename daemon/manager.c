@@ -26,6 +26,7 @@
 #include "store.h"
 #include "store_queue.h"
 #include "symbolizer.h"
+#include "unwinder.h"
 
 #define PROC_ROOT    "/proc"
 #define MAX_PROGRAMS 8 /* BPF programs loaded; status lists them */
@@ -38,6 +39,7 @@ struct manager {
 	struct access_policy access;
 	struct collector *collector;
 	struct symbolizer *symbolizer;
+	struct unwinder *unwinder; /* NULL: user stacks by frame pointers only */
 	struct server *server;
 	uv_timer_t drain_timer;
 	uv_timer_t watchdog_timer;
@@ -608,6 +610,8 @@ static const struct {
 	{ OFFCPU_CNT_DROP_REQUEST_ALLOC, "drop_request_alloc" },
 	{ OFFCPU_CNT_DROP_REQUEST_FULL, "drop_request_map_full" },
 	{ OFFCPU_CNT_SWITCH_IN_UNSEEN, "switch_in_unseen" },
+	{ OFFCPU_CNT_USTACK_TABLE_WALKS, "ustack_table_walks" },
+	{ OFFCPU_CNT_USTACK_TRUNCATED, "ustack_truncated" },
 };
 
 /* Per second, over the last drain interval. */
@@ -658,6 +662,7 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 	struct proto_request_function funcs[ELF_FUNCS_MAX];
 	uint64_t now[OFFCPU_CNT_MAX];
 	unsigned first_continuous;
+	struct unwinder_stats ustats;
 	struct proto_status st;
 
 	collector_counters(m->collector, now);
@@ -693,7 +698,28 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 		},
 		.cpu_pct = per_second(m, m->cpu_ns, m->cpu_prev_ns) / 1e7,
 		.rss_bytes = rss_bytes(),
+		.unwind.mode = m->unwinder ? "dwarf" : "fp",
 	};
+	if (m->unwinder) {
+		unwinder_stats(m->unwinder, &ustats);
+		st.unwind = (struct proto_unwind_status){
+			.mode = "dwarf",
+			.mmap_tracked = collector_unwind_tracks_mmap(m->collector),
+			.tables = ustats.tables,
+			.processes = ustats.processes,
+			.rows_used = ustats.rows_used,
+			.rows_max = ustats.rows_max,
+			.table_bytes = ustats.table_bytes,
+			.builds = ustats.builds,
+			.build_ns_total = ustats.build_ns_total,
+			.build_ns_max = ustats.build_ns_max,
+			.build_max_path = ustats.build_max_path,
+			.evictions = ustats.evictions,
+			.no_room = ustats.no_room,
+			.failed = ustats.failed,
+			.requests = ustats.requests,
+		};
+	}
 	for (size_t i = 0; i < m->n_programs; i++)
 		programs[i] = (struct proto_program){
 			.name = m->programs[i].name,
@@ -923,6 +949,10 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		.agg_map_entries = cfg->agg_map_entries,
 		.stack_map_entries = cfg->stack_map_entries,
 		.trace_self = cfg->trace_self,
+		.unwind_dwarf = cfg->unwind == CONFIG_UNWIND_DWARF,
+		.unwind_max_depth = cfg->unwind_max_depth,
+		.unwind_rows = cfg->unwind_rows,
+		.unwind_processes = cfg->unwind_processes,
 		.attach = cfg->tracepoint == CONFIG_TRACEPOINT_TP_BTF	? COLLECTOR_ATTACH_TP_BTF
 			  : cfg->tracepoint == CONFIG_TRACEPOINT_RAW_TP ? COLLECTOR_ATTACH_RAW_TP
 									: COLLECTOR_ATTACH_AUTO,
@@ -938,6 +968,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	};
 	struct server_ops ops = { .accept = accept_cb, .request = request_cb, .closed = closed_cb };
 	uint64_t watchdog_us = 0;
+	struct unwinder_maps umaps;
 	char warn[256];
 	struct manager *m;
 	int r;
@@ -969,6 +1000,22 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	if (!collector_bpf_stats(m->collector))
 		log_info(
 			"the kernel refused BPF run-time stats: status shows no program run times");
+	if (collector_unwind_maps(m->collector, &umaps)) {
+		r = unwinder_new(&umaps, PROC_ROOT, &m->unwinder);
+		if (r < 0) {
+			log_error("cannot start the unwinder: %s", strerror(-r));
+			goto fail;
+		}
+		log_info("user stacks: unwind tables (up to %u rows), frame pointers elsewhere%s",
+			 umaps.rows_max,
+			 collector_unwind_tracks_mmap(m->collector)
+				 ? ""
+				 : "; executable mmaps are not traced (no syscall tracepoints): "
+				   "libraries loaded later use frame pointers");
+	} else {
+		log_info("user stacks: frame pointers%s",
+			 cfg->unwind == CONFIG_UNWIND_DWARF ? " (unwind tables need tp_btf)" : "");
+	}
 	r = symbolizer_new(PROC_ROOT, &m->symbolizer);
 	if (r < 0) {
 		log_error("cannot set up the symbolizer: %s", strerror(-r));
@@ -1043,6 +1090,7 @@ static void manager_free(struct manager *m)
 		uv_close((uv_handle_t *)&c->timer, capture_free_cb);
 	}
 	server_free(m->server);
+	unwinder_free(m->unwinder); /* before the maps it writes go */
 	collector_free(m->collector);
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
 		request_probes_free(&m->requests[i]);

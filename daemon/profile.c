@@ -17,6 +17,7 @@ struct profile_value {
 	char *ustack;
 	char *kstack;
 	char *chain;
+	uint32_t ustack_flags; /* of the first row: rows with the same names were walked alike */
 };
 
 struct profile {
@@ -92,6 +93,7 @@ int profile_add_row(struct profile *p, const struct profile_row *row)
 		v->ustack = strdup(row->ustack);
 		v->kstack = strdup(row->kstack);
 		v->chain = strdup(row->chain ? row->chain : "");
+		v->ustack_flags = row->ustack_flags;
 		if (!v->ustack || !v->kstack || !v->chain)
 			return -ENOMEM; /* the row stays, named "" by the readers */
 	}
@@ -114,6 +116,7 @@ int profile_add(struct profile *p, const struct drain_row *row)
 		.kstack = row->kstack,
 		.kind = row->key.kind,
 		.chain = row->chain,
+		.ustack_flags = row->ustack_flags,
 	};
 
 	return profile_add_row(p, &r);
@@ -139,6 +142,7 @@ int profile_foreach(const struct profile *p, int (*fn)(void *arg, const struct p
 			.kstack = v->kstack ? v->kstack : "",
 			.kind = key->kind,
 			.chain = v->chain ? v->chain : "",
+			.ustack_flags = v->ustack_flags,
 		};
 
 		r = fn(arg, &row);

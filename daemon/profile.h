@@ -26,8 +26,9 @@ struct profile_row {
 	uint64_t count;
 	const char *ustack; /* ';'-joined frames root->leaf; "" if none */
 	const char *kstack;
-	uint32_t kind;	   /* enum offcpu_kind */
-	const char *chain; /* the waker part, folded order; "" if none */
+	uint32_t kind;	       /* enum offcpu_kind */
+	const char *chain;     /* the waker part, folded order; "" if none */
+	uint32_t ustack_flags; /* OFFCPU_STACK_*: how the user stack was walked */
 };
 
 int profile_new(struct profile **ret); /* 0 or -ENOMEM */

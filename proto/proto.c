@@ -1431,7 +1431,8 @@ static bool proto__add_requests(cJSON *body, const struct proto_request_stats *r
 
 char *proto_reply_status(const struct proto_status *s)
 {
-	cJSON *body, *programs, *maps, *store, *daemon, *root = proto__new_ok("status", &body);
+	cJSON *body, *programs, *maps, *store, *daemon, *unwind,
+		*root = proto__new_ok("status", &body);
 
 	if (!root)
 		return NULL;
@@ -1481,7 +1482,24 @@ char *proto_reply_status(const struct proto_status *s)
 			       s->store.last_error ? s->store.last_error : "") ||
 	    !(daemon = cJSON_AddObjectToObject(body, "daemon")) ||
 	    !proto__add_rate(daemon, "cpu_pct", s->cpu_pct) ||
-	    !proto__add_u64(daemon, "rss_bytes", s->rss_bytes))
+	    !proto__add_u64(daemon, "rss_bytes", s->rss_bytes) ||
+	    !(unwind = cJSON_AddObjectToObject(body, "unwind")) ||
+	    !proto__add_string(unwind, "mode", s->unwind.mode ? s->unwind.mode : "fp") ||
+	    !proto__add_bool(unwind, "mmap_tracked", s->unwind.mmap_tracked) ||
+	    !proto__add_u64(unwind, "tables", s->unwind.tables) ||
+	    !proto__add_u64(unwind, "processes", s->unwind.processes) ||
+	    !proto__add_u64(unwind, "rows_used", s->unwind.rows_used) ||
+	    !proto__add_u64(unwind, "rows_max", s->unwind.rows_max) ||
+	    !proto__add_u64(unwind, "table_bytes", s->unwind.table_bytes) ||
+	    !proto__add_u64(unwind, "builds", s->unwind.builds) ||
+	    !proto__add_u64(unwind, "build_ns_total", s->unwind.build_ns_total) ||
+	    !proto__add_u64(unwind, "build_ns_max", s->unwind.build_ns_max) ||
+	    !proto__add_string(unwind, "build_max_path",
+			       s->unwind.build_max_path ? s->unwind.build_max_path : "") ||
+	    !proto__add_u64(unwind, "evictions", s->unwind.evictions) ||
+	    !proto__add_u64(unwind, "no_room", s->unwind.no_room) ||
+	    !proto__add_u64(unwind, "failed", s->unwind.failed) ||
+	    !proto__add_u64(unwind, "requests", s->unwind.requests))
 		goto fail;
 	if (!proto__add_u64(body, "slots_active", s->slots_active) ||
 	    !proto__add_u64(body, "slots_max", s->slots_max) ||
@@ -1541,13 +1559,18 @@ static bool proto__add_rows(cJSON *body, const char *folded, const struct proto_
 
 char *proto_reply_capture(const struct proto_capture_result *r, size_t n_samples)
 {
-	cJSON *body, *root = proto__new_ok("capture", &body);
+	cJSON *body, *us, *root = proto__new_ok("capture", &body);
 
 	if (!root)
 		return NULL;
+
 	if (!proto__add_u64(body, "id", r->id) ||
 	    !proto__add_u64(body, "duration_ns", r->duration_ns) ||
 	    !proto__add_u64(body, "total_ns", r->total_ns) ||
+	    !(us = cJSON_AddObjectToObject(body, "user_stacks")) ||
+	    !proto__add_u64(us, "complete_ns", r->user_stacks.complete_ns) ||
+	    !proto__add_u64(us, "truncated_ns", r->user_stacks.truncated_ns) ||
+	    !proto__add_u64(us, "frame_pointer_ns", r->user_stacks.frame_pointer_ns) ||
 	    !proto__add_u64(body, "samples_count", r->n_samples) ||
 	    !proto__add_bool(body, "target_exited", r->target_exited) ||
 	    !proto__add_counters(body, "drops", r->drops, r->n_drops) ||
@@ -1885,6 +1908,24 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 		     proto__reply_bool(item, "disk_full", &s->store.disk_full) < 0 ||
 		     proto__reply_str(item, "last_error", &s->store.last_error) < 0))
 		return -EINVAL;
+	item = cJSON_GetObjectItemCaseSensitive(o, "unwind");
+	s->unwind.mode = s->unwind.build_max_path = "";
+	if (item && (!cJSON_IsObject(item) || proto__reply_str(item, "mode", &s->unwind.mode) < 0 ||
+		     proto__reply_bool(item, "mmap_tracked", &s->unwind.mmap_tracked) < 0 ||
+		     proto__reply_u64(item, "tables", &s->unwind.tables) < 0 ||
+		     proto__reply_u64(item, "processes", &s->unwind.processes) < 0 ||
+		     proto__reply_u64(item, "rows_used", &s->unwind.rows_used) < 0 ||
+		     proto__reply_u64(item, "rows_max", &s->unwind.rows_max) < 0 ||
+		     proto__reply_u64(item, "table_bytes", &s->unwind.table_bytes) < 0 ||
+		     proto__reply_u64(item, "builds", &s->unwind.builds) < 0 ||
+		     proto__reply_u64(item, "build_ns_total", &s->unwind.build_ns_total) < 0 ||
+		     proto__reply_u64(item, "build_ns_max", &s->unwind.build_ns_max) < 0 ||
+		     proto__reply_str(item, "build_max_path", &s->unwind.build_max_path) < 0 ||
+		     proto__reply_u64(item, "evictions", &s->unwind.evictions) < 0 ||
+		     proto__reply_u64(item, "no_room", &s->unwind.no_room) < 0 ||
+		     proto__reply_u64(item, "failed", &s->unwind.failed) < 0 ||
+		     proto__reply_u64(item, "requests", &s->unwind.requests) < 0))
+		return -EINVAL;
 	item = cJSON_GetObjectItemCaseSensitive(o, "daemon");
 	if (item &&
 	    (!cJSON_IsObject(item) || proto__reply_double(item, "cpu_pct", &s->cpu_pct) < 0 ||
@@ -1925,6 +1966,7 @@ static int proto__reply_opt_str(const cJSON *o, const char *name, const char **r
 static int proto__reply_capture(struct proto__reply *r, const cJSON *o)
 {
 	struct proto_capture_result *c = &r->pub.capture;
+	const cJSON *us;
 	int e;
 
 	if (!cJSON_IsObject(o))
@@ -1937,6 +1979,12 @@ static int proto__reply_capture(struct proto__reply *r, const cJSON *o)
 		return -EINVAL;
 	if (proto__reply_opt_str(o, "folded", &c->folded) < 0 ||
 	    proto__reply_opt_str(o, "output", &c->output) < 0)
+		return -EINVAL;
+	us = cJSON_GetObjectItemCaseSensitive(o, "user_stacks");
+	if (us && (!cJSON_IsObject(us) ||
+		   proto__reply_u64(us, "complete_ns", &c->user_stacks.complete_ns) < 0 ||
+		   proto__reply_u64(us, "truncated_ns", &c->user_stacks.truncated_ns) < 0 ||
+		   proto__reply_u64(us, "frame_pointer_ns", &c->user_stacks.frame_pointer_ns) < 0))
 		return -EINVAL;
 	e = proto__reply_counters(o, "drops", &r->drops, &c->n_drops);
 	if (e < 0)

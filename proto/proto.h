@@ -211,6 +211,21 @@ struct proto_store_status {
 	const char *last_error;			  /* of the last write; "" if it worked */
 };
 
+/* How user stacks are walked, and the unwind tables loaded for it. */
+struct proto_unwind_status {
+	const char *mode;	    /* "dwarf" (tables, frame pointers elsewhere) or "fp" */
+	bool mmap_tracked;	    /* executable mmaps reload a process's tables */
+	uint64_t tables, processes; /* loaded files' tables; processes using them */
+	uint64_t rows_used, rows_max, table_bytes;
+	uint64_t builds; /* tables built since start */
+	uint64_t build_ns_total, build_ns_max;
+	const char *build_max_path; /* the longest build's file */
+	uint64_t evictions;	    /* tables dropped to make room */
+	uint64_t no_room;	    /* files left to frame pointers: rows full */
+	uint64_t failed;	    /* files without usable CFI */
+	uint64_t requests;	    /* process (re)loads asked for by the kernel side */
+};
+
 struct proto_status {
 	const char *version;
 	uint64_t uptime_s;
@@ -232,6 +247,7 @@ struct proto_status {
 	struct proto_store_status store;
 	double cpu_pct;	    /* the daemon's CPU time over the last drain interval, % of one CPU */
 	uint64_t rss_bytes; /* the daemon's resident memory */
+	struct proto_unwind_status unwind; /* mode NULL/"": not reported (older daemons) */
 };
 
 /* One aggregated row; ustack and kstack are ordered root -> leaf. */
@@ -270,6 +286,13 @@ struct proto_request_stats {
 	uint64_t offcpu_hist[PROTO_HIST_BUCKETS]; /* of each request's off-CPU part */
 };
 
+/* Off-CPU time by how its user stack was walked (rows without one: none). */
+struct proto_user_stacks {
+	uint64_t complete_ns;	   /* unwind tables, up to the thread's first frame */
+	uint64_t truncated_ns;	   /* unwind tables, stopped early (marked "[truncated]") */
+	uint64_t frame_pointer_ns; /* frame pointers: where it ended is not known */
+};
+
 struct proto_capture_result {
 	uint64_t id;
 	uint64_t duration_ns;
@@ -283,6 +306,7 @@ struct proto_capture_result {
 	const char *output;			    /* set for PROTO_FORMAT_SVG and _SPEEDSCOPE */
 	const struct proto_request_stats *requests; /* a request-synchronous capture's */
 	size_t n_requests;
+	struct proto_user_stacks user_stacks; /* all zero from older daemons */
 };
 
 /* One stored window, as listed by "windows". */

@@ -1,0 +1,634 @@
+/* See unwinder.h. */
+#define _GNU_SOURCE
+#include "unwinder.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/types.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "offcpu.h"
+#include "unwind_table.h"
+
+#define BUILD_ID_MAX	  32
+#define LOADS_MAX	  8
+#define NOTE_MAX_BYTES	  (1u << 16)
+#define SETTLE_NS	  (20 * 1000 * 1000ull)	      /* let an mmap in progress finish */
+#define SWEEP_INTERVAL_NS (5 * 1000 * 1000 * 1000ull) /* forget processes that are gone */
+#define PROCESSES_MAX	  65536
+
+struct elf_load {
+	uint64_t offset, vaddr, filesz;
+};
+
+/* One file's table: where its rows are in the BPF array, who uses it. */
+struct table {
+	dev_t dev;
+	ino_t ino;
+	uint8_t build_id[BUILD_ID_MAX];
+	size_t build_id_len;
+	struct elf_load loads[LOADS_MAX];
+	size_t n_loads;
+	uint32_t first_row, n_rows; /* n_rows 0: no table (none built, or no room) */
+	uint32_t refs;		    /* processes whose published mappings use it */
+	bool no_room;		    /* rows were full: built again when next asked for */
+	uint64_t last_used;
+	bool live; /* false: a free entry of u->tables */
+};
+
+struct proc {
+	uint32_t tgid;
+	uint32_t n_tables;
+	uint32_t tables[OFFCPU_UNWIND_MAPPINGS]; /* indexes into u->tables, with a ref each */
+};
+
+struct pending {
+	uint32_t tgid;
+	uint64_t due_ns;
+};
+
+struct unwinder {
+	struct unwinder_maps maps;
+	char proc_root[64];
+	struct offcpu_unwind_row *rows; /* the BPF array, mmapped */
+	size_t rows_bytes;
+	struct ring_buffer *rb;
+	pthread_t thread;
+	bool thread_started;
+	atomic_bool stop;
+	int stop_fd;  /* eventfd: wakes the thread to stop */
+	int epoll_fd; /* the ring buffer's epoll fd and stop_fd */
+
+	/* Only the unwinder's thread uses these: */
+	struct table *tables;
+	size_t n_tables;
+	struct proc *procs;
+	size_t n_procs;
+	struct pending *pending;
+	size_t n_pending, cap_pending;
+	uint64_t clock;
+	uint64_t last_sweep_ns;
+
+	pthread_mutex_t stats_lock; /* stats only: status must not wait for a build */
+	struct unwinder_stats stats;
+};
+
+static size_t elf_build_id(Elf *elf, size_t phnum, uint8_t *id)
+{
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		GElf_Nhdr nh;
+		Elf_Data *d;
+		size_t pos = 0, next, name_off, desc_off;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_NOTE ||
+		    ph.p_filesz > NOTE_MAX_BYTES)
+			continue;
+		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz,
+					 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+		while (d && (next = gelf_getnote(d, pos, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof("GNU") &&
+			    !memcmp((char *)d->d_buf + name_off, "GNU", sizeof("GNU")) &&
+			    nh.n_descsz && nh.n_descsz <= BUILD_ID_MAX) {
+				memcpy(id, (char *)d->d_buf + desc_off, nh.n_descsz);
+				return nh.n_descsz;
+			}
+			pos = next;
+		}
+	}
+	return 0;
+}
+
+/* Identity and load segments of the ELF file fd; false if it is not ELF. */
+static bool read_identity(int fd, struct table *t)
+{
+	struct stat st;
+	size_t phnum;
+	Elf *elf;
+
+	if (fstat(fd, &st) < 0)
+		return false;
+	t->dev = st.st_dev;
+	t->ino = st.st_ino;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum) < 0) {
+		if (elf)
+			elf_end(elf);
+		return false;
+	}
+	t->build_id_len = elf_build_id(elf, phnum, t->build_id);
+	for (size_t i = 0; i < phnum && t->n_loads < LOADS_MAX; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD)
+			t->loads[t->n_loads++] =
+				(struct elf_load){ ph.p_offset, ph.p_vaddr, ph.p_filesz };
+	}
+	elf_end(elf);
+	return true;
+}
+
+static bool same_file(const struct table *a, const struct table *b)
+{
+	if (a->build_id_len || b->build_id_len)
+		return a->build_id_len == b->build_id_len &&
+		       !memcmp(a->build_id, b->build_id, a->build_id_len);
+	return a->dev == b->dev && a->ino == b->ino;
+}
+
+static int cmp_by_first_row(const void *a, const void *b)
+{
+	const struct table *x = *(struct table *const *)a, *y = *(struct table *const *)b;
+
+	return x->first_row < y->first_row ? -1 : x->first_row > y->first_row;
+}
+
+/* First fit among the gaps between tables that hold rows; -1 if none fits. */
+static int64_t find_room(struct unwinder *u, uint32_t n)
+{
+	struct table **used = calloc(u->n_tables + 1, sizeof(*used));
+	size_t n_used = 0;
+	uint64_t at = 0;
+	int64_t found = -1;
+
+	if (!used)
+		return -1;
+	for (size_t i = 0; i < u->n_tables; i++)
+		if (u->tables[i].live && u->tables[i].n_rows)
+			used[n_used++] = &u->tables[i];
+	qsort(used, n_used, sizeof(*used), cmp_by_first_row);
+	for (size_t i = 0; i <= n_used; i++) {
+		uint64_t end = i < n_used ? used[i]->first_row : u->maps.rows_max;
+
+		if (end >= at + n) {
+			found = (int64_t)at;
+			break;
+		}
+		if (i == n_used)
+			break;
+		at = used[i]->first_row + used[i]->n_rows;
+	}
+	free(used);
+	return found;
+}
+
+/* Drops the least recently used table no process uses; false if none. */
+static bool evict_one(struct unwinder *u)
+{
+	struct table *victim = NULL;
+
+	for (size_t i = 0; i < u->n_tables; i++) {
+		struct table *t = &u->tables[i];
+
+		if (t->live && !t->refs && (!victim || t->last_used < victim->last_used))
+			victim = t;
+	}
+	if (!victim)
+		return false;
+	victim->live = false;
+	if (victim->n_rows) {
+		pthread_mutex_lock(&u->stats_lock);
+		u->stats.evictions++;
+		pthread_mutex_unlock(&u->stats_lock);
+	}
+	return true;
+}
+
+static void stats_add_build(struct unwinder *u, const char *path, uint64_t ns, int err)
+{
+	pthread_mutex_lock(&u->stats_lock);
+	if (err == -E2BIG || err == -ENOSPC) {
+		u->stats.no_room++;
+	} else if (err) {
+		u->stats.failed++;
+	} else {
+		u->stats.builds++;
+		u->stats.build_ns_total += ns;
+		if (ns > u->stats.build_ns_max) {
+			u->stats.build_ns_max = ns;
+			snprintf(u->stats.build_max_path, sizeof(u->stats.build_max_path), "%s",
+				 path);
+		}
+	}
+	pthread_mutex_unlock(&u->stats_lock);
+}
+
+/* Builds the table of fd into the rows array. */
+static int load_rows(struct unwinder *u, int fd, struct table *t, const char *path)
+{
+	struct unwind_table built;
+	uint64_t t0 = clock_monotonic_ns();
+	int64_t at;
+	int err;
+
+	err = unwind_table_build(fd, u->maps.rows_max, &built);
+	if (!err) {
+		while ((at = find_room(u, built.n_rows)) < 0 && evict_one(u))
+			;
+		if (at < 0) {
+			err = -ENOSPC;
+		} else {
+			memcpy(&u->rows[at], built.rows, built.n_rows * sizeof(*built.rows));
+			t->first_row = (uint32_t)at;
+			t->n_rows = (uint32_t)built.n_rows;
+		}
+	}
+	stats_add_build(u, path, clock_monotonic_ns() - t0, err);
+	unwind_table_free(&built);
+	return err;
+}
+
+/* The table of the file fd, loading it if no table of that file is loaded.
+ * Returns its index, or -1 (no memory, not ELF). */
+static ssize_t table_get(struct unwinder *u, int fd, const char *path)
+{
+	struct table key = { 0 }, *t = NULL;
+	size_t idx;
+
+	if (!read_identity(fd, &key))
+		return -1;
+	for (idx = 0; idx < u->n_tables; idx++)
+		if (u->tables[idx].live && !u->tables[idx].no_room &&
+		    same_file(&u->tables[idx], &key))
+			goto found;
+	for (idx = 0; idx < u->n_tables && u->tables[idx].live; idx++)
+		;
+	if (idx == u->n_tables) {
+		void *p = reallocarray(u->tables, u->n_tables + 1, sizeof(*u->tables));
+
+		if (!p)
+			return -1;
+		u->tables = p;
+		u->n_tables++;
+	}
+	t = &u->tables[idx];
+	*t = key;
+	t->live = true;
+	/* On failure the file keeps a table of 0 rows (frame pointers). */
+	t->no_room = load_rows(u, fd, t, path) == -ENOSPC;
+found:
+	u->tables[idx].last_used = ++u->clock;
+	return (ssize_t)idx;
+}
+
+/* The process address the file's virtual addresses are shifted by, for a
+ * mapping of the file from file offset pgoff at start. */
+static bool mapping_bias(const struct table *t, uint64_t start, uint64_t pgoff, uint64_t *bias)
+{
+	for (size_t i = 0; i < t->n_loads; i++) {
+		const struct elf_load *l = &t->loads[i];
+		uint64_t seg_start = l->offset & ~0xfffull;
+
+		if (pgoff >= seg_start && pgoff < l->offset + l->filesz) {
+			*bias = start - pgoff + l->offset - l->vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+static int open_mapping(struct unwinder *u, uint32_t tgid, uint64_t start, uint64_t end,
+			const char *path)
+{
+	char buf[PATH_MAX];
+	int fd = -1;
+
+	/* map_files reaches deleted files and other mount namespaces */
+	if (snprintf(buf, sizeof(buf), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64,
+		     u->proc_root, tgid, start, end) < (int)sizeof(buf))
+		fd = open(buf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && snprintf(buf, sizeof(buf), "%s/%" PRIu32 "/root%s", u->proc_root, tgid,
+			       path) < (int)sizeof(buf))
+		fd = open(buf, O_RDONLY | O_CLOEXEC);
+	return fd;
+}
+
+static struct proc *proc_find(struct unwinder *u, uint32_t tgid)
+{
+	for (size_t i = 0; i < u->n_procs; i++)
+		if (u->procs[i].tgid == tgid)
+			return &u->procs[i];
+	return NULL;
+}
+
+static void proc_release(struct unwinder *u, struct proc *p)
+{
+	for (uint32_t i = 0; i < p->n_tables; i++)
+		u->tables[p->tables[i]].refs--;
+	p->n_tables = 0;
+}
+
+static void proc_forget(struct unwinder *u, struct proc *p)
+{
+	proc_release(u, p);
+	*p = u->procs[--u->n_procs];
+}
+
+/* Reads tgid's executable file mappings into e (and their tables into p). */
+static int read_maps(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_proc *e,
+		     struct proc *p)
+{
+	char path[PATH_MAX], line[PATH_MAX + 128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_root, tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f) && e->n < OFFCPU_UNWIND_MAPPINGS) {
+		uint64_t start, end, pgoff, bias;
+		char perms[8];
+		int name_at = 0, fd;
+		ssize_t idx;
+		char *name;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &start, &end,
+			   perms, &pgoff, &name_at) < 4 ||
+		    !name_at || !strchr(perms, 'x'))
+			continue;
+		name = line + name_at;
+		name[strcspn(name, "\n")] = '\0';
+		if (name[0] != '/')
+			continue; /* [vdso], anonymous (JIT) code: frame pointers */
+		fd = open_mapping(u, tgid, start, end, name);
+		if (fd < 0)
+			continue;
+		idx = table_get(u, fd, name);
+		close(fd);
+		if (idx < 0 || !mapping_bias(&u->tables[idx], start, pgoff, &bias))
+			continue;
+		u->tables[idx].refs++;
+		p->tables[p->n_tables++] = (uint32_t)idx;
+		e->maps[e->n++] = (struct offcpu_unwind_mapping){
+			.start = start,
+			.end = end,
+			.bias = bias,
+			.first_row = u->tables[idx].first_row,
+			.n_rows = u->tables[idx].n_rows,
+		};
+	}
+	fclose(f);
+	return 0;
+}
+
+/* When the kernel side last asked for tgid's tables; 0 if it did not. */
+static uint64_t asked_at(struct unwinder *u, uint32_t tgid)
+{
+	uint64_t at;
+
+	return bpf_map_lookup_elem(u->maps.requested_fd, &tgid, &at) == 0 ? at : 0;
+}
+
+static int prepare(struct unwinder *u, uint32_t tgid)
+{
+	struct offcpu_unwind_proc e = { 0 };
+	struct proc fresh = { .tgid = tgid }, *p;
+	uint64_t asked = asked_at(u, tgid);
+	int err;
+
+	err = read_maps(u, tgid, &e, &fresh);
+	if (err) {
+		proc_release(u, &fresh);
+		return err;
+	}
+	/* Publish first, then drop the old refs: the old tables stay until then. */
+	if (bpf_map_update_elem(u->maps.procs_fd, &tgid, &e, BPF_ANY) < 0) {
+		err = -errno;
+		proc_release(u, &fresh);
+		return err;
+	}
+	/* An exec (or another mmap) while the maps were read: these mappings may
+	 * be the old image's. Withdraw them; the new request redoes the work. */
+	if (asked_at(u, tgid) != asked) {
+		bpf_map_delete_elem(u->maps.procs_fd, &tgid);
+		proc_release(u, &fresh);
+		return -EAGAIN;
+	}
+	p = proc_find(u, tgid);
+	if (p) {
+		proc_release(u, p);
+	} else if (u->n_procs < PROCESSES_MAX) {
+		void *q = reallocarray(u->procs, u->n_procs + 1, sizeof(*u->procs));
+
+		if (!q) {
+			proc_release(u, &fresh);
+			bpf_map_delete_elem(u->maps.procs_fd, &tgid);
+			return -ENOMEM;
+		}
+		u->procs = q;
+		p = &u->procs[u->n_procs++];
+	} else {
+		proc_release(u, &fresh);
+		bpf_map_delete_elem(u->maps.procs_fd, &tgid);
+		return -ENOSPC;
+	}
+	*p = fresh;
+	return 0;
+}
+
+/* Forgets processes that exited or exec'd (exec deletes their entry). */
+static void sweep(struct unwinder *u)
+{
+	for (size_t i = 0; i < u->n_procs;) {
+		struct offcpu_unwind_proc e;
+		uint32_t tgid = u->procs[i].tgid;
+
+		if (kill((pid_t)tgid, 0) < 0 && errno == ESRCH) {
+			bpf_map_delete_elem(u->maps.procs_fd, &tgid);
+			bpf_map_delete_elem(u->maps.requested_fd, &tgid);
+		} else if (bpf_map_lookup_elem(u->maps.procs_fd, &tgid, &e) == 0) {
+			i++;
+			continue;
+		}
+		proc_forget(u, &u->procs[i]);
+	}
+}
+
+static void update_counts(struct unwinder *u)
+{
+	uint64_t rows = 0;
+	uint32_t tables = 0;
+
+	for (size_t i = 0; i < u->n_tables; i++) {
+		if (u->tables[i].live && u->tables[i].n_rows) {
+			tables++;
+			rows += u->tables[i].n_rows;
+		}
+	}
+	pthread_mutex_lock(&u->stats_lock);
+	u->stats.tables = tables;
+	u->stats.rows_used = rows;
+	u->stats.table_bytes = rows * sizeof(struct offcpu_unwind_row);
+	u->stats.processes = (uint32_t)u->n_procs;
+	pthread_mutex_unlock(&u->stats_lock);
+}
+
+static int on_request(void *ctx, void *data, size_t size)
+{
+	struct unwinder *u = ctx;
+	/* An mmap asked, or may be under way (a new process's loader maps its
+	 * libraries right after exec): the maps are read a little later. */
+	uint64_t due = clock_monotonic_ns() + SETTLE_NS;
+	uint32_t tgid;
+
+	if (size < sizeof(tgid))
+		return 0;
+	memcpy(&tgid, data, sizeof(tgid));
+	for (size_t i = 0; i < u->n_pending; i++)
+		if (u->pending[i].tgid == tgid)
+			return 0;
+	if (u->n_pending == u->cap_pending) {
+		size_t cap = u->cap_pending ? u->cap_pending * 2 : 64;
+		void *p = reallocarray(u->pending, cap, sizeof(*u->pending));
+
+		if (!p) { /* ask again at the next walk */
+			bpf_map_delete_elem(u->maps.requested_fd, &tgid);
+			return 0;
+		}
+		u->pending = p;
+		u->cap_pending = cap;
+	}
+	u->pending[u->n_pending++] = (struct pending){ tgid, due };
+	pthread_mutex_lock(&u->stats_lock);
+	u->stats.requests++;
+	pthread_mutex_unlock(&u->stats_lock);
+	return 0;
+}
+
+/* Milliseconds until the next pending process is due or the next sweep. */
+static int next_timeout_ms(const struct unwinder *u, uint64_t now)
+{
+	uint64_t due = u->last_sweep_ns + SWEEP_INTERVAL_NS;
+
+	for (size_t i = 0; i < u->n_pending; i++)
+		if (u->pending[i].due_ns < due)
+			due = u->pending[i].due_ns;
+	return due <= now ? 0 : (int)((due - now + 999999) / 1000000);
+}
+
+static void *unwinder_thread(void *arg)
+{
+	struct unwinder *u = arg;
+	struct epoll_event ev;
+
+	while (!atomic_load(&u->stop)) {
+		uint64_t now = clock_monotonic_ns();
+
+		/* Sleeps until the kernel asks, a request is due, or we stop. */
+		if (epoll_wait(u->epoll_fd, &ev, 1, next_timeout_ms(u, now)) > 0)
+			ring_buffer__consume(u->rb);
+		now = clock_monotonic_ns();
+		for (size_t i = 0; i < u->n_pending;) {
+			uint32_t tgid = u->pending[i].tgid;
+
+			if (u->pending[i].due_ns > now) {
+				i++;
+				continue;
+			}
+			u->pending[i] = u->pending[--u->n_pending];
+			if (prepare(u, tgid) == -ENOMEM)
+				bpf_map_delete_elem(u->maps.requested_fd, &tgid);
+		}
+		if (now - u->last_sweep_ns >= SWEEP_INTERVAL_NS) {
+			sweep(u);
+			u->last_sweep_ns = now;
+		}
+		update_counts(u);
+	}
+	return NULL;
+}
+
+int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct unwinder **ret)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+	long page = sysconf(_SC_PAGESIZE);
+	void *rows;
+	int err;
+
+	if (!u)
+		return -ENOMEM;
+	u->maps = *maps;
+	u->stop_fd = u->epoll_fd = -1;
+	snprintf(u->proc_root, sizeof(u->proc_root), "%s", proc_root);
+	pthread_mutex_init(&u->stats_lock, NULL);
+	u->stats.rows_max = maps->rows_max;
+	u->rows_bytes = ((size_t)maps->rows_max * sizeof(*u->rows) + page - 1) / page * page;
+	rows = mmap(NULL, u->rows_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, maps->rows_fd, 0);
+	if (rows == MAP_FAILED) {
+		err = -errno;
+		goto fail;
+	}
+	u->rows = rows;
+	u->rb = ring_buffer__new(maps->requests_fd, on_request, u, NULL);
+	if (!u->rb) {
+		err = -errno;
+		goto fail;
+	}
+	u->stop_fd = eventfd(0, EFD_CLOEXEC);
+	u->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (u->stop_fd < 0 || u->epoll_fd < 0 ||
+	    epoll_ctl(u->epoll_fd, EPOLL_CTL_ADD, u->stop_fd,
+		      &(struct epoll_event){ .events = EPOLLIN }) < 0 ||
+	    epoll_ctl(u->epoll_fd, EPOLL_CTL_ADD, ring_buffer__epoll_fd(u->rb),
+		      &(struct epoll_event){ .events = EPOLLIN }) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	u->last_sweep_ns = clock_monotonic_ns();
+	err = -pthread_create(&u->thread, NULL, unwinder_thread, u);
+	if (err)
+		goto fail;
+	u->thread_started = true;
+	*ret = u;
+	return 0;
+fail:
+	unwinder_free(u);
+	return err;
+}
+
+void unwinder_free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	if (u->thread_started) {
+		atomic_store(&u->stop, true);
+		eventfd_write(u->stop_fd, 1);
+		pthread_join(u->thread, NULL);
+	}
+	if (u->stop_fd >= 0)
+		close(u->stop_fd);
+	if (u->epoll_fd >= 0)
+		close(u->epoll_fd);
+	ring_buffer__free(u->rb);
+	if (u->rows)
+		munmap(u->rows, u->rows_bytes);
+	free(u->tables);
+	free(u->procs);
+	free(u->pending);
+	pthread_mutex_destroy(&u->stats_lock);
+	free(u);
+}
+
+void unwinder_stats(struct unwinder *u, struct unwinder_stats *ret)
+{
+	pthread_mutex_lock(&u->stats_lock);
+	*ret = u->stats;
+	pthread_mutex_unlock(&u->stats_lock);
+}

@@ -1,0 +1,49 @@
+/*
+ * unwinder: feeds the in-kernel unwinder (bpf/offcpu.bpf.c) its tables. For
+ * each process the BPF side asks about (unwind_requests ring buffer: a new
+ * process, an exec, an executable mmap), reads /proc/PID/maps, builds the
+ * unwind table of each executable file mapping (unwind_table.c) unless a
+ * table of that file (same build-id, else device and inode) is loaded
+ * already, copies it into the unwind_rows array, and publishes the process's
+ * mappings in unwind_procs. Tables no process uses any more are evicted,
+ * least recently used first, when rows run out. Runs on its own thread;
+ * unwinder_stats() may be called from any. Does not log; problems show in
+ * unwinder_stats().
+ */
+#ifndef UNWINDER_H
+#define UNWINDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct unwinder;
+
+struct unwinder_maps {
+	int rows_fd;	   /* unwind_rows: BPF_F_MMAPABLE array of struct offcpu_unwind_row */
+	uint32_t rows_max; /* its max_entries */
+	int procs_fd;	   /* unwind_procs */
+	int requested_fd;  /* unwind_requested */
+	int requests_fd;   /* unwind_requests ring buffer */
+};
+
+struct unwinder_stats {
+	uint32_t tables, processes;
+	uint64_t rows_used, rows_max;
+	uint64_t table_bytes;	 /* rows_used * row size, in the BPF array */
+	uint64_t builds;	 /* tables built since start */
+	uint64_t build_ns_total; /* their summed build time */
+	uint64_t build_ns_max;
+	char build_max_path[128]; /* the file that took longest */
+	uint64_t evictions;	  /* tables dropped to make room */
+	uint64_t no_room;	  /* mappings left to frame pointers: rows full */
+	uint64_t failed;	  /* mappings without a usable table (no .eh_frame...) */
+	uint64_t requests;	  /* process (re)loads asked for by the BPF side */
+};
+
+/* proc_root is usually "/proc". Starts the thread. Returns 0 or -errno. */
+int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct unwinder **ret);
+void unwinder_free(struct unwinder *u); /* NULL-safe; stops the thread */
+
+void unwinder_stats(struct unwinder *u, struct unwinder_stats *ret);
+
+#endif
