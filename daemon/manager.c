@@ -209,12 +209,13 @@ static void capture_free_cb(uv_handle_t *h)
 	free(c);
 }
 
-/* ---- request probes ----
+/* ---- request probes and unwind tables ----
  *
  * Attached and removed on a worker thread: registering or unregistering a
  * uretprobe in a busy process can take the kernel seconds (measured: 5 s in
  * a MariaDB under sysbench), which must not stall the event loop. A slot
- * stays taken until its probes are gone.
+ * stays taken until its probes are gone. The target processes' unwind
+ * tables are loaded there too, before the capture runs.
  */
 
 struct probe_work {
@@ -232,6 +233,12 @@ static void probe_attach_cb(uv_work_t *req)
 	const struct proto_capture_request *r = &pw->c->req;
 	const char *specs[PROTO_MAX_REQUESTS];
 
+	/* The targets' unwind tables first: the capture walks its first
+	 * blocks with them. A failure leaves frame pointers, not an error. */
+	for (size_t i = 0; pw->m->unwinder && i < r->n_pids; i++)
+		unwinder_prepare(pw->m->unwinder, r->pids[i]);
+	if (!r->n_requests)
+		return;
 	for (size_t i = 0; i < r->n_requests; i++)
 		specs[i] = r->requests[i];
 	pw->error =
@@ -479,7 +486,7 @@ static void capture_run(struct manager *m, struct capture *c)
 		capture_end(m, c);
 }
 
-/* The attaching of c's request probes ended with error (0 or -errno; err
+/* The preparing of c (tables, request probes) ended with error (0 or -errno; err
  * says why): run the capture, or answer the error and free it. */
 static void capture_attached(struct manager *m, struct capture *c, int error, const char *err)
 {
@@ -578,14 +585,14 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 	c->timer.data = c;
 	m->captures[c->slot] = c;
 	server_conn_set_data(conn, c);
-	if (!req->n_requests) {
+	if (!req->n_requests && !(m->unwinder && req->n_pids)) {
 		capture_run(m, c);
 		return;
 	}
 	c->phase = CAPTURE_ATTACHING;
 	r = probe_work_start(m, c, c->slot);
 	if (r < 0)
-		capture_attached(m, c, r, "cannot start attaching the request probes");
+		capture_attached(m, c, r, "cannot start preparing the capture");
 }
 
 /* ---- status ---- */

@@ -9,6 +9,7 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <linux/types.h>
 #include <pthread.h>
 #include <signal.h>
@@ -76,7 +77,7 @@ struct unwinder {
 	int stop_fd;  /* eventfd: wakes the thread to stop */
 	int epoll_fd; /* the ring buffer's epoll fd and stop_fd */
 
-	/* Only the unwinder's thread uses these: */
+	pthread_mutex_t lock; /* the rest: the thread holds it while it works */
 	struct table *tables;
 	size_t n_tables;
 	struct proc *procs;
@@ -512,6 +513,17 @@ static int on_request(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+int unwinder_prepare(struct unwinder *u, uint32_t tgid)
+{
+	int err;
+
+	pthread_mutex_lock(&u->lock);
+	err = prepare(u, tgid);
+	update_counts(u);
+	pthread_mutex_unlock(&u->lock);
+	return err;
+}
+
 /* Milliseconds until the next pending process is due or the next sweep. */
 static int next_timeout_ms(const struct unwinder *u, uint64_t now)
 {
@@ -535,6 +547,7 @@ static void *unwinder_thread(void *arg)
 		if (epoll_wait(u->epoll_fd, &ev, 1, next_timeout_ms(u, now)) > 0)
 			ring_buffer__consume(u->rb);
 		now = clock_monotonic_ns();
+		pthread_mutex_lock(&u->lock);
 		for (size_t i = 0; i < u->n_pending;) {
 			uint32_t tgid = u->pending[i].tgid;
 
@@ -551,6 +564,9 @@ static void *unwinder_thread(void *arg)
 			u->last_sweep_ns = now;
 		}
 		update_counts(u);
+		pthread_mutex_unlock(&u->lock);
+		/* Builds free large buffers: give the memory back. */
+		malloc_trim(0);
 	}
 	return NULL;
 }
@@ -566,6 +582,7 @@ int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct
 		return -ENOMEM;
 	u->maps = *maps;
 	u->stop_fd = u->epoll_fd = -1;
+	pthread_mutex_init(&u->lock, NULL);
 	snprintf(u->proc_root, sizeof(u->proc_root), "%s", proc_root);
 	pthread_mutex_init(&u->stats_lock, NULL);
 	u->stats.rows_max = maps->rows_max;
@@ -623,6 +640,7 @@ void unwinder_free(struct unwinder *u)
 	free(u->procs);
 	free(u->pending);
 	pthread_mutex_destroy(&u->stats_lock);
+	pthread_mutex_destroy(&u->lock);
 	free(u);
 }
 

@@ -7,8 +7,8 @@
  * already, copies it into the unwind_rows array, and publishes the process's
  * mappings in unwind_procs. Tables no process uses any more are evicted,
  * least recently used first, when rows run out. Runs on its own thread;
- * unwinder_stats() may be called from any. Does not log; problems show in
- * unwinder_stats().
+ * the functions below may be called from any. Does not log; problems show
+ * in unwinder_stats().
  */
 #ifndef UNWINDER_H
 #define UNWINDER_H
@@ -43,6 +43,12 @@ struct unwinder_stats {
 /* proc_root is usually "/proc". Starts the thread. Returns 0 or -errno. */
 int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct unwinder **ret);
 void unwinder_free(struct unwinder *u); /* NULL-safe; stops the thread */
+
+/* Loads tgid's tables now, before a capture of it starts, so that its
+ * first blocks are walked with them too. Blocks while a table is built
+ * (mariadbd: 0.2 s the first time): call it off the event loop. Returns 0,
+ * -ESRCH if the process is gone, -EAGAIN if it exec'd meanwhile. */
+int unwinder_prepare(struct unwinder *u, uint32_t tgid);
 
 void unwinder_stats(struct unwinder *u, struct unwinder_stats *ret);
 

@@ -170,8 +170,8 @@ class Daemon:
 class Workload:
     """offcpu_workload --wait-go: started, held at its start line until go()."""
 
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([WORKLOAD, "--wait-go", *args], stdin=subprocess.PIPE,
+    def __init__(self, *args, binary=WORKLOAD):
+        self.proc = subprocess.Popen([binary, "--wait-go", *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline().split()
         assert line and line[0] == "ready", f"workload did not get ready: {line}"
@@ -202,6 +202,8 @@ REQUEST_FUNCTIONS = {
     "request_workload_stripped": ("handle_request", None),
     "request_workload_lib": ("lib_handle_request", REQUEST_LIB),
     "request_workload_cpp": ("_ZN3app6Server14handle_requestERNS_7RequestE", None),
+    "request_workload_lib_nofp": ("lib_handle_request", os.path.join(BUILD, "tests", "librequest_workload_nofp.so")),
+    "request_workload_cpp_nofp": ("_ZN3app6Server14handle_requestERNS_7RequestE", None),
 }
 
 

@@ -65,10 +65,10 @@ class DaemonTest(unittest.TestCase):
     def test_ground_truth_per_thread(self):
         w = Workload()
         cap, truth = capture_json(self.daemon, w)
-        checks = [  # thread, its frame, the libc leaf a frame-pointer walk reaches
-            ("ow-sleeper", "sleeper_thread", "clock_nanosleep"),
-            ("ow-reader", "reader_thread", "read"),
-            ("ow-locker", "locker_thread", None),
+        checks = [  # thread, the function that blocks, the libc leaf
+            ("ow-sleeper", "block_in_sleep", "clock_nanosleep"),
+            ("ow-reader", "block_in_pipe_read", "read"),
+            ("ow-locker", "block_in_mutex_lock", None),
         ]
         for name, frame, leaf in checks:
             tid = w.tids[name]
@@ -80,13 +80,15 @@ class DaemonTest(unittest.TestCase):
             want = truth[name]["blocked_ns"]
             self.assertAlmostEqual(got / want, 1.0, delta=TOLERANCE,
                                    msg=f"{name}: captured {got} ns in {frame}, workload measured {want} ns")
-        # Frame pointers skip libc's direct caller, as the README explains.
-        for s in cap["samples"]:
-            self.assertFalse(any(f.startswith("block_in_") for f in s["ustack"]), s["ustack"])
-        # States at switch-out: the sleeper sleeps interruptibly.
-        states = {s["state"] for s in cap["samples"] if s["pid"] == w.tids["ow-sleeper"] and
-                  "sleeper_thread" in s["ustack"]}
-        self.assertEqual(states, {"S"})
+        # libc's direct caller is there: unwind tables, not frame pointers
+        # (test_unwind.py has the frame-pointer contrast).
+        self.assertTrue(any(s["ustack"][-3:] == ["block_in_sleep", "nanosleep", "clock_nanosleep"]
+                            for s in cap["samples"]))
+        # States at switch-out: the sleeper sleeps interruptibly (a busy
+        # machine may also preempt it, anywhere, even in do_nanosleep).
+        sleep_ns = per_thread(cap, w.tids["ow-sleeper"], lambda s: "do_nanosleep" in s["kstack"])
+        s_ns = per_thread(cap, w.tids["ow-sleeper"], lambda s: "do_nanosleep" in s["kstack"] and s["state"] == "S")
+        self.assertGreater(s_ns, 0.95 * sleep_ns)
         # Kernel stacks show the wait itself, not the tracing machinery.
         sleeps = [s for s in cap["samples"] if s["pid"] == w.tids["ow-sleeper"] and "sleeper_thread" in s["ustack"]]
         self.assertIn("do_nanosleep", sleeps[0]["kstack"])
@@ -110,8 +112,8 @@ class DaemonTest(unittest.TestCase):
         rows = parse_folded(out)
         for frames, _ in rows:
             self.assertIn("-", frames, "both stacks collected: the delimiter must be there")
-        sleeps = [(f, v) for f, v in rows if f[0] == "ow-sleeper" and "sleeper_thread" in f
-                  and f[f.index("-") - 1] == "clock_nanosleep"]
+        sleeps = [(f, v) for f, v in rows if f[0] == "ow-sleeper" and "block_in_sleep" in f
+                  and f[f.index("-") - 1] == "clock_nanosleep" and "do_nanosleep" in f]
         self.assertEqual(len(sleeps), 1, rows)
         frames, value_us = sleeps[0]
         self.assertIn("do_nanosleep", frames[frames.index("-"):])
@@ -126,7 +128,7 @@ class DaemonTest(unittest.TestCase):
 
     # ---- filters ----
 
-    @skip_if_sanitized("a sleeper never preempted inside its own code")
+    @skip_if_sanitized("a sleeper rarely preempted (under 5 % of its sleep)")
     def test_state_filter(self):
         w = Workload("--only", "sleeper", "--only", "spinner")
         cap, truth = capture_json(self.daemon, w, "--state", "S", seconds=3)
@@ -140,9 +142,10 @@ class DaemonTest(unittest.TestCase):
                          "an interruptible sleep is not state D")
 
         w = Workload("--only", "sleeper", "--only", "spinner")
-        cap, _ = capture_json(self.daemon, w, "--state", "running", seconds=3)
+        cap, truth = capture_json(self.daemon, w, "--state", "running", seconds=3)
         self.assertTrue(all(s["state"] == "R" for s in cap["samples"]))
-        self.assertEqual(per_thread(cap, w.tids["ow-sleeper"], lambda s: "sleeper_thread" in s["ustack"]), 0)
+        # Only the sleeper's preemptions (anywhere in its code) are R, not its sleeps.
+        self.assertLess(per_thread(cap, w.tids["ow-sleeper"]), 0.05 * truth["ow-sleeper"]["blocked_ns"])
 
     def test_block_time_filters(self):
         # Sleeps last 20 ms, reads ~10 ms: a 15 ms bound separates them.
@@ -156,13 +159,17 @@ class DaemonTest(unittest.TestCase):
             self.assertGreater(got, 0)
         else:
             self.assertAlmostEqual(got / truth["ow-sleeper"]["blocked_ns"], 1.0, delta=TOLERANCE)
-            self.assertEqual(per_thread(cap, w.tids["ow-reader"], lambda s: "reader_thread" in s["ustack"]), 0)
+            # A read waits for the writer's next 10 ms tick; on a loaded host
+            # a tick can come late, so a few reads may pass 15 ms.
+            reads = per_thread(cap, w.tids["ow-reader"], lambda s: "block_in_pipe_read" in s["ustack"])
+            self.assertLess(reads, 0.1 * truth["ow-reader"]["blocked_ns"])
 
         w = Workload("--only", "sleeper", "--only", "reader")
         cap, truth = capture_json(self.daemon, w, "--max-block-us", "15000", seconds=3)
         self.assertTrue(all(s["value_ns"] <= 15_000_000 * s["count"] for s in cap["samples"]))
-        self.assertEqual(per_thread(cap, w.tids["ow-sleeper"], lambda s: "sleeper_thread" in s["ustack"]), 0)
-        got = per_thread(cap, w.tids["ow-reader"], lambda s: "reader_thread" in s["ustack"])
+        self.assertEqual(per_thread(cap, w.tids["ow-sleeper"],
+                                    lambda s: "do_nanosleep" in s["kstack"] and s["state"] == "S"), 0)
+        got = per_thread(cap, w.tids["ow-reader"], lambda s: "block_in_pipe_read" in s["ustack"])
         if SANITIZED:
             self.assertGreater(got, 0)
         else:

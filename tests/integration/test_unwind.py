@@ -1,0 +1,142 @@
+"""Whole user stacks of code built without frame pointers (-O2
+-fomit-frame-pointer), walked in the kernel with .eh_frame unwind tables:
+an executable, a shared library and C++, against the workloads' ground
+truth; frame-pointer mode as the contrast; the depth limit and status."""
+import json
+import os
+import unittest
+
+from offcpu_env import BUILD, SANITIZED, Daemon, RequestWorkload, Workload
+from test_daemon import TOLERANCE, capture_json, per_thread
+
+NOFP_WORKLOAD = os.path.join(BUILD, "tests", "offcpu_workload_nofp")
+
+# Each ground-truth thread's blocking call: its function, the libc call's
+# direct caller (lost by frame-pointer walks, libc having no frame pointers)
+# and the libc function that blocks.
+BLOCKERS = {
+    "ow-sleeper": ("sleeper_thread", "block_in_sleep", "nanosleep"),
+    "ow-reader": ("reader_thread", "block_in_pipe_read", "read"),
+    "ow-locker": ("locker_thread", "block_in_mutex_lock", None),
+}
+
+
+def follows(frames, *names):
+    """Whether names appear in frames one right after the other."""
+    n = len(names)
+    return any(tuple(frames[i:i + n]) == names for i in range(len(frames) - n + 1))
+
+
+def capture_request_workload(daemon, name, seconds=3):
+    w = RequestWorkload(name, "--requests", "100")
+    proc = daemon.ctl_popen("--json", "capture", "--pid", str(w.pid), "--seconds", str(seconds), "-U")
+    try:
+        daemon.wait_captures(1)
+        truth = w.go()
+        out, err = proc.communicate(timeout=seconds + 30)
+    finally:
+        w.kill()
+    assert proc.returncode == 0, f"capture failed: {out} {err}"
+    return json.loads(out)["capture"], truth
+
+
+class UnwindTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon()
+        if cls.daemon.status()["unwind"]["mode"] != "dwarf":
+            cls.daemon.stop()
+            raise unittest.SkipTest("unwind tables need the tp_btf program, which this kernel refuses")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.stop()
+
+    def test_executable_without_frame_pointers(self):
+        w = Workload("--only", "sleeper", "--only", "reader", "--only", "locker", binary=NOFP_WORKLOAD)
+        cap, truth = capture_json(self.daemon, w, "-U", seconds=3)
+        for thread, (role, caller, libc_call) in BLOCKERS.items():
+            tid = w.tids[thread]
+            got = per_thread(cap, tid, lambda s: follows(s["ustack"], role, caller))
+            rows = [s["ustack"] for s in cap["samples"] if s["pid"] == tid]
+            self.assertGreater(got, 0, f"{thread}: no stack with {role};{caller}: {rows}")
+            if libc_call:
+                self.assertTrue(any(follows(s, caller, libc_call) for s in rows),
+                                f"{thread}: {caller} not right above {libc_call}: {rows}")
+            if not SANITIZED:  # timing ground truth: the normal build checks it
+                self.assertAlmostEqual(got / truth[thread]["blocked_ns"], 1.0, delta=TOLERANCE,
+                                       msg=f"{thread}: {got} ns vs {truth[thread]['blocked_ns']} ns")
+            # Walked up to the thread's first frame: nothing marked truncated.
+            self.assertFalse(any(s["ustack"][0] == "[truncated]" for s in cap["samples"]
+                                 if s["pid"] == tid and follows(s["ustack"], role, caller)))
+        us = cap["user_stacks"]
+        walked = us["complete_ns"] + us["truncated_ns"] + us["frame_pointer_ns"]
+        self.assertGreaterEqual(us["complete_ns"] / walked, 0.95, us)
+
+    def test_shared_library_without_frame_pointers(self):
+        cap, truth = capture_request_workload(self.daemon, "request_workload_lib_nofp")
+        for name, t in truth.items():
+            if not name.startswith("rq-worker"):
+                continue
+            got = per_thread(cap, t["tid"], lambda s: follows(s["ustack"], "lib_handle_request",
+                                                              "block_in_backend_read", "read"))
+            self.assertGreater(got, 0, [s["ustack"] for s in cap["samples"] if s["pid"] == t["tid"]])
+            if not SANITIZED:
+                self.assertAlmostEqual(got / t["in_request_blocked_ns"], 1.0, delta=TOLERANCE)
+
+    def test_cxx_without_frame_pointers(self):
+        cap, truth = capture_request_workload(self.daemon, "request_workload_cpp_nofp")
+        workers = [t["tid"] for name, t in truth.items() if name.startswith("rq-worker")]
+        for tid in workers:
+            rows = [s["ustack"] for s in cap["samples"] if s["pid"] == tid]
+            # app::Server::handle_request, however the symbolizer spells it
+            self.assertTrue(any(any("handle_request" in f and "Server" in f for f in s) and
+                                follows(s, "block_in_backend_read", "read") for s in rows), rows)
+
+    def test_depth_limit_marks_truncated_stacks(self):
+        d = Daemon("unwind_max_depth = 3\n")
+        try:
+            w = Workload("--only", "sleeper", binary=NOFP_WORKLOAD)
+            cap, _ = capture_json(d, w, "-U", seconds=2)
+        finally:
+            d.stop()
+        rows = [s["ustack"] for s in cap["samples"] if s["pid"] == w.tids["ow-sleeper"]]
+        self.assertTrue(rows)
+        for s in rows:  # leaf-most three frames, under a [truncated] root
+            self.assertEqual(s[0], "[truncated]", s)
+            self.assertLessEqual(len(s), 4, s)
+        self.assertGreater(cap["user_stacks"]["truncated_ns"], 0)
+
+    def test_status_reports_tables(self):
+        st = self.daemon.status()
+        u = st["unwind"]
+        self.assertEqual(u["mode"], "dwarf")
+        self.assertGreaterEqual(u["tables"], 2)  # at least an executable and libc
+        self.assertGreater(u["rows_used"], 0)
+        self.assertEqual(u["table_bytes"], 16 * u["rows_used"])
+        self.assertGreater(u["build_ns_total"], 0)
+        self.assertGreater(st["counters"]["ustack_table_walks"], 0)
+        text = self.daemon.ctl("status").stdout
+        self.assertIn("user stacks: unwind tables of", text)
+
+
+class FramePointerModeTest(unittest.TestCase):
+    """The contrast: with unwind = fp the same binary loses the caller of
+    each libc call (frame-pointer walking, as bcc and bpftrace do)."""
+
+    def test_frame_pointers_lose_the_direct_caller(self):
+        d = Daemon("unwind = fp\n")
+        try:
+            self.assertEqual(d.status()["unwind"]["mode"], "fp")
+            w = Workload("--only", "sleeper", binary=NOFP_WORKLOAD)
+            cap, _ = capture_json(d, w, "-U", seconds=2)
+        finally:
+            d.stop()
+        rows = [s["ustack"] for s in cap["samples"] if s["pid"] == w.tids["ow-sleeper"]]
+        self.assertTrue(rows)
+        self.assertFalse(any("block_in_sleep" in s for s in rows), rows)
+        self.assertEqual(cap["user_stacks"]["complete_ns"] + cap["user_stacks"]["truncated_ns"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
