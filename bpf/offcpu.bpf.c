@@ -372,7 +372,24 @@ struct user_walk {
 	const struct offcpu_unwind_proc *proc;
 	__u64 ip, sp, bp;
 	bool bp_known;
+	/* A uretprobe replaces a return address with its trampoline; the real
+	 * ones are in the task's return instances, newest first. */
+	__u64 trampoline;
+	struct return_instance *ri;
 };
+
+/* The return address a uretprobe trampoline stands for, popping the
+ * instances of that one frame (a chained one shares its caller's slot). */
+static __always_inline __u64 uretprobe_return_address(struct user_walk *s)
+{
+	struct return_instance *ri = s->ri;
+	__u64 ra = BPF_CORE_READ(ri, orig_ret_vaddr);
+
+	for (int i = 0; i < 8 && ri && BPF_CORE_READ(ri, chained); i++)
+		ri = BPF_CORE_READ(ri, next);
+	s->ri = ri ? BPF_CORE_READ(ri, next) : NULL;
+	return ra;
+}
 
 /* The row that covers pc in m's table; NULL if none does. */
 static __always_inline const struct offcpu_unwind_row *
@@ -507,6 +524,8 @@ static long unwind_step(__u32 i, void *arg)
 	 * land anywhere). */
 	if (cfa <= s->sp || cfa - s->sp > MAX_FRAME_BYTES || !read_user_u64(cfa - 8, &ra))
 		return 1;
+	if (ra && ra == s->trampoline && s->ri)
+		ra = uretprobe_return_address(s);
 	if (row.rbp_rule == OFFCPU_RBP_AT_CFA && row.cfa_rule != OFFCPU_CFA_NONE) {
 		if (!read_user_u64(cfa + row.rbp_off, &bp))
 			return 1;
@@ -539,6 +558,9 @@ static __always_inline void unwind_user_stack(struct task_struct *prev,
 	s.ip = BPF_CORE_READ(regs, ip);
 	s.sp = BPF_CORE_READ(regs, sp);
 	s.bp = BPF_CORE_READ(regs, bp);
+	s.ri = BPF_CORE_READ(prev, utask, return_instances);
+	if (s.ri)
+		s.trampoline = BPF_CORE_READ(prev, mm, uprobes_state.xol_area, vaddr);
 	if (depth > OFFCPU_MAX_STACK_DEPTH)
 		depth = OFFCPU_MAX_STACK_DEPTH;
 	bpf_loop(depth, unwind_step, &s, 0);

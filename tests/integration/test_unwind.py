@@ -27,9 +27,10 @@ def follows(frames, *names):
     return any(tuple(frames[i:i + n]) == names for i in range(len(frames) - n + 1))
 
 
-def capture_request_workload(daemon, name, seconds=3):
+def capture_request_workload(daemon, name, *args, seconds=3):
     w = RequestWorkload(name, "--requests", "100")
-    proc = daemon.ctl_popen("--json", "capture", "--pid", str(w.pid), "--seconds", str(seconds), "-U")
+    proc = daemon.ctl_popen("--json", "capture", "--pid", str(w.pid), "--seconds", str(seconds), "-U",
+                            *[a.replace("REQUEST", w.request) for a in args])
     try:
         daemon.wait_captures(1)
         truth = w.go()
@@ -83,6 +84,15 @@ class UnwindTest(unittest.TestCase):
             self.assertGreater(got, 0, [s["ustack"] for s in cap["samples"] if s["pid"] == t["tid"]])
             if not SANITIZED:
                 self.assertAlmostEqual(got / t["in_request_blocked_ns"], 1.0, delta=TOLERANCE)
+
+    def test_callers_of_a_request_function(self):
+        # The uretprobe of --request replaces lib_handle_request's return
+        # address with its trampoline: the walk must still name the caller.
+        cap, _ = capture_request_workload(self.daemon, "request_workload_lib_nofp", "--request", "REQUEST")
+        rows = [s["ustack"] for s in cap["samples"]]
+        self.assertTrue(rows)
+        self.assertTrue(all(follows(s, "worker_thread", "lib_handle_request") for s in rows), rows)
+        self.assertFalse(any("[unknown]" in s for s in rows), rows)
 
     def test_cxx_without_frame_pointers(self):
         cap, truth = capture_request_workload(self.daemon, "request_workload_cpp_nofp")
