@@ -30,6 +30,7 @@ struct collector_options {
 	uint32_t stack_map_entries;
 	bool trace_self;
 	enum collector_attach attach;
+	uint32_t oncpu_frequency; /* on-CPU samples per second and CPU; 0: no sampling */
 };
 
 /* One capture's filter. Empty id lists mean "all". */
@@ -46,6 +47,7 @@ struct collector_filter {
 	unsigned kind;	      /* enum offcpu_kind */
 	unsigned chain_depth; /* OFFCPU_KIND_CHAIN: 1..OFFCPU_MAX_CHAIN */
 	bool split_runq;      /* OFFCPU: run-queue wait as separate RUNQ rows */
+	bool oncpu;	      /* OFFCPU: on-CPU samples beside, as ONCPU rows (hot/cold) */
 	bool hist;	      /* keep log2 histograms */
 	bool requests;	      /* count only inside the slot's request functions */
 };
@@ -101,9 +103,16 @@ void collector_free(struct collector *c); /* NULL-safe; detaches */
 const char *collector_tracepoint(const struct collector *c);
 const char *collector_program_name(const struct collector *c);
 
+/* Why there are no on-CPU samples: 0 if the perf events are attached, else
+ * the -errno of perf_event_open or of the attach (-ENOENT: no such event,
+ * -EACCES: perf_event_paranoid), or -ECANCELED if the frequency is 0. */
+int collector_oncpu_error(const struct collector *c);
+
 /* Publishes a filter in a free slot, counting only blocks that start from
  * now on. Returns 0 with *ret_slot set, -EBUSY if all slots are taken,
- * -ENOSPC if the id filter maps are full (nothing published then). */
+ * -ENOSPC if the id filter maps are full, -EOPNOTSUPP if it wants on-CPU
+ * samples (kind ONCPU or oncpu) and there are none (collector_oncpu_error);
+ * nothing is published then. */
 int collector_slot_add(struct collector *c, const struct collector_filter *f, unsigned *ret_slot);
 
 /* Stops counting for slot. Rows already aggregated for it are returned by
