@@ -838,8 +838,13 @@ static int filter_args_copy(const struct filter_args *a, char *comm, char *grep,
 	return EXIT_OK;
 }
 
-static void capture_summary(const struct proto_capture_result *res)
+static void capture_summary(const struct proto_capture_result *res, enum proto_kind kind,
+			    bool oncpu)
 {
+	const char *what = oncpu		      ? "on- and off-CPU"
+			   : kind == PROTO_KIND_ONCPU ? "on-CPU"
+						      : "off-CPU";
+
 	uint64_t dropped = 0;
 
 	for (size_t i = 0; i < res->n_drops; i++)
@@ -857,8 +862,8 @@ static void capture_summary(const struct proto_capture_result *res)
 		fprintf(stderr, "offcpuctl: note: a target exited during the capture\n");
 	requests_summary(stderr, "", res->requests, res->n_requests);
 	if (isatty(STDERR_FILENO))
-		fprintf(stderr, "captured %" PRIu64 " stacks, %.3f s off-CPU in %.1f s\n",
-			res->n_samples, res->total_ns / 1e9, res->duration_ns / 1e9);
+		fprintf(stderr, "captured %" PRIu64 " stacks, %.3f s %s in %.1f s\n",
+			res->n_samples, res->total_ns / 1e9, what, res->duration_ns / 1e9);
 }
 
 static int cmd_capture(int argc, char **argv)
@@ -1031,7 +1036,7 @@ static int cmd_capture(int argc, char **argv)
 	if (r != EXIT_OK)
 		return r;
 	if (!json_output)
-		capture_summary(&reply->capture);
+		capture_summary(&reply->capture, kind, oncpu);
 	if (ro.pprof)
 		r = write_capture_pprof(ro.path, raw, &reply->capture, kind, oncpu);
 	else
