@@ -56,8 +56,9 @@ def run_pingpong(build, round_trips, cpu):
     return json.loads(out)["elapsed_ns"], switches
 
 
-def run_with_capture(daemon, args, *capture_args):
-    """pingpong while a system-wide ad-hoc capture with capture_args runs."""
+def run_with_capture(daemon, run, *capture_args):
+    """run() (a benchmark run) while a system-wide ad-hoc capture with
+    capture_args runs; returns what run() returns."""
     what = " ".join(["capture", *capture_args])
     cap = daemon.ctl_popen("capture", "--seconds", "3600", "-o", os.devnull, *capture_args)
     result = None
@@ -68,7 +69,7 @@ def run_with_capture(daemon, args, *capture_args):
                 raise RuntimeError(f"{what} did not start in 10 s")
             time.sleep(0.02)
         if cap.poll() is None:
-            result = run_pingpong(args.build, args.round_trips, args.cpu)
+            result = run()
     finally:
         if cap.poll() is None:
             cap.send_signal(signal.SIGINT)
@@ -113,7 +114,8 @@ def main():
         try:
             results["continuous"].append(run_pingpong(args.build, args.round_trips, args.cpu))
             for mode, capture_args in modes.items():
-                results[mode].append(run_with_capture(daemon, args, *capture_args))
+                results[mode].append(run_with_capture(
+                    daemon, lambda: run_pingpong(args.build, args.round_trips, args.cpu), *capture_args))
             status = daemon.status()
         finally:
             daemon.stop()

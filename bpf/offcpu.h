@@ -30,6 +30,7 @@ enum offcpu_kind {
 	OFFCPU_KIND_OFFWAKE,	/* target stacks + waker; blocked time */
 	OFFCPU_KIND_CHAIN,	/* target stacks + waker chain; blocked time */
 	OFFCPU_KIND_RUNQ,	/* target stacks; run-queue wait (woken to running) */
+	OFFCPU_KIND_ONCPU,	/* stacks sampled on CPU (perf_event); samples x period */
 	OFFCPU_KIND_COUNT,
 };
 
@@ -117,7 +118,7 @@ struct offcpu_key {
 	__u32 tgid;
 	__u32 pid;
 	__u32 state;
-	__u32 kind; /* enum offcpu_kind; RUNQ rows also come from split OFFCPU slots */
+	__u32 kind; /* enum offcpu_kind; RUNQ and ONCPU rows also come from OFFCPU slots */
 	__u32 pad;
 	__u64 kstack; /* 0: none collected */
 	__u64 ustack; /* 0: none collected (kernel thread, or not requested) */
@@ -204,6 +205,7 @@ enum offcpu_counter {
 	OFFCPU_CNT_SWITCH_IN_UNSEEN,	/* a block's switch-in was not traced: its end estimated */
 	OFFCPU_CNT_USTACK_TABLE_WALKS,	/* user stacks walked with unwind tables */
 	OFFCPU_CNT_USTACK_TRUNCATED,	/* such a walk stopped before the outermost frame */
+	OFFCPU_CNT_ONCPU_SAMPLES,	/* on-CPU samples kept (per sample, not per slot) */
 	OFFCPU_CNT_MAX,
 };
 

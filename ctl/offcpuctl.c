@@ -62,7 +62,9 @@ static void usage(FILE *out)
 		"      -K, --kernel-only       kernel stacks only\n"
 		"          --kind K            what to record: offcpu (default), wakeup (the\n"
 		"                              wakers' stacks), offwake, chain (both), runq\n"
-		"                              (run-queue wait); see offcpuctl(8)\n"
+		"                              (run-queue wait), oncpu (sampled on-CPU time),\n"
+		"                              hotcold or oncpu,offcpu (both, [on-cpu] leaves\n"
+		"                              mark on-CPU time); see offcpuctl(8)\n"
 		"          --split-runq        offcpu: run-queue wait as [runqueue] leaves\n"
 		"          --chain-depth N     chain: waker levels, 1 to 8 (default 3)\n"
 		"          --request SYMBOL[@BINARY]\n"
@@ -437,7 +439,23 @@ static int parse_kind(const char *arg, uint32_t allowed, const char *want, enum 
 	return EXIT_OK;
 }
 
-#define ALL_KINDS ((UINT32_C(1) << (PROTO_KIND_RUNQ + 1)) - 1)
+#define ALL_KINDS ((UINT32_C(1) << (PROTO_KIND_ONCPU + 1)) - 1)
+#define KIND_WANT                                                                                  \
+	"bad --kind '%s': want offcpu, wakeup, offwake, chain, runq, oncpu or hotcold "            \
+	"(oncpu,offcpu)"
+
+/* --kind of a profile: a kind's name, or hotcold ("oncpu,offcpu" in either
+ * order): kind offcpu with on-CPU samples beside. */
+static int parse_profile_kind(const char *arg, enum proto_kind *ret, uint32_t *oncpu)
+{
+	*oncpu = !strcmp(arg, "hotcold") || !strcmp(arg, "oncpu,offcpu") ||
+		 !strcmp(arg, "offcpu,oncpu");
+	if (*oncpu) {
+		*ret = PROTO_KIND_OFFCPU;
+		return EXIT_OK;
+	}
+	return parse_kind(arg, ALL_KINDS, KIND_WANT, ret);
+}
 
 struct progress {
 	time_t start;
@@ -742,9 +760,10 @@ static int write_pprof(const char *path, const char *raw, const struct pprof_opt
 
 /* A pprof profile of a capture: it ended (about) now, after duration_ns. */
 static int write_capture_pprof(const char *path, const char *raw,
-			       const struct proto_capture_result *res, enum proto_kind kind)
+			       const struct proto_capture_result *res, enum proto_kind kind,
+			       bool oncpu)
 {
-	struct pprof_opts opts = { .kind = kind };
+	struct pprof_opts opts = { .kind = kind, .oncpu = oncpu };
 	char comment[64];
 	struct timespec ts;
 
@@ -761,9 +780,10 @@ static int write_capture_pprof(const char *path, const char *raw,
 
 /* A pprof profile of an export: a range's time is known, a capture's not. */
 static int write_export_pprof(const char *path, const char *raw,
-			      const struct proto_export_result *res, enum proto_kind kind)
+			      const struct proto_export_result *res, enum proto_kind kind,
+			      bool oncpu)
 {
-	struct pprof_opts opts = { .kind = kind };
+	struct pprof_opts opts = { .kind = kind, .oncpu = oncpu };
 	char comment[64];
 
 	if (res->capture_id) {
@@ -872,8 +892,13 @@ static void user_stacks_summary(const struct proto_user_stacks *us)
 		100.0 * us->frame_pointer_ns / all);
 }
 
-static void capture_summary(const struct proto_capture_result *res)
+static void capture_summary(const struct proto_capture_result *res, enum proto_kind kind,
+			    bool oncpu)
 {
+	const char *what = oncpu		      ? "on- and off-CPU"
+			   : kind == PROTO_KIND_ONCPU ? "on-CPU"
+						      : "off-CPU";
+
 	uint64_t dropped = 0;
 
 	for (size_t i = 0; i < res->n_drops; i++)
@@ -892,8 +917,8 @@ static void capture_summary(const struct proto_capture_result *res)
 	requests_summary(stderr, "", res->requests, res->n_requests);
 	user_stacks_summary(&res->user_stacks);
 	if (isatty(STDERR_FILENO))
-		fprintf(stderr, "captured %" PRIu64 " stacks, %.3f s off-CPU in %.1f s\n",
-			res->n_samples, res->total_ns / 1e9, res->duration_ns / 1e9);
+		fprintf(stderr, "captured %" PRIu64 " stacks, %.3f s %s in %.1f s\n",
+			res->n_samples, res->total_ns / 1e9, what, res->duration_ns / 1e9);
 }
 
 static int cmd_capture(int argc, char **argv)
@@ -931,6 +956,7 @@ static int cmd_capture(int argc, char **argv)
 	struct proto_request *req;
 	struct proto_capture_request *cap;
 	enum proto_kind kind;
+	bool oncpu;
 	struct progress progress = { .start = time(NULL) };
 	struct proto_reply *reply;
 	uint64_t v;
@@ -992,10 +1018,7 @@ static int cmd_capture(int argc, char **argv)
 			cap->stacks = PROTO_STACKS_KERNEL;
 			break;
 		case OPT_KIND:
-			r = parse_kind(
-				optarg, ALL_KINDS,
-				"bad --kind '%s': want offcpu, wakeup, offwake, chain or runq",
-				&cap->kind);
+			r = parse_profile_kind(optarg, &cap->kind, &cap->oncpu);
 			break;
 		case OPT_SPLIT_RUNQ:
 			cap->split_runq = 1;
@@ -1058,6 +1081,7 @@ static int cmd_capture(int argc, char **argv)
 	cap->render = ro.render;
 	progress.seconds = cap->seconds;
 	kind = cap->kind;
+	oncpu = cap->oncpu;
 
 	signal(SIGINT, on_sigint);
 	r = transact(req, isatty(STDERR_FILENO) ? progress_tick : NULL, &progress, &reply, &raw);
@@ -1067,9 +1091,9 @@ static int cmd_capture(int argc, char **argv)
 	if (r != EXIT_OK)
 		return r;
 	if (!json_output)
-		capture_summary(&reply->capture);
+		capture_summary(&reply->capture, kind, oncpu);
 	if (ro.pprof)
-		r = write_capture_pprof(ro.path, raw, &reply->capture, kind);
+		r = write_capture_pprof(ro.path, raw, &reply->capture, kind, oncpu);
 	else
 		r = write_result(ro.path, raw, format, reply->capture.folded,
 				 reply->capture.output);
@@ -1470,10 +1494,7 @@ static int cmd_export(int argc, char **argv)
 			continue;
 		switch (opt) {
 		case OPT_KIND:
-			r = parse_kind(
-				optarg, ALL_KINDS,
-				"bad --kind '%s': want offcpu, wakeup, offwake, chain or runq",
-				&ex->kind);
+			r = parse_profile_kind(optarg, &ex->kind, &ex->oncpu);
 			break;
 		case 'p':
 			if (parse_ids(optarg, ex->pids, &ex->n_pids) < 0)
@@ -1540,7 +1561,7 @@ static int cmd_export(int argc, char **argv)
 	if (!json_output)
 		export_summary(&reply->export);
 	if (ro.pprof)
-		r = write_export_pprof(ro.path, raw, &reply->export, ex->kind);
+		r = write_export_pprof(ro.path, raw, &reply->export, ex->kind, ex->oncpu);
 	else
 		r = write_result(ro.path, raw, format, reply->export.folded, reply->export.output);
 	proto_reply_free(reply);

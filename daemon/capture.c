@@ -14,7 +14,8 @@ _Static_assert((int)PROTO_KIND_OFFCPU == (int)OFFCPU_KIND_OFFCPU &&
 		       (int)PROTO_KIND_WAKEUP == (int)OFFCPU_KIND_WAKEUP &&
 		       (int)PROTO_KIND_OFFWAKE == (int)OFFCPU_KIND_OFFWAKE &&
 		       (int)PROTO_KIND_CHAIN == (int)OFFCPU_KIND_CHAIN &&
-		       (int)PROTO_KIND_RUNQ == (int)OFFCPU_KIND_RUNQ,
+		       (int)PROTO_KIND_RUNQ == (int)OFFCPU_KIND_RUNQ &&
+		       (int)PROTO_KIND_ONCPU == (int)OFFCPU_KIND_ONCPU,
 	       "the protocol's kinds are the BPF program's");
 _Static_assert(PROTO_MAX_REQUESTS == OFFCPU_MAX_REQUESTS &&
 		       PROTO_HIST_BUCKETS == OFFCPU_HIST_BUCKETS,
@@ -96,6 +97,7 @@ void capture_filter(const struct proto_capture_request *req, struct collector_fi
 		.kind = req->kind,
 		.chain_depth = req->chain_depth,
 		.split_runq = req->split_runq,
+		.oncpu = req->oncpu,
 		.requests = req->n_requests > 0,
 	};
 }
@@ -222,10 +224,10 @@ char *capture_reply(struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MA
 		struct proto_render render = c->req.render;
 
 		if (render.palette == PROTO_PALETTE_AUTO)
-			render.palette = proto_palette_of_kind(c->req.kind);
+			render.palette = proto_palette_of_kind(c->req.kind, c->req.oncpu);
 		r = render_output(folded, strlen(folded), c->req.format, &render, NULL,
-				  proto_title_of_kind(c->req.kind), &output, NULL, err,
-				  sizeof(err));
+				  proto_title_of_kind(c->req.kind, c->req.oncpu), &output, NULL,
+				  err, sizeof(err));
 		if (r == -ENODATA)
 			line = proto_reply_error(PROTO_ERR_NO_DATA, err);
 		else if (r == 0) {

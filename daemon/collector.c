@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <linux/membarrier.h>
+#include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -26,8 +27,66 @@ struct collector {
 	int ncpus;
 	struct bpf_link *request_links[OFFCPU_MAX_SLOTS][COLLECTOR_MAX_REQUEST_PROBES];
 	size_t n_request_links[OFFCPU_MAX_SLOTS];
-	int stats_fd; /* keeps the kernel's BPF run-time stats on; -1 if refused */
+	int stats_fd;		       /* keeps the kernel's BPF run-time stats on; -1 if refused */
+	struct bpf_link **oncpu_links; /* one per CPU that has an event; NULL entries: none */
+	int oncpu_error;	       /* see collector_oncpu_error() */
 };
+
+static void oncpu_detach(struct collector *c)
+{
+	for (int cpu = 0; c->oncpu_links && cpu < c->ncpus; cpu++)
+		bpf_link__destroy(c->oncpu_links[cpu]);
+	free(c->oncpu_links);
+	c->oncpu_links = NULL;
+}
+
+/*
+ * One CPU-clock event per CPU, sampling at freq Hz, each running
+ * oncpu_sample. The kernel turns a CPU-clock frequency into a fixed period
+ * in ns, which each sample carries. CPUs that are offline (ENODEV) are
+ * skipped; any other failure leaves no events. Returns 0 or -errno.
+ */
+static int oncpu_attach(struct collector *c, uint32_t freq)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.freq = 1,
+		.sample_freq = freq,
+	};
+	int attached = 0, r = -ENODEV;
+
+	if (!freq)
+		return -ECANCELED;
+	c->oncpu_links = calloc(c->ncpus, sizeof(*c->oncpu_links));
+	if (!c->oncpu_links)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < c->ncpus; cpu++) {
+		int fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			r = -errno;
+			if (r == -ENODEV)
+				continue; /* offline */
+			goto fail;
+		}
+		/* The link owns fd from here, and closes it. */
+		c->oncpu_links[cpu] =
+			bpf_program__attach_perf_event(c->skel->progs.oncpu_sample, fd);
+		if (!c->oncpu_links[cpu]) {
+			r = -errno;
+			close(fd);
+			goto fail;
+		}
+		attached++;
+	}
+	if (attached)
+		return 0;
+fail:
+	oncpu_detach(c);
+	return r;
+}
 
 static int load(const struct collector_options *opts, bool raw_tp, struct offcpu_bpf **ret)
 {
@@ -38,6 +97,8 @@ static int load(const struct collector_options *opts, bool raw_tp, struct offcpu
 	if (!skel)
 		return -errno;
 	skel->rodata->self_tgid = opts->trace_self ? 0 : (uint32_t)getpid();
+	if (opts->oncpu_frequency)
+		skel->rodata->oncpu_period_ns = 1000000000ull / opts->oncpu_frequency;
 	bpf_map__set_max_entries(skel->maps.agg0, opts->agg_map_entries);
 	bpf_map__set_max_entries(skel->maps.agg1, opts->agg_map_entries);
 	bpf_map__set_max_entries(skel->maps.stacks0, opts->stack_map_entries);
@@ -117,6 +178,9 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	 * was mapped when a process was first seen. */
 	if (c->skel->rodata->unwind_dwarf)
 		c->mmap_link = bpf_program__attach(c->skel->progs.unwind_mmap);
+	/* Without perf events (perf_event_paranoid, no such event) only the
+	 * on-CPU kind is missing: slots that want it are refused. */
+	c->oncpu_error = oncpu_attach(c, opts->oncpu_frequency);
 	*ret = c;
 	return 0;
 fail:
@@ -130,6 +194,7 @@ void collector_free(struct collector *c)
 		return;
 	for (unsigned slot = 0; slot < OFFCPU_MAX_SLOTS; slot++)
 		collector_request_detach(c, slot);
+	oncpu_detach(c);
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
 	bpf_link__destroy(c->mmap_link);
@@ -166,6 +231,11 @@ const char *collector_tracepoint(const struct collector *c)
 const char *collector_program_name(const struct collector *c)
 {
 	return c->raw_tp ? "sched_switch_raw" : "sched_switch_btf";
+}
+
+int collector_oncpu_error(const struct collector *c)
+{
+	return c->oncpu_error;
 }
 
 /* Adds or removes slot's bit in the id -> slot mask filter map. */
@@ -230,6 +300,8 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 			break;
 	if (slot == OFFCPU_MAX_SLOTS)
 		return -EBUSY;
+	if ((f->kind == OFFCPU_KIND_ONCPU || f->oncpu) && c->oncpu_error)
+		return -EOPNOTSUPP;
 	bit = 1u << slot;
 
 	r = filter_ids_update(tgid_fd, f->tgids, f->n_tgids, slot, true);
@@ -245,8 +317,10 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	bss->slots[slot].start_ns = clock_monotonic_ns();
 	bss->slots[slot].min_block_ns = f->min_block_ns;
 	bss->slots[slot].max_block_ns = f->max_block_ns;
+	/* An ONCPU slot takes no blocks: no state lets sched_switch match it. */
 	for (unsigned st = 0; st < OFFCPU_STATE_COUNT; st++)
-		mask_set(&bss->state_slots[st], bit, f->state_mask & (1u << st));
+		mask_set(&bss->state_slots[st], bit,
+			 f->kind != OFFCPU_KIND_ONCPU && (f->state_mask & (1u << st)));
 	mask_set(&bss->tgid_filter_slots, bit, f->n_tgids > 0);
 	mask_set(&bss->tid_filter_slots, bit, f->n_tids > 0);
 	mask_set(&bss->user_stack_slots, bit, f->user_stacks);
@@ -256,6 +330,7 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	for (unsigned k = 0; k < OFFCPU_KIND_COUNT; k++)
 		mask_set(&bss->kind_slots[k], bit, f->kind == k);
 	mask_set(&bss->split_runq_slots, bit, f->split_runq);
+	mask_set(&bss->oncpu_slots, bit, f->kind == OFFCPU_KIND_ONCPU || f->oncpu);
 	mask_set(&bss->hist_slots, bit, f->hist);
 	mask_set(&bss->request_slots, bit, f->requests);
 	/* Publish: the slot must be complete before a program sees its bit. */
@@ -473,7 +548,10 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 		if (fd < 0 || n == max)
 			continue; /* not loaded: the other tracepoint flavour */
 		ret[n].name = bpf_program__name(prog);
-		ret[n].attached = bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE ? requests : true;
+		ret[n].attached = bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE ? requests
+				  : bpf_program__type(prog) == BPF_PROG_TYPE_PERF_EVENT
+					  ? !c->oncpu_error
+					  : true;
 		ret[n].run_cnt = ret[n].run_time_ns = 0;
 		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
 			ret[n].run_cnt = info.run_cnt;

@@ -34,6 +34,7 @@ struct collector_options {
 	uint32_t unwind_max_depth; /* frames, 1..OFFCPU_MAX_STACK_DEPTH */
 	uint32_t unwind_rows;	   /* rows of all loaded unwind tables */
 	uint32_t unwind_processes; /* processes with tables at once */
+	uint32_t oncpu_frequency; /* on-CPU samples per second and CPU; 0: no sampling */
 };
 
 /* One capture's filter. Empty id lists mean "all". */
@@ -50,6 +51,7 @@ struct collector_filter {
 	unsigned kind;	      /* enum offcpu_kind */
 	unsigned chain_depth; /* OFFCPU_KIND_CHAIN: 1..OFFCPU_MAX_CHAIN */
 	bool split_runq;      /* OFFCPU: run-queue wait as separate RUNQ rows */
+	bool oncpu;	      /* OFFCPU: on-CPU samples beside, as ONCPU rows (hot/cold) */
 	bool hist;	      /* keep log2 histograms */
 	bool requests;	      /* count only inside the slot's request functions */
 };
@@ -105,9 +107,16 @@ void collector_free(struct collector *c); /* NULL-safe; detaches */
 const char *collector_tracepoint(const struct collector *c);
 const char *collector_program_name(const struct collector *c);
 
+/* Why there are no on-CPU samples: 0 if the perf events are attached, else
+ * the -errno of perf_event_open or of the attach (-ENOENT: no such event,
+ * -EACCES: perf_event_paranoid), or -ECANCELED if the frequency is 0. */
+int collector_oncpu_error(const struct collector *c);
+
 /* Publishes a filter in a free slot, counting only blocks that start from
  * now on. Returns 0 with *ret_slot set, -EBUSY if all slots are taken,
- * -ENOSPC if the id filter maps are full (nothing published then). */
+ * -ENOSPC if the id filter maps are full, -EOPNOTSUPP if it wants on-CPU
+ * samples (kind ONCPU or oncpu) and there are none (collector_oncpu_error);
+ * nothing is published then. */
 int collector_slot_add(struct collector *c, const struct collector_filter *f, unsigned *ret_slot);
 
 /* Stops counting for slot. Rows already aggregated for it are returned by

@@ -94,7 +94,7 @@ static const struct {
 } kind_names[] = {
 	{ "offcpu", PROTO_KIND_OFFCPU },   { "wakeup", PROTO_KIND_WAKEUP },
 	{ "offwake", PROTO_KIND_OFFWAKE }, { "chain", PROTO_KIND_CHAIN },
-	{ "runq", PROTO_KIND_RUNQ },
+	{ "runq", PROTO_KIND_RUNQ },	   { "oncpu", PROTO_KIND_ONCPU },
 };
 
 static const struct key keys[] = {
@@ -129,6 +129,7 @@ static const struct key keys[] = {
 	KEY(continuous, KEY_BOOL, bool, 0, 1),
 	KEY(continuous_kinds, KEY_KINDS, uint32_t, 0, 0),
 	KEY(continuous_split_runq, KEY_BOOL, bool, 0, 1),
+	KEY(oncpu_frequency, KEY_U32, uint32_t, 0, 10000),
 	KEY(continuous_states, KEY_STATES, uint32_t, 0, 0),
 	KEY(continuous_min_block_us, KEY_U64, uint64_t, 0, 60000000),
 	KEY(continuous_requests, KEY_REQUESTS, char *, 0, FIELD_SIZE(continuous_requests)),
@@ -161,6 +162,7 @@ static const struct config config_defaults = {
 	.continuous = true,
 	.continuous_kinds = 1u << PROTO_KIND_OFFCPU,
 	.continuous_split_runq = true,
+	.oncpu_frequency = 99,
 	.continuous_states = THREAD_STATE_ALL,
 	.continuous_min_block_us = 0,
 	.window_seconds = 10,
@@ -255,7 +257,7 @@ static int fail_value(const struct where *w, const struct key *k)
 	case KEY_KINDS:
 		return fail(w,
 			    "bad value for '%s': must be a comma-separated list of profile kinds: "
-			    "offcpu, wakeup, offwake, chain, runq",
+			    "offcpu, wakeup, offwake, chain, runq, oncpu",
 			    k->name);
 	case KEY_BYTES:
 		return fail(w,

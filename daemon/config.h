@@ -42,6 +42,7 @@ struct config {
 	uint32_t continuous_kinds;	  /* bit 1 << enum proto_kind per always-on slot;
 					     chain at PROTO_CHAIN_DEPTH_DEFAULT; not 0 */
 	bool continuous_split_runq;	  /* the offcpu slot keeps run-queue wait apart */
+	uint32_t oncpu_frequency;	  /* on-CPU samples per second and CPU; 0: none */
 	uint32_t continuous_states;	  /* thread_state mask (THREAD_STATE_ALL: all) */
 	uint64_t continuous_min_block_us; /* its shortest block kept; 0: all */
 	char continuous_requests[1024];	  /* "SYMBOL@/PATH ..."; "": not request-synchronous */

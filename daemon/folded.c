@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto.h" /* PROTO_ONCPU_FRAME */
+
 struct folded_line {
 	char *stack;
 	uint64_t value;
@@ -72,10 +74,11 @@ int folded_add(struct folded *f, const struct folded_stack *st, bool want_user, 
 		n = asprintf(&longer, "%s;--;%s", line, chain);
 		free(line);
 		line = longer;
-	} else if (n >= 0 && st->kind == OFFCPU_KIND_RUNQ) {
+	} else if (n >= 0 && (st->kind == OFFCPU_KIND_RUNQ || st->kind == OFFCPU_KIND_ONCPU)) {
 		char *longer = NULL;
 
-		n = asprintf(&longer, "%s;[runqueue]", line);
+		n = asprintf(&longer, "%s;%s", line,
+			     st->kind == OFFCPU_KIND_RUNQ ? "[runqueue]" : PROTO_ONCPU_FRAME);
 		free(line);
 		line = longer;
 	}

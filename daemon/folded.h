@@ -35,6 +35,7 @@ struct folded_stack {
  * Adds one stack in its kind's layout:
  *   offcpu   comm;user;-;kernel
  *   runq     comm;user;-;kernel;[runqueue]
+ *   oncpu    comm;user;-;kernel;[on-cpu]
  *   wakeup   comm;chain                  (the waker part only)
  *   offwake  comm;user;-;kernel;--;chain (also chain: levels are in chain)
  * want_user/want_kernel say which target parts were collected. value is in

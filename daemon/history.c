@@ -316,9 +316,11 @@ static int export_select(struct export_job *j, struct store *store, int64_t from
 		.n_pids = j->req.n_pids,
 		.comm = j->req.comm,
 		.state_mask = j->req.state_mask,
-		/* An offcpu export includes the run-queue part kept apart (split). */
+		/* An offcpu export includes the run-queue part kept apart (split),
+		 * and on-CPU samples if asked (hot/cold). */
 		.kind_mask = (1u << j->req.kind) |
-			     (j->req.kind == PROTO_KIND_OFFCPU ? 1u << PROTO_KIND_RUNQ : 0),
+			     (j->req.kind == PROTO_KIND_OFFCPU ? 1u << PROTO_KIND_RUNQ : 0) |
+			     (j->req.oncpu ? 1u << PROTO_KIND_ONCPU : 0),
 	};
 	int r;
 
@@ -371,10 +373,10 @@ static int export_text(struct export_job *j, struct profile *after, struct profi
 	struct proto_render render = j->req.render;
 
 	if (render.palette == PROTO_PALETTE_AUTO && !before)
-		render.palette = proto_palette_of_kind(j->req.kind);
+		render.palette = proto_palette_of_kind(j->req.kind, j->req.oncpu);
 	r = render_output(text, strlen(text), j->req.format, &render, &input,
 			  before ? "Differential Off-CPU Flame Graph"
-				 : proto_title_of_kind(j->req.kind),
+				 : proto_title_of_kind(j->req.kind, j->req.oncpu),
 			  ret_output, NULL, err, sizeof(err));
 	free(text);
 	if (r == -ENODATA) {

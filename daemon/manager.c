@@ -454,6 +454,21 @@ static void capture_timer_cb(uv_timer_t *t)
 	capture_end(m, c);
 }
 
+/* Why on-CPU samples are missing, for an 'unsupported' reply or the log. */
+static const char *oncpu_unsupported(struct manager *m, char *buf, size_t size)
+{
+	int r = collector_oncpu_error(m->collector);
+
+	if (r == -ECANCELED)
+		snprintf(buf, size, "on-CPU sampling is off (oncpu_frequency = 0)");
+	else
+		snprintf(buf, size, "on-CPU sampling is unavailable: perf_event_open failed: %s%s",
+			 strerror(-r),
+			 r == -EACCES || r == -EPERM ? " (see /proc/sys/kernel/perf_event_paranoid)"
+						     : "");
+	return buf;
+}
+
 /* What went wrong when a request's probes were set up. */
 static const char *request_error_code(int r)
 {
@@ -573,6 +588,9 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 		free(c);
 		if (r == -EBUSY)
 			reply_error(conn, PROTO_ERR_BUSY, "all capture slots are in use");
+		else if (r == -EOPNOTSUPP)
+			reply_error(conn, PROTO_ERR_UNSUPPORTED,
+				    oncpu_unsupported(m, err, sizeof(err)));
 		else if (r == -ENOSPC)
 			reply_error(conn, PROTO_ERR_BUSY, "the pid/tid filter maps are full");
 		else
@@ -619,6 +637,7 @@ static const struct {
 	{ OFFCPU_CNT_SWITCH_IN_UNSEEN, "switch_in_unseen" },
 	{ OFFCPU_CNT_USTACK_TABLE_WALKS, "ustack_table_walks" },
 	{ OFFCPU_CNT_USTACK_TRUNCATED, "ustack_truncated" },
+	{ OFFCPU_CNT_ONCPU_SAMPLES, "oncpu_samples" },
 };
 
 /* Per second, over the last drain interval. */
@@ -921,18 +940,24 @@ static int continuous_start(struct manager *m)
 			.chain_depth = 3,
 			.split_runq = kind == OFFCPU_KIND_OFFCPU && m->cfg.continuous_split_runq,
 			.hist = kind == OFFCPU_KIND_OFFCPU,
-			.requests = n_specs > 0,
+			/* On-CPU samples are not request-synchronous: all of them. */
+			.requests = n_specs > 0 && kind != OFFCPU_KIND_ONCPU,
 		};
 
 		if (!(m->cfg.continuous_kinds & (1u << kind)))
 			continue;
 		r = collector_slot_add(m->collector, &filter, &slot);
+		if (r == -EOPNOTSUPP) {
+			log_warning("continuous_kinds: oncpu left out: %s",
+				    oncpu_unsupported(m, err, sizeof(err)));
+			continue;
+		}
 		if (r < 0) {
 			log_error("cannot start continuous profiling: %s", strerror(-r));
 			return r;
 		}
 		m->continuous_slots |= 1u << slot;
-		if (!n_specs)
+		if (!filter.requests)
 			continue;
 		r = request_probes_attach(&m->requests[slot], m->collector, slot, specs, n_specs,
 					  NULL, 0, err, sizeof(err));
@@ -960,6 +985,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		.unwind_max_depth = cfg->unwind_max_depth,
 		.unwind_rows = cfg->unwind_rows,
 		.unwind_processes = cfg->unwind_processes,
+		.oncpu_frequency = cfg->oncpu_frequency,
 		.attach = cfg->tracepoint == CONFIG_TRACEPOINT_TP_BTF	? COLLECTOR_ATTACH_TP_BTF
 			  : cfg->tracepoint == CONFIG_TRACEPOINT_RAW_TP ? COLLECTOR_ATTACH_RAW_TP
 									: COLLECTOR_ATTACH_AUTO,
@@ -1003,6 +1029,11 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		goto fail;
 	}
 	log_info("sched_switch program attached (%s)", collector_tracepoint(m->collector));
+	if (collector_oncpu_error(m->collector))
+		log_warning("%s: captures of on-CPU time will be refused",
+			    oncpu_unsupported(m, warn, sizeof(warn)));
+	else
+		log_info("on-CPU sampling at %u Hz per CPU", cfg->oncpu_frequency);
 	m->n_programs = collector_programs(m->collector, m->programs, MAX_PROGRAMS);
 	if (!collector_bpf_stats(m->collector))
 		log_info(

@@ -88,19 +88,20 @@ static const char *const proto__format_names[] = {
 };
 
 static const char *const proto__palette_names[] = {
-	[PROTO_PALETTE_AUTO] = "auto",
-	[PROTO_PALETTE_HOT] = "hot",
-	[PROTO_PALETTE_IO] = "io",
-	[PROTO_PALETTE_WAKEUP] = "wakeup",
-	[PROTO_PALETTE_CHAIN] = "chain",
-	[PROTO_PALETTE_DIFF] = "diff",
-	NULL,
+	[PROTO_PALETTE_AUTO] = "auto",	     [PROTO_PALETTE_HOT] = "hot",
+	[PROTO_PALETTE_IO] = "io",	     [PROTO_PALETTE_WAKEUP] = "wakeup",
+	[PROTO_PALETTE_CHAIN] = "chain",     [PROTO_PALETTE_DIFF] = "diff",
+	[PROTO_PALETTE_HOTCOLD] = "hotcold", NULL,
 };
 
 static const char *const proto__kind_names[] = {
-	[PROTO_KIND_OFFCPU] = "offcpu",	  [PROTO_KIND_WAKEUP] = "wakeup",
-	[PROTO_KIND_OFFWAKE] = "offwake", [PROTO_KIND_CHAIN] = "chain",
-	[PROTO_KIND_RUNQ] = "runq",	  NULL,
+	[PROTO_KIND_OFFCPU] = "offcpu",
+	[PROTO_KIND_WAKEUP] = "wakeup",
+	[PROTO_KIND_OFFWAKE] = "offwake",
+	[PROTO_KIND_CHAIN] = "chain",
+	[PROTO_KIND_RUNQ] = "runq",
+	[PROTO_KIND_ONCPU] = "oncpu",
+	NULL,
 };
 
 /* The kinds a histogram is kept of: whole off-CPU time and run-queue wait. */
@@ -249,6 +250,7 @@ static const struct proto__field proto__capture_fields[] = {
 		.names = proto__kind_names,
 	},
 	{ .name = "split_runq", .kind = PROTO__KIND_BOOL, PROTO__CAP(split_runq) },
+	{ .name = "oncpu", .kind = PROTO__KIND_BOOL, PROTO__CAP(oncpu) },
 	{
 		.name = "chain_depth",
 		.kind = PROTO__KIND_UINT,
@@ -321,6 +323,7 @@ static const struct proto__field proto__export_fields[] = {
 		.def = PROTO_KIND_OFFCPU,
 		.names = proto__kind_names,
 	},
+	{ .name = "oncpu", .kind = PROTO__KIND_BOOL, PROTO__EXP(oncpu) },
 };
 
 #define PROTO__HIST(member) PROTO__AT(struct proto_hist_request, member)
@@ -763,6 +766,14 @@ static int proto__capture_check(const void *args, const struct proto__command *c
 	if (c->split_runq && c->kind != PROTO_KIND_OFFCPU)
 		return proto__fail(err, err_size, "field 'split_runq' needs kind offcpu, not %s",
 				   proto_kind_name(c->kind));
+	if (c->oncpu && c->kind != PROTO_KIND_OFFCPU)
+		return proto__fail(err, err_size, "field 'oncpu' needs kind offcpu, not %s",
+				   proto_kind_name(c->kind));
+	/* Requests gate blocks; on-CPU samples are not request-synchronous. */
+	if (c->n_requests && (c->oncpu || c->kind == PROTO_KIND_ONCPU))
+		return proto__fail(err, err_size,
+				   "field 'requests' does not apply to on-CPU samples (kind oncpu, "
+				   "oncpu)");
 	if (proto__given(command, given, "chain_depth") && c->kind != PROTO_KIND_CHAIN)
 		return proto__fail(err, err_size, "field 'chain_depth' needs kind chain, not %s",
 				   proto_kind_name(c->kind));
@@ -834,6 +845,9 @@ static int proto__export_check(const void *args, const struct proto__command *c,
 	int r;
 
 	(void)given;
+	if (e->oncpu && e->kind != PROTO_KIND_OFFCPU)
+		return proto__fail(err, err_size, "field 'oncpu' needs kind offcpu, not %s",
+				   proto_kind_name(e->kind));
 	r = proto__range_check(c, e->from_ms, e->to_ms, e->capture_id, err, err_size);
 	return r < 0 ? r : proto__export_diff_check(e, err, err_size);
 }
@@ -2170,21 +2184,27 @@ void proto_reply_free(struct proto_reply *reply)
 	free(r);
 }
 
-enum proto_palette proto_palette_of_kind(enum proto_kind kind)
+enum proto_palette proto_palette_of_kind(enum proto_kind kind, bool oncpu)
 {
+	if (oncpu)
+		return PROTO_PALETTE_HOTCOLD;
 	switch (kind) {
 	case PROTO_KIND_WAKEUP:
 		return PROTO_PALETTE_WAKEUP;
 	case PROTO_KIND_OFFWAKE:
 	case PROTO_KIND_CHAIN:
 		return PROTO_PALETTE_CHAIN;
+	case PROTO_KIND_ONCPU:
+		return PROTO_PALETTE_HOT;
 	default:
 		return PROTO_PALETTE_IO;
 	}
 }
 
-const char *proto_title_of_kind(enum proto_kind kind)
+const char *proto_title_of_kind(enum proto_kind kind, bool oncpu)
 {
+	if (oncpu)
+		return "Hot/Cold Flame Graph";
 	switch (kind) {
 	case PROTO_KIND_WAKEUP:
 		return "Wakeup Time Flame Graph";
@@ -2194,6 +2214,8 @@ const char *proto_title_of_kind(enum proto_kind kind)
 		return "Chain Graph";
 	case PROTO_KIND_RUNQ:
 		return "Run-Queue Wait Flame Graph";
+	case PROTO_KIND_ONCPU:
+		return "On-CPU Time Flame Graph";
 	default:
 		return "Off-CPU Time Flame Graph";
 	}

@@ -53,7 +53,12 @@ enum proto_kind {
 	PROTO_KIND_OFFWAKE, /* "offwake": target stacks, "--", the waker's; blocked time */
 	PROTO_KIND_CHAIN,   /* "chain": off-wake through chain_depth waker levels */
 	PROTO_KIND_RUNQ,    /* "runq": target stacks; run-queue wait (woken to running) */
+	PROTO_KIND_ONCPU,   /* "oncpu": stacks sampled on CPU; samples x period */
 };
+
+/* The leaf frame that marks on-CPU time in folded lines, flame graphs and
+ * pprof (kind oncpu rows), so hot/cold graphs tell it from off-CPU time. */
+#define PROTO_ONCPU_FRAME "[on-cpu]"
 
 enum proto_stacks {
 	PROTO_STACKS_BOTH,
@@ -75,6 +80,7 @@ enum proto_palette {
 	PROTO_PALETTE_WAKEUP,
 	PROTO_PALETTE_CHAIN,
 	PROTO_PALETTE_DIFF,
+	PROTO_PALETTE_HOTCOLD, /* on-CPU ("[on-cpu]" leaves) warm, off-CPU cool */
 };
 
 /* How an svg is drawn; speedscope uses only title (as the profile's name),
@@ -111,6 +117,7 @@ struct proto_capture_request {
 	struct proto_render render;
 	enum proto_kind kind; /* default PROTO_KIND_OFFCPU */
 	uint32_t split_runq;  /* bool, kind OFFCPU only: run-queue wait as RUNQ rows */
+	uint32_t oncpu;	      /* bool, kind OFFCPU only: on-CPU samples beside (hot/cold) */
 	uint32_t chain_depth; /* 1..PROTO_CHAIN_DEPTH_MAX; default 3; given only for CHAIN */
 	/* Request-synchronous: only off-CPU time inside these functions counts. */
 	char requests[PROTO_MAX_REQUESTS][PROTO_REQUEST_SPEC_MAX + 1]; /* "SYMBOL[@BINARY]" */
@@ -147,6 +154,7 @@ struct proto_export_request {
 	uint32_t diff_widths_from_old;	  /* bool: widths from A (the reverse view) */
 	uint32_t negate;		  /* bool: swap red and blue */
 	enum proto_kind kind;		  /* default PROTO_KIND_OFFCPU; A and B alike */
+	uint32_t oncpu;			  /* bool, kind OFFCPU only: ONCPU rows too (hot/cold) */
 };
 
 /* Exactly one of a range (from_ms > 0) or a capture_id is set, as for export. */
@@ -377,9 +385,10 @@ int proto_kind_from_name(const char *name);
 /* The name of an enum proto_kind value ("offcpu", ...); "?" if out of range. */
 const char *proto_kind_name(unsigned kind);
 
-/* The palette and default title a graph of this kind is drawn with. */
-enum proto_palette proto_palette_of_kind(enum proto_kind kind);
-const char *proto_title_of_kind(enum proto_kind kind);
+/* The palette and default title a graph of this kind is drawn with;
+ * oncpu: with on-CPU samples beside (hot/cold, kind offcpu). */
+enum proto_palette proto_palette_of_kind(enum proto_kind kind, bool oncpu);
+const char *proto_title_of_kind(enum proto_kind kind, bool oncpu);
 
 /*
  * Reads a render minwidth: a non-negative decimal ("0.1", pixels), or one

@@ -402,6 +402,8 @@ bool stack_filter_keep(const struct stack_filter *f, const struct stack_filter_s
 	}
 	if (s->kind == PROTO_KIND_RUNQ)
 		parts[n++] = span_of("[runqueue]");
+	else if (s->kind == PROTO_KIND_ONCPU)
+		parts[n++] = span_of(PROTO_ONCPU_FRAME);
 	else if (s->kind != PROTO_KIND_OFFCPU)
 		parts[n++] = span_of(s->chain);
 	return keep(f, span_of(s->comm), s->tgid, s->state, parts, n);

@@ -67,12 +67,18 @@ int flame_parse(struct flame *f, const char *text, size_t len);
 const struct flame_node *flame_root(struct flame *f);
 const struct flame_parse_stats *flame_stats(const struct flame *f);
 
+/* The leaf that marks on-CPU time in hot/cold graphs; the protocol's
+ * PROTO_ONCPU_FRAME (this library does not depend on the protocol). */
+#define FLAME_ONCPU_FRAME "[on-cpu]"
+
 enum flame_palette {
-	FLAME_PALETTE_HOT,    /* on-CPU: warm reds and yellows */
-	FLAME_PALETTE_IO,     /* off-CPU: blues */
-	FLAME_PALETTE_WAKEUP, /* wakeup graphs: purples */
-	FLAME_PALETTE_CHAIN,  /* off-wake/chain: one family per "--" part, grey delimiters */
-	FLAME_PALETTE_DIFF,   /* red grew, blue shrank, by delta; white unchanged */
+	FLAME_PALETTE_HOT,     /* on-CPU: warm reds and yellows */
+	FLAME_PALETTE_IO,      /* off-CPU: blues */
+	FLAME_PALETTE_WAKEUP,  /* wakeup graphs: purples */
+	FLAME_PALETTE_CHAIN,   /* off-wake/chain: one family per "--" part, grey delimiters */
+	FLAME_PALETTE_DIFF,    /* red grew, blue shrank, by delta; white unchanged */
+	FLAME_PALETTE_HOTCOLD, /* hot/cold: frames mostly on-CPU ("[on-cpu]" leaves) warm, else blue
+				*/
 };
 
 struct flame_svg_opts {

@@ -153,10 +153,28 @@ static double svg_self_change(const struct flame_node *n)
 	return d;
 }
 
+/* The part of n's value that ends in an on-CPU leaf. Recursive, but only as
+ * deep as the graph (stacks are at most a few hundred frames). */
+static double svg_oncpu_value(const struct flame_node *n)
+{
+	double v = 0;
+
+	if (!strcmp(n->name, FLAME_ONCPU_FRAME))
+		return n->value;
+	for (size_t i = 0; i < n->n_children; i++)
+		v += svg_oncpu_value(&n->children[i]);
+	return v;
+}
+
 static enum svg_family_id svg_family_of(const struct svg *s, const struct flame_node *n,
 					unsigned part)
 {
 	switch (s->palette) {
+	case FLAME_PALETTE_HOTCOLD:
+		/* A frame shared by both is as hot as most of its time. */
+		if (2 * svg_oncpu_value(n) > n->value)
+			return n->kernel ? FAM_HOT_KERNEL : FAM_HOT_USER;
+		break;
 	case FLAME_PALETTE_HOT:
 		return n->kernel ? FAM_HOT_KERNEL : FAM_HOT_USER;
 	case FLAME_PALETTE_WAKEUP:
@@ -502,6 +520,11 @@ static void svg_put_legend(const struct svg *s, double y)
 		[FAM_WAKE_USER] = "waker user",	       [FAM_WAKE_KERNEL] = "waker kernel",
 		[FAM_HOT_USER] = "waker's waker user", [FAM_HOT_KERNEL] = "waker's waker kernel",
 	};
+	static const char *const hotcold_labels[FAM_N] = {
+		[FAM_HOT_USER] = "on-CPU user", [FAM_HOT_KERNEL] = "on-CPU kernel",
+		[FAM_IO_USER] = "off-CPU user", [FAM_IO_KERNEL] = "off-CPU kernel",
+		[FAM_WAKE_USER] = "user",	[FAM_WAKE_KERNEL] = "kernel",
+	};
 	static const enum svg_family_id chain_order[FAM_N] = {
 		FAM_IO_USER,	 FAM_IO_KERNEL, FAM_WAKE_USER,
 		FAM_WAKE_KERNEL, FAM_HOT_USER,	FAM_HOT_KERNEL,
@@ -527,8 +550,10 @@ static void svg_put_legend(const struct svg *s, double y)
 			if (!s->families[id])
 				continue;
 			svg_family_colour(items[n].colour, id, 0.5, 0.5);
-			items[n++].label =
-				s->palette == FLAME_PALETTE_CHAIN ? chain_labels[id] : labels[id];
+			items[n++].label = s->palette == FLAME_PALETTE_CHAIN ? chain_labels[id]
+					   : s->palette == FLAME_PALETTE_HOTCOLD
+						   ? hotcold_labels[id]
+						   : labels[id];
 		}
 		if (s->delimiters)
 			items[n++] = (struct svg_legend_item){ SVG_GREY,
@@ -652,7 +677,7 @@ int flame_svg(struct flame *f, const struct flame_svg_opts *opts, FILE *out)
 	double legend_y = o->subtitle ? 64 : 44;
 	int r = 0;
 
-	if (s.width < 2 * SVG_XPAD + 1 || s.palette > FLAME_PALETTE_DIFF)
+	if (s.width < 2 * SVG_XPAD + 1 || s.palette > FLAME_PALETTE_HOTCOLD)
 		return -EINVAL;
 	s.root = flame_root(f);
 	st = flame_stats(f);

@@ -336,6 +336,8 @@ static size_t enc_row_frames(struct enc *e, const struct proto_sample *r)
 		enc_push(e, &n, r->kstack[i]);
 	if (!strcmp(kind, "runq")) {
 		enc_push(e, &n, "[runqueue]");
+	} else if (!strcmp(kind, "oncpu")) {
+		enc_push(e, &n, PROTO_ONCPU_FRAME);
 	} else if (!strcmp(kind, "offwake") || !strcmp(kind, "chain")) {
 		enc_push(e, &n, "--");
 		enc_push_chain(e, &n, r);
@@ -443,8 +445,12 @@ static void enc_tail(struct enc *e, uint32_t type, uint32_t unit, uint32_t comme
 	enc_flush(e, Z_FINISH);
 }
 
-static const char *sample_type_name(enum proto_kind kind)
+static const char *sample_type_name(enum proto_kind kind, bool oncpu)
 {
+	if (oncpu)
+		return "wall";
+	if (kind == PROTO_KIND_ONCPU)
+		return "on_cpu";
 	return kind == PROTO_KIND_OFFCPU ? "off_cpu" : proto_kind_name(kind);
 }
 
@@ -470,7 +476,7 @@ int pprof_write(const struct proto_sample *rows, size_t n, const struct pprof_op
 	enc_str(&e, ""); /* string_table[0] must be "" */
 	blocks = enc_str(&e, "blocks");
 	count = enc_str(&e, "count");
-	type = enc_str(&e, sample_type_name(opts->kind));
+	type = enc_str(&e, sample_type_name(opts->kind, opts->oncpu));
 	unit = enc_str(&e, "nanoseconds");
 	e.key_comm = enc_str(&e, "comm");
 	e.key_pid = enc_str(&e, "pid");

@@ -7,10 +7,12 @@
  *
  * What goes where (offcpuctl(8) documents it for users):
  * - Values: [blocks/count, T/nanoseconds], T "off_cpu" for kind offcpu,
- *   else the kind's name ("wakeup", "runq", ...); T is the default.
+ *   "on_cpu" for oncpu (count: samples), "wall" for hot/cold (offcpu with
+ *   oncpu rows: a thread's on- plus off-CPU time), else the kind's name
+ *   ("wakeup", "runq", ...); T is the default.
  * - Stacks: the frames of the row's folded line, leaf first as pprof wants,
  *   without the comm and the "-" delimiters; "--" (between the blocked
- *   thread and its waker) and "[runqueue]" stay, so flame graphs look like
+ *   thread and its waker), "[runqueue]" and "[on-cpu]" stay, so flame graphs look like
  *   offcpud's own. One Function and one Location per distinct frame name,
  *   in one Mapping with no file that says so (has_functions): the frames
  *   are symbolized already.
@@ -21,6 +23,7 @@
 #ifndef PPROF_H
 #define PPROF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +32,7 @@
 
 struct pprof_opts {
 	enum proto_kind kind;	/* the profile's kind: names the time's sample type */
+	bool oncpu;		/* kind offcpu with on-CPU rows beside (hot/cold) */
 	int64_t time_nanos;	/* when the profile began, unix ns; 0: unknown */
 	int64_t duration_nanos; /* how long it covers; 0: unknown */
 	const char *comment;	/* a line of free text, NULL: none */

@@ -98,7 +98,7 @@ static void fuzz_row(const uint8_t *data, size_t size, char *buf)
 
 	if (!size)
 		return;
-	s.kind = data[0] % (PROTO_KIND_RUNQ + 1);
+	s.kind = data[0] % (PROTO_KIND_ONCPU + 1);
 	memcpy(buf, data, size);
 	buf[size] = '\0';
 	while (n < 4 && at <= size) {

@@ -42,6 +42,7 @@ static int config_equal(const struct config *a, const struct config *b)
 	       a->tracepoint == b->tracepoint && a->continuous == b->continuous &&
 	       a->continuous_kinds == b->continuous_kinds &&
 	       a->continuous_split_runq == b->continuous_split_runq &&
+	       a->oncpu_frequency == b->oncpu_frequency &&
 	       a->continuous_states == b->continuous_states &&
 	       a->continuous_min_block_us == b->continuous_min_block_us &&
 	       !strcmp(a->continuous_requests, b->continuous_requests) &&
@@ -74,6 +75,7 @@ static void config_scramble(struct config *c)
 	c->continuous = false;
 	c->continuous_kinds = 0x6;
 	c->continuous_split_runq = false;
+	c->oncpu_frequency = 7;
 	c->continuous_states = 0x5;
 	c->continuous_min_block_us = 7;
 	strcpy(c->continuous_requests, "scrambled@/x");
@@ -102,6 +104,7 @@ static void test_defaults(void)
 	CHECK(c.continuous);
 	CHECK(c.continuous_kinds == 1u << PROTO_KIND_OFFCPU);
 	CHECK(c.continuous_split_runq);
+	CHECK(c.oncpu_frequency == 99);
 	CHECK(c.continuous_states == THREAD_STATE_ALL);
 	CHECK(c.continuous_min_block_us == 0);
 	CHECK(c.window_seconds == 10);
@@ -144,6 +147,7 @@ static const struct {
 	INT_KEY(agg_map_entries, 64, 1048576),
 	INT_KEY(stack_map_entries, 64, 1048576),
 	INT_KEY(window_seconds, 1, 3600),
+	INT_KEY(oncpu_frequency, 0, 10000),
 	INT_KEY(continuous_min_block_us, 0, 60000000),
 #undef INT_KEY
 };
@@ -427,6 +431,8 @@ static void test_kinds(void)
 		{ "offwake", 1u << PROTO_KIND_OFFWAKE },
 		{ "chain", 1u << PROTO_KIND_CHAIN },
 		{ "runq", 1u << PROTO_KIND_RUNQ },
+		{ "oncpu", 1u << PROTO_KIND_ONCPU },
+		{ "offcpu,oncpu", (1u << PROTO_KIND_OFFCPU) | (1u << PROTO_KIND_ONCPU) },
 		{ "offcpu,runq", (1u << PROTO_KIND_OFFCPU) | (1u << PROTO_KIND_RUNQ) },
 		{ "offcpu, wakeup ,offwake,\tchain , runq", 0x1f },
 		{ "OFFCPU,Chain", (1u << PROTO_KIND_OFFCPU) | (1u << PROTO_KIND_CHAIN) },
@@ -441,7 +447,7 @@ static void test_kinds(void)
 	};
 	const char *want = "test.conf:1: bad value for 'continuous_kinds': must be a "
 			   "comma-separated list of profile kinds: offcpu, wakeup, offwake, "
-			   "chain, runq";
+			   "chain, runq, oncpu";
 	char text[256];
 	struct config c;
 

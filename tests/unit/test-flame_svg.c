@@ -476,6 +476,28 @@ static void test_palettes(void)
 	CHECK_HUE(&d, "waker_user_fn", 265, 295);
 	CHECK_STR(get(&d, "--")->fill, "#a0a0a0");
 	free(d.text);
+
+	/* hotcold: a frame is as warm as most of its time is on CPU ("[on-cpu]"
+	 * leaves); the rest in the io families. main: 30 on, 10 off. */
+	o.palette = FLAME_PALETTE_HOTCOLD;
+	render_str(&d,
+		   "app;main;spin;-;[on-cpu] 30\n"
+		   "app;main;nap;-;do_nanosleep;schedule 10\n",
+		   &o);
+	CHECK_HUE(&d, "main", 0, 32);
+	CHECK_HUE(&d, "spin", 0, 32);
+	CHECK_HUE(&d, "[on-cpu]", 42, 58);
+	CHECK_HUE(&d, "nap", 200, 225);
+	CHECK_HUE(&d, "schedule", 130, 155);
+	CHECK(strstr(d.text, ">on-CPU user</text>") && strstr(d.text, ">off-CPU kernel</text>"));
+	free(d.text);
+	render_str(&d,
+		   "app;main;spin;-;[on-cpu] 10\n"
+		   "app;main;nap;-;do_nanosleep;schedule 30\n",
+		   &o);
+	CHECK_HUE(&d, "main", 200, 225);
+	CHECK_HUE(&d, "spin", 0, 32);
+	free(d.text);
 }
 
 static void test_diff(void)

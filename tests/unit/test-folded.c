@@ -16,8 +16,11 @@ static int add(struct folded *f, const char *comm, const char *ustack, const cha
 static int add_kind(struct folded *f, uint32_t kind, const char *chain, uint64_t value)
 {
 	struct folded_stack st = {
-		.comm = "tgt", .ustack = "main;wait", .kstack = "futex_wait;schedule",
-		.kind = kind, .chain = chain,
+		.comm = "tgt",
+		.ustack = "main;wait",
+		.kstack = "futex_wait;schedule",
+		.kind = kind,
+		.chain = chain,
 	};
 
 	return folded_add(f, &st, true, true, value);
@@ -38,8 +41,7 @@ int main(void)
 
 	/* Both parts: the delimiter always stands between them. */
 	CHECK(folded_new(&f) == 0);
-	CHECK(add(f, "app", "main;work", "entry_SYSCALL_64;schedule", true, true, 1500) ==
-	      0);
+	CHECK(add(f, "app", "main;work", "entry_SYSCALL_64;schedule", true, true, 1500) == 0);
 	CHECK(add(f, "kworker/0:1", "", "worker_thread;schedule", true, true, 2000) == 0);
 	CHECK(add(f, "app", "main;work", "entry_SYSCALL_64;schedule", true, true, 600) == 0);
 	CHECK(add(f, "idle", "main", "", true, true, 1000) == 0);
@@ -68,12 +70,16 @@ int main(void)
 	/* Each kind's layout (see folded.h). */
 	CHECK(folded_new(&f) == 0);
 	CHECK(add_kind(f, OFFCPU_KIND_RUNQ, "", 5) == 0);
-	CHECK(add_kind(f, OFFCPU_KIND_WAKEUP, "try_to_wake_up;futex_wake;-;signal;work;wkr", 6) == 0);
+	CHECK(add_kind(f, OFFCPU_KIND_WAKEUP, "try_to_wake_up;futex_wake;-;signal;work;wkr", 6) ==
+	      0);
 	CHECK(add_kind(f, OFFCPU_KIND_OFFWAKE, "ttwu;-;signal;wkr", 7) == 0);
 	CHECK(add_kind(f, OFFCPU_KIND_CHAIN, "ttwu;-;b;wkr;--;hrtimer_wakeup;-;[hardirq]", 8) == 0);
+	CHECK(add_kind(f, OFFCPU_KIND_ONCPU, "", 9) == 0);
 	t = text_of(f, 1);
-	CHECK_STR(t, "tgt;main;wait;-;futex_wait;schedule;--;ttwu;-;b;wkr;--;hrtimer_wakeup;-;[hardirq] 8\n"
+	CHECK_STR(t, "tgt;main;wait;-;futex_wait;schedule;--;ttwu;-;b;wkr;--;hrtimer_wakeup;-;["
+		     "hardirq] 8\n"
 		     "tgt;main;wait;-;futex_wait;schedule;--;ttwu;-;signal;wkr 7\n"
+		     "tgt;main;wait;-;futex_wait;schedule;[on-cpu] 9\n"
 		     "tgt;main;wait;-;futex_wait;schedule;[runqueue] 5\n"
 		     "tgt;try_to_wake_up;futex_wake;-;signal;work;wkr 6\n");
 	free(t);

@@ -573,14 +573,16 @@ static void test_sample_type_names(void)
 	static const struct {
 		enum proto_kind kind;
 		const char *type;
+		bool oncpu; /* hot/cold */
 	} cases[] = {
-		{ PROTO_KIND_WAKEUP, "wakeup" },  { PROTO_KIND_OFFWAKE, "offwake" },
-		{ PROTO_KIND_CHAIN, "chain" },	  { PROTO_KIND_RUNQ, "runq" },
-		{ PROTO_KIND_OFFCPU, "off_cpu" },
+		{ PROTO_KIND_WAKEUP, "wakeup", false },	 { PROTO_KIND_OFFWAKE, "offwake", false },
+		{ PROTO_KIND_CHAIN, "chain", false },	 { PROTO_KIND_RUNQ, "runq", false },
+		{ PROTO_KIND_OFFCPU, "off_cpu", false }, { PROTO_KIND_ONCPU, "on_cpu", false },
+		{ PROTO_KIND_OFFCPU, "wall", true },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct pprof_opts opts = { .kind = cases[i].kind };
+		struct pprof_opts opts = { .kind = cases[i].kind, .oncpu = cases[i].oncpu };
 		struct profile pr;
 		size_t gz_len;
 		uint8_t *gz = write_mem(NULL, 0, &opts, &gz_len);

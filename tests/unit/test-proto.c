@@ -434,6 +434,7 @@ static void check_roundtrip_at(const char *file, int line, const struct proto_re
 			check_render_at(file, line, &a->render, &b->render, s);
 			CHECK_AT(file, line, a->kind == b->kind, "(%s)", s);
 			CHECK_AT(file, line, a->split_runq == b->split_runq, "(%s)", s);
+			CHECK_AT(file, line, a->oncpu == b->oncpu, "(%s)", s);
 			CHECK_AT(file, line, a->chain_depth == b->chain_depth, "(%s)", s);
 		}
 		if (in->cmd == PROTO_CMD_WINDOWS)
@@ -518,7 +519,12 @@ static void test_request_format(void)
 	req.capture.kind = PROTO_KIND_OFFCPU;
 	req.capture.split_runq = 1;
 	CHECK_ROUNDTRIP(&req);
+	req.capture.oncpu = 1;
+	CHECK_ROUNDTRIP(&req);
+	req.capture.oncpu = 0;
 	req.capture.split_runq = 0;
+	req.capture.kind = PROTO_KIND_ONCPU;
+	CHECK_ROUNDTRIP(&req);
 	req.capture.kind = PROTO_KIND_CHAIN;
 	req.capture.chain_depth = PROTO_CHAIN_DEPTH_MAX;
 	CHECK_ROUNDTRIP(&req);
@@ -1593,15 +1599,17 @@ static void test_request_format_render(void)
 
 static void test_kind_names(void)
 {
-	static const char *const names[] = { "offcpu", "wakeup", "offwake", "chain", "runq" };
+	static const char *const names[] = {
+		"offcpu", "wakeup", "offwake", "chain", "runq", "oncpu"
+	};
 
 	CHECK(PROTO_KIND_OFFCPU == 0 && PROTO_KIND_WAKEUP == 1 && PROTO_KIND_OFFWAKE == 2 &&
-	      PROTO_KIND_CHAIN == 3 && PROTO_KIND_RUNQ == 4);
+	      PROTO_KIND_CHAIN == 3 && PROTO_KIND_RUNQ == 4 && PROTO_KIND_ONCPU == 5);
 	for (unsigned k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
 		CHECK_STR(proto_kind_name(k), names[k]);
 		CHECK_MSG(proto_kind_from_name(names[k]) == (int)k, "(%s)", names[k]);
 	}
-	CHECK_STR(proto_kind_name(5), "?");
+	CHECK_STR(proto_kind_name(6), "?");
 	CHECK_STR(proto_kind_name(UINT32_MAX), "?");
 	CHECK(proto_kind_from_name("Offcpu") == -EINVAL);
 	CHECK(proto_kind_from_name("off-cpu") == -EINVAL);
@@ -1617,7 +1625,7 @@ static void test_capture_kinds(void)
 	} kinds[] = {
 		{ "offcpu", PROTO_KIND_OFFCPU },   { "wakeup", PROTO_KIND_WAKEUP },
 		{ "offwake", PROTO_KIND_OFFWAKE }, { "chain", PROTO_KIND_CHAIN },
-		{ "runq", PROTO_KIND_RUNQ },
+		{ "runq", PROTO_KIND_RUNQ },	   { "oncpu", PROTO_KIND_ONCPU },
 	};
 	struct proto_request req;
 	char extra[128], want[128];
@@ -1640,6 +1648,11 @@ static void test_capture_kinds(void)
 			snprintf(want, sizeof(want), "field 'split_runq' needs kind offcpu, not %s",
 				 kinds[i].name);
 			CAPTURE_BAD(extra, want);
+			snprintf(extra, sizeof(extra), "\"kind\":\"%s\",\"oncpu\":true",
+				 kinds[i].name);
+			snprintf(want, sizeof(want), "field 'oncpu' needs kind offcpu, not %s",
+				 kinds[i].name);
+			CAPTURE_BAD(extra, want);
 		}
 		/* A depth is refused for other kinds, even the default one. */
 		if (kinds[i].kind != PROTO_KIND_CHAIN) {
@@ -1651,6 +1664,12 @@ static void test_capture_kinds(void)
 		}
 	}
 
+	if (CAPTURE_OK("\"oncpu\":true,\"split_runq\":true", &req) == 0)
+		CHECK(req.capture.kind == PROTO_KIND_OFFCPU && req.capture.oncpu == 1);
+	CAPTURE_BAD("\"kind\":\"oncpu\",\"requests\":[\"main\"]",
+		    "field 'requests' does not apply to on-CPU samples (kind oncpu, oncpu)");
+	CAPTURE_BAD("\"oncpu\":true,\"requests\":[\"main\"]",
+		    "field 'requests' does not apply to on-CPU samples (kind oncpu, oncpu)");
 	if (CAPTURE_OK("\"split_runq\":true", &req) == 0)
 		CHECK(req.capture.kind == PROTO_KIND_OFFCPU && req.capture.split_runq == 1);
 	if (CAPTURE_OK("\"kind\":\"offcpu\",\"split_runq\":true,\"states\":[\"S\"]", &req) == 0)

@@ -365,6 +365,7 @@ static void test_row_equals_line(void)
 		"^producer$",
 		"^try_to_wake_up$",
 		"^\\[runqueue\\]$",
+		"^\\[on-cpu\\]$",
 		"app;main",
 		"e",
 		"^a",
@@ -377,6 +378,7 @@ static void test_row_equals_line(void)
 	} rows[] = {
 		{ PROTO_KIND_OFFCPU, "app;main;work;-;do_sys_poll;schedule" },
 		{ PROTO_KIND_RUNQ, "app;main;work;-;do_sys_poll;schedule;[runqueue]" },
+		{ PROTO_KIND_ONCPU, "app;main;work;-;do_sys_poll;schedule;[on-cpu]" },
 		{ PROTO_KIND_WAKEUP, "app;try_to_wake_up;-;produce;producer" },
 		{ PROTO_KIND_OFFWAKE,
 		  "app;main;work;-;do_sys_poll;schedule;--;try_to_wake_up;-;produce;producer" },
