@@ -174,19 +174,27 @@ static int pt_decode_stream(const struct pt_config *base, struct pt_image *image
 
 int pt_decode_trace(const struct pt_trace *t, struct pt_latency *a, char *err, size_t err_size)
 {
+	struct pt_image_section_cache *iscache;
 	struct pt_config config;
 	struct pt_image *image;
 	int r = 0;
 
 	pt_config_from_meta(&config, &t->meta);
+	/* Sections from a cache, not the image's own: only cached sections get
+	 * libipt's block cache, which makes decoding several times faster. */
+	iscache = pt_iscache_alloc(NULL);
 	image = pt_image_alloc(NULL);
-	if (!image)
+	if (!image || !iscache) {
+		pt_image_free(image);
+		pt_iscache_free(iscache);
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < t->n_maps && !r; i++) {
 		const struct pt_trace_map *m = &t->maps[i];
+		int isid = pt_iscache_add_file(iscache, m->path, m->pgoff, m->end - m->start,
+					       m->start);
 
-		if (pt_image_add_file(image, m->path, m->pgoff, m->end - m->start, NULL, m->start) <
-		    0) {
+		if (isid < 0 || pt_image_add_cached(image, iscache, isid, NULL) < 0) {
 			snprintf(err, err_size, "cannot read %s for the trace's image", m->path);
 			r = -ENOENT;
 		}
@@ -196,5 +204,6 @@ int pt_decode_trace(const struct pt_trace *t, struct pt_latency *a, char *err, s
 	if (r == -ENOMEM)
 		snprintf(err, err_size, "out of memory decoding the trace");
 	pt_image_free(image);
+	pt_iscache_free(iscache);
 	return r;
 }
