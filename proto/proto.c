@@ -337,6 +337,28 @@ static const struct proto__field proto__hist_fields[] = {
 	},
 };
 
+#define PROTO__LAT(member) PROTO__AT(struct proto_latency_request, member)
+
+static const struct proto__field proto__latency_fields[] = {
+	{ .name = "pid",
+	  .kind = PROTO__KIND_UINT,
+	  PROTO__LAT(pid),
+	  .min = 1,
+	  .max = PROTO__PID_MAX },
+	{ .name = "func",
+	  .kind = PROTO__KIND_STRING,
+	  PROTO__LAT(func),
+	  .max = PROTO_REQUEST_SPEC_MAX },
+	{
+		.name = "seconds",
+		.kind = PROTO__KIND_UINT,
+		PROTO__LAT(seconds),
+		.min = 1,
+		.max = PROTO__SECONDS_MAX,
+		.def = PROTO__SECONDS_DEFAULT,
+	},
+};
+
 /* The duplicate check keeps one bit per field of a command. */
 _Static_assert(PROTO__ARRAY_SIZE(proto__capture_fields) <= 32, "too many capture fields");
 _Static_assert(PROTO__ARRAY_SIZE(proto__windows_fields) <= 32, "too many windows fields");
@@ -349,7 +371,8 @@ struct proto__command;
  * if the request named the command's field i (see proto__given()). */
 typedef int proto__check_fn(const void *args, const struct proto__command *c, uint32_t given,
 			    char *err, size_t err_size);
-static proto__check_fn proto__capture_check, proto__export_check, proto__hist_check;
+static proto__check_fn proto__capture_check, proto__export_check, proto__hist_check,
+	proto__latency_check;
 
 #define PROTO__FIELDS(member, table)                                                               \
 	.offset = offsetof(struct proto_request, member), .fields = table,                         \
@@ -387,6 +410,12 @@ static const struct proto__command {
 		.cmd = PROTO_CMD_HIST,
 		PROTO__FIELDS(hist, proto__hist_fields),
 		.check = proto__hist_check,
+	},
+	{
+		.name = "latency",
+		.cmd = PROTO_CMD_LATENCY,
+		PROTO__FIELDS(latency, proto__latency_fields),
+		.check = proto__latency_check,
 	},
 };
 
@@ -845,6 +874,20 @@ static int proto__hist_check(const void *args, const struct proto__command *c, u
 
 	(void)given;
 	return proto__range_check(c, h->from_ms, h->to_ms, h->capture_id, err, err_size);
+}
+
+static int proto__latency_check(const void *args, const struct proto__command *c, uint32_t given,
+				char *err, size_t err_size)
+{
+	const struct proto_latency_request *l = args;
+
+	(void)c;
+	(void)given;
+	if (!l->pid)
+		return proto__fail(err, err_size, "latency needs 'pid'");
+	if (!l->func[0])
+		return proto__fail(err, err_size, "latency needs 'func'");
+	return 0;
 }
 
 static int proto__parse_request(const cJSON *root, struct proto_request *req, char *err,

@@ -40,6 +40,7 @@ enum proto_cmd {
 	PROTO_CMD_WINDOWS, /* lists the stored windows */
 	PROTO_CMD_EXPORT,  /* merges stored windows into one profile */
 	PROTO_CMD_HIST,	   /* per-process log2 histograms of stored windows */
+	PROTO_CMD_LATENCY, /* Intel PT function latency of one process */
 };
 
 /*
@@ -158,12 +159,20 @@ struct proto_hist_request {
 	enum proto_kind kind; /* PROTO_KIND_OFFCPU (default) or PROTO_KIND_RUNQ only */
 };
 
+/* Intel PT function latency: calls of func in process pid for seconds. */
+struct proto_latency_request {
+	uint32_t pid;
+	char func[PROTO_REQUEST_SPEC_MAX + 1]; /* "SYMBOL[@BINARY]" */
+	uint32_t seconds;
+};
+
 struct proto_request {
 	enum proto_cmd cmd;
 	struct proto_capture_request capture; /* PROTO_CMD_CAPTURE */
 	struct proto_windows_request windows; /* PROTO_CMD_WINDOWS */
 	struct proto_export_request export;   /* PROTO_CMD_EXPORT */
 	struct proto_hist_request hist;	      /* PROTO_CMD_HIST */
+	struct proto_latency_request latency; /* PROTO_CMD_LATENCY */
 };
 
 /* Error codes carried in error replies ("code" field). */

@@ -55,7 +55,11 @@ static int synth_func(struct pt_synth *s, const char *name, uint64_t *ret)
 int pt_synth_open(struct pt_synth *s, const char *binary, size_t cap)
 {
 	memset(s, 0, sizeof(*s));
-	snprintf(s->path, sizeof(s->path), "%s", binary);
+	/* absolute: the trace's maps are read like /proc/PID/maps */
+	if (!realpath(binary, s->path)) {
+		fprintf(stderr, "pt_synth: %s: %m\n", binary);
+		return -1;
+	}
 	if (synth_load(s) < 0) {
 		fprintf(stderr, "pt_synth: no executable segment in %s\n", binary);
 		return -1;
