@@ -1714,6 +1714,29 @@ static void test_export_kind(void)
 	EXPORT_BAD("\"kind\":\"runq\"", "export needs from_ms or capture");
 }
 
+/* latency: pid and func required, seconds defaulted and bounded; the
+ * request formats back to what parses. */
+static void test_latency_request(void)
+{
+	struct proto_request req, back;
+	char *line, err[256];
+
+	memset(&req, 0xa5, sizeof(req));
+	if (PARSE_OK(cmd_line("latency", "\"pid\":42,\"func\":\"handle@/bin/x\""), &req) == 0) {
+		CHECK(req.cmd == PROTO_CMD_LATENCY && req.latency.pid == 42);
+		CHECK(!strcmp(req.latency.func, "handle@/bin/x") && req.latency.seconds == 10);
+		line = proto_request_format(&req);
+		CHECK(line &&
+		      proto_request_parse(line, strlen(line), &back, err, sizeof(err)) == 0 &&
+		      back.latency.pid == 42 && !strcmp(back.latency.func, "handle@/bin/x"));
+		free(line);
+	}
+	BAD(cmd_line("latency", "\"func\":\"f\""), "latency needs 'pid'");
+	BAD(cmd_line("latency", "\"pid\":1"), "latency needs 'func'");
+	BAD(cmd_line("latency", "\"pid\":1,\"func\":\"f\",\"seconds\":0"), "seconds");
+	BAD(cmd_line("latency", "\"pid\":1,\"func\":\"f\",\"grep\":\"x\""), "grep");
+}
+
 static void test_hist_request(void)
 {
 	struct proto_request req;
@@ -3227,6 +3250,7 @@ int main(void)
 	test_capture_kinds();
 	test_export_kind();
 	test_hist_request();
+	test_latency_request();
 	test_request_format_kinds();
 	test_reply_error();
 	test_reply_status();

@@ -11,6 +11,7 @@
 #include "check.h"
 #include "pt_decode.h"
 #include "pt_latency.h"
+#include "pt_pmu.h"
 #include "pt_synth.h"
 #include "pt_trace.h"
 
@@ -276,6 +277,29 @@ static void test_file(void)
 	pt_trace_clear(&t);
 }
 
+/* The PMU probe on sysfs fixtures: absent (this AMD host's case) and a
+ * PT CPU's type and caps. */
+static void test_pmu(void)
+{
+	char root[] = "/tmp/test-pt-sysfs-XXXXXX", cmd[512], err[512] = "";
+	struct pt_pmu pmu;
+
+	CHECK(mkdtemp(root) != NULL);
+	CHECK(pt_pmu_probe(root, &pmu, err, sizeof(err)) == -ENODEV);
+	CHECK(strstr(err, "Intel PT is not available on this CPU (no intel_pt PMU") == err);
+	snprintf(cmd, sizeof(cmd),
+		 "d=%s/bus/event_source/devices/intel_pt; mkdir -p $d/caps && echo 9 > $d/type && "
+		 "echo 1 > $d/caps/mtc && echo 1 > $d/caps/psb_cyc && echo 249 > "
+		 "$d/caps/mtc_periods && echo 2 > $d/caps/num_address_ranges",
+		 root);
+	CHECK(system(cmd) == 0);
+	CHECK(pt_pmu_probe(root, &pmu, err, sizeof(err)) == 0);
+	CHECK(pmu.type == 9 && pmu.mtc == 1 && pmu.cyc == 1 && pmu.mtc_periods == 0x249 &&
+	      pmu.num_address_ranges == 2 && pmu.ip_filtering == 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	CHECK(system(cmd) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -293,6 +317,7 @@ int main(int argc, char **argv)
 	test_torn_start();
 	reset_synth();
 	test_file();
+	test_pmu();
 	pt_synth_close(&synth);
 	return check_failures ? 1 : 0;
 }
