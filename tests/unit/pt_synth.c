@@ -95,7 +95,18 @@ static int synth_packet(struct pt_synth *s, struct pt_packet p)
 
 int pt_synth_tsc(struct pt_synth *s, uint64_t tsc)
 {
-	return synth_packet(s, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc });
+	uint64_t ctc = (tsc - s->psb_tsc) / 2;
+
+	if (!s->mtc_freq)
+		return synth_packet(s,
+				    (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc });
+	if (tsc < s->psb_tsc || ctc % (1u << s->mtc_freq)) {
+		fprintf(stderr, "pt_synth: %llu is not on an MTC boundary\n",
+			(unsigned long long)tsc);
+		return -1;
+	}
+	return synth_packet(
+		s, (struct pt_packet){ .type = ppt_mtc, .payload.mtc.ctc = ctc >> s->mtc_freq });
 }
 
 static int synth_tnt(struct pt_synth *s, int taken)
@@ -113,8 +124,15 @@ static int synth_ip(struct pt_synth *s, enum pt_packet_type type, enum pt_ip_com
 
 int pt_synth_psb(struct pt_synth *s, uint64_t tsc)
 {
-	return synth_packet(s, (struct pt_packet){ .type = ppt_psb }) || pt_synth_tsc(s, tsc) ||
-	       synth_packet(s, (struct pt_packet){ .type = ppt_psbend });
+	s->psb_tsc = tsc;
+	if (synth_packet(s, (struct pt_packet){ .type = ppt_psb }) ||
+	    synth_packet(s, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc }))
+		return -1;
+	/* MTC counts from the crystal clock value the TMA gives for this TSC */
+	if (s->mtc_freq &&
+	    synth_packet(s, (struct pt_packet){ .type = ppt_tma, .payload.tma = { 0, 0 } }))
+		return -1;
+	return synth_packet(s, (struct pt_packet){ .type = ppt_psbend });
 }
 
 static int synth_mode64(struct pt_synth *s)
@@ -173,5 +191,10 @@ size_t pt_synth_size(const struct pt_synth *s)
 int pt_synth_trace_meta(const struct pt_synth *s, struct pt_trace *t, uint32_t pid)
 {
 	t->meta = (struct pt_trace_meta){ .time_shift = 10, .time_mult = 1024, .pid = pid };
+	if (s->mtc_freq) {
+		t->meta.mtc_freq = s->mtc_freq;
+		t->meta.cpuid_0x15_eax = 1;
+		t->meta.cpuid_0x15_ebx = 2;
+	}
 	return pt_trace_add_map(t, s->map_start, s->map_end, s->map_pgoff, s->path, "");
 }

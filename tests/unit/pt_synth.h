@@ -24,6 +24,12 @@ struct pt_synth {
 	uint64_t map_start, map_end, map_pgoff; /* the executable PT_LOAD */
 	uint64_t handle, parse, lookup, reply;	/* entry addresses */
 	char path[4096];
+	/* Timing by MTC (after a TSC + TMA at each PSB) instead of TSC
+	 * packets: 0 for TSC. The crystal clock runs at half the TSC rate
+	 * (CPUID 0x15: eax 1, ebx 2), so an MTC stands for 2 << mtc_freq TSC
+	 * ticks and times must be multiples of that after the PSB's TSC. */
+	uint32_t mtc_freq;
+	uint64_t psb_tsc;
 };
 
 /* The times of one handle() call's packets, in TSC ticks. reply() has no

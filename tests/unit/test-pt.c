@@ -277,6 +277,33 @@ static void test_file(void)
 	pt_trace_clear(&t);
 }
 
+/* Timing from MTC packets (crystal clock) instead of TSC: the decoder's
+ * time configuration (mtc_freq, CPUID 0x15 ratio) comes from the trace's
+ * metadata. One MTC = 16 TSC ticks here. */
+static void test_mtc_timing(void)
+{
+	const struct pt_synth_call c = { 1, 1024 + 16 * 4, 1024 + 16 * 9, 1024 + 16 * 29,
+					 1024 + 16 * 32 };
+	const struct pt_latency_summary *s;
+	struct pt_trace t = { 0 };
+	struct pt_latency *a;
+
+	synth.mtc_freq = 3;
+	CHECK(pt_synth_psb(&synth, 1024) == 0);
+	CHECK(pt_synth_call(&synth, &c) == 0);
+	trace_with(&t, 7);
+	a = analyse(&t, 0, UINT64_MAX);
+	s = pt_latency_summary(a);
+	CHECK_AT(__FILE__, __LINE__, s->calls == 1 && s->total_ns == 448 && !s->decode_errors,
+		 "calls %llu total %llu errors %llu", U(s->calls), U(s->total_ns),
+		 U(s->decode_errors));
+	check_child(a, 0, synth.lookup, 1, 320, 0);
+	check_child(a, 1, synth.parse, 1, 80, 0);
+	check_child(a, 2, synth.reply, 1, 48, 0);
+	pt_latency_free(a);
+	pt_trace_clear(&t);
+}
+
 /* The PMU probe on sysfs fixtures: absent (this AMD host's case) and a
  * PT CPU's type and caps. */
 static void test_pmu(void)
@@ -317,6 +344,8 @@ int main(int argc, char **argv)
 	test_torn_start();
 	reset_synth();
 	test_file();
+	reset_synth();
+	test_mtc_timing();
 	test_pmu();
 	pt_synth_close(&synth);
 	return check_failures ? 1 : 0;
