@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import unittest
 
-from offcpu_env import BUILD, EXIT_USAGE, OFFCPUCTL, Daemon, parse_folded
+from offcpu_env import BUILD, EXIT_USAGE, OFFCPUCTL, Daemon, check_sanitizer_report, parse_folded
 
 PT_TARGET = os.path.join(BUILD, "tests", "pt_target")
 PT_TRACE_GEN = os.path.join(BUILD, "tests", "pt_trace_gen")
@@ -24,7 +24,9 @@ def has_intel_pt():
 
 
 def ctl(*args):
-    return subprocess.run([OFFCPUCTL, *args], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([OFFCPUCTL, *args], capture_output=True, text=True, timeout=60)
+    check_sanitizer_report(r.stderr, f"offcpuctl {list(args)}")
+    return r
 
 
 class LatencyFromTrace(unittest.TestCase):

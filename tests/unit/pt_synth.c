@@ -169,6 +169,31 @@ int pt_synth_call(struct pt_synth *s, const struct pt_synth_call *c)
 	       synth_ip(s, ppt_tip_pgd, pt_ipc_suppressed, 0);
 }
 
+/* Return addresses of handle's calls in pt_target (objdump; a layout
+ * change shows as decode errors in the tests). */
+#define RET_PARSE  0x10
+#define RET_REPLY  0x19
+#define RET_LOOKUP 0x24
+
+/* Out of the filter at a call to callee, back in at ret at time back. */
+static int synth_outside(struct pt_synth *s, uint64_t callee, uint64_t back, uint64_t ret)
+{
+	return synth_ip(s, ppt_tip_pgd, pt_ipc_sext_48, callee) || pt_synth_tsc(s, back) ||
+	       synth_mode64(s) || synth_ip(s, ppt_tip_pge, pt_ipc_sext_48, s->handle + ret);
+}
+
+int pt_synth_call_handle_only(struct pt_synth *s, const struct pt_synth_call *c)
+{
+	if (pt_synth_tsc(s, c->enter) || synth_mode64(s) ||
+	    synth_ip(s, ppt_tip_pge, pt_ipc_sext_48, s->handle) ||
+	    synth_outside(s, s->parse, c->parse_ret, RET_PARSE) || synth_tnt(s, c->need_lookup))
+		return -1;
+	if (c->need_lookup && synth_outside(s, s->lookup, c->lookup_ret, RET_LOOKUP))
+		return -1;
+	return synth_outside(s, s->reply, c->leave, RET_REPLY) || pt_synth_tsc(s, c->leave + 10) ||
+	       synth_ip(s, ppt_tip_pgd, pt_ipc_suppressed, 0);
+}
+
 int pt_synth_tail(struct pt_synth *s, uint64_t leave)
 {
 	return synth_tnt(s, 0) || synth_tnt(s, 1) || pt_synth_tsc(s, leave) ||

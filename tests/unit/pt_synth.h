@@ -51,6 +51,12 @@ int pt_synth_psb_at(struct pt_synth *s, uint64_t tsc, uint64_t ip);
  * not taken, reply, and the return out of the filter at leave. */
 int pt_synth_tail(struct pt_synth *s, uint64_t leave);
 int pt_synth_call(struct pt_synth *s, const struct pt_synth_call *c);
+/* The same call traced with the filter on handle() alone: each callee is
+ * outside, so each call leaves the filter (TIP.PGD at the callee) and its
+ * return comes back in (TIP.PGE at the return address). Here reply() has
+ * its own time: c->leave is when it returns and handle returns at
+ * c->leave + 10. */
+int pt_synth_call_handle_only(struct pt_synth *s, const struct pt_synth_call *c);
 /* The head of a call: TSC, MODE.exec, TIP.PGE at handle and parse's return. */
 int pt_synth_enter(struct pt_synth *s, uint64_t enter, uint64_t parse_ret);
 /* An internal buffer overflow (OVF) while tracing is off. */

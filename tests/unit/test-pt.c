@@ -304,6 +304,42 @@ static void test_mtc_timing(void)
 	pt_trace_clear(&t);
 }
 
+/* Callees outside the address filter: a call leaves it (TIP.PGD) and the
+ * return re-enters it (TIP.PGE at the return address); the callee's time
+ * is the time between the two. Two threads, each in its own stream, one
+ * with an off-CPU interval inside lookup(). */
+static void test_outside_filter(void)
+{
+	const struct pt_synth_call c = { 1, 2000, 2100, 2600, 2900 };
+	const struct pt_latency_summary *s;
+	struct pt_trace t = { 0 };
+	struct pt_latency *a;
+	size_t first;
+
+	CHECK(pt_synth_psb(&synth, 1900) == 0);
+	CHECK(pt_synth_call_handle_only(&synth, &c) == 0);
+	first = pt_synth_size(&synth);
+	CHECK(pt_synth_psb(&synth, 1900) == 0);
+	CHECK(pt_synth_call_handle_only(&synth, &c) == 0);
+	CHECK(pt_synth_trace_meta(&synth, &t, 100) == 0);
+	CHECK(pt_trace_add_stream(&t, 7, synth.buf, first) == 0);
+	CHECK(pt_trace_add_stream(&t, 8, synth.buf + first, pt_synth_size(&synth) - first) == 0);
+	CHECK(pt_trace_add_switch(&t, 2200, 8, 1) == 0 && pt_trace_add_switch(&t, 2500, 8, 0) == 0);
+	a = analyse(&t, 0, UINT64_MAX);
+	s = pt_latency_summary(a);
+	CHECK_AT(__FILE__, __LINE__,
+		 s->calls == 2 && s->total_ns == 2 * 910 && !s->decode_errors && !s->incomplete &&
+			 !s->unmatched_returns && s->off_cpu_ns == 300,
+		 "calls %llu total %llu errors %llu incomplete %llu unmatched %llu off %llu",
+		 U(s->calls), U(s->total_ns), U(s->decode_errors), U(s->incomplete),
+		 U(s->unmatched_returns), U(s->off_cpu_ns));
+	check_child(a, 0, synth.lookup, 2, 1000, 300);
+	check_child(a, 1, synth.reply, 2, 600, 0);
+	check_child(a, 2, synth.parse, 2, 200, 0);
+	pt_latency_free(a);
+	pt_trace_clear(&t);
+}
+
 /* The PMU probe on sysfs fixtures: absent (this AMD host's case) and a
  * PT CPU's type and caps. */
 static void test_pmu(void)
@@ -346,6 +382,8 @@ int main(int argc, char **argv)
 	test_file();
 	reset_synth();
 	test_mtc_timing();
+	reset_synth();
+	test_outside_filter();
 	test_pmu();
 	pt_synth_close(&synth);
 	return check_failures ? 1 : 0;
