@@ -1,4 +1,5 @@
 /* latency: offline Intel PT function latency (see latency.h). */
+#define _GNU_SOURCE /* asprintf */
 #include "latency.h"
 
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include "elf_funcs.h"
 #include "pt_decode.h"
 #include "pt_latency.h"
+#include "proto.h"
 #include "pt_trace.h"
 #include "symbolizer.h"
 
@@ -165,6 +167,73 @@ static void latency_timeline(FILE *out, const struct pt_latency *a)
 			c[i].latency_ns, c[i].off_cpu_ns);
 }
 
+/* The analysis as the protocol's latency reply (proto_reply_latency). */
+static int latency_json(const struct pt_latency *a, const char *func, struct latency_names *names,
+			char **ret)
+{
+	const struct pt_latency_summary *s = pt_latency_summary(a);
+	struct proto_latency_result res = {
+		.func = func,
+		.calls = s->calls,
+		.total_ns = s->total_ns,
+		.min_ns = s->min_ns,
+		.max_ns = s->max_ns,
+		.off_cpu_ns = s->off_cpu_ns,
+		.out_of_range = s->out_of_range,
+		.incomplete = s->incomplete,
+		.unmatched_returns = s->unmatched_returns,
+		.overflows = s->overflows,
+		.decode_errors = s->decode_errors,
+		.hist = s->hist,
+	};
+	struct proto_latency_child *children = NULL;
+	struct proto_latency_call *calls = NULL;
+	const struct pt_latency_call *c;
+	struct pt_latency_child *ch = NULL;
+	char **name_copies = NULL;
+	size_t n_ch = 0, n_calls;
+	char *text = NULL, *line;
+	int r = -ENOMEM;
+
+	_Static_assert(PROTO_LATENCY_BUCKETS == PT_LATENCY_HIST_BUCKETS, "histogram buckets");
+	c = pt_latency_calls(a, &n_calls);
+	if (pt_latency_children(a, &ch, &n_ch) < 0)
+		return -ENOMEM;
+	children = calloc(n_ch + 1, sizeof(*children));
+	name_copies = calloc(n_ch + 1, sizeof(*name_copies));
+	calls = calloc(n_calls + 1, sizeof(*calls));
+	if (!children || !name_copies || !calls)
+		goto out;
+	for (size_t i = 0; i < n_ch; i++) {
+		name_copies[i] = strdup(latency_name(names, ch[i].ip));
+		if (!name_copies[i])
+			goto out;
+		children[i] = (struct proto_latency_child){ name_copies[i], ch[i].count,
+							    ch[i].total_ns, ch[i].off_cpu_ns };
+	}
+	for (size_t i = 0; i < n_calls; i++)
+		calls[i] = (struct proto_latency_call){ c[i].tid, c[i].start_ns, c[i].latency_ns,
+							c[i].off_cpu_ns };
+	res.children = children;
+	res.n_children = n_ch;
+	res.timeline = calls;
+	res.n_timeline = n_calls;
+	line = proto_reply_latency(&res);
+	if (line && asprintf(&text, "%s\n", line) >= 0) {
+		*ret = text;
+		r = 0;
+	}
+	free(line);
+out:
+	for (size_t i = 0; name_copies && i < n_ch; i++)
+		free(name_copies[i]);
+	free(name_copies);
+	free(children);
+	free(calls);
+	free(ch);
+	return r;
+}
+
 int latency_from_trace(const struct latency_opts *o, char **ret, char *err, size_t err_size)
 {
 	struct latency_names names = { 0 };
@@ -189,8 +258,9 @@ int latency_from_trace(const struct latency_opts *o, char **ret, char *err, size
 		r = pt_decode_trace(&t, a, err, err_size);
 	if (r == 0 && (r = latency_names_init(&names, &t)) < 0)
 		snprintf(err, err_size, "cannot set up symbol names: %s", strerror(-r));
-	if (r == 0 && o->output == LATENCY_FOLDED) {
-		r = pt_latency_folded(a, latency_name, &names, ret);
+	if (r == 0 && (o->output == LATENCY_FOLDED || o->output == LATENCY_JSON)) {
+		r = o->output == LATENCY_FOLDED ? pt_latency_folded(a, latency_name, &names, ret)
+						: latency_json(a, o->func, &names, ret);
 		if (r < 0)
 			snprintf(err, err_size, "out of memory");
 	} else if (r == 0) {

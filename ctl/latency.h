@@ -15,6 +15,7 @@ enum latency_output {
 	LATENCY_REPORT,	  /* summary, log2 histogram, children table */
 	LATENCY_TIMELINE, /* one line per call: tid, start, latency, off-CPU */
 	LATENCY_FOLDED,	  /* the latency flame graph, values in ns */
+	LATENCY_JSON,	  /* report and timeline as the protocol's latency object */
 };
 
 struct latency_opts {

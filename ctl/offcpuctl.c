@@ -118,6 +118,7 @@ static void usage(FILE *out)
 		"      --latency-range MIN,MAX only calls of MIN..MAX ns\n"
 		"      --timeline              one line per call: tid start latency off-CPU\n"
 		"      --format folded, --svg  the latency flame graph (values in ns)\n"
+		"      --json                  report and timeline as JSON\n"
 		"  help                        this text\n"
 		"\n"
 		"Stack filters of capture, export, flamegraph and diff (FILTERS in\n"
@@ -2098,18 +2099,19 @@ static int cmd_latency(int argc, char **argv)
 		return usage_error("%s", "latency needs --func SYMBOL");
 	if (!!pid == !!lo.trace_path)
 		return usage_error("%s", "latency needs one of --pid P or --from-trace FILE");
-	if (json_output)
-		return usage_error("%s", "latency has no JSON output yet");
 	if (pid)
 		return latency_live(pid, lo.func, seconds);
 	if (ro.format == PROTO_FORMAT_SVG || ro.format == PROTO_FORMAT_SPEEDSCOPE ||
 	    ro.format == PROTO_FORMAT_FOLDED)
 		lo.output = LATENCY_FOLDED;
+	else if (json_output)
+		lo.output = LATENCY_JSON; /* --json or --format json: report and timeline */
 	else if (ro.format >= 0 || ro.pprof)
-		return usage_error("%s", "latency writes a report, --timeline, --format folded, "
-					 "svg or speedscope");
-	if (timeline && lo.output == LATENCY_FOLDED)
-		return usage_error("%s", "--timeline is text: leave out --format/--svg");
+		return usage_error("%s", "latency writes a report, --timeline, --json, --format "
+					 "folded, svg or speedscope");
+	if (timeline && lo.output != LATENCY_REPORT)
+		return usage_error("%s", "--timeline is text (--json has the timeline too): "
+					 "leave out --json, --format and --svg");
 	if (timeline)
 		lo.output = LATENCY_TIMELINE;
 	r = latency_from_trace(&lo, &text, err, sizeof(err));

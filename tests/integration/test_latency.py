@@ -6,6 +6,7 @@ trace of pt_target's real instructions: two handle() calls of 350 ns and
 1100 ns, the second calling lookup() for 700 ns of which 500 ns off-CPU
 (SWITCH sideband). The decoder walks pt_target itself, so the exact figures
 below are the decoder's and analysis' ground truth."""
+import json
 import os
 import re
 import shutil
@@ -60,6 +61,18 @@ class LatencyFromTrace(unittest.TestCase):
     def test_timeline(self):
         lines = self.latency("--timeline").splitlines()
         self.assertEqual(lines[1:], ["4243 1000 350 0", "4243 5000 1100 500"])
+
+    def test_json(self):
+        res = json.loads(self.latency("--json"))["latency"]
+        self.assertEqual({k: res[k] for k in ("func", "calls", "total_ns", "min_ns", "max_ns",
+                                               "off_cpu_ns", "incomplete", "decode_errors")},
+                         {"func": "handle", "calls": 2, "total_ns": 1450, "min_ns": 350,
+                          "max_ns": 1100, "off_cpu_ns": 500, "incomplete": 0, "decode_errors": 0})
+        self.assertEqual(res["hist_log2_ns"], [0] * 8 + [1, 0, 1])
+        self.assertEqual(res["children"][0], {"name": "lookup", "count": 1, "total_ns": 700,
+                                              "off_cpu_ns": 500})
+        self.assertEqual([(c["tid"], c["start_ns"], c["latency_ns"], c["off_cpu_ns"])
+                          for c in res["timeline"]], [(4243, 1000, 350, 0), (4243, 5000, 1100, 500)])
 
     def test_latency_range(self):
         out = self.latency("--latency-range", "1000,")
