@@ -104,7 +104,7 @@ void pt_latency_begin_thread(struct pt_latency *a, uint32_t tid)
 	a->depth = a->skipped = 0;
 	while (lo < t->n_switches && t->switches[lo].tid < tid)
 		lo++;
-	a->sw = t->switches + lo;
+	a->sw = t->switches ? t->switches + lo : NULL; /* NULL + 0 is undefined */
 	a->n_sw = 0;
 	while (lo + a->n_sw < t->n_switches && t->switches[lo + a->n_sw].tid == tid)
 		a->n_sw++;
