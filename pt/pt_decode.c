@@ -105,9 +105,11 @@ static int pt_walk_block(struct pt_walk *w, const struct pt_block *b)
 	return r;
 }
 
-/* Decodes from a synchronisation point until an error or the end.
- * Returns the libipt status that stopped it, or -ENOMEM. */
-static int pt_walk_run(struct pt_walk *w, int status)
+/* Decodes from a synchronisation point until an error or the end, and
+ * puts the libipt status that stopped it (-pte_*) in *ret_status. Returns
+ * 0, or -ENOMEM from the analysis. (libipt's codes are not errnos:
+ * -pte_ip_suppressed is -12, so the two are kept apart.) */
+static int pt_walk_run(struct pt_walk *w, int status, int *ret_status)
 {
 	for (;;) {
 		struct pt_block block;
@@ -118,20 +120,25 @@ static int pt_walk_run(struct pt_walk *w, int status)
 
 			status = pt_blk_event(w->dec, &ev, sizeof(ev));
 			if (status < 0)
-				return status;
+				goto stop;
 			r = pt_walk_event(w, &ev);
 			if (r < 0)
-				return r == -ENOMEM ? -ENOMEM : r;
+				return r;
 		}
-		if (status & pts_eos)
-			return -pte_eos;
+		if (status & pts_eos) {
+			status = -pte_eos;
+			goto stop;
+		}
 		status = pt_blk_next(w->dec, &block, sizeof(block));
 		if (status < 0)
-			return status;
+			goto stop;
 		r = pt_walk_block(w, &block);
 		if (r < 0)
-			return -ENOMEM;
+			return r;
 	}
+stop:
+	*ret_status = status;
+	return 0;
 }
 
 static int pt_decode_stream(const struct pt_config *base, struct pt_image *image,
@@ -156,12 +163,8 @@ static int pt_decode_stream(const struct pt_config *base, struct pt_image *image
 		status = pt_blk_sync_forward(w.dec);
 		if (status < 0)
 			break; /* no further PSB: the end of the stream */
-		status = pt_walk_run(&w, status);
-		if (status == -ENOMEM) {
-			r = -ENOMEM;
-			break;
-		}
-		if (status == -pte_eos)
+		r = pt_walk_run(&w, status, &status);
+		if (r < 0 || status == -pte_eos)
 			break;
 		/* An error: what was open is lost; the next PSB resumes. */
 		w.call_pending = w.outside_call = false;
