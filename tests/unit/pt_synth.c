@@ -200,6 +200,11 @@ int pt_synth_tail(struct pt_synth *s, uint64_t leave)
 	       synth_ip(s, ppt_tip_pgd, pt_ipc_suppressed, 0);
 }
 
+int pt_synth_bad(struct pt_synth *s)
+{
+	return synth_ip(s, ppt_tip, pt_ipc_sext_48, 0x1000);
+}
+
 int pt_synth_ovf(struct pt_synth *s)
 {
 	return synth_packet(s, (struct pt_packet){ .type = ppt_ovf });

@@ -59,6 +59,9 @@ int pt_synth_call(struct pt_synth *s, const struct pt_synth_call *c);
 int pt_synth_call_handle_only(struct pt_synth *s, const struct pt_synth_call *c);
 /* The head of a call: TSC, MODE.exec, TIP.PGE at handle and parse's return. */
 int pt_synth_enter(struct pt_synth *s, uint64_t enter, uint64_t parse_ret);
+/* A TIP to an unmapped address where the code needs a TNT bit: the
+ * decoder must fail there and resynchronise at the next PSB. */
+int pt_synth_bad(struct pt_synth *s);
 /* An internal buffer overflow (OVF) while tracing is off. */
 int pt_synth_ovf(struct pt_synth *s);
 int pt_synth_tsc(struct pt_synth *s, uint64_t tsc);

@@ -199,6 +199,31 @@ static void test_overflow(void)
 	pt_trace_clear(&t);
 }
 
+/* Trace that does not fit the code: the call it cut is incomplete and
+ * the decoder resumes at the next PSB. */
+static void test_decode_error(void)
+{
+	const struct pt_latency_summary *s;
+	struct pt_trace t = { 0 };
+	struct pt_latency *a;
+
+	CHECK(pt_synth_psb(&synth, 900) == 0);
+	CHECK(pt_synth_enter(&synth, 1000, 1100) == 0);
+	CHECK(pt_synth_bad(&synth) == 0);
+	CHECK(pt_synth_psb(&synth, 4000) == 0);
+	CHECK(pt_synth_call(&synth, &call2) == 0);
+	trace_with(&t, 7);
+	a = analyse(&t, 0, UINT64_MAX);
+	s = pt_latency_summary(a);
+	CHECK_AT(__FILE__, __LINE__,
+		 s->calls == 1 && s->incomplete == 1 && s->decode_errors == 1 && !s->overflows &&
+			 s->total_ns == 1100,
+		 "calls %llu incomplete %llu errors %llu total %llu", U(s->calls), U(s->incomplete),
+		 U(s->decode_errors), U(s->total_ns));
+	pt_latency_free(a);
+	pt_trace_clear(&t);
+}
+
 /* A flight-recorder snapshot starts wherever the ring wrapped: here in
  * the middle of a packet, then at a PSB inside a call whose entry was
  * overwritten. The partial call is not counted (its return is unmatched);
@@ -376,6 +401,8 @@ int main(int argc, char **argv)
 	test_range();
 	reset_synth();
 	test_overflow();
+	reset_synth();
+	test_decode_error();
 	reset_synth();
 	test_torn_start();
 	reset_synth();
