@@ -20,6 +20,7 @@
 #include "pprof.h"
 #include "proto.h"
 #include "proto_samples.h"
+#include "latency.h"
 #include "render_output.h"
 #include "stack_filter.h"
 #include "thread_state.h"
@@ -111,6 +112,15 @@ static void usage(FILE *out)
 		"      --normalize, --strip-hex, --negate, --diff-reverse-view as for export\n"
 		"      plus the stack filters, applied to both files as for flamegraph, and\n"
 		"      the output options below\n"
+		"  latency --func SYMBOL       Intel PT function latency: calls, histogram,\n"
+		"                              children, on/off-CPU split (needs an Intel CPU\n"
+		"                              with PT; live capture is not implemented yet)\n"
+		"      -p, --pid P             from offcpud, of process P; -d, --seconds N\n"
+		"      --from-trace FILE       from a stored trace, offline\n"
+		"      --latency-range MIN,MAX only calls of MIN..MAX ns\n"
+		"      --timeline              one line per call: tid start latency off-CPU\n"
+		"      --format folded, --svg  the latency flame graph (values in ns)\n"
+		"      --json                  report and timeline as JSON\n"
 		"  help                        this text\n"
 		"\n"
 		"Stack filters of capture, export, flamegraph and diff (FILTERS in\n"
@@ -2093,13 +2103,116 @@ static int cmd_help(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* latency: Intel PT function latency, from the daemon (--pid) or from a
+ * stored trace (--from-trace, analysed here: ctl/latency.c). */
+enum { OPT_FUNC = 700, OPT_FROM_TRACE, OPT_LATENCY_RANGE, OPT_TIMELINE };
+
+static int latency_live(uint32_t pid, const char *func, uint32_t seconds)
+{
+	struct proto_request req = { .cmd = PROTO_CMD_LATENCY };
+	struct proto_reply *reply = NULL;
+	char *raw = NULL;
+	int r;
+
+	if (strlen(func) > PROTO_REQUEST_SPEC_MAX)
+		return usage_error("--func is too long: at most %s bytes", "511");
+	req.latency.pid = pid;
+	req.latency.seconds = seconds;
+	strcpy(req.latency.func, func);
+	r = transact(&req, NULL, NULL, &reply, &raw);
+	if (r != EXIT_OK)
+		return r;
+	/* No daemon replies ok to latency yet (see handle_latency). */
+	proto_reply_free(reply);
+	free(raw);
+	return fail(EXIT_ERROR, "bad_reply", "offcpud answered latency without an error");
+}
+
+static int cmd_latency(int argc, char **argv)
+{
+	static const struct option options[] = {
+		RESULT_OPTIONS,
+		{ "pid", required_argument, NULL, 'p' },
+		{ "seconds", required_argument, NULL, 'd' },
+		{ "func", required_argument, NULL, OPT_FUNC },
+		{ "from-trace", required_argument, NULL, OPT_FROM_TRACE },
+		{ "latency-range", required_argument, NULL, OPT_LATENCY_RANGE },
+		{ "timeline", no_argument, NULL, OPT_TIMELINE },
+		{ 0 },
+	};
+	struct latency_opts lo = { .max_ns = UINT64_MAX, .output = LATENCY_REPORT };
+	struct result_opts ro = RESULT_OPTS_INIT;
+	uint64_t pid = 0, seconds = 10;
+	char err[512], *text = NULL;
+	bool timeline = false;
+	int opt, r;
+
+	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
+	while ((opt = getopt_long(argc, argv, "p:d:" RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
+		if (opt == 'p') {
+			if (parse_u64(optarg, 4194304, &pid) < 0 || !pid)
+				return usage_error("--pid takes a process id, not '%s'", optarg);
+		} else if (opt == 'd') {
+			if (parse_u64(optarg, 86400, &seconds) < 0 || !seconds)
+				return usage_error("--seconds takes 1..86400, not '%s'", optarg);
+		} else if (opt == OPT_FUNC) {
+			lo.func = optarg;
+		} else if (opt == OPT_FROM_TRACE) {
+			lo.trace_path = optarg;
+		} else if (opt == OPT_LATENCY_RANGE) {
+			if (latency_parse_range(optarg, &lo.min_ns, &lo.max_ns) < 0)
+				return usage_error("--latency-range takes MIN,MAX in ns, not '%s'",
+						   optarg);
+		} else if (opt == OPT_TIMELINE) {
+			timeline = true;
+		} else if ((r = result_option(&ro, "latency", opt, optarg)) != EXIT_OK) {
+			return r;
+		}
+	}
+	if (optind < argc)
+		return usage_error("latency takes no arguments, got '%s'", argv[optind]);
+	if (!lo.func)
+		return usage_error("%s", "latency needs --func SYMBOL");
+	if (!!pid == !!lo.trace_path)
+		return usage_error("%s", "latency needs one of --pid P or --from-trace FILE");
+	if (pid)
+		return latency_live(pid, lo.func, seconds);
+	if (ro.format == PROTO_FORMAT_SVG || ro.format == PROTO_FORMAT_SPEEDSCOPE ||
+	    ro.format == PROTO_FORMAT_FOLDED)
+		lo.output = LATENCY_FOLDED;
+	else if (json_output)
+		lo.output = LATENCY_JSON; /* --json or --format json: report and timeline */
+	else if (ro.format >= 0 || ro.pprof)
+		return usage_error("%s", "latency writes a report, --timeline, --json, --format "
+					 "folded, svg or speedscope");
+	if (timeline && lo.output != LATENCY_REPORT)
+		return usage_error("%s", "--timeline is text (--json has the timeline too): "
+					 "leave out --json, --format and --svg");
+	if (timeline)
+		lo.output = LATENCY_TIMELINE;
+	r = latency_from_trace(&lo, &text, err, sizeof(err));
+	if (r < 0)
+		return fail(EXIT_ERROR, r == -ESRCH ? "no_such_function" : "input_error", "%s",
+			    err);
+	if (ro.format == PROTO_FORMAT_SVG || ro.format == PROTO_FORMAT_SPEEDSCOPE) {
+		if (!ro.render.countname[0])
+			strcpy(ro.render.countname, "ns");
+		r = draw(NULL, NULL, text, strlen(text), lo.trace_path, &ro, NULL,
+			 "Latency Flame Graph");
+	} else {
+		r = write_output(ro.path, text);
+	}
+	free(text);
+	return r;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-	{ "status", cmd_status }, { "capture", cmd_capture }, { "windows", cmd_windows },
-	{ "export", cmd_export }, { "hist", cmd_hist },	      { "flamegraph", cmd_flamegraph },
-	{ "diff", cmd_diff },	  { "help", cmd_help },
+	{ "status", cmd_status },   { "capture", cmd_capture }, { "windows", cmd_windows },
+	{ "export", cmd_export },   { "hist", cmd_hist },	{ "flamegraph", cmd_flamegraph },
+	{ "latency", cmd_latency }, { "diff", cmd_diff },	{ "help", cmd_help },
 };
 
 int main(int argc, char **argv)

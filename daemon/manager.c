@@ -23,6 +23,7 @@
 #include "proto.h"
 #include "request.h"
 #include "server.h"
+#include "pt_pmu.h"
 #include "store.h"
 #include "store_queue.h"
 #include "symbolizer.h"
@@ -678,6 +679,24 @@ static void map_fill(struct proto_map_fill *f, const char *name, size_t entries,
 	};
 }
 
+/* Intel PT latency: without the intel_pt PMU, the error says so. Capture
+ * sessions (perf AUX) are not written yet, so a PT host is told that too,
+ * and pointed at the offline analysis of a stored trace. */
+static void handle_latency(struct server_conn *conn, const struct proto_latency_request *req)
+{
+	struct pt_pmu pmu;
+	char err[512];
+
+	(void)req;
+	if (pt_pmu_probe("/sys", &pmu, err, sizeof(err)) < 0) {
+		reply_error(conn, PROTO_ERR_UNSUPPORTED, err);
+		return;
+	}
+	reply_error(conn, PROTO_ERR_UNSUPPORTED,
+		    "this offcpud cannot capture Intel PT yet (the intel_pt PMU is present); "
+		    "analyse a stored trace with offcpuctl latency --from-trace FILE");
+}
+
 static void handle_status(struct manager *m, struct server_conn *conn)
 {
 	struct proto_program programs[MAX_PROGRAMS];
@@ -819,6 +838,9 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 	case PROTO_CMD_HIST:
 		if (history_hist(m->store_queue, conn, &req->hist) < 0)
 			reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+		break;
+	case PROTO_CMD_LATENCY:
+		handle_latency(conn, &req->latency);
 		break;
 	case PROTO_CMD_STOP:
 		c = server_conn_get_data(conn);

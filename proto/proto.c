@@ -340,6 +340,28 @@ static const struct proto__field proto__hist_fields[] = {
 	},
 };
 
+#define PROTO__LAT(member) PROTO__AT(struct proto_latency_request, member)
+
+static const struct proto__field proto__latency_fields[] = {
+	{ .name = "pid",
+	  .kind = PROTO__KIND_UINT,
+	  PROTO__LAT(pid),
+	  .min = 1,
+	  .max = PROTO__PID_MAX },
+	{ .name = "func",
+	  .kind = PROTO__KIND_STRING,
+	  PROTO__LAT(func),
+	  .max = PROTO_REQUEST_SPEC_MAX },
+	{
+		.name = "seconds",
+		.kind = PROTO__KIND_UINT,
+		PROTO__LAT(seconds),
+		.min = 1,
+		.max = PROTO__SECONDS_MAX,
+		.def = PROTO__SECONDS_DEFAULT,
+	},
+};
+
 /* The duplicate check keeps one bit per field of a command. */
 _Static_assert(PROTO__ARRAY_SIZE(proto__capture_fields) <= 32, "too many capture fields");
 _Static_assert(PROTO__ARRAY_SIZE(proto__windows_fields) <= 32, "too many windows fields");
@@ -352,7 +374,8 @@ struct proto__command;
  * if the request named the command's field i (see proto__given()). */
 typedef int proto__check_fn(const void *args, const struct proto__command *c, uint32_t given,
 			    char *err, size_t err_size);
-static proto__check_fn proto__capture_check, proto__export_check, proto__hist_check;
+static proto__check_fn proto__capture_check, proto__export_check, proto__hist_check,
+	proto__latency_check;
 
 #define PROTO__FIELDS(member, table)                                                               \
 	.offset = offsetof(struct proto_request, member), .fields = table,                         \
@@ -390,6 +413,12 @@ static const struct proto__command {
 		.cmd = PROTO_CMD_HIST,
 		PROTO__FIELDS(hist, proto__hist_fields),
 		.check = proto__hist_check,
+	},
+	{
+		.name = "latency",
+		.cmd = PROTO_CMD_LATENCY,
+		PROTO__FIELDS(latency, proto__latency_fields),
+		.check = proto__latency_check,
 	},
 };
 
@@ -859,6 +888,20 @@ static int proto__hist_check(const void *args, const struct proto__command *c, u
 
 	(void)given;
 	return proto__range_check(c, h->from_ms, h->to_ms, h->capture_id, err, err_size);
+}
+
+static int proto__latency_check(const void *args, const struct proto__command *c, uint32_t given,
+				char *err, size_t err_size)
+{
+	const struct proto_latency_request *l = args;
+
+	(void)c;
+	(void)given;
+	if (!l->pid)
+		return proto__fail(err, err_size, "latency needs 'pid'");
+	if (!l->func[0])
+		return proto__fail(err, err_size, "latency needs 'func'");
+	return 0;
 }
 
 static int proto__parse_request(const cJSON *root, struct proto_request *req, char *err,
@@ -1387,13 +1430,13 @@ static cJSON *proto__new_ok(const char *cmd, cJSON **ret_body)
 	return root;
 }
 
-static bool proto__add_buckets(cJSON *o, const char *name, const uint64_t *counts)
+static bool proto__add_counts(cJSON *o, const char *name, const uint64_t *counts, size_t n)
 {
 	cJSON *a = cJSON_AddArrayToObject(o, name);
 
 	if (!a)
 		return false;
-	for (size_t b = 0; b < PROTO_HIST_BUCKETS; b++) {
+	for (size_t b = 0; b < n; b++) {
 		cJSON *n = proto__u64(counts[b]);
 
 		if (!n || !cJSON_AddItemToArray(a, n)) {
@@ -1402,6 +1445,11 @@ static bool proto__add_buckets(cJSON *o, const char *name, const uint64_t *count
 		}
 	}
 	return true;
+}
+
+static bool proto__add_buckets(cJSON *o, const char *name, const uint64_t *counts)
+{
+	return proto__add_counts(o, name, counts, PROTO_HIST_BUCKETS);
 }
 
 /* "requests": [...], left out when there are none. */
@@ -1677,6 +1725,66 @@ char *proto_reply_hist(const struct proto_hist_result *r)
 	for (size_t i = 0; r->processes && i < r->n_processes; i++)
 		if (!proto__add_hist_process(list, &r->processes[i]))
 			goto fail;
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
+/* An object appended to list, or NULL. */
+static cJSON *proto__append_object(cJSON *list)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !cJSON_AddItemToArray(list, o)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+char *proto_reply_latency(const struct proto_latency_result *r)
+{
+	cJSON *body, *children, *timeline, *o, *root = proto__new_ok("latency", &body);
+	size_t n_hist = PROTO_LATENCY_BUCKETS;
+
+	if (!root)
+		return NULL;
+	while (n_hist && !r->hist[n_hist - 1]) /* up to the last bucket used */
+		n_hist--;
+	if (!proto__add_string(body, "func", r->func) || !proto__add_u64(body, "calls", r->calls) ||
+	    !proto__add_u64(body, "total_ns", r->total_ns) ||
+	    !proto__add_u64(body, "min_ns", r->calls ? r->min_ns : 0) ||
+	    !proto__add_u64(body, "max_ns", r->max_ns) ||
+	    !proto__add_u64(body, "off_cpu_ns", r->off_cpu_ns) ||
+	    !proto__add_u64(body, "out_of_range", r->out_of_range) ||
+	    !proto__add_u64(body, "incomplete", r->incomplete) ||
+	    !proto__add_u64(body, "unmatched_returns", r->unmatched_returns) ||
+	    !proto__add_u64(body, "overflows", r->overflows) ||
+	    !proto__add_u64(body, "decode_errors", r->decode_errors) ||
+	    !proto__add_counts(body, "hist_log2_ns", r->hist, n_hist) ||
+	    !(children = cJSON_AddArrayToObject(body, "children")) ||
+	    !(timeline = cJSON_AddArrayToObject(body, "timeline")))
+		goto fail;
+	for (size_t i = 0; i < r->n_children; i++) {
+		const struct proto_latency_child *c = &r->children[i];
+
+		if (!(o = proto__append_object(children)) ||
+		    !proto__add_string(o, "name", c->name) ||
+		    !proto__add_u64(o, "count", c->count) ||
+		    !proto__add_u64(o, "total_ns", c->total_ns) ||
+		    !proto__add_u64(o, "off_cpu_ns", c->off_cpu_ns))
+			goto fail;
+	}
+	for (size_t i = 0; i < r->n_timeline; i++) {
+		const struct proto_latency_call *c = &r->timeline[i];
+
+		if (!(o = proto__append_object(timeline)) || !proto__add_u64(o, "tid", c->tid) ||
+		    !proto__add_u64(o, "start_ns", c->start_ns) ||
+		    !proto__add_u64(o, "latency_ns", c->latency_ns) ||
+		    !proto__add_u64(o, "off_cpu_ns", c->off_cpu_ns))
+			goto fail;
+	}
 	return proto__finish(root);
 fail:
 	cJSON_Delete(root);
@@ -2062,6 +2170,27 @@ static int proto__reply_export(struct proto__reply *r, const cJSON *o)
 	return 0;
 }
 
+/* The figures of a latency reply; hist, children and timeline are left
+ * unparsed (NULL, 0): offcpuctl prints the raw reply in JSON mode. */
+static int proto__reply_latency(struct proto__reply *r, const cJSON *o)
+{
+	struct proto_latency_result *l = &r->pub.latency;
+
+	if (!cJSON_IsObject(o) || proto__reply_str(o, "func", &l->func) < 0 ||
+	    proto__reply_u64(o, "calls", &l->calls) < 0 ||
+	    proto__reply_u64(o, "total_ns", &l->total_ns) < 0 ||
+	    proto__reply_u64(o, "min_ns", &l->min_ns) < 0 ||
+	    proto__reply_u64(o, "max_ns", &l->max_ns) < 0 ||
+	    proto__reply_u64(o, "off_cpu_ns", &l->off_cpu_ns) < 0 ||
+	    proto__reply_u64(o, "out_of_range", &l->out_of_range) < 0 ||
+	    proto__reply_u64(o, "incomplete", &l->incomplete) < 0 ||
+	    proto__reply_u64(o, "unmatched_returns", &l->unmatched_returns) < 0 ||
+	    proto__reply_u64(o, "overflows", &l->overflows) < 0 ||
+	    proto__reply_u64(o, "decode_errors", &l->decode_errors) < 0)
+		return -EINVAL;
+	return 0;
+}
+
 static int proto__reply_hist(struct proto__reply *r, const cJSON *o)
 {
 	struct proto_hist_result *h = &r->pub.hist;
@@ -2138,6 +2267,10 @@ static int proto__reply_fill(struct proto__reply *r)
 	if (!strcmp(cmd, "hist")) {
 		r->pub.cmd = PROTO_CMD_HIST;
 		return proto__reply_hist(r, cJSON_GetObjectItemCaseSensitive(root, "hist"));
+	}
+	if (!strcmp(cmd, "latency")) {
+		r->pub.cmd = PROTO_CMD_LATENCY;
+		return proto__reply_latency(r, cJSON_GetObjectItemCaseSensitive(root, "latency"));
 	}
 	return -EINVAL;
 }

@@ -40,6 +40,7 @@ enum proto_cmd {
 	PROTO_CMD_WINDOWS, /* lists the stored windows */
 	PROTO_CMD_EXPORT,  /* merges stored windows into one profile */
 	PROTO_CMD_HIST,	   /* per-process log2 histograms of stored windows */
+	PROTO_CMD_LATENCY, /* Intel PT function latency of one process */
 };
 
 /*
@@ -166,12 +167,20 @@ struct proto_hist_request {
 	enum proto_kind kind; /* PROTO_KIND_OFFCPU (default) or PROTO_KIND_RUNQ only */
 };
 
+/* Intel PT function latency: calls of func in process pid for seconds. */
+struct proto_latency_request {
+	uint32_t pid;
+	char func[PROTO_REQUEST_SPEC_MAX + 1]; /* "SYMBOL[@BINARY]" */
+	uint32_t seconds;
+};
+
 struct proto_request {
 	enum proto_cmd cmd;
 	struct proto_capture_request capture; /* PROTO_CMD_CAPTURE */
 	struct proto_windows_request windows; /* PROTO_CMD_WINDOWS */
 	struct proto_export_request export;   /* PROTO_CMD_EXPORT */
 	struct proto_hist_request hist;	      /* PROTO_CMD_HIST */
+	struct proto_latency_request latency; /* PROTO_CMD_LATENCY */
 };
 
 /* Error codes carried in error replies ("code" field). */
@@ -357,6 +366,31 @@ struct proto_hist_result {
 	size_t n_processes;
 };
 
+/* An Intel PT latency analysis (offcpuctl latency --json; see
+ * pt/pt_latency.h for the meaning of each figure). */
+#define PROTO_LATENCY_BUCKETS 64 /* log2 of ns: bucket i is [2^i, 2^(i+1)), 0 holds 0 too */
+
+struct proto_latency_child {
+	const char *name;
+	uint64_t count, total_ns, off_cpu_ns;
+};
+
+struct proto_latency_call {
+	uint32_t tid;
+	uint64_t start_ns, latency_ns, off_cpu_ns;
+};
+
+struct proto_latency_result {
+	const char *func;
+	uint64_t calls, total_ns, min_ns, max_ns, off_cpu_ns;
+	uint64_t out_of_range, incomplete, unmatched_returns, overflows, decode_errors;
+	const uint64_t *hist; /* PROTO_LATENCY_BUCKETS counts */
+	const struct proto_latency_child *children;
+	size_t n_children;
+	const struct proto_latency_call *timeline;
+	size_t n_timeline;
+};
+
 /*
  * Parses one request line (without or with its '\n'). On success fills *ret
  * (defaults applied) and returns 0. On failure returns -EINVAL and writes a
@@ -376,6 +410,7 @@ char *proto_reply_capture(const struct proto_capture_result *result, size_t n_sa
 char *proto_reply_windows(const struct proto_window_info *w, size_t n); /* w: oldest first */
 char *proto_reply_export(const struct proto_export_result *r, size_t n_samples);
 char *proto_reply_hist(const struct proto_hist_result *r);
+char *proto_reply_latency(const struct proto_latency_result *r);
 
 /* The enum value that a request spells name ("svg", "hot", ...), or -EINVAL. */
 int proto_format_from_name(const char *name);
@@ -410,8 +445,9 @@ struct proto_reply {
 						    functions not parsed */
 	const struct proto_window_info *windows; /* cmd == WINDOWS */
 	size_t n_windows;
-	struct proto_export_result export; /* cmd == EXPORT; samples not parsed */
-	struct proto_hist_result hist;	   /* cmd == HIST; processes owned by the reply */
+	struct proto_export_result export;   /* cmd == EXPORT; samples not parsed */
+	struct proto_hist_result hist;	     /* cmd == HIST; processes owned by the reply */
+	struct proto_latency_result latency; /* cmd == LATENCY; figures only (see proto.c) */
 };
 
 /* Returns 0 and a reply to free with proto_reply_free(), or -EINVAL if the

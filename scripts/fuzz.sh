@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(proto_request proto_reply folded config stack_filter)
+all_targets=(proto_request proto_reply folded config stack_filter pt_trace)
 # What each harness links: the libraries proto/ and render/ whole (as
 # CMake builds them, so a file added to them needs no change here), or
 # the few files a module needs.
@@ -23,6 +23,7 @@ declare -A sources=(
 	[folded]="$(echo render/*.c) build-fuzz/flame_js.c $proto_src"
 	[config]="daemon/config.c proto/thread_state.c"
 	[stack_filter]="proto/stack_filter.c proto/thread_state.c"
+	[pt_trace]="pt/pt_trace.c pt/pt_decode.c pt/pt_latency.c"
 )
 # Longest input: the folded harness skips larger ones; the others keep
 # libFuzzer's default (the largest seed, at least 4096).
@@ -45,8 +46,8 @@ done
 out=build-fuzz
 cc=${FUZZ_CC:-clang}
 cflags=(-std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-	-Wall -Wextra -Iproto -Irender -Idaemon)
-libs=(-lcjson -lz -lm)
+	-Wall -Wextra -Iproto -Irender -Idaemon -Ipt)
+libs=(-lcjson -lz -lm -lipt)
 mkdir -p "$out/obj"
 
 if ! echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' |

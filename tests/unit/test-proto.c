@@ -1733,6 +1733,62 @@ static void test_export_kind(void)
 	EXPORT_BAD("\"kind\":\"runq\"", "export needs from_ms or capture");
 }
 
+/* latency: pid and func required, seconds defaulted and bounded; the
+ * request formats back to what parses. */
+static void test_latency_request(void)
+{
+	struct proto_request req, back;
+	char *line, err[256];
+
+	memset(&req, 0xa5, sizeof(req));
+	if (PARSE_OK(cmd_line("latency", "\"pid\":42,\"func\":\"handle@/bin/x\""), &req) == 0) {
+		CHECK(req.cmd == PROTO_CMD_LATENCY && req.latency.pid == 42);
+		CHECK(!strcmp(req.latency.func, "handle@/bin/x") && req.latency.seconds == 10);
+		line = proto_request_format(&req);
+		CHECK(line &&
+		      proto_request_parse(line, strlen(line), &back, err, sizeof(err)) == 0 &&
+		      back.latency.pid == 42 && !strcmp(back.latency.func, "handle@/bin/x"));
+		free(line);
+	}
+	{ /* the reply: formatted, then its figures parsed back */
+		uint64_t hist[PROTO_LATENCY_BUCKETS] = { [3] = 2 };
+		struct proto_latency_child child = { "lookup", 2, 700, 500 };
+		struct proto_latency_call call = { 9, 1000, 350, 0 };
+		struct proto_latency_result res = {
+			.func = "handle",
+			.calls = 2,
+			.total_ns = 20,
+			.min_ns = 8,
+			.max_ns = 12,
+			.incomplete = 3,
+			.hist = hist,
+			.children = &child,
+			.n_children = 1,
+			.timeline = &call,
+			.n_timeline = 1,
+		};
+		struct proto_reply *reply = NULL;
+
+		line = proto_reply_latency(&res);
+		CHECK(line && strstr(line, "\"hist_log2_ns\":[0,0,0,2],") &&
+		      strstr(line,
+			     "\"children\":[{\"name\":\"lookup\",\"count\":2,\"total_ns\":700,"
+			     "\"off_cpu_ns\":500}]") &&
+		      strstr(line,
+			     "\"timeline\":[{\"tid\":9,\"start_ns\":1000,\"latency_ns\":350,"));
+		CHECK(line && proto_reply_parse(line, strlen(line), &reply) == 0 &&
+		      reply->cmd == PROTO_CMD_LATENCY && reply->latency.calls == 2 &&
+		      reply->latency.total_ns == 20 && reply->latency.incomplete == 3 &&
+		      !strcmp(reply->latency.func, "handle"));
+		proto_reply_free(reply);
+		free(line);
+	}
+	BAD(cmd_line("latency", "\"func\":\"f\""), "latency needs 'pid'");
+	BAD(cmd_line("latency", "\"pid\":1"), "latency needs 'func'");
+	BAD(cmd_line("latency", "\"pid\":1,\"func\":\"f\",\"seconds\":0"), "seconds");
+	BAD(cmd_line("latency", "\"pid\":1,\"func\":\"f\",\"grep\":\"x\""), "grep");
+}
+
 static void test_hist_request(void)
 {
 	struct proto_request req;
@@ -3246,6 +3302,7 @@ int main(void)
 	test_capture_kinds();
 	test_export_kind();
 	test_hist_request();
+	test_latency_request();
 	test_request_format_kinds();
 	test_reply_error();
 	test_reply_status();

@@ -1,0 +1,212 @@
+/* pt_decode: libipt block decoding into pt_latency (see pt_decode.h). */
+#include "pt_decode.h"
+
+#include <errno.h>
+#include <intel-pt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+/* What the walk of one stream remembers between blocks. */
+struct pt_walk {
+	struct pt_block_decoder *dec;
+	struct pt_latency *a;
+	bool call_pending; /* the last block ended with a call */
+	uint64_t call_tsc; /* its time */
+	bool outside_call; /* tracing stopped at a call out of the filtered range */
+};
+
+static void pt_config_from_meta(struct pt_config *c, const struct pt_trace_meta *m)
+{
+	pt_config_init(c);
+	c->cpu.vendor = m->cpu_vendor == 1 ? pcv_intel : pcv_unknown;
+	c->cpu.family = m->cpu_family;
+	c->cpu.model = m->cpu_model;
+	c->cpu.stepping = m->cpu_stepping;
+	if (c->cpu.vendor == pcv_intel)
+		pt_cpu_errata(&c->errata, &c->cpu);
+	c->mtc_freq = m->mtc_freq;
+	c->nom_freq = m->nom_freq;
+	c->cpuid_0x15_eax = m->cpuid_0x15_eax;
+	c->cpuid_0x15_ebx = m->cpuid_0x15_ebx;
+	c->flags.variant.block.end_on_call = 1;
+}
+
+static uint64_t pt_walk_time(const struct pt_walk *w)
+{
+	uint64_t tsc = 0;
+	uint32_t lost_mtc, lost_cyc;
+
+	pt_blk_time(w->dec, &tsc, &lost_mtc, &lost_cyc);
+	return tsc;
+}
+
+static int pt_walk_event(struct pt_walk *w, const struct pt_event *ev)
+{
+	uint64_t tsc = ev->has_tsc ? ev->tsc : pt_walk_time(w);
+	int r = 0;
+
+	switch (ev->type) {
+	case ptev_enabled:
+		/* Back from a callee outside the filter, or the filter's start. */
+		if (w->outside_call)
+			r = pt_latency_leave(w->a, tsc);
+		else if (!ev->ip_suppressed && !ev->variant.enabled.resumed)
+			r = pt_latency_enter(w->a, ev->variant.enabled.ip, tsc);
+		w->outside_call = false;
+		break;
+	case ptev_disabled:
+		/* A call that left the filtered range: its callee is a frame
+		 * until tracing resumes. */
+		if (w->call_pending) {
+			r = pt_latency_enter(w->a, ev->ip_suppressed ? 0 : ev->variant.disabled.ip,
+					     w->call_tsc);
+			w->outside_call = true;
+		}
+		w->call_pending = false;
+		break;
+	case ptev_overflow:
+		w->call_pending = w->outside_call = false;
+		r = pt_latency_lost(w->a, 1);
+		break;
+	default:
+		break;
+	}
+	return r;
+}
+
+static int pt_walk_block(struct pt_walk *w, const struct pt_block *b)
+{
+	uint64_t tsc;
+	int r = 0;
+
+	if (!b->ninsn)
+		return 0;
+	tsc = pt_walk_time(w);
+	if (w->call_pending) {
+		r = pt_latency_enter(w->a, b->ip, w->call_tsc);
+		w->call_pending = false;
+	}
+	if (r < 0)
+		return r;
+	switch (b->iclass) {
+	case ptic_call:
+	case ptic_far_call:
+		w->call_pending = true;
+		w->call_tsc = tsc;
+		break;
+	case ptic_return:
+	case ptic_far_return:
+		r = pt_latency_leave(w->a, tsc);
+		break;
+	default:
+		break;
+	}
+	return r;
+}
+
+/* Decodes from a synchronisation point until an error or the end, and
+ * puts the libipt status that stopped it (-pte_*) in *ret_status. Returns
+ * 0, or -ENOMEM from the analysis. (libipt's codes are not errnos:
+ * -pte_ip_suppressed is -12, so the two are kept apart.) */
+static int pt_walk_run(struct pt_walk *w, int status, int *ret_status)
+{
+	for (;;) {
+		struct pt_block block;
+		int r;
+
+		while (status & pts_event_pending) {
+			struct pt_event ev;
+
+			status = pt_blk_event(w->dec, &ev, sizeof(ev));
+			if (status < 0)
+				goto stop;
+			r = pt_walk_event(w, &ev);
+			if (r < 0)
+				return r;
+		}
+		if (status & pts_eos) {
+			status = -pte_eos;
+			goto stop;
+		}
+		status = pt_blk_next(w->dec, &block, sizeof(block));
+		if (status < 0)
+			goto stop;
+		r = pt_walk_block(w, &block);
+		if (r < 0)
+			return r;
+	}
+stop:
+	*ret_status = status;
+	return 0;
+}
+
+static int pt_decode_stream(const struct pt_config *base, struct pt_image *image,
+			    const struct pt_trace_stream *s, struct pt_latency *a)
+{
+	struct pt_config config = *base;
+	struct pt_walk w = { .a = a };
+	int status, r = 0;
+
+	config.begin = s->data;
+	config.end = s->data + s->size;
+	w.dec = pt_blk_alloc_decoder(&config);
+	if (!w.dec)
+		return -ENOMEM;
+	status = pt_blk_set_image(w.dec, image);
+	if (status < 0) {
+		pt_blk_free_decoder(w.dec);
+		return -EINVAL;
+	}
+	pt_latency_begin_thread(a, s->tid);
+	for (;;) {
+		status = pt_blk_sync_forward(w.dec);
+		if (status < 0)
+			break; /* no further PSB: the end of the stream */
+		r = pt_walk_run(&w, status, &status);
+		if (r < 0 || status == -pte_eos)
+			break;
+		/* An error: what was open is lost; the next PSB resumes. */
+		w.call_pending = w.outside_call = false;
+		pt_latency_lost(a, 0);
+	}
+	pt_latency_end_thread(a);
+	pt_blk_free_decoder(w.dec);
+	return r;
+}
+
+int pt_decode_trace(const struct pt_trace *t, struct pt_latency *a, char *err, size_t err_size)
+{
+	struct pt_image_section_cache *iscache;
+	struct pt_config config;
+	struct pt_image *image;
+	int r = 0;
+
+	pt_config_from_meta(&config, &t->meta);
+	/* Sections from a cache, not the image's own: only cached sections get
+	 * libipt's block cache, which makes decoding several times faster. */
+	iscache = pt_iscache_alloc(NULL);
+	image = pt_image_alloc(NULL);
+	if (!image || !iscache) {
+		pt_image_free(image);
+		pt_iscache_free(iscache);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->n_maps && !r; i++) {
+		const struct pt_trace_map *m = &t->maps[i];
+		int isid = pt_iscache_add_file(iscache, m->path, m->pgoff, m->end - m->start,
+					       m->start);
+
+		if (isid < 0 || pt_image_add_cached(image, iscache, isid, NULL) < 0) {
+			snprintf(err, err_size, "cannot read %s for the trace's image", m->path);
+			r = -ENOENT;
+		}
+	}
+	for (size_t i = 0; i < t->n_streams && !r; i++)
+		r = pt_decode_stream(&config, image, &t->streams[i], a);
+	if (r == -ENOMEM)
+		snprintf(err, err_size, "out of memory decoding the trace");
+	pt_image_free(image);
+	pt_iscache_free(iscache);
+	return r;
+}

@@ -1,0 +1,64 @@
+/* pt_pmu: the intel_pt PMU's type and caps (see pt_pmu.h). */
+#include "pt_pmu.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int pt_pmu_read_u32(const char *dir, const char *name, uint32_t *ret)
+{
+	char path[512];
+	unsigned v;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%x", &v) == 1 ? 0 : -EINVAL;
+	fclose(f);
+	if (!n)
+		*ret = v;
+	return n;
+}
+
+int pt_pmu_probe(const char *sysfs, struct pt_pmu *ret, char *err, size_t err_size)
+{
+	struct pt_pmu p = { 0 };
+	char dir[256], caps[300];
+	unsigned type;
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/bus/event_source/devices/intel_pt", sysfs);
+	if (access(dir, F_OK) < 0) {
+		snprintf(err, err_size,
+			 "Intel PT is not available on this CPU (no intel_pt PMU in "
+			 "%s/bus/event_source/devices: not an Intel CPU with Processor Trace, "
+			 "or a virtual machine that does not pass it through)",
+			 sysfs);
+		return -ENODEV;
+	}
+	snprintf(caps, sizeof(caps), "%s/type", dir);
+	f = fopen(caps, "re");
+	if (!f || fscanf(f, "%u", &type) != 1) {
+		if (f)
+			fclose(f);
+		snprintf(err, err_size, "cannot read the intel_pt PMU's type from %s", caps);
+		return -EINVAL;
+	}
+	fclose(f);
+	p.type = type;
+	/* Missing caps mean "not supported": older kernels lack some files. */
+	snprintf(caps, sizeof(caps), "%s/caps", dir);
+	pt_pmu_read_u32(caps, "mtc", &p.mtc);
+	pt_pmu_read_u32(caps, "psb_cyc", &p.psb_cyc);
+	pt_pmu_read_u32(caps, "ip_filtering", &p.ip_filtering);
+	pt_pmu_read_u32(caps, "num_address_ranges", &p.num_address_ranges);
+	pt_pmu_read_u32(caps, "mtc_periods", &p.mtc_periods);
+	pt_pmu_read_u32(caps, "cycle_thresholds", &p.cyc_thresholds);
+	p.cyc = p.psb_cyc;
+	*ret = p;
+	return 0;
+}
