@@ -969,7 +969,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	if (!collector_bpf_stats(m->collector))
 		log_info(
 			"the kernel refused BPF run-time stats: status shows no program run times");
-	r = symbolizer_new(PROC_ROOT, &m->symbolizer);
+	r = symbolizer_new(PROC_ROOT, cfg->debug_root, &m->symbolizer);
 	if (r < 0) {
 		log_error("cannot set up the symbolizer: %s", strerror(-r));
 		goto fail;

@@ -21,6 +21,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "debuginfo.h"
+#include "demangle.h"
+#include "frame.h"
+#include "hashtab.h"
+
 #define SYM_KALLSYMS_LINE_MAX	  1024 /* KSYM_NAME_LEN is 512 */
 #define SYM_MAPS_LINE_MAX	  (PATH_MAX + 256)
 #define SYM_KERNEL_FUNC_MAX_BYTES (1u << 20) /* farther from a symbol: not inside it */
@@ -36,6 +41,8 @@
 #define SYM_BUILD_ID_MAX	  32
 #define SYM_NOTE_MAX_BYTES	  (64u << 10)
 #define SYM_SECTION_MAX_BYTES	  (1ull << 30)
+#define SYM_ELF_CACHE_MAX	  (1u << 16) /* named addresses kept per ELF file */
+#define SYM_FRAMES_MAX_BYTES	  4096	     /* one address's frames, inlines included */
 
 enum sym_bind {
 	SYM_BIND_GLOBAL,
@@ -75,6 +82,13 @@ struct sym_elf {
 	struct sym_elf_load loads[SYM_ELF_LOADS_MAX];
 	size_t n_loads;
 	struct sym_table syms;
+	struct debuginfo *dbg;	/* NULL: no DWARF reader (the file's or a separate one) */
+	struct hashtab *frames; /* vaddr -> struct sym_frames: names made so far */
+};
+
+struct sym_frames {
+	char *names; /* ';'-joined, root to leaf; NULL: not named yet */
+	int r;	     /* what symbolizer_user returned for it */
 };
 
 enum sym_map_elf_state {
@@ -105,6 +119,7 @@ struct sym_proc {
 
 struct symbolizer {
 	char *proc_root;
+	char *debug_root;
 
 	struct sym_table kernel;
 	bool kernel_loaded;
@@ -376,9 +391,22 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t siz
 	return 0;
 }
 
+static void sym_elf_frames_free(struct sym_elf *e)
+{
+	struct sym_frames *f;
+	size_t pos = 0;
+
+	while (e->frames && hashtab_next(e->frames, &pos, NULL, (void **)&f))
+		free(f->names);
+	hashtab_free(e->frames);
+	e->frames = NULL;
+}
+
 static void sym_elf_clear(struct sym_elf *e)
 {
 	sym_table_free(&e->syms);
+	sym_elf_frames_free(e);
+	debuginfo_free(e->dbg);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -650,12 +678,18 @@ static struct sym_elf *sym_map_elf(struct symbolizer *s, uint32_t tgid, struct s
 	}
 	e = sym_elf_find(s, &key);
 	if (!e) {
+		int dbg_fd;
+
 		e = sym_elf_victim(s);
 		if (sym_elf_load(e, elf, phnum, st.st_size) < 0) {
 			sym_elf_clear(e);
 			e = NULL;
 			goto out;
 		}
+		/* Without DWARF the ELF symbols still name the frames. */
+		dbg_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (dbg_fd >= 0 && debuginfo_open(dbg_fd, path, s->debug_root, &e->dbg) < 0)
+			e->dbg = NULL;
 		e->key = key;
 		e->serial = ++s->elf_serial;
 	}
@@ -899,9 +933,69 @@ static const char *sym_basename(const char *path)
 	return b && b[1] ? b + 1 : path;
 }
 
-int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *buf, size_t size)
+/*
+ * The frames at vaddr of e, as symbolizer_user() writes them: the ELF
+ * symbol (demangled) names the function, DWARF where there is none; DWARF
+ * adds the functions inlined at vaddr and source lines. Else module+0xVADDR.
+ */
+static int sym_elf_name(struct sym_elf *e, const char *path, uint64_t vaddr, char *buf, size_t size)
 {
 	const struct sym_func *f;
+	const char *name = NULL;
+	char *d = NULL;
+	int err, r = 0;
+
+	f = sym_table_find(&e->syms, vaddr);
+	if (f && (!f->size || vaddr - f->addr < f->size)) {
+		name = sym_table_name(&e->syms, f);
+		d = demangle(name, &err);
+		if (d)
+			name = d;
+	}
+	if (e->dbg && debuginfo_frames(e->dbg, vaddr, name, buf, size) > 0)
+		goto out;
+	if (name)
+		frame_format(buf, size, name, false, NULL, 0);
+	else {
+		snprintf(buf, size, "%s+0x%" PRIx64, sym_basename(path), vaddr);
+		r = -ENOENT;
+	}
+out:
+	free(d);
+	return r;
+}
+
+/* sym_elf_name() through e's cache of named addresses: DWARF lookups and
+ * demangling cost microseconds, and stacks share their frames. */
+static int sym_elf_name_cached(struct sym_elf *e, const char *path, uint64_t vaddr, char *buf,
+			       size_t size)
+{
+	char frames[SYM_FRAMES_MAX_BYTES];
+	struct sym_frames *slot;
+	bool created;
+	int r;
+
+	if (e->frames && hashtab_count(e->frames) >= SYM_ELF_CACHE_MAX)
+		sym_elf_frames_free(e); /* start afresh rather than grow without bound */
+	if (!e->frames && hashtab_new(sizeof(uint64_t), sizeof(struct sym_frames), &e->frames) < 0)
+		return sym_elf_name(e, path, vaddr, buf, size);
+	slot = hashtab_get(e->frames, &vaddr);
+	if (slot && slot->names) {
+		snprintf(buf, size, "%s", slot->names);
+		return slot->r;
+	}
+	r = sym_elf_name(e, path, vaddr, frames, sizeof(frames));
+	snprintf(buf, size, "%s", frames);
+	slot = hashtab_put(e->frames, &vaddr, &created);
+	if (slot) {
+		slot->names = strdup(frames); /* NULL: named again next time */
+		slot->r = r;
+	}
+	return r;
+}
+
+int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *buf, size_t size)
+{
 	struct sym_elf *e;
 	struct sym_proc *p;
 	struct sym_map *m;
@@ -927,13 +1021,7 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
 		snprintf(buf, size, "%s+0x%" PRIx64, sym_basename(path), offset);
 		return -ENOENT;
 	}
-	f = sym_table_find(&e->syms, vaddr);
-	if (!f || (f->size && vaddr - f->addr >= f->size)) {
-		snprintf(buf, size, "%s+0x%" PRIx64, sym_basename(path), vaddr);
-		return -ENOENT;
-	}
-	snprintf(buf, size, "%s", sym_table_name(&e->syms, f));
-	return 0;
+	return sym_elf_name_cached(e, path, vaddr, buf, size);
 }
 
 void symbolizer_refresh_processes(struct symbolizer *s)
@@ -947,11 +1035,11 @@ void symbolizer_prime(struct symbolizer *s, uint32_t tgid)
 	sym_proc_get(s, tgid);
 }
 
-int symbolizer_new(const char *proc_root, struct symbolizer **ret)
+int symbolizer_new(const char *proc_root, const char *debug_root, struct symbolizer **ret)
 {
 	struct symbolizer *s;
 
-	assert(proc_root && ret);
+	assert(proc_root && debug_root && ret);
 	/* If libelf refused this version, elf_begin() fails later and frames
 	 * come out as module+offset, as for any unreadable file. */
 	elf_version(EV_CURRENT);
@@ -959,8 +1047,9 @@ int symbolizer_new(const char *proc_root, struct symbolizer **ret)
 	if (!s)
 		return -ENOMEM;
 	s->proc_root = strdup(proc_root);
+	s->debug_root = strdup(debug_root);
 	s->elfs = calloc(SYM_ELFS_MAX, sizeof(*s->elfs));
-	if (!s->proc_root || !s->elfs) {
+	if (!s->proc_root || !s->debug_root || !s->elfs) {
 		symbolizer_free(s);
 		return -ENOMEM;
 	}
@@ -976,9 +1065,10 @@ void symbolizer_free(struct symbolizer *s)
 		sym_proc_evict_oldest(s);
 	if (s->elfs)
 		for (size_t i = 0; i < SYM_ELFS_MAX; i++)
-			sym_table_free(&s->elfs[i].syms);
+			sym_elf_clear(&s->elfs[i]);
 	free(s->elfs);
 	sym_table_free(&s->kernel);
 	free(s->proc_root);
+	free(s->debug_root);
 	free(s);
 }

@@ -264,6 +264,7 @@ static const struct proto__field proto__capture_fields[] = {
 		.count_offset = offsetof(struct proto_capture_request, n_requests),
 		.max = PROTO_REQUEST_SPEC_MAX,
 	},
+	{ .name = "lines", .kind = PROTO__KIND_BOOL, PROTO__CAP(lines) },
 };
 
 static const struct proto__field proto__windows_fields[] = {
@@ -321,6 +322,7 @@ static const struct proto__field proto__export_fields[] = {
 		.def = PROTO_KIND_OFFCPU,
 		.names = proto__kind_names,
 	},
+	{ .name = "lines", .kind = PROTO__KIND_BOOL, PROTO__EXP(lines) },
 };
 
 #define PROTO__HIST(member) PROTO__AT(struct proto_hist_request, member)

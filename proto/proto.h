@@ -115,6 +115,7 @@ struct proto_capture_request {
 	/* Request-synchronous: only off-CPU time inside these functions counts. */
 	char requests[PROTO_MAX_REQUESTS][PROTO_REQUEST_SPEC_MAX + 1]; /* "SYMBOL[@BINARY]" */
 	size_t n_requests;
+	uint32_t lines; /* bool: frames keep their source lines (proto/frame.h) */
 };
 
 /* Times are CLOCK_REALTIME in unix milliseconds; requests take 0..2^53. */
@@ -147,6 +148,7 @@ struct proto_export_request {
 	uint32_t diff_widths_from_old;	  /* bool: widths from A (the reverse view) */
 	uint32_t negate;		  /* bool: swap red and blue */
 	enum proto_kind kind;		  /* default PROTO_KIND_OFFCPU; A and B alike */
+	uint32_t lines;			  /* bool: frames keep their source lines */
 };
 
 /* Exactly one of a range (from_ms > 0) or a capture_id is set, as for export. */
