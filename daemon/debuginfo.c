@@ -155,46 +155,35 @@ static void debuginfo_append(char *buf, size_t size, size_t *len, const char *fr
 	*len += n;
 }
 
+static bool debuginfo_is_function(Dwarf_Die *die)
+{
+	int tag = dwarf_tag(die);
+
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+}
+
+/* The function an inlined instance stands in: its nearest enclosing
+ * function DIE in the tree (dwarf_getscopes() would continue from the
+ * abstract origin's scopes instead). Returns 0 or -ENOENT. */
+static int debuginfo_caller(Dwarf_Die *inlined, Dwarf_Die *ret)
+{
+	Dwarf_Die *up = NULL;
+	int n = dwarf_getscopes_die(inlined, &up), r = -ENOENT;
+
+	for (int j = 1; j < n; j++) {
+		if (debuginfo_is_function(&up[j])) {
+			*ret = up[j];
+			r = 0;
+			break;
+		}
+	}
+	free(up);
+	return r;
+}
+
 int debuginfo_frames(struct debuginfo *d, uint64_t vaddr, const char *outer_name, char *buf,
 		     size_t size)
 {
-	Dwarf_Addr addr = vaddr + d->bias, cu_bias;
-	Dwarf_Die *cu, *scopes = NULL;
-	const char *file = NULL;
-	unsigned line = 0;
-	Dwfl_Line *src;
-	int n_scopes, n_funcs = 0, first = -1;
-	size_t len = 0;
-
-	cu = dwfl_module_addrdie(d->mod, addr, &cu_bias);
-	if (!cu)
-		return 0;
-	n_scopes = dwarf_getscopes(cu, addr - cu_bias, &scopes);
-	/* The functions, innermost first, up to the out-of-line one. */
-	for (int i = 0; i < n_scopes; i++) {
-		int tag = dwarf_tag(&scopes[i]);
-
-		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
-			continue;
-		if (first < 0)
-			first = i;
-		n_funcs++;
-		if (tag == DW_TAG_subprogram)
-			break;
-	}
-	if (!n_funcs) {
-		free(scopes);
-		return 0;
-	}
-	src = dwfl_module_getsrc(d->mod, addr);
-	if (src) {
-		int l = 0;
-
-		file = dwfl_lineinfo(src, NULL, &l, NULL, NULL, NULL);
-		line = l > 0 ? l : 0;
-	}
-	/* Walk innermost to outermost, keeping each frame's line; then write
-	 * them root to leaf. */
 	struct {
 		const char *name;
 		const char *file;
@@ -202,27 +191,51 @@ int debuginfo_frames(struct debuginfo *d, uint64_t vaddr, const char *outer_name
 		bool inlined;
 	} frames[DEBUGINFO_FRAMES_MAX];
 	char names[DEBUGINFO_FRAMES_MAX][DEBUGINFO_NAME_MAX];
-	int n = 0;
+	Dwarf_Addr addr = vaddr + d->bias, cu_bias;
+	Dwarf_Die *cu, *scopes = NULL, cur;
+	const char *file = NULL;
+	unsigned line = 0;
+	Dwfl_Line *src;
+	int n_scopes, n = 0, i;
+	size_t len = 0;
 
-	for (int i = first; i < n_scopes && n < DEBUGINFO_FRAMES_MAX; i++) {
-		int tag = dwarf_tag(&scopes[i]);
-		const char *name;
+	cu = dwfl_module_addrdie(d->mod, addr, &cu_bias);
+	if (!cu)
+		return 0;
+	n_scopes = dwarf_getscopes(cu, addr - cu_bias, &scopes);
+	for (i = 0; i < n_scopes && !debuginfo_is_function(&scopes[i]); i++)
+		;
+	if (i >= n_scopes) {
+		free(scopes);
+		return 0;
+	}
+	cur = scopes[i]; /* the innermost function */
+	free(scopes);
+	src = dwfl_module_getsrc(d->mod, addr);
+	if (src) {
+		int l = 0;
 
-		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
-			continue;
-		if (tag == DW_TAG_subprogram && outer_name)
-			name = outer_name;
-		else
-			name = debuginfo_die_name(&scopes[i], names[n], sizeof(names[n]));
+		file = dwfl_lineinfo(src, NULL, &l, NULL, NULL, NULL);
+		line = l > 0 ? l : 0;
+	}
+	/* Innermost to outermost, each frame with its line: the innermost at
+	 * addr, each outer one at the call site of the instance inlined in it. */
+	while (n < DEBUGINFO_FRAMES_MAX) {
+		bool inlined = dwarf_tag(&cur) == DW_TAG_inlined_subroutine;
+		const char *name = !inlined && outer_name
+					   ? outer_name
+					   : debuginfo_die_name(&cur, names[n], sizeof(names[n]));
+
 		frames[n].name = name ? name : "[unknown]";
 		frames[n].file = debuginfo_basename(file);
 		frames[n].line = line;
-		frames[n].inlined = tag == DW_TAG_inlined_subroutine;
+		frames[n].inlined = inlined;
 		n++;
-		if (tag == DW_TAG_subprogram)
+		if (!inlined)
 			break;
-		/* The next frame out stands at this instance's call site. */
-		file = debuginfo_call_site(cu, &scopes[i], &line);
+		file = debuginfo_call_site(cu, &cur, &line);
+		if (debuginfo_caller(&cur, &cur) < 0)
+			break;
 	}
 	for (int k = n; k-- > 0;) {
 		char frame[DEBUGINFO_NAME_MAX + 64];
@@ -231,6 +244,5 @@ int debuginfo_frames(struct debuginfo *d, uint64_t vaddr, const char *outer_name
 			     frames[k].file, frames[k].line);
 		debuginfo_append(buf, size, &len, frame);
 	}
-	free(scopes);
 	return len ? n : 0;
 }
