@@ -25,6 +25,7 @@
 #include "demangle.h"
 #include "frame.h"
 #include "hashtab.h"
+#include "perfmap.h"
 
 #define SYM_KALLSYMS_LINE_MAX	  1024 /* KSYM_NAME_LEN is 512 */
 #define SYM_MAPS_LINE_MAX	  (PATH_MAX + 256)
@@ -115,6 +116,8 @@ struct sym_proc {
 	size_t n_maps, cap_maps;
 	char *paths;
 	size_t paths_len, paths_cap;
+	struct perfmap *jit; /* /tmp/perf-PID.map; NULL until an anonymous frame */
+	bool jit_checked;    /* the map was looked at since the last refresh */
 };
 
 struct symbolizer {
@@ -823,6 +826,7 @@ static void sym_proc_free(struct sym_proc *p)
 {
 	if (!p)
 		return;
+	perfmap_free(p->jit);
 	free(p->maps);
 	free(p->paths);
 	free(p);
@@ -994,6 +998,54 @@ static int sym_elf_name_cached(struct sym_elf *e, const char *path, uint64_t vad
 	return r;
 }
 
+/* The process's pid in its own pid namespace (the last "NSpid:" field of
+ * its status), which names its perf map; tgid if that cannot be read. */
+static uint32_t sym_proc_ns_pid(struct symbolizer *s, uint32_t tgid)
+{
+	char path[PATH_MAX], line[256];
+	uint32_t pid = tgid;
+	FILE *f;
+
+	if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/status", s->proc_root, tgid) >=
+	    (int)sizeof(path))
+		return tgid;
+	f = fopen(path, "re");
+	if (!f)
+		return tgid;
+	while (fgets(line, sizeof(line), f)) {
+		char *last;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		last = strrchr(line, '\t');
+		if (last && strtoul(last + 1, NULL, 10) > 0)
+			pid = strtoul(last + 1, NULL, 10);
+		break;
+	}
+	fclose(f);
+	return pid;
+}
+
+/* A JIT's name for addr, from the process's /tmp/perf-PID.map (read
+ * through its root, so a container's own /tmp), re-read once per refresh
+ * if it changed. NULL if none. */
+static const char *sym_proc_jit_name(struct symbolizer *s, struct sym_proc *p, uint64_t addr)
+{
+	char path[PATH_MAX];
+
+	if (!p->jit && perfmap_new(&p->jit) < 0)
+		return NULL;
+	if (!p->jit_checked) {
+		p->jit_checked = true;
+		if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/root/tmp/perf-%" PRIu32 ".map",
+			     s->proc_root, p->tgid,
+			     sym_proc_ns_pid(s, p->tgid)) < (int)sizeof(path))
+			perfmap_refresh(p->jit, path);
+	}
+	return perfmap_find(p->jit, addr);
+}
+
 int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *buf, size_t size)
 {
 	struct sym_elf *e;
@@ -1009,9 +1061,18 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
 		return -ENOENT;
 	}
 	path = p->paths + m->path;
-	/* "[vdso]", "[anon:name]" are shown as they are; no path, "//anon",
+	/* Anonymous code may be a JIT's, named in its perf map. Else "[vdso]",
+	 * "[anon:name]" are shown as they are; no path, "//anon",
 	 * "anon_inode:..." name nothing useful. */
 	if (path[0] != '/' || path[1] == '/') {
+		const char *jit = path[0] != '[' || !strncmp(path, "[anon", 5)
+					  ? sym_proc_jit_name(s, p, addr)
+					  : NULL;
+
+		if (jit) {
+			frame_format(buf, size, jit, false, NULL, 0);
+			return 0;
+		}
 		snprintf(buf, size, "%s", path[0] == '[' ? path : "[unknown]");
 		return -ENOENT;
 	}
@@ -1026,8 +1087,10 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
 
 void symbolizer_refresh_processes(struct symbolizer *s)
 {
-	for (struct sym_proc *p = s->lru_oldest; p; p = p->lru_next)
+	for (struct sym_proc *p = s->lru_oldest; p; p = p->lru_next) {
 		p->stale = true;
+		p->jit_checked = false;
+	}
 }
 
 void symbolizer_prime(struct symbolizer *s, uint32_t tgid)
