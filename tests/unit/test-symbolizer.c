@@ -97,6 +97,7 @@ static char exe[PATH_MAX];
 #define TGID_MISSING  999999
 #define TGID_CHANGING 4343
 #define TGID_FUZZ     4444
+#define TGID_JIT      4545
 #define TGID_MANY     10000
 #define TGID_MANY_N   4100 /* more than the process cache holds */
 
@@ -505,6 +506,42 @@ static void test_processes(void)
 	symbolizer_free(s);
 }
 
+/* JIT code: anonymous executable mappings named by the process's perf map,
+ * found through its root under its namespace pid, re-read when it changes. */
+static void test_jit(void)
+{
+	struct symbolizer *s = NULL;
+
+	CHECK(mkdir(path_in("%d", TGID_JIT), 0700) == 0);
+	CHECK(mkdir(path_in("%d/root", TGID_JIT), 0700) == 0);
+	CHECK(mkdir(path_in("%d/root/tmp", TGID_JIT), 0700) == 0);
+	write_text(path_in("%d/maps", TGID_JIT),
+		   "7f0000000000-7f0000010000 r-xp 00000000 00:00 0 \n"
+		   "7f1000000000-7f1000001000 r-xp 00000000 00:00 0 [anon:jit]\n"
+		   "7f2000000000-7f2000001000 r-xp 00000000 00:00 0 [vdso]\n");
+	/* the container's pid 7 is host pid TGID_JIT */
+	write_text(path_in("%d/status", TGID_JIT), "Name:\tjava\nNSpid:\t4545\t7\n");
+	write_text(path_in("%d/root/tmp/perf-7.map", TGID_JIT),
+		   "7f0000000100 40 Interpreter\n7f1000000000 10 LambdaForm;invoke\n"
+		   "7f2000000000 10 not_the_vdso\n");
+	CHECK(symbolizer_new(dir, "/usr/lib/debug", &s) == 0);
+	CHECK_USER(s, TGID_JIT, 0x7f0000000120, 0, "Interpreter");
+	CHECK_USER(s, TGID_JIT, 0x7f0000000140, -ENOENT, "[unknown]");
+	CHECK_USER(s, TGID_JIT, 0x7f1000000008, 0, "LambdaForm:invoke");
+	CHECK_USER(s, TGID_JIT, 0x7f2000000004, -ENOENT, "[vdso]");
+	/* new code: seen at the next refresh (drain) */
+	write_text(path_in("%d/root/tmp/perf-7.map", TGID_JIT),
+		   "7f0000000100 40 Interpreter\n7f0000000140 40 compiled_loop\n");
+	CHECK_USER(s, TGID_JIT, 0x7f0000000150, -ENOENT, "[unknown]");
+	symbolizer_refresh_processes(s);
+	CHECK_USER(s, TGID_JIT, 0x7f0000000150, 0, "compiled_loop");
+	/* the process exited (its root is gone): the last map still names */
+	CHECK(unlink(path_in("%d/root/tmp/perf-7.map", TGID_JIT)) == 0);
+	symbolizer_refresh_processes(s);
+	CHECK_USER(s, TGID_JIT, 0x7f0000000150, 0, "compiled_loop");
+	symbolizer_free(s);
+}
+
 /* Corrupts the executable's ELF, program and section headers at random:
  * every lookup must return a terminated answer, without crashing. */
 static void test_corrupt_elf(void)
@@ -599,6 +636,7 @@ int main(void)
 	test_kernel();
 	test_user();
 	test_processes();
+	test_jit();
 	test_corrupt_elf();
 
 	if (!check_failures)
