@@ -22,7 +22,7 @@ declare -A sources=(
 	[proto_reply]="$proto_src"
 	[folded]="$(echo render/*.c) build-fuzz/flame_js.c $proto_src"
 	[config]="daemon/config.c proto/thread_state.c"
-	[stack_filter]="proto/stack_filter.c proto/thread_state.c"
+	[stack_filter]="proto/stack_filter.c proto/frame.c proto/thread_state.c"
 )
 # Longest input: the folded harness skips larger ones; the others keep
 # libFuzzer's default (the largest seed, at least 4096).
