@@ -1030,20 +1030,22 @@ static uint32_t sym_proc_ns_pid(struct symbolizer *s, uint32_t tgid)
 /* A JIT's name for addr, from the process's /tmp/perf-PID.map (read
  * through its root, so a container's own /tmp), re-read once per refresh
  * if it changed. NULL if none. */
-static const char *sym_proc_jit_name(struct symbolizer *s, struct sym_proc *p, uint64_t addr)
+static void sym_proc_jit_refresh(struct symbolizer *s, struct sym_proc *p)
 {
 	char path[PATH_MAX];
 
-	if (!p->jit && perfmap_new(&p->jit) < 0)
-		return NULL;
-	if (!p->jit_checked) {
-		p->jit_checked = true;
-		if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/root/tmp/perf-%" PRIu32 ".map",
-			     s->proc_root, p->tgid,
-			     sym_proc_ns_pid(s, p->tgid)) < (int)sizeof(path))
-			perfmap_refresh(p->jit, path);
-	}
-	return perfmap_find(p->jit, addr);
+	if (p->jit_checked || (!p->jit && perfmap_new(&p->jit) < 0))
+		return;
+	p->jit_checked = true;
+	if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/root/tmp/perf-%" PRIu32 ".map",
+		     s->proc_root, p->tgid, sym_proc_ns_pid(s, p->tgid)) < (int)sizeof(path))
+		perfmap_refresh(p->jit, path);
+}
+
+static const char *sym_proc_jit_name(struct symbolizer *s, struct sym_proc *p, uint64_t addr)
+{
+	sym_proc_jit_refresh(s, p);
+	return p->jit ? perfmap_find(p->jit, addr) : NULL;
 }
 
 int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *buf, size_t size)
@@ -1095,7 +1097,10 @@ void symbolizer_refresh_processes(struct symbolizer *s)
 
 void symbolizer_prime(struct symbolizer *s, uint32_t tgid)
 {
-	sym_proc_get(s, tgid);
+	struct sym_proc *p = sym_proc_get(s, tgid);
+
+	if (p && !p->err)
+		sym_proc_jit_refresh(s, p);
 }
 
 int symbolizer_new(const char *proc_root, const char *debug_root, struct symbolizer **ret)

@@ -49,8 +49,9 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
  * the stacks of its final blocks are still named. ELF caches are kept. */
 void symbolizer_refresh_processes(struct symbolizer *s);
 
-/* Reads tgid's maps now if they are not cached or stale, so they are known
- * even if the process exits before any of its stacks is named. */
+/* Reads tgid's maps (and its JIT's perf map, if any) now if they are not
+ * cached or stale, so they are known even if the process exits before any
+ * of its stacks is named. */
 void symbolizer_prime(struct symbolizer *s, uint32_t tgid);
 
 #endif

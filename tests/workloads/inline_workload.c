@@ -9,8 +9,8 @@
  * finds them in this file.
  *
  * Usage: inline_workload [--sleeps N] [--sleep-ms MS]
- * Prints "ready PID", waits for a line on stdin, sleeps, and prints
- * {"blocked_ns":...,"blocks":N}.
+ * Prints "ready PID", waits for a line on stdin, sleeps, prints
+ * {"blocked_ns":...,"blocks":N}, and exits when stdin closes.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -84,5 +84,10 @@ int main(int argc, char **argv)
 	blocked = sleep_outer(sleeps, sleep_ms);
 	printf("{\"blocked_ns\":%llu,\"blocks\":%d,\"errors\":%ld}\n", (unsigned long long)blocked,
 	       sleeps, errors);
+	fflush(stdout);
+	/* Alive until stdin closes, as a profiled service is: its stacks are
+	 * named at the next drain, while it exists. */
+	while (fgets(line, sizeof(line), stdin))
+		;
 	return 0;
 }

@@ -6,8 +6,9 @@
  * through it. x86-64 only.
  *
  * Usage: jit_workload [--sleeps N] [--sleep-ms MS]
- * Prints "ready PID", waits for a line on stdin, sleeps, removes its map
- * and prints {"blocked_ns":...,"blocks":N,"jit_name":"..."}.
+ * Prints "ready PID", waits for a line on stdin, sleeps, prints
+ * {"blocked_ns":...,"blocks":N,"jit_name":"..."}, and removes its map and
+ * exits when stdin closes.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -80,8 +81,13 @@ int main(int argc, char **argv)
 		stub(&ts, NULL);
 		blocked += now_ns() - t0;
 	}
-	unlink(map_path);
 	printf("{\"blocked_ns\":%llu,\"blocks\":%d,\"jit_name\":\"%s\"}\n",
 	       (unsigned long long)blocked, sleeps, JIT_NAME);
+	fflush(stdout);
+	/* Alive, as a JIT's process is, until told: its stacks are named at
+	 * the next drain, from its map. */
+	while (fgets(line, sizeof(line), stdin))
+		;
+	unlink(map_path);
 	return 0;
 }
