@@ -90,9 +90,11 @@ void debuginfo_free(struct debuginfo *d)
 	free(d);
 }
 
-/* A function DIE's name: its linkage name demangled (C++: with its scope
- * and parameters, as ELF symbols are shown), else its DW_AT_name; both may
- * come from the abstract origin of an inlined or out-of-line instance. */
+/* A function DIE's name: its linkage name demangled if it is a C++ one
+ * (with its scope and parameters, as ELF symbols are shown), else its
+ * DW_AT_name (a C linkage name may be an internal alias such as glibc's
+ * "__GI___libc_read"); both may come from the abstract origin of an inlined
+ * or out-of-line instance. */
 static const char *debuginfo_die_name(Dwarf_Die *die, char *buf, size_t size)
 {
 	Dwarf_Attribute attr;
@@ -111,9 +113,25 @@ static const char *debuginfo_die_name(Dwarf_Die *die, char *buf, size_t size)
 			return buf;
 		}
 	}
-	if (!name && dwarf_attr_integrate(die, DW_AT_name, &attr))
-		name = dwarf_formstring(&attr);
+	if (dwarf_attr_integrate(die, DW_AT_name, &attr) && dwarf_formstring(&attr))
+		return dwarf_formstring(&attr);
 	return name;
+}
+
+/* True if inlined is an instance of the same function as the one it stands
+ * in (both name the same abstract origin): GCC emits that for glibc's
+ * aliased functions (read inlines __libc_read), and a frame for it would
+ * only repeat its caller. */
+static bool debuginfo_same_function(Dwarf_Die *inlined, Dwarf_Die *caller)
+{
+	Dwarf_Attribute a, b;
+	Dwarf_Die da, db;
+
+	if (!dwarf_attr(inlined, DW_AT_abstract_origin, &a) || !dwarf_formref_die(&a, &da))
+		return false;
+	if (dwarf_attr(caller, DW_AT_abstract_origin, &b) && dwarf_formref_die(&b, &db))
+		return dwarf_dieoffset(&da) == dwarf_dieoffset(&db);
+	return dwarf_dieoffset(&da) == dwarf_dieoffset(caller);
 }
 
 static const char *debuginfo_basename(const char *path)
@@ -192,7 +210,7 @@ int debuginfo_frames(struct debuginfo *d, uint64_t vaddr, const char *outer_name
 	} frames[DEBUGINFO_FRAMES_MAX];
 	char names[DEBUGINFO_FRAMES_MAX][DEBUGINFO_NAME_MAX];
 	Dwarf_Addr addr = vaddr + d->bias, cu_bias;
-	Dwarf_Die *cu, *scopes = NULL, cur;
+	Dwarf_Die *cu, *scopes = NULL, cur, caller;
 	const char *file = NULL;
 	unsigned line = 0;
 	Dwfl_Line *src;
@@ -234,8 +252,15 @@ int debuginfo_frames(struct debuginfo *d, uint64_t vaddr, const char *outer_name
 		if (!inlined)
 			break;
 		file = debuginfo_call_site(cu, &cur, &line);
-		if (debuginfo_caller(&cur, &cur) < 0)
+		if (debuginfo_caller(&cur, &caller) < 0)
 			break;
+		/* The caller takes the innermost frame's place, keeping its line. */
+		if (debuginfo_same_function(&cur, &caller)) {
+			n--;
+			file = frames[n].file;
+			line = frames[n].line;
+		}
+		cur = caller;
 	}
 	for (int k = n; k-- > 0;) {
 		char frame[DEBUGINFO_NAME_MAX + 64];
