@@ -2,9 +2,11 @@
  * symbolizer: see symbolizer.h.
  *
  * Three caches: the kernel table (loaded once), process maps (hash by tgid,
- * LRU-bounded) and ELF symbol tables (a fixed pool of slots, LRU). A mapping
- * points at its ELF slot together with the slot's serial, so an evicted and
- * reused slot is noticed without reference counts. Not thread-safe.
+ * LRU-bounded, each with its JIT perf map) and ELF files (a fixed pool of
+ * slots, LRU), each slot with its symbol table, its DWARF reader and the
+ * names made so far by address. A mapping points at its ELF slot together
+ * with the slot's serial, so an evicted and reused slot is noticed without
+ * reference counts. Not thread-safe.
  */
 #include "symbolizer.h"
 
