@@ -64,7 +64,7 @@ static int latency_names_init(struct latency_names *n, const struct pt_trace *t)
 			t->maps[i].start, t->maps[i].end, t->maps[i].pgoff, t->maps[i].path);
 	if (fclose(f) != 0)
 		return -EIO;
-	return symbolizer_new(n->root, &n->sym);
+	return symbolizer_new(n->root, "/usr/lib/debug", &n->sym);
 }
 
 static const char *latency_name(void *ctx, uint64_t ip)

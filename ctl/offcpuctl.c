@@ -67,6 +67,8 @@ static void usage(FILE *out)
 		"                              hotcold or oncpu,offcpu (both, [on-cpu] leaves\n"
 		"                              mark on-CPU time); see offcpuctl(8)\n"
 		"          --split-runq        offcpu: run-queue wait as [runqueue] leaves\n"
+		"          --lines             source file:line on each user frame (from\n"
+		"                              DWARF; inlined functions are frames anyway)\n"
 		"          --chain-depth N     chain: waker levels, 1 to 8 (default 3)\n"
 		"          --request SYMBOL[@BINARY]\n"
 		"                              only off-CPU time inside this function (repeat\n"
@@ -90,6 +92,7 @@ static void usage(FILE *out)
 		"                              2h-ago..1h-ago); folded output is then\n"
 		"                              'stack BEFORE AFTER', --svg a differential flame\n"
 		"                              graph (red: grew, blue: shrank)\n"
+		"          --lines             source lines, as for capture (where recorded)\n"
 		"          --normalize         scale the baseline to RANGE's total\n"
 		"          --strip-hex         match frames that differ only in hex addresses\n"
 		"          --diff-reverse-view svg: widths from the baseline, so vanished\n"
@@ -939,6 +942,7 @@ static int cmd_capture(int argc, char **argv)
 		OPT_MAX,
 		OPT_KIND,
 		OPT_SPLIT_RUNQ,
+		OPT_LINES,
 		OPT_CHAIN_DEPTH,
 		OPT_REQUEST,
 	};
@@ -953,6 +957,7 @@ static int cmd_capture(int argc, char **argv)
 		{ "kernel-only", no_argument, NULL, 'K' },
 		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "split-runq", no_argument, NULL, OPT_SPLIT_RUNQ },
+		{ "lines", no_argument, NULL, OPT_LINES },
 		{ "chain-depth", required_argument, NULL, OPT_CHAIN_DEPTH },
 		{ "request", required_argument, NULL, OPT_REQUEST },
 		FILTER_OPTIONS,
@@ -1032,6 +1037,9 @@ static int cmd_capture(int argc, char **argv)
 			break;
 		case OPT_SPLIT_RUNQ:
 			cap->split_runq = 1;
+			break;
+		case OPT_LINES:
+			cap->lines = 1;
 			break;
 		case OPT_CHAIN_DEPTH:
 			if (parse_u64(optarg, PROTO_CHAIN_DEPTH_MAX, &v) < 0 || v == 0)
@@ -1461,6 +1469,7 @@ static int cmd_export(int argc, char **argv)
 		OPT_DIFF_AGAINST,
 		OPT_NORMALIZE,
 		OPT_STRIP_HEX,
+		OPT_EXPORT_LINES,
 		OPT_DIFF_REVERSE_VIEW,
 		OPT_NEGATE,
 	};
@@ -1473,6 +1482,7 @@ static int cmd_export(int argc, char **argv)
 		{ "diff-against", required_argument, NULL, OPT_DIFF_AGAINST },
 		{ "normalize", no_argument, NULL, OPT_NORMALIZE },
 		{ "strip-hex", no_argument, NULL, OPT_STRIP_HEX },
+		{ "lines", no_argument, NULL, OPT_EXPORT_LINES },
 		{ "diff-reverse-view", no_argument, NULL, OPT_DIFF_REVERSE_VIEW },
 		{ "negate", no_argument, NULL, OPT_NEGATE },
 		RESULT_OPTIONS,
@@ -1524,6 +1534,9 @@ static int cmd_export(int argc, char **argv)
 		case OPT_NORMALIZE:
 			ex->normalize = 1;
 			diff_flag = diff_flag ? diff_flag : "--normalize";
+			break;
+		case OPT_EXPORT_LINES:
+			ex->lines = 1;
 			break;
 		case OPT_STRIP_HEX:
 			ex->strip_hex = 1;

@@ -173,9 +173,10 @@ static int add_user_stack_time(void *arg, const struct profile_row *row)
 	return 0;
 }
 
-char *capture_reply(struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MAX],
-		    bool target_exited, const struct proto_request_stats *requests,
-		    size_t n_requests)
+/* The reply line for profile p, the rows of c to show. */
+static char *capture_reply_profile(const struct capture *c, const struct profile *p,
+				   const uint64_t counters_now[OFFCPU_CNT_MAX], bool target_exited,
+				   const struct proto_request_stats *requests, size_t n_requests)
 {
 	struct proto_counter drops[N_DROPS];
 	struct proto_capture_result res;
@@ -186,20 +187,18 @@ char *capture_reply(struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MA
 	size_t n_samples = 0;
 	int r;
 
-	if (capture_apply_filters(c) < 0)
-		return NULL;
 	res = (struct proto_capture_result){
 		.id = c->id,
 		.duration_ns = c->end_ns - c->start_ns,
-		.total_ns = profile_total_ns(c->profile),
-		.n_samples = profile_rows(c->profile),
+		.total_ns = profile_total_ns(p),
+		.n_samples = profile_rows(p),
 		.target_exited = target_exited,
 		.drops = drops,
 		.n_drops = N_DROPS,
 		.requests = requests,
 		.n_requests = n_requests,
 	};
-	profile_foreach(c->profile, add_user_stack_time, &res.user_stacks);
+	profile_foreach(p, add_user_stack_time, &res.user_stacks);
 	for (size_t i = 0; i < N_DROPS; i++) {
 		unsigned idx = drop_names[i].idx;
 
@@ -207,14 +206,14 @@ char *capture_reply(struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MA
 		drops[i].value = counters_now[idx] - c->counters_start[idx];
 	}
 	if (c->req.format == PROTO_FORMAT_JSON) {
-		if (profile_samples(c->profile, &samples, &n_samples) < 0)
+		if (profile_samples(p, &samples, &n_samples) < 0)
 			return NULL;
 		res.samples = samples;
 		line = proto_reply_capture(&res, n_samples);
 		profile_samples_free(samples, n_samples);
 		return line;
 	}
-	folded = profile_folded(c->profile, want_user, want_kernel);
+	folded = profile_folded(p, want_user, want_kernel);
 	if (!folded)
 		return NULL;
 	if (c->req.format == PROTO_FORMAT_FOLDED) {
@@ -237,5 +236,25 @@ char *capture_reply(struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MA
 	}
 	free(output);
 	free(folded);
+	return line;
+}
+
+char *capture_reply(struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MAX],
+		    bool target_exited, const struct proto_request_stats *requests,
+		    size_t n_requests)
+{
+	struct profile *shown = NULL;
+	char *line;
+
+	if (capture_apply_filters(c) < 0)
+		return NULL;
+	/* The stored window keeps the lines; the reply shows them if asked. */
+	if (!c->req.lines) {
+		if (profile_without_lines(c->profile, &shown) < 0)
+			return NULL;
+	}
+	line = capture_reply_profile(c, shown ? shown : c->profile, counters_now, target_exited,
+				     requests, n_requests);
+	profile_free(shown);
 	return line;
 }

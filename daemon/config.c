@@ -137,6 +137,7 @@ static const struct key keys[] = {
 	KEY(database, KEY_PATH, char *, 0, FIELD_SIZE(database)),
 	KEY(max_db_bytes, KEY_BYTES, uint64_t, UINT64_C(1) << 20, UINT64_C(1) << 40),
 	KEY_AS("max_age", max_age_s, KEY_DURATION, uint64_t, 60, 365 * 86400),
+	KEY(debug_root, KEY_PATH, char *, 0, FIELD_SIZE(debug_root)),
 };
 
 static const struct config config_defaults = {
@@ -169,6 +170,7 @@ static const struct config config_defaults = {
 	.database = "/var/lib/offcpud/offcpud.db",
 	.max_db_bytes = UINT64_C(256) << 20,
 	.max_age_s = 24 * 3600,
+	.debug_root = "/usr/lib/debug",
 };
 
 /* Where a message points: "NAME:LINE: ". */

@@ -50,6 +50,7 @@ struct config {
 	char database[256];		  /* the SQLite file of the window ring */
 	uint64_t max_db_bytes;		  /* database plus WAL; oldest windows go first */
 	uint64_t max_age_s;		  /* key max_age: windows ended longer ago go */
+	char debug_root[256];		  /* separate debug files: .build-id/, debuglink dirs */
 };
 
 #define CONFIG_MAX_REQUESTS 8  /* continuous_requests words; OFFCPU_MAX_REQUESTS */

@@ -17,7 +17,7 @@ struct name_key {
 	uint32_t kind; /* 0 user stack, 1 kernel stack, 2 waker chain */
 };
 
-#define FRAME_NAME_MAX 512
+#define FRAME_NAME_MAX 4096 /* a user address's frames: its inline chain */
 
 /* Appends s as frames: one frame name (';' in it made ':'), or with
  * joined set, a list already joined with ';'. */
@@ -61,6 +61,26 @@ static bool is_tracing_frame(const char *name)
 	return false;
 }
 
+/* Appends the ';'-joined frames of one address in reverse order (the
+ * symbolizer gives an inline chain root to leaf). */
+static int append_reversed(char **buf, size_t *len, size_t *cap, const char *frames)
+{
+	const char *end = frames + strlen(frames);
+	int r = 0;
+
+	while (r == 0 && end > frames) {
+		const char *start = end;
+		char one[FRAME_NAME_MAX];
+
+		while (start > frames && start[-1] != ';')
+			start--;
+		snprintf(one, sizeof(one), "%.*s", (int)(end - start), start);
+		r = append(buf, len, cap, one);
+		end = start > frames ? start - 1 : frames;
+	}
+	return r;
+}
+
 /* Joins a leaf-first stack into "root;...;leaf". Return addresses point after
  * the call, so every frame but the leaf is looked up one byte earlier. */
 static char *stack_name(struct symbolizer *s, const struct offcpu_stack *st, uint32_t tgid,
@@ -88,11 +108,18 @@ static char *stack_name(struct symbolizer *s, const struct offcpu_stack *st, uin
 
 		if (!st->ips[i])
 			continue;
-		if (kernel)
+		int r;
+
+		if (kernel) {
 			symbolizer_kernel(s, addr, frame, sizeof(frame));
-		else
+			r = append(&buf, &len, &cap, frame);
+		} else {
+			/* one address, possibly several frames (inlined functions) */
 			symbolizer_user(s, tgid, addr, frame, sizeof(frame));
-		if (append(&buf, &len, &cap, frame) < 0) {
+			r = leaf_first ? append_reversed(&buf, &len, &cap, frame)
+				       : append_frames(&buf, &len, &cap, frame, true);
+		}
+		if (r < 0) {
 			free(buf);
 			return NULL;
 		}

@@ -11,6 +11,8 @@
 #endif
 #include "elf_funcs.h"
 
+#include "demangle.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,9 +43,6 @@
 #elif defined(__aarch64__)
 #define EF_MULTIARCH "aarch64-linux-gnu"
 #endif
-
-/* libstdc++'s demangler; extern "C" there, so callable from C. */
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 __attribute__((format(printf, 3, 4))) static void ef_err(char *err, size_t size, const char *fmt,
 							 ...)
@@ -239,7 +238,7 @@ static void ef_forms_done(struct ef_forms *f)
 static int ef_forms_get(struct ef_forms *f, const char *name)
 {
 	size_t len = strcspn(name, "@");
-	int status = 0;
+	int r = 0;
 
 	*f = (struct ef_forms){ .name = name, .base = name };
 	if (name[len]) {
@@ -248,11 +247,11 @@ static int ef_forms_get(struct ef_forms *f, const char *name)
 			return -ENOMEM;
 		f->base = f->base_owned;
 	}
-	if (strncmp(f->base, "_Z", 2))
+	if (!demangle_is_mangled(f->base))
 		return 0;
-	f->demangled = __cxa_demangle(f->base, NULL, NULL, &status);
+	f->demangled = demangle(f->base, &r);
 	if (!f->demangled) {
-		if (status != -1)
+		if (r != -ENOMEM)
 			return 0; /* not a valid mangled name: just a name */
 		ef_forms_done(f);
 		return -ENOMEM;

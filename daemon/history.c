@@ -297,7 +297,8 @@ static int export_row(void *arg, const struct store_sample *s)
 
 	if (!stack_filter_keep(j->filter, &fs))
 		return 0;
-	return profile_add_row(j->profile, &row);
+	return j->req.lines ? profile_add_row(j->profile, &row)
+			    : profile_add_row_without_lines(j->profile, &row);
 }
 
 /* Runs one selection (range or capture) with the request's filters into a

@@ -62,6 +62,10 @@ int main(int argc, char **argv)
 	uv_loop_t *loop;
 	int opt, r;
 
+	/* libdw would fetch missing debug files over the network while a drain
+	 * runs (a login shell sets this on Debian): symbols stay local. Before
+	 * any thread starts, as setenv must be. */
+	unsetenv("DEBUGINFOD_URLS");
 	log_to_journal = getenv("JOURNAL_STREAM") != NULL;
 	while ((opt = getopt_long(argc, argv, "c:s:hV", options, NULL)) != -1) {
 		switch (opt) {

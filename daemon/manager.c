@@ -1076,7 +1076,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		log_info("user stacks: frame pointers%s",
 			 cfg->unwind == CONFIG_UNWIND_DWARF ? " (unwind tables need tp_btf)" : "");
 	}
-	r = symbolizer_new(PROC_ROOT, &m->symbolizer);
+	r = symbolizer_new(PROC_ROOT, cfg->debug_root, &m->symbolizer);
 	if (r < 0) {
 		log_error("cannot set up the symbolizer: %s", strerror(-r));
 		goto fail;

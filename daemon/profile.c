@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "folded.h"
+#include "frame.h"
 #include "hashtab.h"
 #include "thread_state.h"
 
@@ -100,6 +101,48 @@ int profile_add_row(struct profile *p, const struct profile_row *row)
 	v->sum_ns += row->sum_ns;
 	v->count += row->count;
 	p->total_ns += row->sum_ns;
+	return 0;
+}
+
+int profile_add_row_without_lines(struct profile *p, const struct profile_row *row)
+{
+	struct profile_row r = *row;
+	char *ustack = NULL, *chain = NULL;
+	int e = 0;
+
+	/* Only user frames have lines: the user stack and the wakers'. */
+	if (frame_list_has_lines(row->ustack) &&
+	    !(r.ustack = ustack = frame_list_strip_lines(row->ustack)))
+		e = -ENOMEM;
+	if (!e && row->chain && frame_list_has_lines(row->chain) &&
+	    !(r.chain = chain = frame_list_strip_lines(row->chain)))
+		e = -ENOMEM;
+	if (!e)
+		e = profile_add_row(p, &r);
+	free(ustack);
+	free(chain);
+	return e;
+}
+
+static int profile_copy_row_without_lines(void *arg, const struct profile_row *row)
+{
+	return profile_add_row_without_lines(arg, row);
+}
+
+int profile_without_lines(const struct profile *p, struct profile **ret)
+{
+	struct profile *q;
+	int r;
+
+	r = profile_new(&q);
+	if (r < 0)
+		return r;
+	r = profile_foreach(p, profile_copy_row_without_lines, q);
+	if (r < 0) {
+		profile_free(q);
+		return r;
+	}
+	*ret = q;
 	return 0;
 }
 

@@ -41,6 +41,13 @@ int profile_add(struct profile *p, const struct drain_row *row);
  * thread, state and stack names are summed. Returns 0 or -ENOMEM. */
 int profile_add_row(struct profile *p, const struct profile_row *row);
 
+/* profile_add_row() with the source lines cut from the frames
+ * (proto/frame.h), so rows that differ only in lines are summed. */
+int profile_add_row_without_lines(struct profile *p, const struct profile_row *row);
+
+/* A copy of p without source lines, as above. Returns 0 or -ENOMEM. */
+int profile_without_lines(const struct profile *p, struct profile **ret);
+
 /* Calls fn for every row, in no particular order; stops at and returns the
  * first nonzero result of fn. */
 int profile_foreach(const struct profile *p, int (*fn)(void *arg, const struct profile_row *row),

@@ -2,9 +2,11 @@
  * symbolizer: see symbolizer.h.
  *
  * Three caches: the kernel table (loaded once), process maps (hash by tgid,
- * LRU-bounded) and ELF symbol tables (a fixed pool of slots, LRU). A mapping
- * points at its ELF slot together with the slot's serial, so an evicted and
- * reused slot is noticed without reference counts. Not thread-safe.
+ * LRU-bounded, each with its JIT perf map) and ELF files (a fixed pool of
+ * slots, LRU), each slot with its symbol table, its DWARF reader and the
+ * names made so far by address. A mapping points at its ELF slot together
+ * with the slot's serial, so an evicted and reused slot is noticed without
+ * reference counts. Not thread-safe.
  */
 #include "symbolizer.h"
 
@@ -21,6 +23,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "debuginfo.h"
+#include "demangle.h"
+#include "frame.h"
+#include "hashtab.h"
+#include "perfmap.h"
+
 #define SYM_KALLSYMS_LINE_MAX	  1024 /* KSYM_NAME_LEN is 512 */
 #define SYM_MAPS_LINE_MAX	  (PATH_MAX + 256)
 #define SYM_KERNEL_FUNC_MAX_BYTES (1u << 20) /* farther from a symbol: not inside it */
@@ -36,6 +44,8 @@
 #define SYM_BUILD_ID_MAX	  32
 #define SYM_NOTE_MAX_BYTES	  (64u << 10)
 #define SYM_SECTION_MAX_BYTES	  (1ull << 30)
+#define SYM_ELF_CACHE_MAX	  (1u << 16) /* named addresses kept per ELF file */
+#define SYM_FRAMES_MAX_BYTES	  4096	     /* one address's frames, inlines included */
 
 enum sym_bind {
 	SYM_BIND_GLOBAL,
@@ -75,6 +85,13 @@ struct sym_elf {
 	struct sym_elf_load loads[SYM_ELF_LOADS_MAX];
 	size_t n_loads;
 	struct sym_table syms;
+	struct debuginfo *dbg;	/* NULL: no DWARF reader (the file's or a separate one) */
+	struct hashtab *frames; /* vaddr -> struct sym_frames: names made so far */
+};
+
+struct sym_frames {
+	char *names; /* ';'-joined, root to leaf; NULL: not named yet */
+	int r;	     /* what symbolizer_user returned for it */
 };
 
 enum sym_map_elf_state {
@@ -101,10 +118,13 @@ struct sym_proc {
 	size_t n_maps, cap_maps;
 	char *paths;
 	size_t paths_len, paths_cap;
+	struct perfmap *jit; /* /tmp/perf-PID.map; NULL until an anonymous frame */
+	bool jit_checked;    /* the map was looked at since the last refresh */
 };
 
 struct symbolizer {
 	char *proc_root;
+	char *debug_root;
 
 	struct sym_table kernel;
 	bool kernel_loaded;
@@ -376,9 +396,22 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t siz
 	return 0;
 }
 
+static void sym_elf_frames_free(struct sym_elf *e)
+{
+	struct sym_frames *f;
+	size_t pos = 0;
+
+	while (e->frames && hashtab_next(e->frames, &pos, NULL, (void **)&f))
+		free(f->names);
+	hashtab_free(e->frames);
+	e->frames = NULL;
+}
+
 static void sym_elf_clear(struct sym_elf *e)
 {
 	sym_table_free(&e->syms);
+	sym_elf_frames_free(e);
+	debuginfo_free(e->dbg);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -650,12 +683,18 @@ static struct sym_elf *sym_map_elf(struct symbolizer *s, uint32_t tgid, struct s
 	}
 	e = sym_elf_find(s, &key);
 	if (!e) {
+		int dbg_fd;
+
 		e = sym_elf_victim(s);
 		if (sym_elf_load(e, elf, phnum, st.st_size) < 0) {
 			sym_elf_clear(e);
 			e = NULL;
 			goto out;
 		}
+		/* Without DWARF the ELF symbols still name the frames. */
+		dbg_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (dbg_fd >= 0 && debuginfo_open(dbg_fd, path, s->debug_root, &e->dbg) < 0)
+			e->dbg = NULL;
 		e->key = key;
 		e->serial = ++s->elf_serial;
 	}
@@ -789,6 +828,7 @@ static void sym_proc_free(struct sym_proc *p)
 {
 	if (!p)
 		return;
+	perfmap_free(p->jit);
 	free(p->maps);
 	free(p->paths);
 	free(p);
@@ -899,9 +939,119 @@ static const char *sym_basename(const char *path)
 	return b && b[1] ? b + 1 : path;
 }
 
-int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *buf, size_t size)
+/*
+ * The frames at vaddr of e, as symbolizer_user() writes them: the ELF
+ * symbol (demangled) names the function, DWARF where there is none; DWARF
+ * adds the functions inlined at vaddr and source lines. Else module+0xVADDR.
+ */
+static int sym_elf_name(struct sym_elf *e, const char *path, uint64_t vaddr, char *buf, size_t size)
 {
 	const struct sym_func *f;
+	const char *name = NULL;
+	char *d = NULL;
+	int err, r = 0;
+
+	f = sym_table_find(&e->syms, vaddr);
+	if (f && (!f->size || vaddr - f->addr < f->size)) {
+		name = sym_table_name(&e->syms, f);
+		d = demangle(name, &err);
+		if (d)
+			name = d;
+	}
+	if (e->dbg && debuginfo_frames(e->dbg, vaddr, name, buf, size) > 0)
+		goto out;
+	if (name)
+		frame_format(buf, size, name, false, NULL, 0);
+	else {
+		snprintf(buf, size, "%s+0x%" PRIx64, sym_basename(path), vaddr);
+		r = -ENOENT;
+	}
+out:
+	free(d);
+	return r;
+}
+
+/* sym_elf_name() through e's cache of named addresses: DWARF lookups and
+ * demangling cost microseconds, and stacks share their frames. */
+static int sym_elf_name_cached(struct sym_elf *e, const char *path, uint64_t vaddr, char *buf,
+			       size_t size)
+{
+	char frames[SYM_FRAMES_MAX_BYTES];
+	struct sym_frames *slot;
+	bool created;
+	int r;
+
+	if (e->frames && hashtab_count(e->frames) >= SYM_ELF_CACHE_MAX)
+		sym_elf_frames_free(e); /* start afresh rather than grow without bound */
+	if (!e->frames && hashtab_new(sizeof(uint64_t), sizeof(struct sym_frames), &e->frames) < 0)
+		return sym_elf_name(e, path, vaddr, buf, size);
+	slot = hashtab_get(e->frames, &vaddr);
+	if (slot && slot->names) {
+		snprintf(buf, size, "%s", slot->names);
+		return slot->r;
+	}
+	r = sym_elf_name(e, path, vaddr, frames, sizeof(frames));
+	snprintf(buf, size, "%s", frames);
+	slot = hashtab_put(e->frames, &vaddr, &created);
+	if (slot) {
+		slot->names = strdup(frames); /* NULL: named again next time */
+		slot->r = r;
+	}
+	return r;
+}
+
+/* The process's pid in its own pid namespace (the last "NSpid:" field of
+ * its status), which names its perf map; tgid if that cannot be read. */
+static uint32_t sym_proc_ns_pid(struct symbolizer *s, uint32_t tgid)
+{
+	char path[PATH_MAX], line[256];
+	uint32_t pid = tgid;
+	FILE *f;
+
+	if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/status", s->proc_root, tgid) >=
+	    (int)sizeof(path))
+		return tgid;
+	f = fopen(path, "re");
+	if (!f)
+		return tgid;
+	while (fgets(line, sizeof(line), f)) {
+		char *last;
+
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		last = strrchr(line, '\t');
+		if (last && strtoul(last + 1, NULL, 10) > 0)
+			pid = strtoul(last + 1, NULL, 10);
+		break;
+	}
+	fclose(f);
+	return pid;
+}
+
+/* A JIT's name for addr, from the process's /tmp/perf-PID.map (read
+ * through its root, so a container's own /tmp), re-read once per refresh
+ * if it changed. NULL if none. */
+static void sym_proc_jit_refresh(struct symbolizer *s, struct sym_proc *p)
+{
+	char path[PATH_MAX];
+
+	if (p->jit_checked || (!p->jit && perfmap_new(&p->jit) < 0))
+		return;
+	p->jit_checked = true;
+	if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/root/tmp/perf-%" PRIu32 ".map",
+		     s->proc_root, p->tgid, sym_proc_ns_pid(s, p->tgid)) < (int)sizeof(path))
+		perfmap_refresh(p->jit, path);
+}
+
+static const char *sym_proc_jit_name(struct symbolizer *s, struct sym_proc *p, uint64_t addr)
+{
+	sym_proc_jit_refresh(s, p);
+	return p->jit ? perfmap_find(p->jit, addr) : NULL;
+}
+
+int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *buf, size_t size)
+{
 	struct sym_elf *e;
 	struct sym_proc *p;
 	struct sym_map *m;
@@ -915,9 +1065,18 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
 		return -ENOENT;
 	}
 	path = p->paths + m->path;
-	/* "[vdso]", "[anon:name]" are shown as they are; no path, "//anon",
+	/* Anonymous code may be a JIT's, named in its perf map. Else "[vdso]",
+	 * "[anon:name]" are shown as they are; no path, "//anon",
 	 * "anon_inode:..." name nothing useful. */
 	if (path[0] != '/' || path[1] == '/') {
+		const char *jit = path[0] != '[' || !strncmp(path, "[anon", 5)
+					  ? sym_proc_jit_name(s, p, addr)
+					  : NULL;
+
+		if (jit) {
+			frame_format(buf, size, jit, false, NULL, 0);
+			return 0;
+		}
 		snprintf(buf, size, "%s", path[0] == '[' ? path : "[unknown]");
 		return -ENOENT;
 	}
@@ -927,31 +1086,30 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
 		snprintf(buf, size, "%s+0x%" PRIx64, sym_basename(path), offset);
 		return -ENOENT;
 	}
-	f = sym_table_find(&e->syms, vaddr);
-	if (!f || (f->size && vaddr - f->addr >= f->size)) {
-		snprintf(buf, size, "%s+0x%" PRIx64, sym_basename(path), vaddr);
-		return -ENOENT;
-	}
-	snprintf(buf, size, "%s", sym_table_name(&e->syms, f));
-	return 0;
+	return sym_elf_name_cached(e, path, vaddr, buf, size);
 }
 
 void symbolizer_refresh_processes(struct symbolizer *s)
 {
-	for (struct sym_proc *p = s->lru_oldest; p; p = p->lru_next)
+	for (struct sym_proc *p = s->lru_oldest; p; p = p->lru_next) {
 		p->stale = true;
+		p->jit_checked = false;
+	}
 }
 
 void symbolizer_prime(struct symbolizer *s, uint32_t tgid)
 {
-	sym_proc_get(s, tgid);
+	struct sym_proc *p = sym_proc_get(s, tgid);
+
+	if (p && !p->err)
+		sym_proc_jit_refresh(s, p);
 }
 
-int symbolizer_new(const char *proc_root, struct symbolizer **ret)
+int symbolizer_new(const char *proc_root, const char *debug_root, struct symbolizer **ret)
 {
 	struct symbolizer *s;
 
-	assert(proc_root && ret);
+	assert(proc_root && debug_root && ret);
 	/* If libelf refused this version, elf_begin() fails later and frames
 	 * come out as module+offset, as for any unreadable file. */
 	elf_version(EV_CURRENT);
@@ -959,8 +1117,9 @@ int symbolizer_new(const char *proc_root, struct symbolizer **ret)
 	if (!s)
 		return -ENOMEM;
 	s->proc_root = strdup(proc_root);
+	s->debug_root = strdup(debug_root);
 	s->elfs = calloc(SYM_ELFS_MAX, sizeof(*s->elfs));
-	if (!s->proc_root || !s->elfs) {
+	if (!s->proc_root || !s->debug_root || !s->elfs) {
 		symbolizer_free(s);
 		return -ENOMEM;
 	}
@@ -976,9 +1135,10 @@ void symbolizer_free(struct symbolizer *s)
 		sym_proc_evict_oldest(s);
 	if (s->elfs)
 		for (size_t i = 0; i < SYM_ELFS_MAX; i++)
-			sym_table_free(&s->elfs[i].syms);
+			sym_elf_clear(&s->elfs[i]);
 	free(s->elfs);
 	sym_table_free(&s->kernel);
 	free(s->proc_root);
+	free(s->debug_root);
 	free(s);
 }

@@ -1,12 +1,15 @@
 /*
  * symbolizer: turns stack addresses into frame names.
- * Kernel addresses via <proc>/kallsyms; user addresses via <proc>/PID/maps and
- * the mapped ELF file's .symtab (else .dynsym), read with libelf. ELF symbol
- * tables are cached per binary (by build-id where present, else by device and
- * inode) and shared by every process that maps it; process maps are cached per
- * tgid and refreshed by symbolizer_refresh_processes(). The proc root is a parameter so
- * tests can use a fixture directory. Called by the daemon when it drains
- * stacks. Does not log.
+ * Kernel addresses via <proc>/kallsyms; user addresses via <proc>/PID/maps,
+ * the mapped ELF file's DWARF (its own or a separate debug file, through
+ * debuginfo.h: inline frames and source lines) and else its .symtab (else
+ * .dynsym), read with libelf; JIT code via the process's /tmp/perf-PID.map
+ * (perfmap.h). ELF files are cached per binary (by build-id where present,
+ * else by device and inode) and shared by every process that maps it;
+ * process maps are cached per tgid and refreshed by
+ * symbolizer_refresh_processes(). The proc root is a parameter so tests can
+ * use a fixture directory. Called by the daemon when it drains stacks. Does
+ * not log.
  *
  * A frame is never dropped: what cannot be named is written as
  * "module+0xOFFSET" (OFFSET: the ELF virtual address, as addr2line takes it),
@@ -20,8 +23,9 @@
 
 struct symbolizer;
 
-/* proc_root is usually "/proc". Returns 0 or -ENOMEM. */
-int symbolizer_new(const char *proc_root, struct symbolizer **ret);
+/* proc_root is usually "/proc"; debug_root, where separate debug files are
+ * looked for (debuginfo.h), usually "/usr/lib/debug". Returns 0 or -ENOMEM. */
+int symbolizer_new(const char *proc_root, const char *debug_root, struct symbolizer **ret);
 void symbolizer_free(struct symbolizer *s); /* NULL-safe */
 
 /* Writes the name of the kernel function containing addr into buf (always
@@ -29,8 +33,15 @@ void symbolizer_free(struct symbolizer *s); /* NULL-safe */
  * as a raw address. */
 int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t size);
 
-/* Same for an address in process tgid's user address space. Returns 0 if a
- * symbol was found, -ENOENT if written as module+0xOFFSET or [unknown]. */
+/*
+ * Same for an address in process tgid's user address space, where one
+ * address may name several frames: with DWARF, the function and the
+ * functions inlined into it at addr, written ';'-joined root to leaf, the
+ * inlined ones marked and each with its source line (proto/frame.h); else
+ * the ELF symbol. C++ names are demangled. A name holds no ';'. Results are
+ * cached per ELF file and address. Returns 0 if named, -ENOENT if written as
+ * module+0xOFFSET or [unknown].
+ */
 int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *buf, size_t size);
 
 /* Marks cached process maps stale, so the next lookup re-reads them
@@ -39,8 +50,9 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
  * the stacks of its final blocks are still named. ELF caches are kept. */
 void symbolizer_refresh_processes(struct symbolizer *s);
 
-/* Reads tgid's maps now if they are not cached or stale, so they are known
- * even if the process exits before any of its stacks is named. */
+/* Reads tgid's maps (and its JIT's perf map, if any) now if they are not
+ * cached or stale, so they are known even if the process exits before any
+ * of its stacks is named. */
 void symbolizer_prime(struct symbolizer *s, uint32_t tgid);
 
 #endif

@@ -266,6 +266,7 @@ static const struct proto__field proto__capture_fields[] = {
 		.count_offset = offsetof(struct proto_capture_request, n_requests),
 		.max = PROTO_REQUEST_SPEC_MAX,
 	},
+	{ .name = "lines", .kind = PROTO__KIND_BOOL, PROTO__CAP(lines) },
 };
 
 static const struct proto__field proto__windows_fields[] = {
@@ -324,6 +325,7 @@ static const struct proto__field proto__export_fields[] = {
 		.names = proto__kind_names,
 	},
 	{ .name = "oncpu", .kind = PROTO__KIND_BOOL, PROTO__EXP(oncpu) },
+	{ .name = "lines", .kind = PROTO__KIND_BOOL, PROTO__EXP(lines) },
 };
 
 #define PROTO__HIST(member) PROTO__AT(struct proto_hist_request, member)

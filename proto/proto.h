@@ -123,6 +123,7 @@ struct proto_capture_request {
 	/* Request-synchronous: only off-CPU time inside these functions counts. */
 	char requests[PROTO_MAX_REQUESTS][PROTO_REQUEST_SPEC_MAX + 1]; /* "SYMBOL[@BINARY]" */
 	size_t n_requests;
+	uint32_t lines; /* bool: frames keep their source lines (proto/frame.h) */
 };
 
 /* Times are CLOCK_REALTIME in unix milliseconds; requests take 0..2^53. */
@@ -156,6 +157,7 @@ struct proto_export_request {
 	uint32_t negate;		  /* bool: swap red and blue */
 	enum proto_kind kind;		  /* default PROTO_KIND_OFFCPU; A and B alike */
 	uint32_t oncpu;			  /* bool, kind OFFCPU only: ONCPU rows too (hot/cold) */
+	uint32_t lines;			  /* bool: frames keep their source lines */
 };
 
 /* Exactly one of a range (from_ms > 0) or a capture_id is set, as for export. */

@@ -1,6 +1,8 @@
 /* stack_filter: see stack_filter.h. */
 #include "stack_filter.h"
 
+#include "frame.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -326,13 +328,11 @@ static bool is_frame(struct span s)
 	       !(s.len == 2 && s.p[0] == '-' && s.p[1] == '-');
 }
 
-static bool frame_matches(const regex_t *re, struct span s)
+static bool frame_matches_exactly(const regex_t *re, struct span s)
 {
 	char buf[1024], *big;
 	bool hit;
 
-	if (!is_frame(s))
-		return false;
 	if (s.len < sizeof(buf)) {
 		memcpy(buf, s.p, s.len);
 		buf[s.len] = '\0';
@@ -342,6 +342,18 @@ static bool frame_matches(const regex_t *re, struct span s)
 	hit = big && !regexec(re, big, 0, NULL, 0);
 	free(big);
 	return hit;
+}
+
+/* A frame with a source line (frame.h) matches with or without it, so
+ * '^do_command$' finds the function whether or not lines were recorded. */
+static bool frame_matches(const regex_t *re, struct span s)
+{
+	struct span name = { s.p, frame_name_len(s.p, s.len) };
+
+	if (!is_frame(s))
+		return false;
+	return frame_matches_exactly(re, name) ||
+	       (name.len != s.len && frame_matches_exactly(re, s));
 }
 
 /* True if re matches a frame of the ';'-joined list. */

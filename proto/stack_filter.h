@@ -14,7 +14,9 @@
  *   exclude  no frame matches exclude
  * grep and exclude are POSIX extended regexes (regcomp() with REG_EXTENDED),
  * unanchored, matched against every frame name separately, so '^' and '$'
- * anchor a whole frame: '^do_command$'. The frames are those the stack's
+ * anchor a whole frame: '^do_command$'. A frame with a source line
+ * (proto/frame.h, "f (file.c:12)") matches if either "f" or the whole
+ * matches. The frames are those the stack's
  * folded line prints (daemon/folded.h), whichever part they are in: the comm
  * (the first frame), the user and kernel frames, a run-queue row's
  * "[runqueue]", and the waker part of wakeup, offwake and chain rows (the

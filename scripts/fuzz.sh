@@ -22,7 +22,7 @@ declare -A sources=(
 	[proto_reply]="$proto_src"
 	[folded]="$(echo render/*.c) build-fuzz/flame_js.c $proto_src"
 	[config]="daemon/config.c proto/thread_state.c"
-	[stack_filter]="proto/stack_filter.c proto/thread_state.c"
+	[stack_filter]="proto/stack_filter.c proto/frame.c proto/thread_state.c"
 	[pt_trace]="pt/pt_trace.c pt/pt_decode.c pt/pt_latency.c"
 )
 # Longest input: the folded harness skips larger ones; the others keep

@@ -161,6 +161,7 @@ static void test_defaults(void)
 		CHECK(req.capture.kind == PROTO_KIND_OFFCPU);
 		CHECK(req.capture.split_runq == 0);
 		CHECK(req.capture.chain_depth == PROTO_CHAIN_DEPTH_DEFAULT);
+		CHECK(req.capture.lines == 0);
 	}
 	if (PARSE_OK("{\"v\":1,\"cmd\":\"status\"}", &req) == 0)
 		CHECK(req.cmd == PROTO_CMD_STATUS);
@@ -436,6 +437,7 @@ static void check_roundtrip_at(const char *file, int line, const struct proto_re
 			CHECK_AT(file, line, a->split_runq == b->split_runq, "(%s)", s);
 			CHECK_AT(file, line, a->oncpu == b->oncpu, "(%s)", s);
 			CHECK_AT(file, line, a->chain_depth == b->chain_depth, "(%s)", s);
+			CHECK_AT(file, line, a->lines == b->lines, "(%s)", s);
 		}
 		if (in->cmd == PROTO_CMD_WINDOWS)
 			CHECK_AT(file, line, in->windows.since_ms == out.windows.since_ms, "(%s)",
@@ -465,6 +467,7 @@ static void check_roundtrip_at(const char *file, int line, const struct proto_re
 				 "(%s)", s);
 			CHECK_AT(file, line, a->negate == b->negate, "(%s)", s);
 			CHECK_AT(file, line, a->kind == b->kind, "(%s)", s);
+			CHECK_AT(file, line, a->lines == b->lines, "(%s)", s);
 		}
 		if (in->cmd == PROTO_CMD_HIST) {
 			const struct proto_hist_request *a = &in->hist, *b = &out.hist;
@@ -518,6 +521,7 @@ static void test_request_format(void)
 	req.capture.format = PROTO_FORMAT_JSON;
 	req.capture.kind = PROTO_KIND_OFFCPU;
 	req.capture.split_runq = 1;
+	req.capture.lines = 1;
 	CHECK_ROUNDTRIP(&req);
 	req.capture.oncpu = 1;
 	CHECK_ROUNDTRIP(&req);
@@ -525,6 +529,7 @@ static void test_request_format(void)
 	req.capture.split_runq = 0;
 	req.capture.kind = PROTO_KIND_ONCPU;
 	CHECK_ROUNDTRIP(&req);
+	req.capture.lines = 0;
 	req.capture.kind = PROTO_KIND_CHAIN;
 	req.capture.chain_depth = PROTO_CHAIN_DEPTH_MAX;
 	CHECK_ROUNDTRIP(&req);
@@ -1904,6 +1909,11 @@ static void test_request_format_kinds(void)
 	CHECK_ROUNDTRIP(req);
 	req->export.diff_capture = 3;
 	req->export.kind = PROTO_KIND_RUNQ;
+	CHECK_ROUNDTRIP(req);
+	req->export.lines = 1;
+	s = proto_request_format(req);
+	CHECK_MSG(s && strstr(s, "\"lines\":true"), "('%s')", STR(s));
+	free(s);
 	CHECK_ROUNDTRIP(req);
 
 	/* hist: the minimal line, then everything. */

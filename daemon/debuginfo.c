@@ -1,0 +1,273 @@
+/*
+ * debuginfo: see debuginfo.h.
+ *
+ * One Dwfl session per file, holding that one module placed at its link-time
+ * addresses, so module addresses are ELF virtual addresses plus the bias
+ * libdwfl reports. libdwfl finds, opens and CRC-checks separate debug files
+ * itself (dwfl_standard_find_debuginfo); only the search path is ours.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* asprintf */
+#endif
+#include "debuginfo.h"
+
+#include <dwarf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "demangle.h"
+#include "frame.h"
+
+#define DEBUGINFO_NAME_MAX   512
+#define DEBUGINFO_FRAMES_MAX 32 /* functions inlined into one another at one address */
+
+struct debuginfo {
+	Dwfl_Callbacks callbacks; /* referenced by dwfl: lives as long */
+	char *search_path;	  /* "+:.debug:DEBUG_ROOT": CRC-checked debuglinks */
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	Dwarf_Addr bias; /* module address - ELF vaddr */
+};
+
+/* The executable and its DWARF are opened by us and by the standard
+ * debuginfo search; finding the main ELF by name is never needed. */
+static int debuginfo_no_find_elf(Dwfl_Module *mod, void **userdata, const char *name,
+				 Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+	(void)mod, (void)userdata, (void)name, (void)base, (void)file_name, (void)elfp;
+	return -1;
+}
+
+int debuginfo_open(int fd, const char *path, const char *debug_root, struct debuginfo **ret)
+{
+	struct debuginfo *d = calloc(1, sizeof(*d));
+	GElf_Addr bias;
+
+	if (!d || asprintf(&d->search_path, "+:.debug:%s", debug_root) < 0) {
+		free(d);
+		close(fd);
+		return -ENOMEM;
+	}
+	d->callbacks = (Dwfl_Callbacks){
+		.find_elf = debuginfo_no_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+		.debuginfo_path = &d->search_path,
+	};
+	d->dwfl = dwfl_begin(&d->callbacks);
+	if (!d->dwfl) {
+		close(fd);
+		debuginfo_free(d);
+		return -ENOMEM;
+	}
+	/* Consumes fd on success only. */
+	d->mod = dwfl_report_elf(d->dwfl, path, path, fd, 0, true);
+	if (!d->mod) {
+		close(fd);
+		debuginfo_free(d);
+		return -ENOEXEC;
+	}
+	dwfl_report_end(d->dwfl, NULL, NULL);
+	if (!dwfl_module_getelf(d->mod, &bias)) {
+		debuginfo_free(d);
+		return -ENOEXEC;
+	}
+	d->bias = bias;
+	*ret = d;
+	return 0;
+}
+
+void debuginfo_free(struct debuginfo *d)
+{
+	if (!d)
+		return;
+	dwfl_end(d->dwfl);
+	free(d->search_path);
+	free(d);
+}
+
+/* A function DIE's name: its linkage name demangled if it is a C++ one
+ * (with its scope and parameters, as ELF symbols are shown), else its
+ * DW_AT_name (a C linkage name may be an internal alias such as glibc's
+ * "__GI___libc_read"); both may come from the abstract origin of an inlined
+ * or out-of-line instance. */
+static const char *debuginfo_die_name(Dwarf_Die *die, char *buf, size_t size)
+{
+	Dwarf_Attribute attr;
+	const char *name = NULL;
+
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+		name = dwarf_formstring(&attr);
+	if (name && demangle_is_mangled(name)) {
+		int err;
+		char *d = demangle(name, &err);
+
+		if (d) {
+			snprintf(buf, size, "%s", d);
+			free(d);
+			return buf;
+		}
+	}
+	if (dwarf_attr_integrate(die, DW_AT_name, &attr) && dwarf_formstring(&attr))
+		return dwarf_formstring(&attr);
+	return name;
+}
+
+/* True if inlined is an instance of the same function as the one it stands
+ * in (both name the same abstract origin): GCC emits that for glibc's
+ * aliased functions (read inlines __libc_read), and a frame for it would
+ * only repeat its caller. */
+static bool debuginfo_same_function(Dwarf_Die *inlined, Dwarf_Die *caller)
+{
+	Dwarf_Attribute a, b;
+	Dwarf_Die da, db;
+
+	if (!dwarf_attr(inlined, DW_AT_abstract_origin, &a) || !dwarf_formref_die(&a, &da))
+		return false;
+	if (dwarf_attr(caller, DW_AT_abstract_origin, &b) && dwarf_formref_die(&b, &db))
+		return dwarf_dieoffset(&da) == dwarf_dieoffset(&db);
+	return dwarf_dieoffset(&da) == dwarf_dieoffset(caller);
+}
+
+static const char *debuginfo_basename(const char *path)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+
+	return slash ? slash + 1 : path;
+}
+
+/* The call site of an inlined instance: where, in the function it was
+ * inlined into, the call stands. */
+static const char *debuginfo_call_site(Dwarf_Die *cu, Dwarf_Die *inlined, unsigned *ret_line)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word file = 0, line = 0;
+	Dwarf_Files *files;
+	size_t n_files;
+
+	*ret_line = 0;
+	if (!dwarf_attr(inlined, DW_AT_call_file, &attr) || dwarf_formudata(&attr, &file) ||
+	    !dwarf_attr(inlined, DW_AT_call_line, &attr) || dwarf_formudata(&attr, &line))
+		return NULL;
+	if (dwarf_getsrcfiles(cu, &files, &n_files) || file >= n_files)
+		return NULL;
+	*ret_line = line;
+	return dwarf_filesrc(files, file, NULL, NULL);
+}
+
+/* Appends frame to buf at *len (';'-joined) if it fits. */
+static void debuginfo_append(char *buf, size_t size, size_t *len, const char *frame)
+{
+	size_t n = strlen(frame), sep = *len ? 1 : 0;
+
+	if (*len + sep + n + 1 > size)
+		return;
+	if (sep)
+		buf[(*len)++] = ';';
+	memcpy(buf + *len, frame, n + 1);
+	*len += n;
+}
+
+static bool debuginfo_is_function(Dwarf_Die *die)
+{
+	int tag = dwarf_tag(die);
+
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+}
+
+/* The function an inlined instance stands in: its nearest enclosing
+ * function DIE in the tree (dwarf_getscopes() would continue from the
+ * abstract origin's scopes instead). Returns 0 or -ENOENT. */
+static int debuginfo_caller(Dwarf_Die *inlined, Dwarf_Die *ret)
+{
+	Dwarf_Die *up = NULL;
+	int n = dwarf_getscopes_die(inlined, &up), r = -ENOENT;
+
+	for (int j = 1; j < n; j++) {
+		if (debuginfo_is_function(&up[j])) {
+			*ret = up[j];
+			r = 0;
+			break;
+		}
+	}
+	free(up);
+	return r;
+}
+
+int debuginfo_frames(struct debuginfo *d, uint64_t vaddr, const char *outer_name, char *buf,
+		     size_t size)
+{
+	struct {
+		const char *name;
+		const char *file;
+		unsigned line;
+		bool inlined;
+	} frames[DEBUGINFO_FRAMES_MAX];
+	char names[DEBUGINFO_FRAMES_MAX][DEBUGINFO_NAME_MAX];
+	Dwarf_Addr addr = vaddr + d->bias, cu_bias;
+	Dwarf_Die *cu, *scopes = NULL, cur, caller;
+	const char *file = NULL;
+	unsigned line = 0;
+	Dwfl_Line *src;
+	int n_scopes, n = 0, i;
+	size_t len = 0;
+
+	cu = dwfl_module_addrdie(d->mod, addr, &cu_bias);
+	if (!cu)
+		return 0;
+	n_scopes = dwarf_getscopes(cu, addr - cu_bias, &scopes);
+	for (i = 0; i < n_scopes && !debuginfo_is_function(&scopes[i]); i++)
+		;
+	if (i >= n_scopes) {
+		free(scopes);
+		return 0;
+	}
+	cur = scopes[i]; /* the innermost function */
+	free(scopes);
+	src = dwfl_module_getsrc(d->mod, addr);
+	if (src) {
+		int l = 0;
+
+		file = dwfl_lineinfo(src, NULL, &l, NULL, NULL, NULL);
+		line = l > 0 ? l : 0;
+	}
+	/* Innermost to outermost, each frame with its line: the innermost at
+	 * addr, each outer one at the call site of the instance inlined in it. */
+	while (n < DEBUGINFO_FRAMES_MAX) {
+		bool inlined = dwarf_tag(&cur) == DW_TAG_inlined_subroutine;
+		const char *name = !inlined && outer_name
+					   ? outer_name
+					   : debuginfo_die_name(&cur, names[n], sizeof(names[n]));
+
+		frames[n].name = name ? name : "[unknown]";
+		frames[n].file = debuginfo_basename(file);
+		frames[n].line = line;
+		frames[n].inlined = inlined;
+		n++;
+		if (!inlined)
+			break;
+		file = debuginfo_call_site(cu, &cur, &line);
+		if (debuginfo_caller(&cur, &caller) < 0)
+			break;
+		/* The caller takes the innermost frame's place, keeping its line. */
+		if (debuginfo_same_function(&cur, &caller)) {
+			n--;
+			file = frames[n].file;
+			line = frames[n].line;
+		}
+		cur = caller;
+	}
+	for (int k = n; k-- > 0;) {
+		char frame[DEBUGINFO_NAME_MAX + 64];
+
+		frame_format(frame, sizeof(frame), frames[k].name, frames[k].inlined,
+			     frames[k].file, frames[k].line);
+		debuginfo_append(buf, size, &len, frame);
+	}
+	return len ? n : 0;
+}
