@@ -25,6 +25,7 @@
 
 #include "debuginfo.h"
 #include "demangle.h"
+#include "elf_build_id.h"
 #include "frame.h"
 #include "hashtab.h"
 #include "perfmap.h"
@@ -41,8 +42,6 @@
 #define SYM_ELFS_MAX		  256
 #define SYM_ELF_LOADS_MAX	  32
 #define SYM_ELF_PHDRS_MAX	  4096
-#define SYM_BUILD_ID_MAX	  32
-#define SYM_NOTE_MAX_BYTES	  (64u << 10)
 #define SYM_SECTION_MAX_BYTES	  (1ull << 30)
 #define SYM_ELF_CACHE_MAX	  (1u << 16) /* named addresses kept per ELF file */
 #define SYM_FRAMES_MAX_BYTES	  4096	     /* one address's frames, inlines included */
@@ -69,7 +68,7 @@ struct sym_table {
 };
 
 struct sym_elf_key {
-	uint8_t build_id[SYM_BUILD_ID_MAX];
+	uint8_t build_id[ELF_BUILD_ID_MAX];
 	size_t build_id_len; /* 0: identified by dev and ino */
 	uint64_t dev, ino;
 };
@@ -432,33 +431,8 @@ static bool sym_in_file(uint64_t offset, uint64_t size, uint64_t file_size)
 
 static bool sym_elf_build_id(Elf *elf, size_t phnum, uint64_t file_size, struct sym_elf_key *key)
 {
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-		Elf_Data *d;
-		size_t pos = 0, next, name_off, desc_off;
-		GElf_Nhdr nh;
-
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_NOTE)
-			continue;
-		if (!sym_in_file(ph.p_offset, ph.p_filesz, file_size) ||
-		    ph.p_filesz > SYM_NOTE_MAX_BYTES)
-			continue;
-		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz,
-					 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-		if (!d)
-			continue;
-		while ((next = gelf_getnote(d, pos, &nh, &name_off, &desc_off)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof("GNU") &&
-			    !memcmp((char *)d->d_buf + name_off, "GNU", sizeof("GNU")) &&
-			    nh.n_descsz && nh.n_descsz <= SYM_BUILD_ID_MAX) {
-				memcpy(key->build_id, (char *)d->d_buf + desc_off, nh.n_descsz);
-				key->build_id_len = nh.n_descsz;
-				return true;
-			}
-			pos = next;
-		}
-	}
-	return false;
+	key->build_id_len = elf_build_id(elf, phnum, file_size, key->build_id);
+	return key->build_id_len > 0;
 }
 
 static void sym_elf_read_loads(struct sym_elf *e, Elf *elf, size_t phnum)

@@ -25,12 +25,11 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "elf_build_id.h"
 #include "offcpu.h"
 #include "unwind_table.h"
 
-#define BUILD_ID_MAX	  32
 #define LOADS_MAX	  8
-#define NOTE_MAX_BYTES	  (1u << 16)
 #define SETTLE_NS	  (20 * 1000 * 1000ull)	      /* let an mmap in progress finish */
 #define SWEEP_INTERVAL_NS (5 * 1000 * 1000 * 1000ull) /* forget processes that are gone */
 #define PROCESSES_MAX	  65536
@@ -43,7 +42,7 @@ struct elf_load {
 struct table {
 	dev_t dev;
 	ino_t ino;
-	uint8_t build_id[BUILD_ID_MAX];
+	uint8_t build_id[ELF_BUILD_ID_MAX];
 	size_t build_id_len;
 	struct elf_load loads[LOADS_MAX];
 	size_t n_loads;
@@ -91,32 +90,6 @@ struct unwinder {
 	struct unwinder_stats stats;
 };
 
-static size_t elf_build_id(Elf *elf, size_t phnum, uint8_t *id)
-{
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-		GElf_Nhdr nh;
-		Elf_Data *d;
-		size_t pos = 0, next, name_off, desc_off;
-
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_NOTE ||
-		    ph.p_filesz > NOTE_MAX_BYTES)
-			continue;
-		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz,
-					 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-		while (d && (next = gelf_getnote(d, pos, &nh, &name_off, &desc_off)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof("GNU") &&
-			    !memcmp((char *)d->d_buf + name_off, "GNU", sizeof("GNU")) &&
-			    nh.n_descsz && nh.n_descsz <= BUILD_ID_MAX) {
-				memcpy(id, (char *)d->d_buf + desc_off, nh.n_descsz);
-				return nh.n_descsz;
-			}
-			pos = next;
-		}
-	}
-	return 0;
-}
-
 /* Identity and load segments of the ELF file fd; false if it is not ELF. */
 static bool read_identity(int fd, struct table *t)
 {
@@ -134,7 +107,7 @@ static bool read_identity(int fd, struct table *t)
 			elf_end(elf);
 		return false;
 	}
-	t->build_id_len = elf_build_id(elf, phnum, t->build_id);
+	t->build_id_len = elf_build_id(elf, phnum, (uint64_t)st.st_size, t->build_id);
 	for (size_t i = 0; i < phnum && t->n_loads < LOADS_MAX; i++) {
 		GElf_Phdr ph;
 
