@@ -14,7 +14,9 @@ _Static_assert((int)PROTO_KIND_OFFCPU == (int)OFFCPU_KIND_OFFCPU &&
 		       (int)PROTO_KIND_WAKEUP == (int)OFFCPU_KIND_WAKEUP &&
 		       (int)PROTO_KIND_OFFWAKE == (int)OFFCPU_KIND_OFFWAKE &&
 		       (int)PROTO_KIND_CHAIN == (int)OFFCPU_KIND_CHAIN &&
-		       (int)PROTO_KIND_RUNQ == (int)OFFCPU_KIND_RUNQ,
+		       (int)PROTO_KIND_RUNQ == (int)OFFCPU_KIND_RUNQ &&
+		       (int)PROTO_KIND_BIO == (int)OFFCPU_KIND_BIO &&
+		       (int)PROTO_KIND_FILEIO == (int)OFFCPU_KIND_FILEIO,
 	       "the protocol's kinds are the BPF program's");
 _Static_assert(PROTO_MAX_REQUESTS == OFFCPU_MAX_REQUESTS &&
 		       PROTO_HIST_BUCKETS == OFFCPU_HIST_BUCKETS,
@@ -196,7 +198,7 @@ char *capture_reply(struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MA
 		profile_samples_free(samples, n_samples);
 		return line;
 	}
-	folded = profile_folded(c->profile, want_user, want_kernel);
+	folded = profile_folded(c->profile, want_user, want_kernel, c->req.metric);
 	if (!folded)
 		return NULL;
 	if (c->req.format == PROTO_FORMAT_FOLDED) {
@@ -207,6 +209,9 @@ char *capture_reply(struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MA
 
 		if (render.palette == PROTO_PALETTE_AUTO)
 			render.palette = proto_palette_of_kind(c->req.kind);
+		if (!render.countname[0])
+			snprintf(render.countname, sizeof(render.countname), "%s",
+				 proto_metric_unit(c->req.metric));
 		r = render_output(folded, strlen(folded), c->req.format, &render, NULL,
 				  proto_title_of_kind(c->req.kind), &output, NULL, err,
 				  sizeof(err));

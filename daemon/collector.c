@@ -19,6 +19,9 @@ struct collector {
 	struct offcpu_bpf *skel;
 	struct bpf_link *links[3];
 	size_t n_links;
+	struct bpf_link *io_links[32]; /* bio and fileio: optional, see io_attach() */
+	size_t n_io_links;
+	const char *bio_path, *fileio_path;
 	bool raw_tp;
 	uint32_t used_mask; /* slots handed out, as seen by this thread */
 	int ncpus;
@@ -26,6 +29,38 @@ struct collector {
 	size_t n_request_links[OFFCPU_MAX_SLOTS];
 	int stats_fd; /* keeps the kernel's BPF run-time stats on; -1 if refused */
 };
+
+/* Whether the kernel's BTF has this tracepoint (tp_btf can attach to it). */
+static bool btf_tracepoint_exists(const char *name)
+{
+	return libbpf_find_vmlinux_btf_id(name, BPF_TRACE_RAW_TP) >= 0;
+}
+
+/* The block tracepoints the bio programs use: block_io_start/done (6.5+),
+ * else block_rq_insert/issue/complete; none without BTF (tp_btf only). */
+static const char *bio_path_probe(bool raw_tp)
+{
+	if (raw_tp)
+		return NULL;
+	if (btf_tracepoint_exists("block_io_start") && btf_tracepoint_exists("block_io_done"))
+		return "block_io_start/block_rq_issue/block_io_done";
+	if (btf_tracepoint_exists("block_rq_issue") && btf_tracepoint_exists("block_rq_complete"))
+		return "block_rq_insert/block_rq_issue/block_rq_complete";
+	return NULL;
+}
+
+static void bio_autoload(struct offcpu_bpf *skel, const char *path)
+{
+	bool io_start = path && !strncmp(path, "block_io_start", 14);
+	bool rq = path && !io_start;
+
+	bpf_program__set_autoload(skel->progs.bio_io_start, io_start);
+	bpf_program__set_autoload(skel->progs.bio_rq_issue, io_start);
+	bpf_program__set_autoload(skel->progs.bio_io_done, io_start);
+	bpf_program__set_autoload(skel->progs.bio_rq_insert, rq);
+	bpf_program__set_autoload(skel->progs.bio_rq_issue_start, rq);
+	bpf_program__set_autoload(skel->progs.bio_rq_complete, rq);
+}
 
 static int load(const struct collector_options *opts, bool raw_tp, struct offcpu_bpf **ret)
 {
@@ -50,6 +85,7 @@ static int load(const struct collector_options *opts, bool raw_tp, struct offcpu
 	bpf_program__set_autoload(skel->progs.request_enter, !raw_tp);
 	bpf_program__set_autoload(skel->progs.request_exit, !raw_tp);
 	bpf_map__set_autocreate(skel->maps.request_threads, !raw_tp);
+	bio_autoload(skel, bio_path_probe(raw_tp));
 
 	r = offcpu_bpf__load(skel);
 	if (r < 0) {
@@ -58,6 +94,46 @@ static int load(const struct collector_options *opts, bool raw_tp, struct offcpu
 	}
 	*ret = skel;
 	return 0;
+}
+
+/* Attaches the loaded bio and fileio programs, all of a kind or none: a
+ * kind whose programs do not attach is unavailable, not fatal (its path
+ * stays NULL and captures of it are refused). */
+static void io_attach(struct collector *c)
+{
+	struct bpf_program *prog;
+
+	for (int fileio = 0; fileio < 2; fileio++) {
+		size_t first = c->n_io_links;
+		bool ok = true;
+
+		bpf_object__for_each_program(prog, c->skel->obj)
+		{
+			const char *name = bpf_program__name(prog);
+			struct bpf_link *link;
+
+			if (strncmp(name, fileio ? "fileio_" : "bio_", fileio ? 7 : 4) ||
+			    bpf_program__fd(prog) < 0)
+				continue;
+			link = c->n_io_links < sizeof(c->io_links) / sizeof(c->io_links[0])
+				       ? bpf_program__attach(prog)
+				       : NULL;
+			if (!link) {
+				ok = false;
+				break;
+			}
+			c->io_links[c->n_io_links++] = link;
+		}
+		if (!ok || c->n_io_links == first) {
+			while (c->n_io_links > first)
+				bpf_link__destroy(c->io_links[--c->n_io_links]);
+			continue;
+		}
+		if (fileio)
+			c->fileio_path = "syscall tracepoints (fentry on vfs_* not used)";
+		else
+			c->bio_path = bio_path_probe(c->raw_tp);
+	}
 }
 
 int collector_new(const struct collector_options *opts, struct collector **ret)
@@ -100,6 +176,7 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 			goto fail;
 		}
 	}
+	io_attach(c);
 	*ret = c;
 	return 0;
 fail:
@@ -115,6 +192,8 @@ void collector_free(struct collector *c)
 		collector_request_detach(c, slot);
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
+	for (size_t i = 0; i < c->n_io_links; i++)
+		bpf_link__destroy(c->io_links[i]);
 	offcpu_bpf__destroy(c->skel);
 	if (c->stats_fd >= 0)
 		close(c->stats_fd);
@@ -124,6 +203,12 @@ void collector_free(struct collector *c)
 const char *collector_tracepoint(const struct collector *c)
 {
 	return c->raw_tp ? "raw_tp" : "tp_btf";
+}
+
+const char *collector_io_path(const struct collector *c, unsigned kind)
+{
+	return kind == OFFCPU_KIND_BIO ? c->bio_path : kind == OFFCPU_KIND_FILEIO ? c->fileio_path
+										 : NULL;
 }
 
 const char *collector_program_name(const struct collector *c)

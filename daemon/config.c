@@ -93,7 +93,8 @@ static const struct {
 } kind_names[] = {
 	{ "offcpu", PROTO_KIND_OFFCPU },   { "wakeup", PROTO_KIND_WAKEUP },
 	{ "offwake", PROTO_KIND_OFFWAKE }, { "chain", PROTO_KIND_CHAIN },
-	{ "runq", PROTO_KIND_RUNQ },
+	{ "runq", PROTO_KIND_RUNQ },	   { "bio", PROTO_KIND_BIO },
+	{ "fileio", PROTO_KIND_FILEIO },
 };
 
 static const struct key keys[] = {
@@ -243,7 +244,7 @@ static int fail_value(const struct where *w, const struct key *k)
 	case KEY_KINDS:
 		return fail(w,
 			    "bad value for '%s': must be a comma-separated list of profile kinds: "
-			    "offcpu, wakeup, offwake, chain, runq",
+			    "offcpu, wakeup, offwake, chain, runq, bio, fileio",
 			    k->name);
 	case KEY_BYTES:
 		return fail(w,

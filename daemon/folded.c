@@ -72,10 +72,12 @@ int folded_add(struct folded *f, const struct folded_stack *st, bool want_user, 
 		n = asprintf(&longer, "%s;--;%s", line, chain);
 		free(line);
 		line = longer;
-	} else if (n >= 0 && st->kind == OFFCPU_KIND_RUNQ) {
+	} else if (n >= 0 && (st->kind == OFFCPU_KIND_RUNQ ||
+			      (st->kind == OFFCPU_KIND_BIO && st->state == OFFCPU_IO_STATE_QUEUE))) {
 		char *longer = NULL;
 
-		n = asprintf(&longer, "%s;[runqueue]", line);
+		n = asprintf(&longer, "%s;%s", line,
+			     st->kind == OFFCPU_KIND_RUNQ ? "[runqueue]" : "[queued]");
 		free(line);
 		line = longer;
 	}

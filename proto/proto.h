@@ -53,6 +53,17 @@ enum proto_kind {
 	PROTO_KIND_OFFWAKE, /* "offwake": target stacks, "--", the waker's; blocked time */
 	PROTO_KIND_CHAIN,   /* "chain": off-wake through chain_depth waker levels */
 	PROTO_KIND_RUNQ,    /* "runq": target stacks; run-queue wait (woken to running) */
+	PROTO_KIND_BIO,	    /* "bio": block requests by issuing stacks; state D device
+			     * time (issue to completion), R queue time (insert to issue) */
+	PROTO_KIND_FILEIO,  /* "fileio": read/write/fsync syscalls by user stack; latency */
+};
+
+/* What a flame graph's widths measure: the rows' time, events or bytes
+ * (bytes: I/O kinds only). */
+enum proto_metric {
+	PROTO_METRIC_TIME,
+	PROTO_METRIC_COUNT,
+	PROTO_METRIC_BYTES,
 };
 
 enum proto_stacks {
@@ -110,6 +121,7 @@ struct proto_capture_request {
 	enum proto_format format;
 	struct proto_render render;
 	enum proto_kind kind; /* default PROTO_KIND_OFFCPU */
+	enum proto_metric metric; /* default PROTO_METRIC_TIME; BYTES: I/O kinds only */
 	uint32_t split_runq;  /* bool, kind OFFCPU only: run-queue wait as RUNQ rows */
 	uint32_t chain_depth; /* 1..PROTO_CHAIN_DEPTH_MAX; default 3; given only for CHAIN */
 	/* Request-synchronous: only off-CPU time inside these functions counts. */
@@ -147,6 +159,7 @@ struct proto_export_request {
 	uint32_t diff_widths_from_old;	  /* bool: widths from A (the reverse view) */
 	uint32_t negate;		  /* bool: swap red and blue */
 	enum proto_kind kind;		  /* default PROTO_KIND_OFFCPU; A and B alike */
+	enum proto_metric metric;	  /* default PROTO_METRIC_TIME; BYTES: I/O kinds only */
 };
 
 /* Exactly one of a range (from_ms > 0) or a capture_id is set, as for export. */
@@ -216,6 +229,9 @@ struct proto_status {
 	uint64_t uptime_s;
 	uint32_t pid;
 	const char *tracepoint; /* "tp_btf" or "raw_tp" */
+	/* What each I/O kind is traced with; "" if it is unavailable here. */
+	const char *bio_tracepoints;
+	const char *fileio_tracepoints;
 	const struct proto_program *programs;
 	size_t n_programs;
 	uint32_t slots_active;
@@ -354,6 +370,11 @@ int proto_kind_from_name(const char *name);
 const char *proto_kind_name(unsigned kind);
 
 /* The palette and default title a graph of this kind is drawn with. */
+int proto_metric_from_name(const char *name);
+
+/* The unit a folded line's value is in for this metric ("us", "I/Os", "bytes"). */
+const char *proto_metric_unit(enum proto_metric metric);
+
 enum proto_palette proto_palette_of_kind(enum proto_kind kind);
 const char *proto_title_of_kind(enum proto_kind kind);
 

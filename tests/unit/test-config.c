@@ -441,7 +441,7 @@ static void test_kinds(void)
 	};
 	const char *want = "test.conf:1: bad value for 'continuous_kinds': must be a "
 			   "comma-separated list of profile kinds: offcpu, wakeup, offwake, "
-			   "chain, runq";
+			   "chain, runq, bio, fileio";
 	char text[256];
 	struct config c;
 

@@ -69,11 +69,11 @@ int main(void)
 	profile_samples_free(samples, n);
 
 	/* Folded sums the states together: one line per stack. */
-	text = profile_folded(p, true, true);
+	text = profile_folded(p, true, true, PROTO_METRIC_TIME);
 	CHECK_STR(text,
 		  "app;main;idle;-;entry;schedule 2000\napp;main;work;-;entry;schedule 3000\n");
 	free(text);
-	text = profile_folded(p, true, false);
+	text = profile_folded(p, true, false, PROTO_METRIC_TIME);
 	CHECK_STR(text, "app;main;idle 2000\napp;main;work 3000\n");
 	free(text);
 

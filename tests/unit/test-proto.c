@@ -1593,7 +1593,7 @@ static void test_request_format_render(void)
 
 static void test_kind_names(void)
 {
-	static const char *const names[] = { "offcpu", "wakeup", "offwake", "chain", "runq" };
+	static const char *const names[] = { "offcpu", "wakeup", "offwake", "chain", "runq", "bio", "fileio" };
 
 	CHECK(PROTO_KIND_OFFCPU == 0 && PROTO_KIND_WAKEUP == 1 && PROTO_KIND_OFFWAKE == 2 &&
 	      PROTO_KIND_CHAIN == 3 && PROTO_KIND_RUNQ == 4);
@@ -1601,7 +1601,7 @@ static void test_kind_names(void)
 		CHECK_STR(proto_kind_name(k), names[k]);
 		CHECK_MSG(proto_kind_from_name(names[k]) == (int)k, "(%s)", names[k]);
 	}
-	CHECK_STR(proto_kind_name(5), "?");
+	CHECK_STR(proto_kind_name(7), "?");
 	CHECK_STR(proto_kind_name(UINT32_MAX), "?");
 	CHECK(proto_kind_from_name("Offcpu") == -EINVAL);
 	CHECK(proto_kind_from_name("off-cpu") == -EINVAL);
