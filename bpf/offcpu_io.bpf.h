@@ -75,26 +75,31 @@ struct {
  * traced at all; 0 for the daemon itself. */
 static __always_inline __u32 io_match(__u32 kind, __u32 *ret_tgid, __u32 *ret_pid)
 {
+	__u32 of_kind = kind == OFFCPU_KIND_BIO ? kind_slots[OFFCPU_KIND_BIO]
+						: kind_slots[OFFCPU_KIND_FILEIO];
 	__u64 id;
 
-	if (!(active_mask & kind_slots[kind & (OFFCPU_KIND_COUNT - 1)]))
+	if (!(active_mask & of_kind))
 		return 0;
 	id = bpf_get_current_pid_tgid();
 	*ret_tgid = id >> 32;
 	*ret_pid = (__u32)id;
 	if (self_tgid && *ret_tgid == self_tgid)
 		return 0;
-	return match_slots(*ret_tgid, *ret_pid, OFFCPU_IO_STATE_DEVICE) &
-	       kind_slots[kind & (OFFCPU_KIND_COUNT - 1)];
+	return match_slots(*ret_tgid, *ret_pid, OFFCPU_IO_STATE_DEVICE) & of_kind;
 }
 
 /* Of the slots in matched, those that keep ev: begun after the slot's
- * start, latency within its bounds. */
-static __always_inline __u32 io_passing(const struct io_done_event *ev, __u32 matched)
+ * start, latency within its bounds. Global functions, here and below: their
+ * loops are verified once, not once per path of the caller. */
+__noinline __u32 io_passing(const struct io_done_event *ev, __u32 matched)
 {
-	__u64 total = ev->device_ns + ev->queue_ns;
+	__u64 total;
 	__u32 passing = 0;
 
+	if (!ev)
+		return 0;
+	total = ev->device_ns + ev->queue_ns;
 	matched &= active_mask;
 	for (__u32 i = 0; i < OFFCPU_MAX_SLOTS; i++) {
 		const struct offcpu_slot *s = &slots[i];
@@ -107,7 +112,7 @@ static __always_inline __u32 io_passing(const struct io_done_event *ev, __u32 ma
 }
 
 /* Adds ev to slot's rows: device time with the count and bytes, queue time
- * apart (see OFFCPU_IO_STATE_*). A global function: verified once. */
+ * apart (see OFFCPU_IO_STATE_*). */
 __noinline int io_account(struct io_done_event *ev, __u32 slot)
 {
 	__u32 i = slot & (OFFCPU_MAX_SLOTS - 1), bit = 1u << i;
@@ -131,12 +136,13 @@ __noinline int io_account(struct io_done_event *ev, __u32 slot)
 	return 0;
 }
 
-static __always_inline void io_account_all(struct io_done_event *ev, __u32 passing)
+__noinline int io_account_all(struct io_done_event *ev, __u32 passing)
 {
 	for (__u32 i = 0; i < OFFCPU_MAX_SLOTS; i++)
 		if (passing & (1u << i))
 			io_account(ev, i);
 	count(OFFCPU_CNT_IO_EVENTS);
+	return 0;
 }
 
 static __always_inline struct io_done_event *io_event_get(void)

@@ -56,13 +56,17 @@ static void usage(FILE *out)
 		"          --state LIST        thread states at switch-out: R (running, "
 		"preempted),\n"
 		"                              S (sleeping), D (disk), O (other); e.g. S,D\n"
-		"          --min-block-us N    only blocks of at least N microseconds\n"
+		"          --min-block-us N, --min-us N\n"
+		"                              only blocks (I/Os) of at least N microseconds\n"
 		"          --max-block-us N    only blocks of at most N microseconds\n"
 		"      -U, --user-only         user stacks only\n"
 		"      -K, --kernel-only       kernel stacks only\n"
 		"          --kind K            what to record: offcpu (default), wakeup (the\n"
 		"                              wakers' stacks), offwake, chain (both), runq\n"
-		"                              (run-queue wait); see offcpuctl(8)\n"
+		"                              (run-queue wait), bio (block I/O by the issuing\n"
+		"                              stack), fileio (read/write/fsync by user stack);\n"
+		"                              see offcpuctl(8)\n"
+		"          --metric M          time (default), count or bytes (bio, fileio)\n"
 		"          --split-runq        offcpu: run-queue wait as [runqueue] leaves\n"
 		"          --chain-depth N     chain: waker levels, 1 to 8 (default 3)\n"
 		"          --request SYMBOL[@BINARY]\n"
@@ -82,6 +86,7 @@ static void usage(FILE *out)
 		"          --state LIST        thread states, as for capture\n"
 		"          --kind K            the kind of profile, as for capture (default\n"
 		"                              offcpu); a diff compares the same kind\n"
+		"          --metric M          time (default), count or bytes (bio, fileio)\n"
 		"          --diff-against SPEC compare RANGE (after) with a baseline (before):\n"
 		"                              capture:ID, lastNx, or T1..T2 (e.g.\n"
 		"                              2h-ago..1h-ago); folded output is then\n"
@@ -312,6 +317,11 @@ static int cmd_status(int argc, char **argv)
 		st = &reply->status;
 		printf("offcpud %s, pid %u, up %" PRIu64 " s\n", st->version, st->pid,
 		       st->uptime_s);
+		printf("block I/O (--kind bio): %s\n",
+		       *st->bio_tracepoints ? st->bio_tracepoints : "unavailable on this kernel");
+		printf("file I/O (--kind fileio): %s\n", *st->fileio_tracepoints
+								 ? st->fileio_tracepoints
+								 : "unavailable on this kernel");
 		printf("programs (via %s):\n", st->tracepoint);
 		for (size_t i = 0; i < st->n_programs; i++) {
 			const struct proto_program *p = &st->programs[i];
@@ -398,7 +408,19 @@ static int parse_kind(const char *arg, uint32_t allowed, const char *want, enum 
 	return EXIT_OK;
 }
 
-#define ALL_KINDS ((UINT32_C(1) << (PROTO_KIND_RUNQ + 1)) - 1)
+#define ALL_KINDS ((UINT32_C(1) << (PROTO_KIND_FILEIO + 1)) - 1)
+#define ALL_KINDS_EXPECT                                                                           \
+	"bad --kind '%s': want offcpu, wakeup, offwake, chain, runq, bio or fileio"
+
+static int parse_metric(const char *arg, enum proto_metric *ret)
+{
+	int m = proto_metric_from_name(arg);
+
+	if (m < 0)
+		return usage_error("bad --metric '%s': want time, count or bytes", arg);
+	*ret = m;
+	return EXIT_OK;
+}
 
 struct progress {
 	time_t start;
@@ -851,6 +873,7 @@ static int cmd_capture(int argc, char **argv)
 		OPT_SPLIT_RUNQ,
 		OPT_CHAIN_DEPTH,
 		OPT_REQUEST,
+		OPT_METRIC,
 	};
 	static const struct option options[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -858,11 +881,13 @@ static int cmd_capture(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 'd' },
 		{ "state", required_argument, NULL, OPT_STATE },
 		{ "min-block-us", required_argument, NULL, OPT_MIN },
+		{ "min-us", required_argument, NULL, OPT_MIN },
 		{ "max-block-us", required_argument, NULL, OPT_MAX },
 		{ "user-only", no_argument, NULL, 'U' },
 		{ "kernel-only", no_argument, NULL, 'K' },
 		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "split-runq", no_argument, NULL, OPT_SPLIT_RUNQ },
+		{ "metric", required_argument, NULL, OPT_METRIC },
 		{ "chain-depth", required_argument, NULL, OPT_CHAIN_DEPTH },
 		{ "request", required_argument, NULL, OPT_REQUEST },
 		FILTER_OPTIONS,
@@ -937,10 +962,10 @@ static int cmd_capture(int argc, char **argv)
 			cap->stacks = PROTO_STACKS_KERNEL;
 			break;
 		case OPT_KIND:
-			r = parse_kind(
-				optarg, ALL_KINDS,
-				"bad --kind '%s': want offcpu, wakeup, offwake, chain or runq",
-				&cap->kind);
+			r = parse_kind(optarg, ALL_KINDS, ALL_KINDS_EXPECT, &cap->kind);
+			break;
+		case OPT_METRIC:
+			r = parse_metric(optarg, &cap->metric);
 			break;
 		case OPT_SPLIT_RUNQ:
 			cap->split_runq = 1;
@@ -979,6 +1004,13 @@ static int cmd_capture(int argc, char **argv)
 	if (cap->max_block_us && cap->max_block_us < cap->min_block_us) {
 		free(req);
 		return usage_error("%s", "--max-block-us is below --min-block-us");
+	}
+	if (cap->metric == PROTO_METRIC_BYTES && cap->kind != PROTO_KIND_BIO &&
+	    cap->kind != PROTO_KIND_FILEIO) {
+		r = usage_error("--metric bytes only applies to --kind bio or fileio, not %s",
+				proto_kind_name(cap->kind));
+		free(req);
+		return r;
 	}
 	if (cap->split_runq && cap->kind != PROTO_KIND_OFFCPU) {
 		r = usage_error("--split-runq only applies to --kind offcpu, not %s",
@@ -1374,10 +1406,12 @@ static int cmd_export(int argc, char **argv)
 		OPT_STRIP_HEX,
 		OPT_DIFF_REVERSE_VIEW,
 		OPT_NEGATE,
+		OPT_METRIC,
 	};
 	static const struct option options[] = {
 		RANGE_OPTIONS,
 		{ "kind", required_argument, NULL, OPT_KIND },
+		{ "metric", required_argument, NULL, OPT_METRIC },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "state", required_argument, NULL, OPT_STATE },
 		FILTER_OPTIONS,
@@ -1415,10 +1449,10 @@ static int cmd_export(int argc, char **argv)
 			continue;
 		switch (opt) {
 		case OPT_KIND:
-			r = parse_kind(
-				optarg, ALL_KINDS,
-				"bad --kind '%s': want offcpu, wakeup, offwake, chain or runq",
-				&ex->kind);
+			r = parse_kind(optarg, ALL_KINDS, ALL_KINDS_EXPECT, &ex->kind);
+			break;
+		case OPT_METRIC:
+			r = parse_metric(optarg, &ex->metric);
 			break;
 		case 'p':
 			if (parse_ids(optarg, ex->pids, &ex->n_pids) < 0)

@@ -38,6 +38,7 @@ static const struct {
 	{ OFFCPU_CNT_DROP_HIST_FULL, "hist_map_full" },
 	{ OFFCPU_CNT_DROP_REQUEST_ALLOC, "request_alloc" },
 	{ OFFCPU_CNT_DROP_REQUEST_FULL, "request_map_full" },
+	{ OFFCPU_CNT_DROP_IO_ALLOC, "io_alloc" },
 };
 
 #define N_DROPS (sizeof(drop_names) / sizeof(drop_names[0]))

@@ -62,7 +62,21 @@ static void bio_autoload(struct offcpu_bpf *skel, const char *path)
 	bpf_program__set_autoload(skel->progs.bio_rq_complete, rq);
 }
 
-static int load(const struct collector_options *opts, bool raw_tp, struct offcpu_bpf **ret)
+static void io_autoload_off(struct offcpu_bpf *skel)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, skel->obj)
+	{
+		const char *name = bpf_program__name(prog);
+
+		if (!strncmp(name, "bio_", 4) || !strncmp(name, "fileio_", 7))
+			bpf_program__set_autoload(prog, false);
+	}
+}
+
+static int load(const struct collector_options *opts, bool raw_tp, bool io,
+		struct offcpu_bpf **ret)
 {
 	struct offcpu_bpf *skel;
 	int r;
@@ -86,6 +100,8 @@ static int load(const struct collector_options *opts, bool raw_tp, struct offcpu
 	bpf_program__set_autoload(skel->progs.request_exit, !raw_tp);
 	bpf_map__set_autocreate(skel->maps.request_threads, !raw_tp);
 	bio_autoload(skel, bio_path_probe(raw_tp));
+	if (!io)
+		io_autoload_off(skel);
 
 	r = offcpu_bpf__load(skel);
 	if (r < 0) {
@@ -94,6 +110,18 @@ static int load(const struct collector_options *opts, bool raw_tp, struct offcpu
 	}
 	*ret = skel;
 	return 0;
+}
+
+/* The I/O kinds are optional: a kernel whose verifier refuses their
+ * programs still gets the off-CPU kinds. */
+static int load_with_io_fallback(const struct collector_options *opts, bool raw_tp,
+				 struct offcpu_bpf **ret)
+{
+	int r = load(opts, raw_tp, true, ret);
+
+	if (r < 0)
+		r = load(opts, raw_tp, false, ret);
+	return r;
 }
 
 /* Attaches the loaded bio and fileio programs, all of a kind or none: a
@@ -154,10 +182,10 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	/* tp_btf gives typed pointers and task storage; kernels before 5.5
 	 * (or without BTF) only have raw_tp. Probe by trying. */
 	c->raw_tp = opts->attach == COLLECTOR_ATTACH_RAW_TP;
-	r = load(opts, c->raw_tp, &c->skel);
+	r = load_with_io_fallback(opts, c->raw_tp, &c->skel);
 	if (r < 0 && r != -EPERM && opts->attach == COLLECTOR_ATTACH_AUTO) {
 		c->raw_tp = true;
-		r = load(opts, true, &c->skel);
+		r = load_with_io_fallback(opts, true, &c->skel);
 	}
 	if (r < 0)
 		goto fail;

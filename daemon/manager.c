@@ -625,6 +625,8 @@ static const struct {
 	{ OFFCPU_CNT_DROP_REQUEST_ALLOC, "drop_request_alloc" },
 	{ OFFCPU_CNT_DROP_REQUEST_FULL, "drop_request_map_full" },
 	{ OFFCPU_CNT_SWITCH_IN_UNSEEN, "switch_in_unseen" },
+	{ OFFCPU_CNT_IO_EVENTS, "io_events" },
+	{ OFFCPU_CNT_DROP_IO_ALLOC, "drop_io_alloc" },
 };
 
 /* Per second, over the last drain interval. */
