@@ -167,8 +167,8 @@ enum offcpu_counter {
 	OFFCPU_CNT_DROP_REQUEST_ALLOC,	/* no room for a thread's request state */
 	OFFCPU_CNT_DROP_REQUEST_FULL,	/* request latency map full */
 	OFFCPU_CNT_SWITCH_IN_UNSEEN,	/* a block's switch-in was not traced: its end estimated */
-	OFFCPU_CNT_IO_EVENTS,		/* block requests and file I/O syscalls ended while traced */
-	OFFCPU_CNT_DROP_IO_ALLOC,	/* no room to track an I/O in flight */
+	OFFCPU_CNT_IO_EVENTS,	  /* block requests and file I/O syscalls ended while traced */
+	OFFCPU_CNT_DROP_IO_ALLOC, /* no room to track an I/O in flight */
 	OFFCPU_CNT_MAX,
 };
 

@@ -86,7 +86,11 @@ static __always_inline __u32 io_match(__u32 kind, __u32 *ret_tgid, __u32 *ret_pi
 	*ret_pid = (__u32)id;
 	if (self_tgid && *ret_tgid == self_tgid)
 		return 0;
-	return match_slots(*ret_tgid, *ret_pid, OFFCPU_IO_STATE_DEVICE) & of_kind;
+	/* A BIO slot may want only the queue part (state R, see offcpu.h). */
+	return (match_slots(*ret_tgid, *ret_pid, OFFCPU_IO_STATE_DEVICE) |
+		(kind == OFFCPU_KIND_BIO ? match_slots(*ret_tgid, *ret_pid, OFFCPU_IO_STATE_QUEUE)
+					 : 0)) &
+	       of_kind;
 }
 
 /* Of the slots in matched, those that keep ev: begun after the slot's
@@ -112,7 +116,7 @@ __noinline __u32 io_passing(const struct io_done_event *ev, __u32 matched)
 }
 
 /* Adds ev to slot's rows: device time with the count and bytes, queue time
- * apart (see OFFCPU_IO_STATE_*). */
+ * apart (see OFFCPU_IO_STATE_*), each if the slot's states want it. */
 __noinline int io_account(struct io_done_event *ev, __u32 slot)
 {
 	__u32 i = slot & (OFFCPU_MAX_SLOTS - 1), bit = 1u << i;
@@ -128,8 +132,9 @@ __noinline int io_account(struct io_done_event *ev, __u32 slot)
 	key.kind = ev->kind;
 	key.kstack = (kernel_stack_slots & bit) ? ev->khash : 0;
 	key.ustack = (user_stack_slots & bit) ? ev->uhash : 0;
-	aggregate_io(b.agg, &key, ev->device_ns, 1, ev->bytes, ev->comm);
-	if (ev->queue_ns) {
+	if (state_slots[OFFCPU_IO_STATE_DEVICE] & bit)
+		aggregate_io(b.agg, &key, ev->device_ns, 1, ev->bytes, ev->comm);
+	if (ev->queue_ns && (state_slots[OFFCPU_IO_STATE_QUEUE] & bit)) {
 		key.state = OFFCPU_IO_STATE_QUEUE;
 		aggregate_io(b.agg, &key, ev->queue_ns, 0, 0, ev->comm);
 	}

@@ -408,9 +408,8 @@ static int parse_kind(const char *arg, uint32_t allowed, const char *want, enum 
 	return EXIT_OK;
 }
 
-#define ALL_KINDS ((UINT32_C(1) << (PROTO_KIND_FILEIO + 1)) - 1)
-#define ALL_KINDS_EXPECT                                                                           \
-	"bad --kind '%s': want offcpu, wakeup, offwake, chain, runq, bio or fileio"
+#define ALL_KINDS	 ((UINT32_C(1) << (PROTO_KIND_FILEIO + 1)) - 1)
+#define ALL_KINDS_EXPECT "bad --kind '%s': want offcpu, wakeup, offwake, chain, runq, bio or fileio"
 
 static int parse_metric(const char *arg, enum proto_metric *ret)
 {

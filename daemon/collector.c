@@ -75,8 +75,7 @@ static void io_autoload_off(struct offcpu_bpf *skel)
 	}
 }
 
-static int load(const struct collector_options *opts, bool raw_tp, bool io,
-		struct offcpu_bpf **ret)
+static int load(const struct collector_options *opts, bool raw_tp, bool io, struct offcpu_bpf **ret)
 {
 	struct offcpu_bpf *skel;
 	int r;
@@ -235,8 +234,9 @@ const char *collector_tracepoint(const struct collector *c)
 
 const char *collector_io_path(const struct collector *c, unsigned kind)
 {
-	return kind == OFFCPU_KIND_BIO ? c->bio_path : kind == OFFCPU_KIND_FILEIO ? c->fileio_path
-										 : NULL;
+	return kind == OFFCPU_KIND_BIO	    ? c->bio_path
+	       : kind == OFFCPU_KIND_FILEIO ? c->fileio_path
+					    : NULL;
 }
 
 const char *collector_program_name(const struct collector *c)

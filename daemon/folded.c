@@ -72,8 +72,9 @@ int folded_add(struct folded *f, const struct folded_stack *st, bool want_user, 
 		n = asprintf(&longer, "%s;--;%s", line, chain);
 		free(line);
 		line = longer;
-	} else if (n >= 0 && (st->kind == OFFCPU_KIND_RUNQ ||
-			      (st->kind == OFFCPU_KIND_BIO && st->state == OFFCPU_IO_STATE_QUEUE))) {
+	} else if (n >= 0 &&
+		   (st->kind == OFFCPU_KIND_RUNQ ||
+		    (st->kind == OFFCPU_KIND_BIO && st->state == OFFCPU_IO_STATE_QUEUE))) {
 		char *longer = NULL;
 
 		n = asprintf(&longer, "%s;%s", line,

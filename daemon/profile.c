@@ -190,7 +190,8 @@ static int add_folded(void *arg, const struct profile_row *row)
 char *profile_folded(const struct profile *p, bool want_user, bool want_kernel,
 		     enum proto_metric metric)
 {
-	struct folded_args a = { .want_user = want_user, .want_kernel = want_kernel,
+	struct folded_args a = { .want_user = want_user,
+				 .want_kernel = want_kernel,
 				 .metric = metric };
 	char *text = NULL;
 

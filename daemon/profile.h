@@ -24,7 +24,7 @@ struct profile_row {
 	uint32_t state; /* enum offcpu_state */
 	uint64_t sum_ns;
 	uint64_t count;
-	uint64_t bytes; /* I/O kinds; 0 for the others */
+	uint64_t bytes;	    /* I/O kinds; 0 for the others */
 	const char *ustack; /* ';'-joined frames root->leaf; "" if none */
 	const char *kstack;
 	uint32_t kind;	   /* enum offcpu_kind */

@@ -791,7 +791,8 @@ static int proto__capture_check(const void *args, const struct proto__command *c
 		return proto__fail(err, err_size, "field 'split_runq' needs kind offcpu, not %s",
 				   proto_kind_name(c->kind));
 	if (c->metric == PROTO_METRIC_BYTES && !proto__kind_io(c->kind))
-		return proto__fail(err, err_size, "field 'metric' bytes needs kind bio or fileio, not %s",
+		return proto__fail(err, err_size,
+				   "field 'metric' bytes needs kind bio or fileio, not %s",
 				   proto_kind_name(c->kind));
 	if (c->n_requests && proto__kind_io(c->kind))
 		return proto__fail(err, err_size, "field 'requests' needs an off-CPU kind, not %s",
@@ -868,7 +869,8 @@ static int proto__export_check(const void *args, const struct proto__command *c,
 
 	(void)given;
 	if (e->metric == PROTO_METRIC_BYTES && !proto__kind_io(e->kind))
-		return proto__fail(err, err_size, "field 'metric' bytes needs kind bio or fileio, not %s",
+		return proto__fail(err, err_size,
+				   "field 'metric' bytes needs kind bio or fileio, not %s",
 				   proto_kind_name(e->kind));
 	r = proto__range_check(c, e->from_ms, e->to_ms, e->capture_id, err, err_size);
 	return r < 0 ? r : proto__export_diff_check(e, err, err_size);
@@ -2187,7 +2189,9 @@ int proto_metric_from_name(const char *name)
 
 const char *proto_metric_unit(enum proto_metric metric)
 {
-	return metric == PROTO_METRIC_BYTES ? "bytes" : metric == PROTO_METRIC_COUNT ? "I/Os" : "us";
+	return metric == PROTO_METRIC_BYTES   ? "bytes"
+	       : metric == PROTO_METRIC_COUNT ? "I/Os"
+					      : "us";
 }
 
 const char *proto_title_of_kind(enum proto_kind kind)

@@ -120,10 +120,10 @@ struct proto_capture_request {
 	enum proto_stacks stacks;
 	enum proto_format format;
 	struct proto_render render;
-	enum proto_kind kind; /* default PROTO_KIND_OFFCPU */
+	enum proto_kind kind;	  /* default PROTO_KIND_OFFCPU */
 	enum proto_metric metric; /* default PROTO_METRIC_TIME; BYTES: I/O kinds only */
-	uint32_t split_runq;  /* bool, kind OFFCPU only: run-queue wait as RUNQ rows */
-	uint32_t chain_depth; /* 1..PROTO_CHAIN_DEPTH_MAX; default 3; given only for CHAIN */
+	uint32_t split_runq;	  /* bool, kind OFFCPU only: run-queue wait as RUNQ rows */
+	uint32_t chain_depth;	  /* 1..PROTO_CHAIN_DEPTH_MAX; default 3; given only for CHAIN */
 	/* Request-synchronous: only off-CPU time inside these functions counts. */
 	char requests[PROTO_MAX_REQUESTS][PROTO_REQUEST_SPEC_MAX + 1]; /* "SYMBOL[@BINARY]" */
 	size_t n_requests;

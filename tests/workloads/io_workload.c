@@ -188,9 +188,12 @@ static int open_file(const char *dir, const char *name, int flags, size_t size, 
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "dir", required_argument, NULL, 'D' },     { "reads", required_argument, NULL, 'r' },
-		{ "syncs", required_argument, NULL, 's' },   { "cached", required_argument, NULL, 'c' },
-		{ "wait-go", no_argument, NULL, 'w' },	     { 0 },
+		{ "dir", required_argument, NULL, 'D' },
+		{ "reads", required_argument, NULL, 'r' },
+		{ "syncs", required_argument, NULL, 's' },
+		{ "cached", required_argument, NULL, 'c' },
+		{ "wait-go", no_argument, NULL, 'w' },
+		{ 0 },
 	};
 	struct io_thread threads[] = {
 		{ .name = "iow-direct",
