@@ -64,12 +64,16 @@ struct io_done_event {
 	char comm[OFFCPU_COMM_LEN];
 };
 
+/* fileio's user stack at a syscall's exit. Not the shared scratch map:
+ * sched_waking may interrupt a syscall exit on the same CPU and use that
+ * one. (Events themselves live on the BPF stack, for the same reason: a
+ * block completion interrupts a syscall exit.) */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct io_done_event);
-} io_scratch SEC(".maps");
+	__type(value, struct offcpu_stack);
+} fileio_stack SEC(".maps");
 
 /* Slots of kind whose filters accept the current thread, and that are
  * traced at all; 0 for the daemon itself. */
@@ -150,13 +154,6 @@ __noinline int io_account_all(struct io_done_event *ev, __u32 passing)
 	return 0;
 }
 
-static __always_inline struct io_done_event *io_event_get(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&io_scratch, &zero);
-}
-
 /* ---- BIO ---- */
 
 static __always_inline void bio_start(void *ctx, struct request *rq)
@@ -205,7 +202,7 @@ static __always_inline void bio_issue(void *ctx, struct request *rq, bool start_
 static __always_inline void bio_done(struct request *rq)
 {
 	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), issue;
-	struct io_done_event *ev;
+	struct io_done_event ev = {};
 	struct buffers b = {};
 	struct bio_rec *r;
 	__u32 passing;
@@ -213,24 +210,23 @@ static __always_inline void bio_done(struct request *rq)
 	r = bpf_map_lookup_elem(&bio_requests, &key);
 	if (!r)
 		return;
-	ev = io_event_get();
-	if (!ev || now < r->start_ns)
+	if (now < r->start_ns)
 		goto out;
 	issue = r->issue_ns >= r->start_ns && r->issue_ns <= now ? r->issue_ns : r->start_ns;
-	ev->start_ns = r->start_ns;
-	ev->queue_ns = issue - r->start_ns;
-	ev->device_ns = now - issue;
-	ev->bytes = r->bytes;
-	ev->tgid = r->tgid;
-	ev->pid = r->pid;
-	ev->kind = OFFCPU_KIND_BIO;
-	__builtin_memcpy(ev->comm, r->comm, sizeof(ev->comm));
-	passing = io_passing(ev, r->slots);
+	ev.start_ns = r->start_ns;
+	ev.queue_ns = issue - r->start_ns;
+	ev.device_ns = now - issue;
+	ev.bytes = r->bytes;
+	ev.tgid = r->tgid;
+	ev.pid = r->pid;
+	ev.kind = OFFCPU_KIND_BIO;
+	__builtin_memcpy(ev.comm, r->comm, sizeof(ev.comm));
+	passing = io_passing(&ev, r->slots);
 	if (!passing || !buffers_get(&b))
 		goto out;
-	ev->khash = intern_stack(b.stacks, &r->kstack);
-	ev->uhash = intern_stack(b.stacks, &r->ustack);
-	io_account_all(ev, passing);
+	ev.khash = intern_stack(b.stacks, &r->kstack);
+	ev.uhash = intern_stack(b.stacks, &r->ustack);
+	io_account_all(&ev, passing);
 out:
 	bpf_map_delete_elem(&bio_requests, &key);
 }
@@ -297,38 +293,34 @@ static __always_inline void fileio_exit(void *ctx, long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	struct fileio_call *call;
+	struct io_done_event ev = {};
 	struct buffers b = {};
-	struct io_done_event *ev;
-	struct scratch *scr;
+	struct offcpu_stack *ust;
 	__u32 pid = (__u32)id, zero = 0, passing;
 
 	call = bpf_map_lookup_elem(&fileio_calls, &pid);
 	if (!call)
 		return;
-	ev = io_event_get();
-	if (!ev || now < call->start_ns)
+	if (now < call->start_ns)
 		goto out;
-	ev->start_ns = call->start_ns;
-	ev->device_ns = now - call->start_ns;
-	ev->queue_ns = 0;
-	ev->bytes = ret > 0 ? ret : 0;
-	ev->tgid = id >> 32;
-	ev->pid = pid;
-	ev->kind = OFFCPU_KIND_FILEIO;
-	ev->khash = 0; /* the syscall's own exit path: says nothing */
-	ev->uhash = 0;
-	passing = io_passing(ev, call->slots);
+	ev.start_ns = call->start_ns;
+	ev.device_ns = now - call->start_ns;
+	ev.bytes = ret > 0 ? ret : 0;
+	ev.tgid = id >> 32;
+	ev.pid = pid;
+	ev.kind = OFFCPU_KIND_FILEIO; /* no kernel stack: the syscall's exit path says nothing */
+	passing = io_passing(&ev, call->slots);
 	if (!passing)
 		goto out;
-	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
-	scr = bpf_map_lookup_elem(&scratch, &zero);
-	if (!scr || !buffers_get(&b))
+	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
+	ust = bpf_map_lookup_elem(&fileio_stack, &zero);
+	if (!ust || !buffers_get(&b))
 		goto out;
-	scr->stack.nr = 0;
+	ust->nr = 0;
 	if (passing & user_stack_slots)
-		walk_stack(ctx, &scr->stack, BPF_F_USER_STACK, OFFCPU_CNT_DROP_USTACK_ERROR);
-	ev->uhash = intern_stack(b.stacks, &scr->stack);
-	io_account_all(ev, passing);
+		walk_stack(ctx, ust, BPF_F_USER_STACK, OFFCPU_CNT_DROP_USTACK_ERROR);
+	ev.uhash = intern_stack(b.stacks, ust);
+	io_account_all(&ev, passing);
 out:
 	bpf_map_delete_elem(&fileio_calls, &pid);
 }

@@ -79,6 +79,12 @@ def rows_with(rows, function):
     return [(frames, v) for frames, v in rows if function in frames]
 
 
+def foreign_rows(text):
+    """Rows of a --pid capture of io_workload that are not its threads'."""
+    return [frames for frames, _ in parse_folded(text) if frames[0] != "io_workload" and
+            not frames[0].startswith("iow-")]
+
+
 @unittest.skipUnless(on_block_device(BUILD), "the build directory is not on a disk file system: "
                      "O_DIRECT reads would not reach a block device")
 class IoTest(unittest.TestCase):
@@ -113,6 +119,8 @@ class IoTest(unittest.TestCase):
             ["--kind", "bio", "--state", "R", "--user-only"],
             ["--kind", "bio", "--user-only"],
             ["--kind", "bio", "--metric", "bytes", "--user-only"])
+        for text in (count, device, queue, everything, nbytes):
+            self.assertEqual(foreign_rows(text), [], text)
         reads = truth["iow-direct"]["calls"]
         self.assertEqual(reads, READS)
         # Requests: one per O_DIRECT read, counted once (on the device row).
@@ -143,6 +151,8 @@ class IoTest(unittest.TestCase):
             ["--kind", "fileio", "--metric", "count"],
             ["--kind", "fileio"],
             ["--kind", "fileio", "--metric", "count", "--min-us", "50"])
+        for text in (count, latency, slow):
+            self.assertEqual(foreign_rows(text), [], text)
         counts = parse_folded(count)
         # pwrite + fsync per round; the cached reads all seen.
         # A tracepoint program is skipped when another BPF program runs on its CPU
