@@ -19,9 +19,13 @@ struct collector {
 	struct offcpu_bpf *skel;
 	struct bpf_link *links[3];
 	size_t n_links;
-	struct bpf_link *io_links[32]; /* bio and fileio: optional, see io_attach() */
-	size_t n_io_links;
+	/* The I/O kinds' links (see io_attach()): bio's for good, fileio's
+	 * only while a fileio slot is in use, since any syscall tracepoint
+	 * slows every syscall of every process down. */
+	struct bpf_link *io_links[2][16];
+	size_t n_io_links[2];
 	const char *bio_path, *fileio_path;
+	uint32_t fileio_slots; /* slots of kind FILEIO handed out */
 	bool raw_tp;
 	uint32_t used_mask; /* slots handed out, as seen by this thread */
 	int ncpus;
@@ -123,44 +127,58 @@ static int load_with_io_fallback(const struct collector_options *opts, bool raw_
 	return r;
 }
 
-/* Attaches the loaded bio and fileio programs, all of a kind or none: a
- * kind whose programs do not attach is unavailable, not fatal (its path
- * stays NULL and captures of it are refused). */
-static void io_attach(struct collector *c)
+enum { IO_BIO, IO_FILEIO };
+
+static void io_detach(struct collector *c, int which)
 {
+	while (c->n_io_links[which])
+		bpf_link__destroy(c->io_links[which][--c->n_io_links[which]]);
+}
+
+/* Attaches the loaded programs of one I/O kind, all or none. 0, or a
+ * negative errno (-ENOENT: none loaded). */
+static int io_attach(struct collector *c, int which)
+{
+	const char *prefix = which == IO_FILEIO ? "fileio_" : "bio_";
 	struct bpf_program *prog;
+	int r = 0;
 
-	for (int fileio = 0; fileio < 2; fileio++) {
-		size_t first = c->n_io_links;
-		bool ok = true;
+	bpf_object__for_each_program(prog, c->skel->obj)
+	{
+		struct bpf_link *link;
 
-		bpf_object__for_each_program(prog, c->skel->obj)
-		{
-			const char *name = bpf_program__name(prog);
-			struct bpf_link *link;
-
-			if (strncmp(name, fileio ? "fileio_" : "bio_", fileio ? 7 : 4) ||
-			    bpf_program__fd(prog) < 0)
-				continue;
-			link = c->n_io_links < sizeof(c->io_links) / sizeof(c->io_links[0])
-				       ? bpf_program__attach(prog)
-				       : NULL;
-			if (!link) {
-				ok = false;
-				break;
-			}
-			c->io_links[c->n_io_links++] = link;
-		}
-		if (!ok || c->n_io_links == first) {
-			while (c->n_io_links > first)
-				bpf_link__destroy(c->io_links[--c->n_io_links]);
+		if (strncmp(bpf_program__name(prog), prefix, strlen(prefix)) ||
+		    bpf_program__fd(prog) < 0)
 			continue;
+		if (c->n_io_links[which] == sizeof(c->io_links[0]) / sizeof(c->io_links[0][0])) {
+			r = -E2BIG;
+			break;
 		}
-		if (fileio)
-			c->fileio_path = "syscall tracepoints (fentry on vfs_* not used)";
-		else
-			c->bio_path = bio_path_probe(c->raw_tp);
+		link = bpf_program__attach(prog);
+		if (!link) {
+			r = -errno;
+			break;
+		}
+		c->io_links[which][c->n_io_links[which]++] = link;
 	}
+	if (r == 0 && !c->n_io_links[which])
+		r = -ENOENT;
+	if (r < 0)
+		io_detach(c, which);
+	return r;
+}
+
+/* Which I/O kinds work here: a kind whose programs did not load or attach
+ * is unavailable, not fatal (its path stays NULL and captures of it are
+ * refused). fileio is attached once to find out, then detached until a
+ * slot wants it. */
+static void io_probe(struct collector *c)
+{
+	if (io_attach(c, IO_BIO) == 0)
+		c->bio_path = bio_path_probe(c->raw_tp);
+	if (io_attach(c, IO_FILEIO) == 0)
+		c->fileio_path = "syscall tracepoints (fentry on vfs_* not used)";
+	io_detach(c, IO_FILEIO);
 }
 
 int collector_new(const struct collector_options *opts, struct collector **ret)
@@ -203,7 +221,7 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 			goto fail;
 		}
 	}
-	io_attach(c);
+	io_probe(c);
 	*ret = c;
 	return 0;
 fail:
@@ -219,8 +237,8 @@ void collector_free(struct collector *c)
 		collector_request_detach(c, slot);
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
-	for (size_t i = 0; i < c->n_io_links; i++)
-		bpf_link__destroy(c->io_links[i]);
+	io_detach(c, IO_BIO);
+	io_detach(c, IO_FILEIO);
 	offcpu_bpf__destroy(c->skel);
 	if (c->stats_fd >= 0)
 		close(c->stats_fd);
@@ -307,6 +325,11 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	if (slot == OFFCPU_MAX_SLOTS)
 		return -EBUSY;
 	bit = 1u << slot;
+	if (f->kind == OFFCPU_KIND_FILEIO && !c->fileio_slots) {
+		r = io_attach(c, IO_FILEIO);
+		if (r < 0)
+			return r;
+	}
 
 	r = filter_ids_update(tgid_fd, f->tgids, f->n_tgids, slot, true);
 	if (r == 0)
@@ -314,6 +337,8 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	if (r < 0) {
 		filter_ids_update(tgid_fd, f->tgids, f->n_tgids, slot, false);
 		filter_ids_update(tid_fd, f->tids, f->n_tids, slot, false);
+		if (!c->fileio_slots)
+			io_detach(c, IO_FILEIO);
 		return r == -E2BIG ? -ENOSPC : r;
 	}
 
@@ -334,6 +359,8 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	mask_set(&bss->split_runq_slots, bit, f->split_runq);
 	mask_set(&bss->hist_slots, bit, f->hist);
 	mask_set(&bss->request_slots, bit, f->requests);
+	if (f->kind == OFFCPU_KIND_FILEIO)
+		c->fileio_slots |= bit;
 	/* Publish: the slot must be complete before a program sees its bit. */
 	__atomic_fetch_or(&bss->active_mask, bit, __ATOMIC_SEQ_CST);
 	c->used_mask |= 1u << slot;
@@ -432,6 +459,11 @@ void collector_slot_release(struct collector *c, unsigned slot)
 	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_tgids), slot);
 	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_tids), slot);
 	c->used_mask &= ~(1u << slot);
+	if (c->fileio_slots & (1u << slot)) {
+		c->fileio_slots &= ~(1u << slot);
+		if (!c->fileio_slots)
+			io_detach(c, IO_FILEIO);
+	}
 }
 
 unsigned collector_slots_active(const struct collector *c)
@@ -549,7 +581,10 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 		if (fd < 0 || n == max)
 			continue; /* not loaded: the other tracepoint flavour */
 		ret[n].name = bpf_program__name(prog);
-		ret[n].attached = bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE ? requests : true;
+		ret[n].attached = bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE ? requests
+				  : !strncmp(ret[n].name, "fileio_", 7)
+					  ? c->n_io_links[IO_FILEIO] > 0
+					  : true;
 		ret[n].run_cnt = ret[n].run_time_ns = 0;
 		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
 			ret[n].run_cnt = info.run_cnt;

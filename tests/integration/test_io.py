@@ -196,6 +196,31 @@ class IoTest(unittest.TestCase):
         finally:
             w.done()
 
+    def test_fileio_attached_only_while_used(self):
+        """Syscall tracepoints slow every syscall down: fileio's programs are
+        attached only while a fileio capture (or continuous slot) runs."""
+        d = Daemon("continuous = false\ndrain_interval_ms = 250\n")
+        try:
+            def fileio_attached(want):
+                """The programs' state as status reports it (sampled at each drain)."""
+                deadline = time.monotonic() + 10
+                while True:
+                    progs = [p for p in d.status()["programs"] if p["name"].startswith("fileio_")]
+                    self.assertEqual(len(progs), 16, progs)
+                    got = {p["attached"] for p in progs}
+                    if got == {want} or time.monotonic() > deadline:
+                        return got
+                    time.sleep(0.1)
+            self.assertEqual(fileio_attached(False), {False})
+            cap = d.ctl_popen("capture", "--kind", "fileio", "--seconds", "60", "-o", os.devnull)
+            d.wait_captures(1)
+            self.assertEqual(fileio_attached(True), {True})
+            cap.send_signal(2)
+            cap.communicate(timeout=30)
+            self.assertEqual(fileio_attached(False), {False})
+        finally:
+            self.assertEqual(d.stop(), 0, d.log_text())
+
     def test_bad_requests(self):
         d = self.daemon
         r = d.ctl("capture", "--kind", "offcpu", "--metric", "bytes", "-d", "1")
