@@ -659,6 +659,12 @@ static __always_inline __u64 switched_in_at(struct task_struct *t, const struct 
 
 __noinline int block_end(struct start_rec *rec, __u64 now);
 
+/* Slots of the I/O kinds, which sched_switch leaves alone (offcpu_io.bpf.h). */
+static __always_inline __u32 io_kind_slots(void)
+{
+	return kind_slots[OFFCPU_KIND_BIO] | kind_slots[OFFCPU_KIND_FILEIO];
+}
+
 static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev, bool btf)
 {
 	__u32 pid, tgid, state, matched;
@@ -681,7 +687,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		block_end(rec, switched_in_at(prev, rec, btf));
 	}
 	state = state_class(preempt, task_state(prev));
-	matched = match_slots(tgid, pid, state);
+	matched = match_slots(tgid, pid, state) & ~io_kind_slots();
 	if (btf && (active_mask & request_slots))
 		matched = request_switch_out(prev, matched);
 	if (!matched)
@@ -744,8 +750,9 @@ static __always_inline __u64 intern_stack(void *stack_map, const struct offcpu_s
 	return h;
 }
 
-static __always_inline void aggregate(void *agg_map, struct offcpu_key *key, __u64 delta,
-				      const char *comm)
+/* Adds delta, n events and bytes to key's row. */
+static __always_inline void aggregate_io(void *agg_map, struct offcpu_key *key, __u64 delta,
+					 __u64 n, __u64 bytes, const char *comm)
 {
 	struct offcpu_value *v, init = {};
 
@@ -753,7 +760,8 @@ static __always_inline void aggregate(void *agg_map, struct offcpu_key *key, __u
 	if (!v) {
 		__builtin_memcpy(init.comm, comm, sizeof(init.comm));
 		init.sum_ns = delta;
-		init.count = 1;
+		init.count = n;
+		init.bytes = bytes;
 		if (!bpf_map_update_elem(agg_map, key, &init, BPF_NOEXIST))
 			goto recorded;
 		v = bpf_map_lookup_elem(agg_map, key); /* lost a race to another CPU */
@@ -763,9 +771,18 @@ static __always_inline void aggregate(void *agg_map, struct offcpu_key *key, __u
 		}
 	}
 	__sync_fetch_and_add(&v->sum_ns, delta);
-	__sync_fetch_and_add(&v->count, 1);
+	if (n)
+		__sync_fetch_and_add(&v->count, n);
+	if (bytes)
+		__sync_fetch_and_add(&v->bytes, bytes);
 recorded:
 	count(OFFCPU_CNT_RECORDED);
+}
+
+static __always_inline void aggregate(void *agg_map, struct offcpu_key *key, __u64 delta,
+				      const char *comm)
+{
+	aggregate_io(agg_map, key, delta, 1, 0, comm);
 }
 
 /*
@@ -1326,3 +1343,4 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 	}
 	return 0;
 }
+#include "offcpu_io.bpf.h"

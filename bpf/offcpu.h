@@ -31,6 +31,8 @@ enum offcpu_kind {
 	OFFCPU_KIND_CHAIN,	/* target stacks + waker chain; blocked time */
 	OFFCPU_KIND_RUNQ,	/* target stacks; run-queue wait (woken to running) */
 	OFFCPU_KIND_ONCPU,	/* stacks sampled on CPU (perf_event); samples x period */
+	OFFCPU_KIND_BIO,	/* block requests by issuing stacks; see OFFCPU_IO_* */
+	OFFCPU_KIND_FILEIO,	/* read/write/fsync syscalls by user stack; latency */
 	OFFCPU_KIND_COUNT,
 };
 
@@ -125,10 +127,21 @@ struct offcpu_key {
 	__u64 chain;  /* hash in the chains map; 0: none */
 };
 
+/*
+ * I/O kinds reuse the key's state for the phase of the time: a BIO request
+ * is one row of its device time (issue to completion) in state DISK, which
+ * carries the request count and bytes, and one of its queue time (insert to
+ * issue) in state RUNNING, count 0; their sum is insert to completion.
+ * FILEIO rows are in state DISK.
+ */
+#define OFFCPU_IO_STATE_DEVICE OFFCPU_STATE_DISK
+#define OFFCPU_IO_STATE_QUEUE  OFFCPU_STATE_RUNNING
+
 struct offcpu_value {
 	__u64 sum_ns;
 	__u64 count;
 	char comm[OFFCPU_COMM_LEN];
+	__u64 bytes; /* I/O kinds: bytes transferred; 0 for the others */
 };
 
 struct offcpu_stack {
@@ -206,6 +219,8 @@ enum offcpu_counter {
 	OFFCPU_CNT_USTACK_TABLE_WALKS,	/* user stacks walked with unwind tables */
 	OFFCPU_CNT_USTACK_TRUNCATED,	/* such a walk stopped before the outermost frame */
 	OFFCPU_CNT_ONCPU_SAMPLES,	/* on-CPU samples kept (per sample, not per slot) */
+	OFFCPU_CNT_IO_EVENTS,	  /* block requests and file I/O syscalls ended while traced */
+	OFFCPU_CNT_DROP_IO_ALLOC, /* no room to track an I/O in flight */
 	OFFCPU_CNT_MAX,
 };
 

@@ -57,7 +57,8 @@ static void usage(FILE *out)
 		"          --state LIST        thread states at switch-out: R (running, "
 		"preempted),\n"
 		"                              S (sleeping), D (disk), O (other); e.g. S,D\n"
-		"          --min-block-us N    only blocks of at least N microseconds\n"
+		"          --min-block-us N, --min-us N\n"
+		"                              only blocks (I/Os) of at least N microseconds\n"
 		"          --max-block-us N    only blocks of at most N microseconds\n"
 		"      -U, --user-only         user stacks only\n"
 		"      -K, --kernel-only       kernel stacks only\n"
@@ -65,7 +66,10 @@ static void usage(FILE *out)
 		"                              wakers' stacks), offwake, chain (both), runq\n"
 		"                              (run-queue wait), oncpu (sampled on-CPU time),\n"
 		"                              hotcold or oncpu,offcpu (both, [on-cpu] leaves\n"
-		"                              mark on-CPU time); see offcpuctl(8)\n"
+		"                              mark on-CPU time), bio (block I/O by the issuing\n"
+		"                              stack), fileio (read/write/fsync by user stack);\n"
+		"                              see offcpuctl(8)\n"
+		"          --metric M          time (default), count or bytes (bio, fileio)\n"
 		"          --split-runq        offcpu: run-queue wait as [runqueue] leaves\n"
 		"          --lines             source file:line on each user frame (from\n"
 		"                              DWARF; inlined functions are frames anyway)\n"
@@ -87,6 +91,7 @@ static void usage(FILE *out)
 		"          --state LIST        thread states, as for capture\n"
 		"          --kind K            the kind of profile, as for capture (default\n"
 		"                              offcpu); a diff compares the same kind\n"
+		"          --metric M          time (default), count or bytes (bio, fileio)\n"
 		"          --diff-against SPEC compare RANGE (after) with a baseline (before):\n"
 		"                              capture:ID, lastNx, or T1..T2 (e.g.\n"
 		"                              2h-ago..1h-ago); folded output is then\n"
@@ -365,6 +370,11 @@ static int cmd_status(int argc, char **argv)
 		st = &reply->status;
 		printf("offcpud %s, pid %u, up %" PRIu64 " s\n", st->version, st->pid,
 		       st->uptime_s);
+		printf("block I/O (--kind bio): %s\n",
+		       *st->bio_tracepoints ? st->bio_tracepoints : "unavailable on this kernel");
+		printf("file I/O (--kind fileio): %s\n", *st->fileio_tracepoints
+								 ? st->fileio_tracepoints
+								 : "unavailable on this kernel");
 		printf("programs (via %s):\n", st->tracepoint);
 		for (size_t i = 0; i < st->n_programs; i++) {
 			const struct proto_program *p = &st->programs[i];
@@ -452,10 +462,10 @@ static int parse_kind(const char *arg, uint32_t allowed, const char *want, enum 
 	return EXIT_OK;
 }
 
-#define ALL_KINDS ((UINT32_C(1) << (PROTO_KIND_ONCPU + 1)) - 1)
+#define ALL_KINDS ((UINT32_C(1) << (PROTO_KIND_FILEIO + 1)) - 1)
 #define KIND_WANT                                                                                  \
-	"bad --kind '%s': want offcpu, wakeup, offwake, chain, runq, oncpu or hotcold "            \
-	"(oncpu,offcpu)"
+	"bad --kind '%s': want offcpu, wakeup, offwake, chain, runq, oncpu, hotcold "              \
+	"(oncpu,offcpu), bio or fileio"
 
 /* --kind of a profile: a kind's name, or hotcold ("oncpu,offcpu" in either
  * order): kind offcpu with on-CPU samples beside. */
@@ -468,6 +478,16 @@ static int parse_profile_kind(const char *arg, enum proto_kind *ret, uint32_t *o
 		return EXIT_OK;
 	}
 	return parse_kind(arg, ALL_KINDS, KIND_WANT, ret);
+}
+
+static int parse_metric(const char *arg, enum proto_metric *ret)
+{
+	int m = proto_metric_from_name(arg);
+
+	if (m < 0)
+		return usage_error("bad --metric '%s': want time, count or bytes", arg);
+	*ret = m;
+	return EXIT_OK;
 }
 
 struct progress {
@@ -945,6 +965,7 @@ static int cmd_capture(int argc, char **argv)
 		OPT_LINES,
 		OPT_CHAIN_DEPTH,
 		OPT_REQUEST,
+		OPT_METRIC,
 	};
 	static const struct option options[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -952,12 +973,14 @@ static int cmd_capture(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 'd' },
 		{ "state", required_argument, NULL, OPT_STATE },
 		{ "min-block-us", required_argument, NULL, OPT_MIN },
+		{ "min-us", required_argument, NULL, OPT_MIN },
 		{ "max-block-us", required_argument, NULL, OPT_MAX },
 		{ "user-only", no_argument, NULL, 'U' },
 		{ "kernel-only", no_argument, NULL, 'K' },
 		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "split-runq", no_argument, NULL, OPT_SPLIT_RUNQ },
 		{ "lines", no_argument, NULL, OPT_LINES },
+		{ "metric", required_argument, NULL, OPT_METRIC },
 		{ "chain-depth", required_argument, NULL, OPT_CHAIN_DEPTH },
 		{ "request", required_argument, NULL, OPT_REQUEST },
 		FILTER_OPTIONS,
@@ -1035,6 +1058,9 @@ static int cmd_capture(int argc, char **argv)
 		case OPT_KIND:
 			r = parse_profile_kind(optarg, &cap->kind, &cap->oncpu);
 			break;
+		case OPT_METRIC:
+			r = parse_metric(optarg, &cap->metric);
+			break;
 		case OPT_SPLIT_RUNQ:
 			cap->split_runq = 1;
 			break;
@@ -1075,6 +1101,13 @@ static int cmd_capture(int argc, char **argv)
 	if (cap->max_block_us && cap->max_block_us < cap->min_block_us) {
 		free(req);
 		return usage_error("%s", "--max-block-us is below --min-block-us");
+	}
+	if (cap->metric == PROTO_METRIC_BYTES && cap->kind != PROTO_KIND_BIO &&
+	    cap->kind != PROTO_KIND_FILEIO) {
+		r = usage_error("--metric bytes only applies to --kind bio or fileio, not %s",
+				proto_kind_name(cap->kind));
+		free(req);
+		return r;
 	}
 	if (cap->split_runq && cap->kind != PROTO_KIND_OFFCPU) {
 		r = usage_error("--split-runq only applies to --kind offcpu, not %s",
@@ -1472,10 +1505,12 @@ static int cmd_export(int argc, char **argv)
 		OPT_EXPORT_LINES,
 		OPT_DIFF_REVERSE_VIEW,
 		OPT_NEGATE,
+		OPT_METRIC,
 	};
 	static const struct option options[] = {
 		RANGE_OPTIONS,
 		{ "kind", required_argument, NULL, OPT_KIND },
+		{ "metric", required_argument, NULL, OPT_METRIC },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "state", required_argument, NULL, OPT_STATE },
 		FILTER_OPTIONS,
@@ -1515,6 +1550,9 @@ static int cmd_export(int argc, char **argv)
 		switch (opt) {
 		case OPT_KIND:
 			r = parse_profile_kind(optarg, &ex->kind, &ex->oncpu);
+			break;
+		case OPT_METRIC:
+			r = parse_metric(optarg, &ex->metric);
 			break;
 		case 'p':
 			if (parse_ids(optarg, ex->pids, &ex->n_pids) < 0)

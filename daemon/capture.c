@@ -15,7 +15,9 @@ _Static_assert((int)PROTO_KIND_OFFCPU == (int)OFFCPU_KIND_OFFCPU &&
 		       (int)PROTO_KIND_OFFWAKE == (int)OFFCPU_KIND_OFFWAKE &&
 		       (int)PROTO_KIND_CHAIN == (int)OFFCPU_KIND_CHAIN &&
 		       (int)PROTO_KIND_RUNQ == (int)OFFCPU_KIND_RUNQ &&
-		       (int)PROTO_KIND_ONCPU == (int)OFFCPU_KIND_ONCPU,
+		       (int)PROTO_KIND_ONCPU == (int)OFFCPU_KIND_ONCPU &&
+		       (int)PROTO_KIND_BIO == (int)OFFCPU_KIND_BIO &&
+		       (int)PROTO_KIND_FILEIO == (int)OFFCPU_KIND_FILEIO,
 	       "the protocol's kinds are the BPF program's");
 _Static_assert(PROTO_MAX_REQUESTS == OFFCPU_MAX_REQUESTS &&
 		       PROTO_HIST_BUCKETS == OFFCPU_HIST_BUCKETS,
@@ -37,6 +39,7 @@ static const struct {
 	{ OFFCPU_CNT_DROP_HIST_FULL, "hist_map_full" },
 	{ OFFCPU_CNT_DROP_REQUEST_ALLOC, "request_alloc" },
 	{ OFFCPU_CNT_DROP_REQUEST_FULL, "request_map_full" },
+	{ OFFCPU_CNT_DROP_IO_ALLOC, "io_alloc" },
 };
 
 #define N_DROPS (sizeof(drop_names) / sizeof(drop_names[0]))
@@ -213,7 +216,7 @@ static char *capture_reply_profile(const struct capture *c, const struct profile
 		profile_samples_free(samples, n_samples);
 		return line;
 	}
-	folded = profile_folded(p, want_user, want_kernel);
+	folded = profile_folded(p, want_user, want_kernel, c->req.metric);
 	if (!folded)
 		return NULL;
 	if (c->req.format == PROTO_FORMAT_FOLDED) {
@@ -224,6 +227,9 @@ static char *capture_reply_profile(const struct capture *c, const struct profile
 
 		if (render.palette == PROTO_PALETTE_AUTO)
 			render.palette = proto_palette_of_kind(c->req.kind, c->req.oncpu);
+		if (!render.countname[0])
+			snprintf(render.countname, sizeof(render.countname), "%s",
+				 proto_metric_unit(c->req.metric));
 		r = render_output(folded, strlen(folded), c->req.format, &render, NULL,
 				  proto_title_of_kind(c->req.kind, c->req.oncpu), &output, NULL,
 				  err, sizeof(err));

@@ -22,6 +22,13 @@ struct collector {
 	struct bpf_link *links[4];
 	struct bpf_link *mmap_link; /* NULL if syscall tracepoints are missing */
 	size_t n_links;
+	/* The I/O kinds' links (see io_attach()): bio's for good, fileio's
+	 * only while a fileio slot is in use, since any syscall tracepoint
+	 * slows every syscall of every process down. */
+	struct bpf_link *io_links[2][16];
+	size_t n_io_links[2];
+	const char *bio_path, *fileio_path;
+	uint32_t fileio_slots; /* slots of kind FILEIO handed out */
 	bool raw_tp;
 	uint32_t used_mask; /* slots handed out, as seen by this thread */
 	int ncpus;
@@ -88,7 +95,52 @@ fail:
 	return r;
 }
 
-static int load(const struct collector_options *opts, bool raw_tp, struct offcpu_bpf **ret)
+/* Whether the kernel's BTF has this tracepoint (tp_btf can attach to it). */
+static bool btf_tracepoint_exists(const char *name)
+{
+	return libbpf_find_vmlinux_btf_id(name, BPF_TRACE_RAW_TP) >= 0;
+}
+
+/* The block tracepoints the bio programs use: block_io_start/done (6.5+),
+ * else block_rq_insert/issue/complete; none without BTF (tp_btf only). */
+static const char *bio_path_probe(bool raw_tp)
+{
+	if (raw_tp)
+		return NULL;
+	if (btf_tracepoint_exists("block_io_start") && btf_tracepoint_exists("block_io_done"))
+		return "block_io_start/block_rq_issue/block_io_done";
+	if (btf_tracepoint_exists("block_rq_issue") && btf_tracepoint_exists("block_rq_complete"))
+		return "block_rq_insert/block_rq_issue/block_rq_complete";
+	return NULL;
+}
+
+static void bio_autoload(struct offcpu_bpf *skel, const char *path)
+{
+	bool io_start = path && !strncmp(path, "block_io_start", 14);
+	bool rq = path && !io_start;
+
+	bpf_program__set_autoload(skel->progs.bio_io_start, io_start);
+	bpf_program__set_autoload(skel->progs.bio_rq_issue, io_start);
+	bpf_program__set_autoload(skel->progs.bio_io_done, io_start);
+	bpf_program__set_autoload(skel->progs.bio_rq_insert, rq);
+	bpf_program__set_autoload(skel->progs.bio_rq_issue_start, rq);
+	bpf_program__set_autoload(skel->progs.bio_rq_complete, rq);
+}
+
+static void io_autoload_off(struct offcpu_bpf *skel)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, skel->obj)
+	{
+		const char *name = bpf_program__name(prog);
+
+		if (!strncmp(name, "bio_", 4) || !strncmp(name, "fileio_", 7))
+			bpf_program__set_autoload(prog, false);
+	}
+}
+
+static int load(const struct collector_options *opts, bool raw_tp, bool io, struct offcpu_bpf **ret)
 {
 	struct offcpu_bpf *skel;
 	int r;
@@ -122,6 +174,9 @@ static int load(const struct collector_options *opts, bool raw_tp, struct offcpu
 				 skel->rodata->unwind_dwarf ? opts->unwind_rows : 1);
 	bpf_map__set_max_entries(skel->maps.unwind_procs, opts->unwind_processes);
 	bpf_map__set_max_entries(skel->maps.unwind_requested, opts->unwind_processes);
+	bio_autoload(skel, bio_path_probe(raw_tp));
+	if (!io)
+		io_autoload_off(skel);
 
 	r = offcpu_bpf__load(skel);
 	if (r < 0) {
@@ -130,6 +185,72 @@ static int load(const struct collector_options *opts, bool raw_tp, struct offcpu
 	}
 	*ret = skel;
 	return 0;
+}
+
+/* The I/O kinds are optional: a kernel whose verifier refuses their
+ * programs still gets the off-CPU kinds. */
+static int load_with_io_fallback(const struct collector_options *opts, bool raw_tp,
+				 struct offcpu_bpf **ret)
+{
+	int r = load(opts, raw_tp, true, ret);
+
+	if (r < 0)
+		r = load(opts, raw_tp, false, ret);
+	return r;
+}
+
+enum { IO_BIO, IO_FILEIO };
+
+static void io_detach(struct collector *c, int which)
+{
+	while (c->n_io_links[which])
+		bpf_link__destroy(c->io_links[which][--c->n_io_links[which]]);
+}
+
+/* Attaches the loaded programs of one I/O kind, all or none. 0, or a
+ * negative errno (-ENOENT: none loaded). */
+static int io_attach(struct collector *c, int which)
+{
+	const char *prefix = which == IO_FILEIO ? "fileio_" : "bio_";
+	struct bpf_program *prog;
+	int r = 0;
+
+	bpf_object__for_each_program(prog, c->skel->obj)
+	{
+		struct bpf_link *link;
+
+		if (strncmp(bpf_program__name(prog), prefix, strlen(prefix)) ||
+		    bpf_program__fd(prog) < 0)
+			continue;
+		if (c->n_io_links[which] == sizeof(c->io_links[0]) / sizeof(c->io_links[0][0])) {
+			r = -E2BIG;
+			break;
+		}
+		link = bpf_program__attach(prog);
+		if (!link) {
+			r = -errno;
+			break;
+		}
+		c->io_links[which][c->n_io_links[which]++] = link;
+	}
+	if (r == 0 && !c->n_io_links[which])
+		r = -ENOENT;
+	if (r < 0)
+		io_detach(c, which);
+	return r;
+}
+
+/* Which I/O kinds work here: a kind whose programs did not load or attach
+ * is unavailable, not fatal (its path stays NULL and captures of it are
+ * refused). fileio is attached once to find out, then detached until a
+ * slot wants it. */
+static void io_probe(struct collector *c)
+{
+	if (io_attach(c, IO_BIO) == 0)
+		c->bio_path = bio_path_probe(c->raw_tp);
+	if (io_attach(c, IO_FILEIO) == 0)
+		c->fileio_path = "syscall tracepoints (fentry on vfs_* not used)";
+	io_detach(c, IO_FILEIO);
 }
 
 int collector_new(const struct collector_options *opts, struct collector **ret)
@@ -150,10 +271,10 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	/* tp_btf gives typed pointers and task storage; kernels before 5.5
 	 * (or without BTF) only have raw_tp. Probe by trying. */
 	c->raw_tp = opts->attach == COLLECTOR_ATTACH_RAW_TP;
-	r = load(opts, c->raw_tp, &c->skel);
+	r = load_with_io_fallback(opts, c->raw_tp, &c->skel);
 	if (r < 0 && r != -EPERM && opts->attach == COLLECTOR_ATTACH_AUTO) {
 		c->raw_tp = true;
-		r = load(opts, true, &c->skel);
+		r = load_with_io_fallback(opts, true, &c->skel);
 	}
 	if (r < 0)
 		goto fail;
@@ -181,6 +302,7 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	/* Without perf events (perf_event_paranoid, no such event) only the
 	 * on-CPU kind is missing: slots that want it are refused. */
 	c->oncpu_error = oncpu_attach(c, opts->oncpu_frequency);
+	io_probe(c);
 	*ret = c;
 	return 0;
 fail:
@@ -198,6 +320,8 @@ void collector_free(struct collector *c)
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
 	bpf_link__destroy(c->mmap_link);
+	io_detach(c, IO_BIO);
+	io_detach(c, IO_FILEIO);
 	offcpu_bpf__destroy(c->skel);
 	if (c->stats_fd >= 0)
 		close(c->stats_fd);
@@ -226,6 +350,13 @@ bool collector_unwind_tracks_mmap(const struct collector *c)
 const char *collector_tracepoint(const struct collector *c)
 {
 	return c->raw_tp ? "raw_tp" : "tp_btf";
+}
+
+const char *collector_io_path(const struct collector *c, unsigned kind)
+{
+	return kind == OFFCPU_KIND_BIO	    ? c->bio_path
+	       : kind == OFFCPU_KIND_FILEIO ? c->fileio_path
+					    : NULL;
 }
 
 const char *collector_program_name(const struct collector *c)
@@ -303,6 +434,11 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	if ((f->kind == OFFCPU_KIND_ONCPU || f->oncpu) && c->oncpu_error)
 		return -EOPNOTSUPP;
 	bit = 1u << slot;
+	if (f->kind == OFFCPU_KIND_FILEIO && !c->fileio_slots) {
+		r = io_attach(c, IO_FILEIO);
+		if (r < 0)
+			return r;
+	}
 
 	r = filter_ids_update(tgid_fd, f->tgids, f->n_tgids, slot, true);
 	if (r == 0)
@@ -310,6 +446,8 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	if (r < 0) {
 		filter_ids_update(tgid_fd, f->tgids, f->n_tgids, slot, false);
 		filter_ids_update(tid_fd, f->tids, f->n_tids, slot, false);
+		if (!c->fileio_slots)
+			io_detach(c, IO_FILEIO);
 		return r == -E2BIG ? -ENOSPC : r;
 	}
 
@@ -333,6 +471,8 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	mask_set(&bss->oncpu_slots, bit, f->kind == OFFCPU_KIND_ONCPU || f->oncpu);
 	mask_set(&bss->hist_slots, bit, f->hist);
 	mask_set(&bss->request_slots, bit, f->requests);
+	if (f->kind == OFFCPU_KIND_FILEIO)
+		c->fileio_slots |= bit;
 	/* Publish: the slot must be complete before a program sees its bit. */
 	__atomic_fetch_or(&bss->active_mask, bit, __ATOMIC_SEQ_CST);
 	c->used_mask |= 1u << slot;
@@ -431,6 +571,11 @@ void collector_slot_release(struct collector *c, unsigned slot)
 	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_tgids), slot);
 	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_tids), slot);
 	c->used_mask &= ~(1u << slot);
+	if (c->fileio_slots & (1u << slot)) {
+		c->fileio_slots &= ~(1u << slot);
+		if (!c->fileio_slots)
+			io_detach(c, IO_FILEIO);
+	}
 }
 
 unsigned collector_slots_active(const struct collector *c)
@@ -549,6 +694,8 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 			continue; /* not loaded: the other tracepoint flavour */
 		ret[n].name = bpf_program__name(prog);
 		ret[n].attached = bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE ? requests
+				  : !strncmp(ret[n].name, "fileio_", 7)
+					  ? c->n_io_links[IO_FILEIO] > 0
 				  : bpf_program__type(prog) == BPF_PROG_TYPE_PERF_EVENT
 					  ? !c->oncpu_error
 					  : true;

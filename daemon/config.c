@@ -95,6 +95,7 @@ static const struct {
 	{ "offcpu", PROTO_KIND_OFFCPU },   { "wakeup", PROTO_KIND_WAKEUP },
 	{ "offwake", PROTO_KIND_OFFWAKE }, { "chain", PROTO_KIND_CHAIN },
 	{ "runq", PROTO_KIND_RUNQ },	   { "oncpu", PROTO_KIND_ONCPU },
+	{ "bio", PROTO_KIND_BIO },	   { "fileio", PROTO_KIND_FILEIO },
 };
 
 static const struct key keys[] = {
@@ -259,7 +260,7 @@ static int fail_value(const struct where *w, const struct key *k)
 	case KEY_KINDS:
 		return fail(w,
 			    "bad value for '%s': must be a comma-separated list of profile kinds: "
-			    "offcpu, wakeup, offwake, chain, runq, oncpu",
+			    "offcpu, wakeup, offwake, chain, runq, oncpu, bio, fileio",
 			    k->name);
 	case KEY_BYTES:
 		return fail(w,

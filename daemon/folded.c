@@ -74,11 +74,15 @@ int folded_add(struct folded *f, const struct folded_stack *st, bool want_user, 
 		n = asprintf(&longer, "%s;--;%s", line, chain);
 		free(line);
 		line = longer;
-	} else if (n >= 0 && (st->kind == OFFCPU_KIND_RUNQ || st->kind == OFFCPU_KIND_ONCPU)) {
+	} else if (n >= 0 &&
+		   (st->kind == OFFCPU_KIND_RUNQ || st->kind == OFFCPU_KIND_ONCPU ||
+		    (st->kind == OFFCPU_KIND_BIO && st->state == OFFCPU_IO_STATE_QUEUE))) {
 		char *longer = NULL;
 
 		n = asprintf(&longer, "%s;%s", line,
-			     st->kind == OFFCPU_KIND_RUNQ ? "[runqueue]" : PROTO_ONCPU_FRAME);
+			     st->kind == OFFCPU_KIND_RUNQ    ? "[runqueue]"
+			     : st->kind == OFFCPU_KIND_ONCPU ? PROTO_ONCPU_FRAME
+							     : "[queued]");
 		free(line);
 		line = longer;
 	}

@@ -29,6 +29,7 @@ struct folded_stack {
 	const char *kstack; /* root->leaf */
 	uint32_t kind;	    /* enum offcpu_kind: decides the layout */
 	const char *chain;  /* the waker part (wakeup, offwake, chain kinds) */
+	uint32_t state;	    /* enum offcpu_state; for BIO, OFFCPU_IO_STATE_* */
 };
 
 /*
@@ -36,6 +37,8 @@ struct folded_stack {
  *   offcpu   comm;user;-;kernel
  *   runq     comm;user;-;kernel;[runqueue]
  *   oncpu    comm;user;-;kernel;[on-cpu]
+ *   bio      comm;user;-;kernel            (device time; queue time ends ;[queued])
+ *   fileio   comm;user;-;kernel
  *   wakeup   comm;chain                  (the waker part only)
  *   offwake  comm;user;-;kernel;--;chain (also chain: levels are in chain)
  * want_user/want_kernel say which target parts were collected. value is in

@@ -55,6 +55,7 @@ static int collect_sample(void *arg, const struct profile_row *row)
 		.state = row->state,
 		.sum_ns = row->sum_ns,
 		.count = row->count,
+		.bytes = row->bytes,
 		.ustack = row->ustack,
 		.kstack = row->kstack,
 		.kind = row->kind,
@@ -280,6 +281,7 @@ static int export_row(void *arg, const struct store_sample *s)
 		.state = s->state,
 		.sum_ns = s->sum_ns,
 		.count = s->count,
+		.bytes = s->bytes,
 		.ustack = s->ustack,
 		.kstack = s->kstack,
 		.kind = s->kind,
@@ -354,9 +356,9 @@ static int export_text(struct export_job *j, struct profile *after, struct profi
 	char *text, err[128];
 	int r;
 
-	text = profile_folded(after, true, true); /* stored profiles hold both kinds */
+	text = profile_folded(after, true, true, j->req.metric); /* stored: both stack kinds */
 	if (text && before) {
-		char *old = profile_folded(before, true, true), *both = NULL;
+		char *old = profile_folded(before, true, true, j->req.metric), *both = NULL;
 
 		if (old)
 			both = flame_diff_folded(old, strlen(old), text, strlen(text),
@@ -375,6 +377,9 @@ static int export_text(struct export_job *j, struct profile *after, struct profi
 
 	if (render.palette == PROTO_PALETTE_AUTO && !before)
 		render.palette = proto_palette_of_kind(j->req.kind, j->req.oncpu);
+	if (!render.countname[0])
+		snprintf(render.countname, sizeof(render.countname), "%s",
+			 proto_metric_unit(j->req.metric));
 	r = render_output(text, strlen(text), j->req.format, &render, &input,
 			  before ? "Differential Off-CPU Flame Graph"
 				 : proto_title_of_kind(j->req.kind, j->req.oncpu),

@@ -30,7 +30,7 @@
 #include "unwinder.h"
 
 #define PROC_ROOT    "/proc"
-#define MAX_PROGRAMS 8 /* BPF programs loaded; status lists them */
+#define MAX_PROGRAMS 32 /* BPF programs loaded; status lists them */
 
 _Static_assert(CONFIG_MAX_CAPTURES == OFFCPU_MAX_SLOTS - 1, "a slot for each capture");
 
@@ -574,6 +574,16 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 		reply_error(conn, PROTO_ERR_PERMISSION, err);
 		return;
 	}
+	if ((req->kind == PROTO_KIND_BIO || req->kind == PROTO_KIND_FILEIO) &&
+	    !collector_io_path(m->collector, req->kind)) {
+		snprintf(err, sizeof(err), "kind %s is not available on this kernel (%s)",
+			 proto_kind_name(req->kind),
+			 req->kind == PROTO_KIND_BIO
+				 ? "no block tracepoints in its BTF, or they did not attach"
+				 : "the syscall tracepoints did not attach; is tracefs mounted?");
+		reply_error(conn, PROTO_ERR_UNSUPPORTED, err);
+		return;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c || profile_new(&c->profile) < 0) {
 		free(c);
@@ -616,6 +626,13 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 
 /* ---- status ---- */
 
+static const char *io_path_or_empty(const struct manager *m, unsigned kind)
+{
+	const char *path = collector_io_path(m->collector, kind);
+
+	return path ? path : "";
+}
+
 static const struct {
 	unsigned idx;
 	const char *name;
@@ -639,6 +656,8 @@ static const struct {
 	{ OFFCPU_CNT_USTACK_TABLE_WALKS, "ustack_table_walks" },
 	{ OFFCPU_CNT_USTACK_TRUNCATED, "ustack_truncated" },
 	{ OFFCPU_CNT_ONCPU_SAMPLES, "oncpu_samples" },
+	{ OFFCPU_CNT_IO_EVENTS, "io_events" },
+	{ OFFCPU_CNT_DROP_IO_ALLOC, "drop_io_alloc" },
 };
 
 /* Per second, over the last drain interval. */
@@ -720,6 +739,8 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 		.uptime_s = (clock_monotonic_ns() - m->started_ns) / 1000000000ULL,
 		.pid = getpid(),
 		.tracepoint = collector_tracepoint(m->collector),
+		.bio_tracepoints = io_path_or_empty(m, OFFCPU_KIND_BIO),
+		.fileio_tracepoints = io_path_or_empty(m, OFFCPU_KIND_FILEIO),
 		.programs = programs,
 		.n_programs = m->n_programs,
 		.slots_active = collector_slots_active(m->collector),
@@ -966,8 +987,17 @@ static int continuous_start(struct manager *m)
 			.requests = n_specs > 0 && kind != OFFCPU_KIND_ONCPU,
 		};
 
+		bool io = kind == OFFCPU_KIND_BIO || kind == OFFCPU_KIND_FILEIO;
+
 		if (!(m->cfg.continuous_kinds & (1u << kind)))
 			continue;
+		if (io && !collector_io_path(m->collector, kind)) {
+			log_warning("continuous kind %s is not available on this kernel: skipped",
+				    proto_kind_name(kind));
+			continue;
+		}
+		filter.requests = filter.requests && !io; /* requests gate off-CPU blocks */
+		filter.hist = filter.hist && !io;
 		r = collector_slot_add(m->collector, &filter, &slot);
 		if (r == -EOPNOTSUPP) {
 			log_warning("continuous_kinds: oncpu left out: %s",

@@ -14,6 +14,7 @@
 struct profile_value {
 	uint64_t sum_ns;
 	uint64_t count;
+	uint64_t bytes;
 	char comm[OFFCPU_COMM_LEN];
 	char *ustack;
 	char *kstack;
@@ -100,6 +101,7 @@ int profile_add_row(struct profile *p, const struct profile_row *row)
 	}
 	v->sum_ns += row->sum_ns;
 	v->count += row->count;
+	v->bytes += row->bytes;
 	p->total_ns += row->sum_ns;
 	return 0;
 }
@@ -155,6 +157,7 @@ int profile_add(struct profile *p, const struct drain_row *row)
 		.state = row->key.state,
 		.sum_ns = row->value.sum_ns,
 		.count = row->value.count,
+		.bytes = row->value.bytes,
 		.ustack = row->ustack,
 		.kstack = row->kstack,
 		.kind = row->key.kind,
@@ -181,6 +184,7 @@ int profile_foreach(const struct profile *p, int (*fn)(void *arg, const struct p
 			.state = key->state,
 			.sum_ns = v->sum_ns,
 			.count = v->count,
+			.bytes = v->bytes,
 			.ustack = v->ustack ? v->ustack : "",
 			.kstack = v->kstack ? v->kstack : "",
 			.kind = key->kind,
@@ -208,6 +212,7 @@ size_t profile_rows(const struct profile *p)
 struct folded_args {
 	struct folded *f;
 	bool want_user, want_kernel;
+	enum proto_metric metric;
 };
 
 static int add_folded(void *arg, const struct profile_row *row)
@@ -220,20 +225,27 @@ static int add_folded(void *arg, const struct profile_row *row)
 		.kstack = row->kstack,
 		.kind = row->kind,
 		.chain = row->chain,
+		.state = row->state,
 	};
+	uint64_t value = a->metric == PROTO_METRIC_BYTES   ? row->bytes
+			 : a->metric == PROTO_METRIC_COUNT ? row->count
+							   : row->sum_ns;
 
-	return folded_add(a->f, &st, a->want_user, a->want_kernel, row->sum_ns);
+	return folded_add(a->f, &st, a->want_user, a->want_kernel, value);
 }
 
-char *profile_folded(const struct profile *p, bool want_user, bool want_kernel)
+char *profile_folded(const struct profile *p, bool want_user, bool want_kernel,
+		     enum proto_metric metric)
 {
-	struct folded_args a = { .want_user = want_user, .want_kernel = want_kernel };
+	struct folded_args a = { .want_user = want_user,
+				 .want_kernel = want_kernel,
+				 .metric = metric };
 	char *text = NULL;
 
 	if (folded_new(&a.f) < 0)
 		return NULL;
 	if (profile_foreach(p, add_folded, &a) == 0)
-		text = folded_text(a.f, 1000);
+		text = folded_text(a.f, metric == PROTO_METRIC_TIME ? 1000 : 1);
 	folded_free(a.f);
 	return text;
 }

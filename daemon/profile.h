@@ -24,6 +24,7 @@ struct profile_row {
 	uint32_t state; /* enum offcpu_state */
 	uint64_t sum_ns;
 	uint64_t count;
+	uint64_t bytes;	    /* I/O kinds; 0 for the others */
 	const char *ustack; /* ';'-joined frames root->leaf; "" if none */
 	const char *kstack;
 	uint32_t kind;	       /* enum offcpu_kind */
@@ -56,8 +57,10 @@ int profile_foreach(const struct profile *p, int (*fn)(void *arg, const struct p
 uint64_t profile_total_ns(const struct profile *p);
 size_t profile_rows(const struct profile *p);
 
-/* Folded text, values in microseconds (see folded.h). NULL on ENOMEM. */
-char *profile_folded(const struct profile *p, bool want_user, bool want_kernel);
+/* Folded text (see folded.h) of the metric: time in microseconds, counts,
+ * or bytes (proto_metric_unit()). NULL on ENOMEM. */
+char *profile_folded(const struct profile *p, bool want_user, bool want_kernel,
+		     enum proto_metric metric);
 
 /* Rows as protocol samples, frames root->leaf. Returns 0 or -ENOMEM; free
  * with profile_samples_free(). */

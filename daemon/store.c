@@ -7,7 +7,7 @@
  *   series(id, tgid, pid, comm_id, kind, state, ustack_id, kstack_id,
  *          chain_id) UNIQUE
  *   windows(id, start_ms, end_ms, capture_id, n_stacks, n_samples, bytes)
- *   samples(window_id, series_id, sum_ns, count)
+ *   samples(window_id, series_id, sum_ns, count, bytes)
  *                                     WITHOUT ROWID, clustered by window
  *   hist(window_id, tgid, comm_id, type, bucket, count)
  *                                     WITHOUT ROWID, key (window_id, tgid,
@@ -147,11 +147,19 @@ static int migrate_to_2(sqlite3 *db)
 	return sqlite3_exec(db, migration_v2, NULL, NULL, NULL);
 }
 
+/* I/O kinds count bytes too; older windows read back as 0 bytes. */
+static int migrate_to_3(sqlite3 *db)
+{
+	return sqlite3_exec(db, "ALTER TABLE samples ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
+			    NULL, NULL, NULL);
+}
+
 /* migrations[v] turns a version v database into version v + 1; the schema
  * version is the number of entries. Append only: never edit a shipped step. */
 static int (*const migrations[])(sqlite3 *db) = {
 	migrate_to_1,
 	migrate_to_2,
+	migrate_to_3,
 };
 
 #define STORE_SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
@@ -227,8 +235,8 @@ static const char *const stmt_sql[STMT_COUNT] = {
 			       "kstack_id, chain_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[STMT_SERIES_DELETE] = "DELETE FROM series WHERE id = ?1",
 	[STMT_SERIES_ALL] = "SELECT id, comm_id, ustack_id, kstack_id, chain_id FROM series",
-	[STMT_SAMPLE_INSERT] = "INSERT INTO samples (window_id, series_id, sum_ns, count) "
-			       "VALUES (?1, ?2, ?3, ?4)",
+	[STMT_SAMPLE_INSERT] = "INSERT INTO samples (window_id, series_id, sum_ns, count, bytes) "
+			       "VALUES (?1, ?2, ?3, ?4, ?5)",
 	[STMT_SAMPLES_REFS] = "SELECT series_id FROM samples",
 	[STMT_HIST_INSERT] = "INSERT INTO hist (window_id, tgid, comm_id, type, bucket, count) "
 			     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -282,6 +290,7 @@ struct series_key {
 struct sample_sum {
 	uint64_t sum_ns;
 	uint64_t count;
+	uint64_t bytes;
 };
 
 /* A window's row before insertion: the samples of one series merged. */
@@ -536,7 +545,8 @@ static size_t sample_row_bytes(const struct merged_row *m)
 {
 	/* A header byte per column plus its length; window_id taken as 3 bytes. */
 	return 5 + 3 + int_bytes(m->series_id) + int_bytes((int64_t)m->sum.sum_ns) +
-	       int_bytes((int64_t)m->sum.count) + ROW_OVERHEAD_BYTES;
+	       int_bytes((int64_t)m->sum.count) + int_bytes((int64_t)m->sum.bytes) +
+	       ROW_OVERHEAD_BYTES;
 }
 
 /* Id of the blob p[0..n) in a table whose blob column is UNIQUE, inserted if
@@ -765,6 +775,7 @@ static int window_merge(struct store *s, const struct store_sample *samples, siz
 			return store__error(s, -ENOMEM, "out of memory");
 		sum->sum_ns = add_saturated(sum->sum_ns, in->sum_ns);
 		sum->count = add_saturated(sum->count, in->count);
+		sum->bytes = add_saturated(sum->bytes, in->bytes);
 	}
 	return 0;
 }
@@ -938,6 +949,7 @@ static int window_insert(struct store *s, struct store_window *w, struct hashtab
 		/* uint64 kept as its int64 bit pattern; usum() reads it back. */
 		sqlite3_bind_int64(st, 3, (int64_t)sorted[i].sum.sum_ns);
 		sqlite3_bind_int64(st, 4, (int64_t)sorted[i].sum.count);
+		sqlite3_bind_int64(st, 5, (int64_t)sorted[i].sum.bytes);
 		rc = sqlite3_step(st);
 		if (rc != SQLITE_DONE) {
 			r = store__fail(s, rc, "cannot store a sample");
@@ -1585,8 +1597,9 @@ static int query_prepare(struct store *s, const struct store_query *q, sqlite3_s
 
 	APPEND(&sql, r,
 	       "SELECT se.tgid, se.pid, se.comm_id, se.kind, se.state, se.ustack_id, "
-	       "se.kstack_id, se.chain_id, g.sum_ns, g.count FROM (SELECT sa.series_id, "
-	       "usum(sa.sum_ns) AS sum_ns, usum(sa.count) AS count FROM windows w "
+	       "se.kstack_id, se.chain_id, g.sum_ns, g.count, g.bytes FROM (SELECT sa.series_id, "
+	       "usum(sa.sum_ns) AS sum_ns, usum(sa.count) AS count, usum(sa.bytes) AS bytes "
+	       "FROM windows w "
 	       "JOIN samples sa ON sa.window_id = w.id WHERE ");
 	query_append_windows(&sql, &r, q);
 	if (q->state_mask || q->kind_mask || (q->comm && q->comm[0]) || q->n_pids) {
@@ -1708,6 +1721,7 @@ int store_query(struct store *s, const struct store_query *q,
 			.state = (uint32_t)sqlite3_column_int64(st, 4),
 			.sum_ns = (uint64_t)sqlite3_column_int64(st, 8),
 			.count = (uint64_t)sqlite3_column_int64(st, 9),
+			.bytes = (uint64_t)sqlite3_column_int64(st, 10),
 		};
 		struct span comm, ustack, kstack, chain;
 

@@ -41,13 +41,14 @@ struct store_sample {
 	uint32_t tgid;
 	uint32_t pid;
 	const char *comm;
-	uint32_t kind;	/* enum offcpu_kind: off-CPU, wakeup, offwake, chain, runq */
+	uint32_t kind;	/* enum offcpu_kind: off-CPU, wakeup, offwake, chain, runq, bio, fileio */
 	uint32_t state; /* enum offcpu_state */
 	uint64_t sum_ns;
 	uint64_t count;
 	const char *ustack;
 	const char *kstack;
 	const char *chain; /* the waker part (wakeup, offwake, chain kinds); "" if none */
+	uint64_t bytes;	   /* I/O kinds; 0 for the others and for windows stored before */
 };
 
 #define STORE_HIST_BUCKETS 32 /* log2 of microseconds, as OFFCPU_HIST_BUCKETS */

@@ -101,8 +101,22 @@ static const char *const proto__kind_names[] = {
 	[PROTO_KIND_CHAIN] = "chain",
 	[PROTO_KIND_RUNQ] = "runq",
 	[PROTO_KIND_ONCPU] = "oncpu",
+	[PROTO_KIND_BIO] = "bio",
+	[PROTO_KIND_FILEIO] = "fileio",
 	NULL,
 };
+
+static const char *const proto__metric_names[] = {
+	[PROTO_METRIC_TIME] = "time",
+	[PROTO_METRIC_COUNT] = "count",
+	[PROTO_METRIC_BYTES] = "bytes",
+	NULL,
+};
+
+static bool proto__kind_io(enum proto_kind kind)
+{
+	return kind == PROTO_KIND_BIO || kind == PROTO_KIND_FILEIO;
+}
 
 /* The kinds a histogram is kept of: whole off-CPU time and run-queue wait. */
 #define PROTO__HIST_KINDS ((UINT32_C(1) << PROTO_KIND_OFFCPU) | (UINT32_C(1) << PROTO_KIND_RUNQ))
@@ -249,6 +263,13 @@ static const struct proto__field proto__capture_fields[] = {
 		.def = PROTO_KIND_OFFCPU,
 		.names = proto__kind_names,
 	},
+	{
+		.name = "metric",
+		.kind = PROTO__KIND_ENUM,
+		PROTO__CAP(metric),
+		.def = PROTO_METRIC_TIME,
+		.names = proto__metric_names,
+	},
 	{ .name = "split_runq", .kind = PROTO__KIND_BOOL, PROTO__CAP(split_runq) },
 	{ .name = "oncpu", .kind = PROTO__KIND_BOOL, PROTO__CAP(oncpu) },
 	{
@@ -326,6 +347,13 @@ static const struct proto__field proto__export_fields[] = {
 	},
 	{ .name = "oncpu", .kind = PROTO__KIND_BOOL, PROTO__EXP(oncpu) },
 	{ .name = "lines", .kind = PROTO__KIND_BOOL, PROTO__EXP(lines) },
+	{
+		.name = "metric",
+		.kind = PROTO__KIND_ENUM,
+		PROTO__EXP(metric),
+		.def = PROTO_METRIC_TIME,
+		.names = proto__metric_names,
+	},
 };
 
 #define PROTO__HIST(member) PROTO__AT(struct proto_hist_request, member)
@@ -805,6 +833,13 @@ static int proto__capture_check(const void *args, const struct proto__command *c
 		return proto__fail(err, err_size,
 				   "field 'requests' does not apply to on-CPU samples (kind oncpu, "
 				   "oncpu)");
+	if (c->metric == PROTO_METRIC_BYTES && !proto__kind_io(c->kind))
+		return proto__fail(err, err_size,
+				   "field 'metric' bytes needs kind bio or fileio, not %s",
+				   proto_kind_name(c->kind));
+	if (c->n_requests && proto__kind_io(c->kind))
+		return proto__fail(err, err_size, "field 'requests' needs an off-CPU kind, not %s",
+				   proto_kind_name(c->kind));
 	if (proto__given(command, given, "chain_depth") && c->kind != PROTO_KIND_CHAIN)
 		return proto__fail(err, err_size, "field 'chain_depth' needs kind chain, not %s",
 				   proto_kind_name(c->kind));
@@ -878,6 +913,10 @@ static int proto__export_check(const void *args, const struct proto__command *c,
 	(void)given;
 	if (e->oncpu && e->kind != PROTO_KIND_OFFCPU)
 		return proto__fail(err, err_size, "field 'oncpu' needs kind offcpu, not %s",
+				   proto_kind_name(e->kind));
+	if (e->metric == PROTO_METRIC_BYTES && !proto__kind_io(e->kind))
+		return proto__fail(err, err_size,
+				   "field 'metric' bytes needs kind bio or fileio, not %s",
 				   proto_kind_name(e->kind));
 	r = proto__range_check(c, e->from_ms, e->to_ms, e->capture_id, err, err_size);
 	return r < 0 ? r : proto__export_diff_check(e, err, err_size);
@@ -1504,6 +1543,8 @@ char *proto_reply_status(const struct proto_status *s)
 	    !proto__add_u64(body, "uptime_s", s->uptime_s) ||
 	    !proto__add_u64(body, "pid", s->pid) ||
 	    !proto__add_string(body, "tracepoint", s->tracepoint) ||
+	    !proto__add_string(body, "bio_tracepoints", s->bio_tracepoints) ||
+	    !proto__add_string(body, "fileio_tracepoints", s->fileio_tracepoints) ||
 	    !(programs = cJSON_AddArrayToObject(body, "programs")))
 		goto fail;
 	for (size_t i = 0; s->programs && i < s->n_programs; i++) {
@@ -2056,6 +2097,13 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	     proto__reply_u64(item, "rss_bytes", &s->rss_bytes) < 0))
 		return -EINVAL;
 
+	/* Optional: daemons before the I/O kinds did not send them. */
+	s->bio_tracepoints = s->fileio_tracepoints = "";
+	if ((cJSON_GetObjectItemCaseSensitive(o, "bio_tracepoints") &&
+	     proto__reply_str(o, "bio_tracepoints", &s->bio_tracepoints) < 0) ||
+	    (cJSON_GetObjectItemCaseSensitive(o, "fileio_tracepoints") &&
+	     proto__reply_str(o, "fileio_tracepoints", &s->fileio_tracepoints) < 0))
+		return -EINVAL;
 	if (proto__reply_str(o, "version", &s->version) < 0 ||
 	    proto__reply_u64(o, "uptime_s", &s->uptime_s) < 0 ||
 	    proto__reply_u32(o, "pid", &s->pid) < 0 ||
@@ -2336,6 +2384,18 @@ enum proto_palette proto_palette_of_kind(enum proto_kind kind, bool oncpu)
 	}
 }
 
+int proto_metric_from_name(const char *name)
+{
+	return proto__name_index(proto__metric_names, name);
+}
+
+const char *proto_metric_unit(enum proto_metric metric)
+{
+	return metric == PROTO_METRIC_BYTES   ? "bytes"
+	       : metric == PROTO_METRIC_COUNT ? "I/Os"
+					      : "us";
+}
+
 const char *proto_title_of_kind(enum proto_kind kind, bool oncpu)
 {
 	if (oncpu)
@@ -2351,6 +2411,10 @@ const char *proto_title_of_kind(enum proto_kind kind, bool oncpu)
 		return "Run-Queue Wait Flame Graph";
 	case PROTO_KIND_ONCPU:
 		return "On-CPU Time Flame Graph";
+	case PROTO_KIND_BIO:
+		return "Block I/O Flame Graph";
+	case PROTO_KIND_FILEIO:
+		return "File I/O Flame Graph";
 	default:
 		return "Off-CPU Time Flame Graph";
 	}

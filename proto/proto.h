@@ -55,6 +55,17 @@ enum proto_kind {
 	PROTO_KIND_CHAIN,   /* "chain": off-wake through chain_depth waker levels */
 	PROTO_KIND_RUNQ,    /* "runq": target stacks; run-queue wait (woken to running) */
 	PROTO_KIND_ONCPU,   /* "oncpu": stacks sampled on CPU; samples x period */
+	PROTO_KIND_BIO,	    /* "bio": block requests by issuing stacks; state D device
+			     * time (issue to completion), R queue time (insert to issue) */
+	PROTO_KIND_FILEIO,  /* "fileio": read/write/fsync syscalls by user stack; latency */
+};
+
+/* What a flame graph's widths measure: the rows' time, events or bytes
+ * (bytes: I/O kinds only). */
+enum proto_metric {
+	PROTO_METRIC_TIME,
+	PROTO_METRIC_COUNT,
+	PROTO_METRIC_BYTES,
 };
 
 /* The leaf frame that marks on-CPU time in folded lines, flame graphs and
@@ -116,10 +127,11 @@ struct proto_capture_request {
 	enum proto_stacks stacks;
 	enum proto_format format;
 	struct proto_render render;
-	enum proto_kind kind; /* default PROTO_KIND_OFFCPU */
-	uint32_t split_runq;  /* bool, kind OFFCPU only: run-queue wait as RUNQ rows */
-	uint32_t oncpu;	      /* bool, kind OFFCPU only: on-CPU samples beside (hot/cold) */
-	uint32_t chain_depth; /* 1..PROTO_CHAIN_DEPTH_MAX; default 3; given only for CHAIN */
+	enum proto_kind kind;	  /* default PROTO_KIND_OFFCPU */
+	enum proto_metric metric; /* default PROTO_METRIC_TIME; BYTES: I/O kinds only */
+	uint32_t split_runq;	  /* bool, kind OFFCPU only: run-queue wait as RUNQ rows */
+	uint32_t oncpu;		  /* bool, kind OFFCPU only: on-CPU samples beside (hot/cold) */
+	uint32_t chain_depth;	  /* 1..PROTO_CHAIN_DEPTH_MAX; default 3; given only for CHAIN */
 	/* Request-synchronous: only off-CPU time inside these functions counts. */
 	char requests[PROTO_MAX_REQUESTS][PROTO_REQUEST_SPEC_MAX + 1]; /* "SYMBOL[@BINARY]" */
 	size_t n_requests;
@@ -158,6 +170,7 @@ struct proto_export_request {
 	enum proto_kind kind;		  /* default PROTO_KIND_OFFCPU; A and B alike */
 	uint32_t oncpu;			  /* bool, kind OFFCPU only: ONCPU rows too (hot/cold) */
 	uint32_t lines;			  /* bool: frames keep their source lines */
+	enum proto_metric metric;	  /* default PROTO_METRIC_TIME; BYTES: I/O kinds only */
 };
 
 /* Exactly one of a range (from_ms > 0) or a capture_id is set, as for export. */
@@ -250,6 +263,9 @@ struct proto_status {
 	uint64_t uptime_s;
 	uint32_t pid;
 	const char *tracepoint; /* "tp_btf" or "raw_tp" */
+	/* What each I/O kind is traced with; "" if it is unavailable here. */
+	const char *bio_tracepoints;
+	const char *fileio_tracepoints;
 	const struct proto_program *programs;
 	size_t n_programs;
 	uint32_t slots_active;
@@ -421,6 +437,11 @@ int proto_kind_from_name(const char *name);
 
 /* The name of an enum proto_kind value ("offcpu", ...); "?" if out of range. */
 const char *proto_kind_name(unsigned kind);
+
+int proto_metric_from_name(const char *name);
+
+/* The unit a folded line's value is in for this metric ("us", "I/Os", "bytes"). */
+const char *proto_metric_unit(enum proto_metric metric);
 
 /* The palette and default title a graph of this kind is drawn with;
  * oncpu: with on-CPU samples beside (hot/cold, kind offcpu). */

@@ -447,7 +447,7 @@ static void test_kinds(void)
 	};
 	const char *want = "test.conf:1: bad value for 'continuous_kinds': must be a "
 			   "comma-separated list of profile kinds: offcpu, wakeup, offwake, "
-			   "chain, runq, oncpu";
+			   "chain, runq, oncpu, bio, fileio";
 	char text[256];
 	struct config c;
 

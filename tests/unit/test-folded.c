@@ -84,6 +84,31 @@ int main(void)
 		     "tgt;try_to_wake_up;futex_wake;-;signal;work;wkr 6\n");
 	free(t);
 
+	/* BIO: device time as is, queue time (state R) with a [queued] leaf. */
+	CHECK(folded_new(&f) == 0);
+	{
+		struct folded_stack st = {
+			.comm = "tgt",
+			.ustack = "main;read",
+			.kstack = "submit",
+			.kind = OFFCPU_KIND_BIO,
+			.chain = "",
+			.state = OFFCPU_IO_STATE_DEVICE,
+		};
+
+		CHECK(folded_add(f, &st, true, true, 9) == 0);
+		st.state = OFFCPU_IO_STATE_QUEUE;
+		CHECK(folded_add(f, &st, true, true, 2) == 0);
+		st.kind = OFFCPU_KIND_FILEIO;
+		st.kstack = "";
+		st.state = OFFCPU_IO_STATE_DEVICE;
+		CHECK(folded_add(f, &st, true, true, 4) == 0);
+	}
+	t = text_of(f, 1);
+	CHECK_STR(t, "tgt;main;read;- 4\ntgt;main;read;-;submit 9\n"
+		     "tgt;main;read;-;submit;[queued] 2\n");
+	free(t);
+
 	/* Empty input gives empty text, not NULL. */
 	CHECK(folded_new(&f) == 0);
 	t = text_of(f, 1);

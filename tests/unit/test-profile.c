@@ -50,6 +50,32 @@ int main(void)
 	CHECK(profile_add(p, &r) == 0);
 
 	CHECK(profile_rows(p) == 3);
+	/* Metrics: counts and bytes (0 for these off-CPU rows) instead of time. */
+	text = profile_folded(p, true, false, PROTO_METRIC_COUNT);
+	CHECK_STR(text, "app;main;idle 1\napp;main;work 3\n");
+	free(text);
+	text = profile_folded(p, true, false, PROTO_METRIC_BYTES);
+	CHECK_STR(text, "");
+	free(text);
+	r = row(0x4444, "main;read", 2, 3000);
+	r.value.bytes = 8192;
+	CHECK(profile_add(p, &r) == 0);
+	r.value.bytes = 4096;
+	CHECK(profile_add(p, &r) == 0);
+	text = profile_folded(p, true, false, PROTO_METRIC_BYTES);
+	CHECK_STR(text, "app;main;read 12288\n");
+	free(text);
+	profile_free(p);
+	CHECK(profile_new(&p) == 0);
+	r = row(0x1111, "main;work", 1, 1500000);
+	CHECK(profile_add(p, &r) == 0);
+	r = row(0x2222, "main;work", 1, 500000);
+	CHECK(profile_add(p, &r) == 0);
+	r = row(0x1111, "main;work", 0, 1000000);
+	CHECK(profile_add(p, &r) == 0);
+	r = row(0x3333, "main;idle", 1, 2000000);
+	CHECK(profile_add(p, &r) == 0);
+	CHECK(profile_rows(p) == 3);
 	CHECK(profile_total_ns(p) == 5000000);
 	CHECK(profile_foreach(p, count_rows, &rows) == 0 && rows == 3);
 
@@ -69,11 +95,11 @@ int main(void)
 	profile_samples_free(samples, n);
 
 	/* Folded sums the states together: one line per stack. */
-	text = profile_folded(p, true, true);
+	text = profile_folded(p, true, true, PROTO_METRIC_TIME);
 	CHECK_STR(text,
 		  "app;main;idle;-;entry;schedule 2000\napp;main;work;-;entry;schedule 3000\n");
 	free(text);
-	text = profile_folded(p, true, false);
+	text = profile_folded(p, true, false, PROTO_METRIC_TIME);
 	CHECK_STR(text, "app;main;idle 2000\napp;main;work 3000\n");
 	free(text);
 

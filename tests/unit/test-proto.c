@@ -1604,9 +1604,8 @@ static void test_request_format_render(void)
 
 static void test_kind_names(void)
 {
-	static const char *const names[] = {
-		"offcpu", "wakeup", "offwake", "chain", "runq", "oncpu"
-	};
+	static const char *const names[] = { "offcpu", "wakeup", "offwake", "chain",
+					     "runq",   "oncpu",	 "bio",	    "fileio" };
 
 	CHECK(PROTO_KIND_OFFCPU == 0 && PROTO_KIND_WAKEUP == 1 && PROTO_KIND_OFFWAKE == 2 &&
 	      PROTO_KIND_CHAIN == 3 && PROTO_KIND_RUNQ == 4 && PROTO_KIND_ONCPU == 5);
@@ -1614,7 +1613,7 @@ static void test_kind_names(void)
 		CHECK_STR(proto_kind_name(k), names[k]);
 		CHECK_MSG(proto_kind_from_name(names[k]) == (int)k, "(%s)", names[k]);
 	}
-	CHECK_STR(proto_kind_name(6), "?");
+	CHECK_STR(proto_kind_name(8), "?");
 	CHECK_STR(proto_kind_name(UINT32_MAX), "?");
 	CHECK(proto_kind_from_name("Offcpu") == -EINVAL);
 	CHECK(proto_kind_from_name("off-cpu") == -EINVAL);

@@ -229,14 +229,15 @@ static void test_create_reopen(void)
 				  .sum_ns = 5,
 				  .count = 1,
 				  .ustack = "main;f",
-				  .kstack = "" };
+				  .kstack = "",
+				  .bytes = 4096 };
 	struct store_window w, *list = NULL;
 	struct store *s;
 	struct got g = { 0 };
 	size_t n = 0;
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 2);
+	CHECK(pragma(s, "PRAGMA user_version") == 3);
 	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2); /* incremental */
 	CHECK(add(s, 1000, 2000, 0, &v, 1, &w) == 0);
 	CHECK(w.id > 0 && w.n_samples == 1 && w.n_stacks == 1 && w.bytes > 0);
@@ -244,7 +245,7 @@ static void test_create_reopen(void)
 	store_close(NULL);
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 2);
+	CHECK(pragma(s, "PRAGMA user_version") == 3);
 	CHECK(store_windows_list(s, 0, &list, &n, err, sizeof(err)) == 0);
 	CHECK(n == 1 && list[0].id == w.id && list[0].start_ms == 1000 && list[0].end_ms == 2000);
 	CHECK(n == 1 && list[0].n_samples == 1 && list[0].n_stacks == 1 &&
@@ -256,7 +257,7 @@ static void test_create_reopen(void)
 		CHECK_STR(g.v[0].ustack, "main;f");
 		CHECK_STR(g.v[0].kstack, "");
 		CHECK_STR(g.v[0].chain, "");
-		CHECK(g.v[0].s.sum_ns == 5 && g.v[0].s.tgid == 7);
+		CHECK(g.v[0].s.sum_ns == 5 && g.v[0].s.tgid == 7 && g.v[0].s.bytes == 4096);
 	}
 	got_free(&g);
 	store_close(s);
@@ -269,15 +270,15 @@ static void test_round_trip(void)
 	static const char odd_comm[] = "a;b \x01\xff\xc3\x28'\"%";
 	static const char odd_stack[] = ";\xfe\xff;;x y;";
 	struct store_sample w1[] = {
-		{ 10, 11, "app", 0, 1, 100, 1, "main;read", "sys_read;schedule", "" },
-		{ 10, 12, "app", 0, 2, 200, 2, "main;write", "", "" },
-		{ 10, 11, "app", 0, 1, 7, 3, "main;read", "sys_read;schedule", "" }, /* dup */
-		{ 20, 20, odd_comm, 0, 3, 5, 1, odd_stack, ";", "" },
-		{ 30, 30, NULL, 0, 0, 1, 1, NULL, NULL, NULL },
+		{ 10, 11, "app", 0, 1, 100, 1, "main;read", "sys_read;schedule", "", 0 },
+		{ 10, 12, "app", 0, 2, 200, 2, "main;write", "", "", 0 },
+		{ 10, 11, "app", 0, 1, 7, 3, "main;read", "sys_read;schedule", "", 0 }, /* dup */
+		{ 20, 20, odd_comm, 0, 3, 5, 1, odd_stack, ";", "", 0 },
+		{ 30, 30, NULL, 0, 0, 1, 1, NULL, NULL, NULL, 0 },
 	};
 	struct store_sample w2[] = {
-		{ 10, 11, "app", 0, 1, 1000, 10, "main;read", "sys_read;schedule", "" },
-		{ 20, 20, odd_comm, 0, 3, UINT64_MAX - 2, 1, odd_stack, ";", "" },
+		{ 10, 11, "app", 0, 1, 1000, 10, "main;read", "sys_read;schedule", "", 0 },
+		{ 20, 20, odd_comm, 0, 3, UINT64_MAX - 2, 1, odd_stack, ";", "", 0 },
 	};
 	const struct got_row *r;
 	struct store_window w;
@@ -324,7 +325,7 @@ static void test_round_trip(void)
 	{
 		size_t cap = 5000 * 64, len = 0;
 		char *big = malloc(cap);
-		struct store_sample deep = { 40, 40, "deep", 0, 1, 9, 1, big, big, big };
+		struct store_sample deep = { 40, 40, "deep", 0, 1, 9, 1, big, big, big, 0 };
 
 		for (int i = 0; i < 5000; i++)
 			len += snprintf(big + len, cap - len, "%sframe_%d_%040d", i ? ";" : "",
@@ -353,14 +354,14 @@ static void test_filters(void)
 {
 	const char *path = db_path("filters.db");
 	struct store_sample v[] = {
-		{ 1, 1, "one", 0, 0, 1, 1, "a", "k", "" },
-		{ 1, 2, "one", 0, 1, 2, 1, "a", "k", "" },
-		{ 2, 2, "two", 0, 2, 4, 1, "b", "k", "" },
-		{ 3, 3, "three", 0, 3, 8, 1, "c", "k", "" },
-		{ 3, 4, "three", 0, 1, 16, 1, "c", "k", "" },
-		{ 4, 4, "one", 0, 2, 32, 1, "d", "k", "" },
+		{ 1, 1, "one", 0, 0, 1, 1, "a", "k", "", 0 },
+		{ 1, 2, "one", 0, 1, 2, 1, "a", "k", "", 0 },
+		{ 2, 2, "two", 0, 2, 4, 1, "b", "k", "", 0 },
+		{ 3, 3, "three", 0, 3, 8, 1, "c", "k", "", 0 },
+		{ 3, 4, "three", 0, 1, 16, 1, "c", "k", "", 0 },
+		{ 4, 4, "one", 0, 2, 32, 1, "d", "k", "", 0 },
 	};
-	struct store_sample cap[] = { { 1, 1, "one", 0, 0, 1000, 1, "capture", "", "" } };
+	struct store_sample cap[] = { { 1, 1, "one", 0, 0, 1000, 1, "capture", "", "", 0 } };
 	uint32_t pids[] = { 1, 3 }, many[STORE_QUERY_MAX_PIDS + 1];
 	struct store_query q = { .from_ms = 0, .to_ms = 100000 };
 	struct got g = { 0 };
@@ -427,7 +428,7 @@ static void test_filters(void)
 static void test_range(void)
 {
 	const char *path = db_path("range.db");
-	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "" };
+	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "", 0 };
 	struct got g = { 0 };
 	uint64_t windows;
 	struct store *s;
@@ -488,7 +489,7 @@ static void test_age(void)
 {
 	const char *path = db_path("age.db");
 	struct store_limits limits = { .max_age_ms = 3600 * 1000 };
-	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "" };
+	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "", 0 };
 	struct store_window w1, w2, w3, *list = NULL;
 	int64_t now = now_ms();
 	struct store *s;
@@ -593,7 +594,7 @@ static void test_size(struct gen *gen)
 static void test_full(struct gen *gen)
 {
 	const char *path = db_path("full.db");
-	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "" };
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "", 0 };
 	struct store_window w, *list = NULL;
 	struct got g = { 0 };
 	uint64_t windows;
@@ -684,7 +685,7 @@ static void check_refused(const char *path, int want, const char *text)
 static void test_refused(void)
 {
 	const char *path = db_path("garbage.db");
-	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "" };
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "", 0 };
 	unsigned char junk[16384];
 	uint32_t x = 12345;
 	struct store *s;
@@ -718,9 +719,9 @@ static void test_refused(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	store_close(s);
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db, "PRAGMA user_version = 3", NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, "PRAGMA user_version = 4", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
-	check_refused(path, -EPROTO, "schema version 3");
+	check_refused(path, -EPROTO, "schema version 4");
 
 	/* An empty database made elsewhere, in WAL mode, is adopted. */
 	path = db_path("empty.db");
@@ -728,7 +729,7 @@ static void test_refused(void)
 	CHECK(sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 2);
+	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 3);
 	store_close(s);
 
 	/* Somebody else's database. */
@@ -746,7 +747,7 @@ static void test_refused(void)
 static void test_crash(void)
 {
 	const char *path = db_path("crash.db");
-	struct store_sample v = { 1, 2, "c", 0, 1, 12345, 6, "main;f", "k", "" };
+	struct store_sample v = { 1, 2, "c", 0, 1, 12345, 6, "main;f", "k", "", 0 };
 	struct got g = { 0 };
 	struct store *s;
 	int status = 0;
@@ -776,15 +777,15 @@ static void test_chain(void)
 	static const char u[] = "main;read", k[] = "sys_read;schedule";
 	struct store_sample v[] = {
 		/* The same target stacks woken by two wakers: two rows. */
-		{ 10, 11, "app", 2, 1, 100, 1, u, k, "kworker;wake_up_process" },
-		{ 10, 11, "app", 2, 1, 200, 2, u, k, "irq;wake_up" },
-		{ 10, 11, "app", 2, 1, 5, 1, u, k, "kworker;wake_up_process" }, /* dup */
+		{ 10, 11, "app", 2, 1, 100, 1, u, k, "kworker;wake_up_process", 0 },
+		{ 10, 11, "app", 2, 1, 200, 2, u, k, "irq;wake_up", 0 },
+		{ 10, 11, "app", 2, 1, 5, 1, u, k, "kworker;wake_up_process", 0 }, /* dup */
 		/* No chain: "" and NULL are the same. */
-		{ 10, 11, "app", 2, 1, 1000, 1, u, k, "" },
-		{ 10, 11, "app", 2, 1, 2000, 1, u, k, NULL },
+		{ 10, 11, "app", 2, 1, 1000, 1, u, k, "", 0 },
+		{ 10, 11, "app", 2, 1, 2000, 1, u, k, NULL, 0 },
 		/* A chain equal to a user stack is the same stacks row. */
-		{ 10, 11, "app", 3, 1, 7, 1, u, "", u },
-		{ 20, 20, "x", 1, 1, 9, 1, "", "", odd_chain },
+		{ 10, 11, "app", 3, 1, 7, 1, u, "", u, 0 },
+		{ 20, 20, "x", 1, 1, 9, 1, "", "", odd_chain, 0 },
 	};
 	const struct got_row *r;
 	struct store_window w1, w2;
@@ -834,13 +835,13 @@ static void test_kinds(void)
 {
 	const char *path = db_path("kinds.db");
 	struct store_sample v[] = {
-		{ 1, 1, "a", 0, 1, 1, 1, "u", "k", "" },    /* offcpu */
-		{ 1, 1, "a", 1, 1, 2, 1, "u", "k", "w" },   /* wakeup */
-		{ 1, 1, "a", 2, 1, 4, 1, "u", "k", "w" },   /* offwake */
-		{ 1, 1, "a", 3, 2, 8, 1, "u", "k", "w;v" }, /* chain */
-		{ 2, 2, "b", 4, 0, 16, 1, "u", "k", "" },   /* runq */
+		{ 1, 1, "a", 0, 1, 1, 1, "u", "k", "", 0 },    /* offcpu */
+		{ 1, 1, "a", 1, 1, 2, 1, "u", "k", "w", 0 },   /* wakeup */
+		{ 1, 1, "a", 2, 1, 4, 1, "u", "k", "w", 0 },   /* offwake */
+		{ 1, 1, "a", 3, 2, 8, 1, "u", "k", "w;v", 0 }, /* chain */
+		{ 2, 2, "b", 4, 0, 16, 1, "u", "k", "", 0 },   /* runq */
 	};
-	struct store_sample cap[] = { { 1, 1, "a", 4, 0, 1000, 1, "u", "k", "" } };
+	struct store_sample cap[] = { { 1, 1, "a", 4, 0, 1000, 1, "u", "k", "", 0 } };
 	struct store_query q = { .from_ms = 0, .to_ms = 10000 };
 	uint32_t pid2[] = { 2 };
 	struct got g = { 0 };
@@ -986,7 +987,7 @@ static void test_hist(void)
 	struct store_hist d[] = { { 10, "later", 0, 3, 1 } };
 	struct store_hist bad_type[] = { { 1, "x", 2, 0, 1 } };
 	struct store_hist bad_bucket[] = { { 1, "x", 0, STORE_HIST_BUCKETS, 1 } };
-	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u", "k", "" };
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u", "k", "", 0 };
 	struct store_query q = { .from_ms = 0, .to_ms = 3000 };
 	uint32_t pids[] = { 20, 30 };
 	struct store_window wa, wb, *list = NULL;
@@ -1110,7 +1111,7 @@ static void test_hist_evict(void)
 {
 	const char *path = db_path("hist-evict.db");
 	struct store_limits limits = { .max_age_ms = 3600 * 1000 };
-	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "" };
+	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "", 0 };
 	struct store_hist h1[] = { { 5, "histonly1", 0, 2, 3 } };
 	struct store_hist h2[] = { { 6, "histonly2", 1, 2, 3 } };
 	struct store_window w1, w2;
@@ -1234,8 +1235,8 @@ static void check_migrated(const char *path, enum v1_content content)
 {
 	const char *stack3 = content == V1_WINDOW ? "app" : "";
 	struct store_sample again[] = {
-		{ 10, 11, "app", 0, 1, 1, 1, "main;read", "sys_read;schedule", "" },
-		{ 10, 11, "app", 0, 1, 2, 1, "main;read", "sys_read;schedule", "w" },
+		{ 10, 11, "app", 0, 1, 1, 1, "main;read", "sys_read;schedule", "", 0 },
+		{ 10, 11, "app", 0, 1, 2, 1, "main;read", "sys_read;schedule", "w", 0 },
 	};
 	struct store_hist h = { 10, "app", 0, 7, 9 };
 	struct store_window w, *list = NULL;
@@ -1247,7 +1248,7 @@ static void check_migrated(const char *path, enum v1_content content)
 	size_t n = 0;
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 2);
+	CHECK(pragma(s, "PRAGMA user_version") == 3);
 	CHECK(pragma(s, "PRAGMA application_id") == 1329811541);
 	CHECK(pragma(s, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = "
 			"'ok'") == 1);
@@ -1258,6 +1259,9 @@ static void check_migrated(const char *path, enum v1_content content)
 	CHECK(pragma(s, "SELECT count(*) FROM pragma_index_list('series') l, "
 			"pragma_index_info(l.name) i WHERE l.\"unique\" = 1") == 8);
 	CHECK(pragma(s, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '%v2%'") == 0);
+	/* v3: bytes of I/O rows; the old rows read back with 0. */
+	CHECK(pragma(s, "SELECT count(*) FROM pragma_table_info('samples') WHERE name = "
+			"'bytes'") == 1);
 	CHECK(pragma(s, "SELECT count(*) FROM hist") == 0);
 	if (content == V1_NOTHING) {
 		CHECK(pragma(s, "SELECT count(*) FROM stacks") == 0);
@@ -1308,7 +1312,7 @@ static void check_migrated(const char *path, enum v1_content content)
 
 	/* Migrated once: the next open finds version 2 and the same rows. */
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 2);
+	CHECK(pragma(s, "PRAGMA user_version") == 3);
 	CHECK(query_range(s, 0, 5000, &g, &windows) == 0);
 	CHECK(windows == 2 && g.n == 4);
 	got_free(&g);
@@ -1329,7 +1333,7 @@ static void test_migrate_v1(void)
 static void test_stats(void)
 {
 	const char *path = db_path("stats.db");
-	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "" };
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "", 0 };
 	struct store_window *list = NULL;
 	struct store_stats st;
 	struct store *s;
