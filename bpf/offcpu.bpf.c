@@ -37,8 +37,8 @@
 #define TASK_UNINTERRUPTIBLE 0x0002
 #define TASK_NOLOAD	     0x0400
 #define PF_KTHREAD	     0x00200000
+#define UNWIND_REFRESH_NS    1000000000ull /* 1 s */
 #define MAX_FRAME_BYTES	     (8u << 20) /* the default stack rlimit */
-#define PROT_EXEC	     0x4
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -211,8 +211,10 @@ struct {
  * the files processes map, and unwind_procs with each process's executable
  * mappings and where their rows are. A process not in unwind_procs is asked
  * for through unwind_requests (once, unwind_requested remembers), and walked
- * with frame pointers meanwhile. Exec forgets a process; an executable mmap
- * asks again.
+ * with frame pointers meanwhile. Exec forgets a process; a walk that meets
+ * code outside its known mappings (a library loaded since, JIT code) asks
+ * again, at most once per UNWIND_REFRESH_NS. (Tracing mmap instead would need
+ * a syscall tracepoint, which slows every system call on the machine.)
  */
 const volatile __u32 unwind_dwarf = 0;	    /* set by the loader: 0 frame pointers only */
 const volatile __u32 unwind_max_depth = 64; /* frames, at most OFFCPU_MAX_STACK_DEPTH */
@@ -355,21 +357,39 @@ static __always_inline void walk_stack(void *ctx, struct offcpu_stack *st, __u64
 	st->flags = 0;
 }
 
+static __always_inline bool unwind_submit(__u32 tgid)
+{
+	__u32 *req = bpf_ringbuf_reserve(&unwind_requests, sizeof(*req), 0);
+
+	if (!req)
+		return false;
+	*req = tgid;
+	bpf_ringbuf_submit(req, 0);
+	return true;
+}
+
 /* Asks user space for tgid's unwind tables, unless it was asked already. */
 static __always_inline void unwind_request(__u32 tgid)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 *req;
 
 	if (bpf_map_update_elem(&unwind_requested, &tgid, &now, BPF_NOEXIST))
 		return;
-	req = bpf_ringbuf_reserve(&unwind_requests, sizeof(*req), 0);
-	if (!req) {
+	if (!unwind_submit(tgid))
 		bpf_map_delete_elem(&unwind_requested, &tgid); /* ask again next time */
+}
+
+/* Asks again for the tables of tgid, which has code its published mappings
+ * do not cover, unless it asked less than UNWIND_REFRESH_NS ago. The new
+ * time also tells user space that maps it is reading may be stale. */
+static __always_inline void unwind_refresh(__u32 tgid)
+{
+	__u64 now = bpf_ktime_get_ns(), *asked = bpf_map_lookup_elem(&unwind_requested, &tgid);
+
+	if (!asked || now - *asked < UNWIND_REFRESH_NS)
 		return;
-	}
-	*req = tgid;
-	bpf_ringbuf_submit(req, 0);
+	*asked = now;
+	unwind_submit(tgid);
 }
 
 struct user_walk {
@@ -377,6 +397,7 @@ struct user_walk {
 	const struct offcpu_unwind_proc *proc;
 	__u64 ip, sp, bp;
 	bool bp_known;
+	bool unknown_pc; /* met code outside the published mappings */
 	/* A uretprobe replaces a return address with its trampoline; the real
 	 * ones are in the task's return instances, newest first. */
 	__u64 trampoline;
@@ -493,6 +514,8 @@ static long unwind_step(__u32 i, void *arg)
 	st->ips[at] = s->ip;
 	st->nr = at + 1;
 	known = unwind_rule(s->proc, pc, &row);
+	if (!known)
+		s->unknown_pc = true;
 	switch (row.cfa_rule) {
 	case OFFCPU_CFA_END:
 		st->flags |= OFFCPU_STACK_COMPLETE;
@@ -548,7 +571,7 @@ static long unwind_step(__u32 i, void *arg)
 }
 
 /* prev's user stack, walked with its process's unwind tables. */
-static __always_inline void unwind_user_stack(struct task_struct *prev,
+static __always_inline void unwind_user_stack(struct task_struct *prev, __u32 tgid,
 					      const struct offcpu_unwind_proc *proc,
 					      struct offcpu_stack *st)
 {
@@ -569,6 +592,8 @@ static __always_inline void unwind_user_stack(struct task_struct *prev,
 	if (depth > OFFCPU_MAX_STACK_DEPTH)
 		depth = OFFCPU_MAX_STACK_DEPTH;
 	bpf_loop(depth, unwind_step, &s, 0);
+	if (s.unknown_pc)
+		unwind_refresh(tgid);
 	count(OFFCPU_CNT_USTACK_TABLE_WALKS);
 	if (!(st->flags & OFFCPU_STACK_COMPLETE))
 		count(OFFCPU_CNT_USTACK_TRUNCATED);
@@ -584,7 +609,7 @@ static __always_inline void walk_user_stack(void *ctx, struct task_struct *prev,
 	if (btf && unwind_dwarf) {
 		proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
 		if (proc) {
-			unwind_user_stack(prev, proc, st);
+			unwind_user_stack(prev, tgid, proc, st);
 			return;
 		}
 		unwind_request(tgid);
@@ -1262,23 +1287,6 @@ int BPF_PROG(unwind_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 
 	bpf_map_delete_elem(&unwind_procs, &tgid);
 	bpf_map_delete_elem(&unwind_requested, &tgid);
-	return 0;
-}
-
-/* New executable code (dlopen, a JIT's file): the process's tables are asked
- * for again, keeping the current ones meanwhile. User space waits a little
- * before it reads the maps, for the mmap to be done. */
-SEC("tracepoint/syscalls/sys_enter_mmap")
-int unwind_mmap(struct trace_event_raw_sys_enter *ctx)
-{
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-
-	/* Not asked for yet: the first request will read the maps after this. */
-	if (!(ctx->args[2] & PROT_EXEC) || (long)ctx->args[4] < 0 ||
-	    !bpf_map_lookup_elem(&unwind_requested, &tgid))
-		return 0;
-	bpf_map_delete_elem(&unwind_requested, &tgid);
-	unwind_request(tgid);
 	return 0;
 }
 

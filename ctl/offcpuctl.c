@@ -346,8 +346,6 @@ static void unwind_summary(const struct proto_status *st)
 	if (walks)
 		printf("; %" PRIu64 " walks, %.1f%% reached the thread's first frame", walks,
 		       100.0 * (walks - truncated) / walks);
-	if (!u->mmap_tracked)
-		printf("; executable mmaps not traced");
 	printf("\n");
 }
 

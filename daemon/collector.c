@@ -20,7 +20,6 @@
 struct collector {
 	struct offcpu_bpf *skel;
 	struct bpf_link *links[4];
-	struct bpf_link *mmap_link; /* NULL if syscall tracepoints are missing */
 	size_t n_links;
 	/* The I/O kinds' links (see io_attach()): bio's for good, fileio's
 	 * only while a fileio slot is in use, since any syscall tracepoint
@@ -169,7 +168,6 @@ static int load(const struct collector_options *opts, bool raw_tp, bool io, stru
 	skel->rodata->unwind_dwarf = opts->unwind_dwarf && !raw_tp;
 	skel->rodata->unwind_max_depth = opts->unwind_max_depth;
 	bpf_program__set_autoload(skel->progs.unwind_exec, skel->rodata->unwind_dwarf);
-	bpf_program__set_autoload(skel->progs.unwind_mmap, skel->rodata->unwind_dwarf);
 	bpf_map__set_max_entries(skel->maps.unwind_rows,
 				 skel->rodata->unwind_dwarf ? opts->unwind_rows : 1);
 	bpf_map__set_max_entries(skel->maps.unwind_procs, opts->unwind_processes);
@@ -295,10 +293,6 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 			goto fail;
 		}
 	}
-	/* Optional: a kernel without syscall tracepoints still unwinds what
-	 * was mapped when a process was first seen. */
-	if (c->skel->rodata->unwind_dwarf)
-		c->mmap_link = bpf_program__attach(c->skel->progs.unwind_mmap);
 	/* Without perf events (perf_event_paranoid, no such event) only the
 	 * on-CPU kind is missing: slots that want it are refused. */
 	c->oncpu_error = oncpu_attach(c, opts->oncpu_frequency);
@@ -319,7 +313,6 @@ void collector_free(struct collector *c)
 	oncpu_detach(c);
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
-	bpf_link__destroy(c->mmap_link);
 	io_detach(c, IO_BIO);
 	io_detach(c, IO_FILEIO);
 	offcpu_bpf__destroy(c->skel);
@@ -340,11 +333,6 @@ bool collector_unwind_maps(const struct collector *c, struct unwinder_maps *ret)
 		.requests_fd = bpf_map__fd(c->skel->maps.unwind_requests),
 	};
 	return true;
-}
-
-bool collector_unwind_tracks_mmap(const struct collector *c)
-{
-	return c->mmap_link != NULL;
 }
 
 const char *collector_tracepoint(const struct collector *c)

@@ -184,10 +184,6 @@ void collector_map_sizes(const struct collector *c, struct collector_map_sizes *
 struct unwinder_maps;
 bool collector_unwind_maps(const struct collector *c, struct unwinder_maps *ret);
 
-/* Whether executable mmaps are traced (syscall tracepoints may be missing):
- * without it, a library loaded later is walked with frame pointers. */
-bool collector_unwind_tracks_mmap(const struct collector *c);
-
 /* Totals since load, summed over CPUs (enum offcpu_counter). */
 void collector_counters(struct collector *c, uint64_t ret[OFFCPU_CNT_MAX]);
 

@@ -770,7 +770,6 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 		unwinder_stats(m->unwinder, &ustats);
 		st.unwind = (struct proto_unwind_status){
 			.mode = "dwarf",
-			.mmap_tracked = collector_unwind_tracks_mmap(m->collector),
 			.tables = ustats.tables,
 			.processes = ustats.processes,
 			.rows_used = ustats.rows_used,
@@ -1096,12 +1095,8 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 			log_error("cannot start the unwinder: %s", strerror(-r));
 			goto fail;
 		}
-		log_info("user stacks: unwind tables (up to %u rows), frame pointers elsewhere%s",
-			 umaps.rows_max,
-			 collector_unwind_tracks_mmap(m->collector)
-				 ? ""
-				 : "; executable mmaps are not traced (no syscall tracepoints): "
-				   "libraries loaded later use frame pointers");
+		log_info("user stacks: unwind tables (up to %u rows), frame pointers elsewhere",
+			 umaps.rows_max);
 	} else {
 		log_info("user stacks: frame pointers%s",
 			 cfg->unwind == CONFIG_UNWIND_DWARF ? " (unwind tables need tp_btf)" : "");

@@ -30,7 +30,7 @@
 #include "unwind_table.h"
 
 #define LOADS_MAX	  8
-#define SETTLE_NS	  (20 * 1000 * 1000ull)	      /* let an mmap in progress finish */
+#define SETTLE_NS	  (20 * 1000 * 1000ull)	      /* let an mmap under way finish */
 #define SWEEP_INTERVAL_NS (5 * 1000 * 1000 * 1000ull) /* forget processes that are gone */
 #define PROCESSES_MAX	  65536
 
@@ -388,8 +388,8 @@ static int prepare(struct unwinder *u, uint32_t tgid)
 		proc_release(u, &fresh);
 		return err;
 	}
-	/* An exec (or another mmap) while the maps were read: these mappings may
-	 * be the old image's. Withdraw them; the new request redoes the work. */
+	/* An exec (or a new request) while the maps were read: these mappings
+	 * may be the old image's. Withdraw them; the new request redoes the work. */
 	if (asked_at(u, tgid) != asked) {
 		bpf_map_delete_elem(u->maps.procs_fd, &tgid);
 		proc_release(u, &fresh);
@@ -457,8 +457,8 @@ static void update_counts(struct unwinder *u)
 static int on_request(void *ctx, void *data, size_t size)
 {
 	struct unwinder *u = ctx;
-	/* An mmap asked, or may be under way (a new process's loader maps its
-	 * libraries right after exec): the maps are read a little later. */
+	/* An mmap may be under way (a new process's loader maps its libraries
+	 * right after exec; a dlopen): the maps are read a little later. */
 	uint64_t due = clock_monotonic_ns() + SETTLE_NS;
 	uint32_t tgid;
 

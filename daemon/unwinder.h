@@ -1,7 +1,8 @@
 /*
  * unwinder: feeds the in-kernel unwinder (bpf/offcpu.bpf.c) its tables. For
  * each process the BPF side asks about (unwind_requests ring buffer: a new
- * process, an exec, an executable mmap), reads /proc/PID/maps, builds the
+ * process, an exec, a walk that met code outside the known mappings), reads
+ * /proc/PID/maps, builds the
  * unwind table of each executable file mapping (unwind_table.c) unless a
  * table of that file (same build-id, else device and inode) is loaded
  * already, copies it into the unwind_rows array, and publishes the process's

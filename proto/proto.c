@@ -1590,7 +1590,6 @@ char *proto_reply_status(const struct proto_status *s)
 	    !proto__add_u64(daemon, "rss_bytes", s->rss_bytes) ||
 	    !(unwind = cJSON_AddObjectToObject(body, "unwind")) ||
 	    !proto__add_string(unwind, "mode", s->unwind.mode ? s->unwind.mode : "fp") ||
-	    !proto__add_bool(unwind, "mmap_tracked", s->unwind.mmap_tracked) ||
 	    !proto__add_u64(unwind, "tables", s->unwind.tables) ||
 	    !proto__add_u64(unwind, "processes", s->unwind.processes) ||
 	    !proto__add_u64(unwind, "rows_used", s->unwind.rows_used) ||
@@ -2076,8 +2075,7 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	item = cJSON_GetObjectItemCaseSensitive(o, "unwind");
 	s->unwind.mode = s->unwind.build_max_path = "";
 	if (item && (!cJSON_IsObject(item) || proto__reply_str(item, "mode", &s->unwind.mode) < 0 ||
-		     proto__reply_bool(item, "mmap_tracked", &s->unwind.mmap_tracked) < 0 ||
-		     proto__reply_u64(item, "tables", &s->unwind.tables) < 0 ||
+			     proto__reply_u64(item, "tables", &s->unwind.tables) < 0 ||
 		     proto__reply_u64(item, "processes", &s->unwind.processes) < 0 ||
 		     proto__reply_u64(item, "rows_used", &s->unwind.rows_used) < 0 ||
 		     proto__reply_u64(item, "rows_max", &s->unwind.rows_max) < 0 ||

@@ -246,7 +246,6 @@ struct proto_store_status {
 /* How user stacks are walked, and the unwind tables loaded for it. */
 struct proto_unwind_status {
 	const char *mode;	    /* "dwarf" (tables, frame pointers elsewhere) or "fp" */
-	bool mmap_tracked;	    /* executable mmaps reload a process's tables */
 	uint64_t tables, processes; /* loaded files' tables; processes using them */
 	uint64_t rows_used, rows_max, table_bytes;
 	uint64_t builds; /* tables built since start */

@@ -4,6 +4,7 @@ an executable, a shared library and C++, against the workloads' ground
 truth; frame-pointer mode as the contrast; the depth limit and status."""
 import json
 import os
+import subprocess
 import unittest
 
 from offcpu_env import BUILD, SANITIZED, Daemon, RequestWorkload, Workload
@@ -93,6 +94,33 @@ class UnwindTest(unittest.TestCase):
         self.assertTrue(rows)
         self.assertTrue(all(follows(s, "worker_thread", "lib_handle_request") for s in rows), rows)
         self.assertFalse(any("[unknown]" in s for s in rows), rows)
+
+    def test_library_loaded_later(self):
+        # The capture loads the process's tables before the library exists;
+        # the first walk through it asks for them again (at most once a
+        # second), and from then on its stacks are whole.
+        lib = os.path.join(BUILD, "tests", "librequest_workload_nofp.so")
+        w = subprocess.Popen([os.path.join(BUILD, "tests", "dlopen_workload"), lib, "300", "10"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            pid = int(w.stdout.readline().split()[1])
+            proc = self.daemon.ctl_popen("--json", "capture", "--pid", str(pid), "--seconds", "5", "-U")
+            self.daemon.wait_captures(1)
+            w.stdin.write("go\n")
+            w.stdin.flush()
+            truth = json.loads(w.communicate(timeout=60)[0].splitlines()[-1])
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if w.poll() is None:
+                w.kill()
+        self.assertEqual(proc.returncode, 0, err)
+        cap = json.loads(out)["capture"]
+        whole = sum(s["value_ns"] for s in cap["samples"]
+                    if follows(s["ustack"], "main", "block_in_backend_read", "read") and
+                    s["ustack"][0] != "[truncated]")
+        # 3 s of reads; the refresh comes within about 1 s of the first request.
+        self.assertGreater(whole, 0.5 * truth["blocked_ns"],
+                           [(s["ustack"], s["value_ns"]) for s in cap["samples"]])
 
     def test_cxx_without_frame_pointers(self):
         cap, truth = capture_request_workload(self.daemon, "request_workload_cpp_nofp")
