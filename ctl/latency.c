@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "elf_funcs.h"
+#include "frame.h"
 #include "pt_decode.h"
 #include "pt_latency.h"
 #include "proto.h"
@@ -74,6 +75,7 @@ static const char *latency_name(void *ctx, uint64_t ip)
 	if (!ip)
 		return "[outside filter]";
 	symbolizer_user(n->sym, 1, ip, n->buf, sizeof(n->buf));
+	n->buf[frame_name_len(n->buf, strlen(n->buf))] = '\0'; /* the function, not its line */
 	return n->buf;
 }
 

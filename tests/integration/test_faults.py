@@ -66,12 +66,13 @@ def list_windows(d):
 
 
 def export_window(d, w, kind="offcpu"):
-    """The export of exactly window w (a range export selects by start)."""
+    """The export of exactly window w (a range export selects by start), with
+    source lines: rows that differ only by them are not summed."""
     if w["capture_id"]:
         sel = {"capture": w["capture_id"]}
     else:
         sel = {"from_ms": w["start_ms"], "to_ms": w["start_ms"] + 1}
-    r = request(d, {"v": 1, "cmd": "export", "format": "json", "kind": kind, **sel})
+    r = request(d, {"v": 1, "cmd": "export", "format": "json", "kind": kind, "lines": True, **sel})
     assert r["ok"], f"export of window {w}: {r}"
     return r["export"]
 
