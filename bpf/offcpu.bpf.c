@@ -61,6 +61,7 @@ __u32 kind_slots[OFFCPU_KIND_COUNT];   /* slots of each kind */
 __u32 split_runq_slots;		       /* OFFCPU slots that count run-queue wait apart (as RUNQ) */
 __u32 hist_slots;		       /* slots that keep log2 histograms */
 __u32 request_slots;		       /* slots that count only inside a request */
+__u32 filename_slots;		       /* FILEIO slots that key rows by file name too */
 __u32 epoch;			       /* its low bit selects the buffer being written */
 
 struct start_rec {

@@ -194,6 +194,14 @@ struct offcpu_unwind_proc {
 	struct offcpu_unwind_mapping maps[OFFCPU_UNWIND_MAPPINGS];
 };
 
+/* fileio --with-filename: the file's name (its last path component), by
+ * hash in the file_names map; the hash is the row key's chain field. */
+#define OFFCPU_FILE_NAME_LEN 64
+
+struct offcpu_file_name {
+	char name[OFFCPU_FILE_NAME_LEN];
+};
+
 /* offcpu_stack.flags */
 #define OFFCPU_STACK_DWARF    1u /* walked with unwind tables (else bpf_get_stack) */
 #define OFFCPU_STACK_COMPLETE 2u /* reached the outermost frame (DWARF walks only) */

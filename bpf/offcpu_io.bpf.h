@@ -41,8 +41,17 @@ struct {
 struct fileio_call {
 	__u64 start_ns;
 	__u32 slots;
-	__u32 pad;
+	__s32 fd; /* every traced call's first argument */
 };
+
+/* File names of --with-filename rows, by hash (see struct offcpu_file_name):
+ * interned at the call's exit, read (not emptied) by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct offcpu_file_name);
+} file_names SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -58,6 +67,7 @@ struct io_done_event {
 	__u64 queue_ns;	 /* BIO: insert to issue; FILEIO: 0 */
 	__u64 bytes;
 	__u64 khash, uhash;
+	__u64 fhash; /* FILEIO: the file's name in file_names; 0: none */
 	__u32 tgid, pid;
 	__u32 kind;
 	__u32 pad;
@@ -136,6 +146,7 @@ __noinline int io_account(struct io_done_event *ev, __u32 slot)
 	key.kind = ev->kind;
 	key.kstack = (kernel_stack_slots & bit) ? ev->khash : 0;
 	key.ustack = (user_stack_slots & bit) ? ev->uhash : 0;
+	key.chain = (filename_slots & bit) ? ev->fhash : 0;
 	if (state_slots[OFFCPU_IO_STATE_DEVICE] & bit)
 		aggregate_io(b.agg, &key, ev->device_ns, 1, ev->bytes, ev->comm);
 	if (ev->queue_ns && (state_slots[OFFCPU_IO_STATE_QUEUE] & bit)) {
@@ -276,7 +287,7 @@ int BPF_PROG(bio_rq_complete, struct request *rq)
 
 /* ---- FILEIO ---- */
 
-static __always_inline void fileio_enter(void)
+static __always_inline void fileio_enter(long fd)
 {
 	struct fileio_call call = {};
 	__u32 tgid, pid;
@@ -285,8 +296,40 @@ static __always_inline void fileio_enter(void)
 	if (!call.slots)
 		return;
 	call.start_ns = bpf_ktime_get_ns();
+	call.fd = (__s32)fd;
 	if (bpf_map_update_elem(&fileio_calls, &pid, &call, BPF_ANY))
 		count(OFFCPU_CNT_DROP_IO_ALLOC);
+}
+
+/*
+ * Interns the name (last path component) of the current task's file fd in
+ * file_names; returns its hash, 0 if fd is not open. Files without a name
+ * of their own (pipes, sockets: the name is made up when asked) are
+ * "[anonymous]". A global function: its loop is verified once.
+ */
+__noinline __u64 file_name_hash(int fd)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct offcpu_file_name n = {};
+	const unsigned char *name;
+	struct file **fds, *f = NULL;
+	struct fdtable *fdt;
+	__u64 h = 0xcbf29ce484222325ULL;
+
+	fdt = BPF_CORE_READ(t, files, fdt);
+	if (!fdt || fd < 0 || (unsigned)fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return 0;
+	name = BPF_CORE_READ(f, f_path.dentry, d_name.name);
+	if (!name || bpf_probe_read_kernel_str(n.name, sizeof(n.name), name) <= 1)
+		__builtin_memcpy(n.name, "[anonymous]", sizeof("[anonymous]"));
+	for (int i = 0; i < OFFCPU_FILE_NAME_LEN && n.name[i]; i++)
+		h = (h ^ (unsigned char)n.name[i]) * 0x100000001b3ULL;
+	h = h ? h : 1;
+	bpf_map_update_elem(&file_names, &h, &n, BPF_ANY);
+	return h;
 }
 
 static __always_inline void fileio_exit(void *ctx, long ret)
@@ -320,6 +363,8 @@ static __always_inline void fileio_exit(void *ctx, long ret)
 	if (passing & user_stack_slots)
 		walk_user_stack(ctx, bpf_get_current_task_btf(), ev.tgid, ust, true);
 	ev.uhash = intern_stack(b.stacks, ust);
+	if (passing & filename_slots)
+		ev.fhash = file_name_hash(call->fd);
 	io_account_all(&ev, passing);
 out:
 	bpf_map_delete_elem(&fileio_calls, &pid);
@@ -329,7 +374,7 @@ out:
 	SEC("tracepoint/syscalls/sys_enter_" #name)                                                \
 	int fileio_enter_##name(struct trace_event_raw_sys_enter *ctx)                             \
 	{                                                                                          \
-		fileio_enter();                                                                    \
+		fileio_enter(ctx->args[0]);                                                        \
 		return 0;                                                                          \
 	}                                                                                          \
 	SEC("tracepoint/syscalls/sys_exit_" #name)                                                 \

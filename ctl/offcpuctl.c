@@ -71,6 +71,7 @@ static void usage(FILE *out)
 		"                              see offcpuctl(8)\n"
 		"          --metric M          time (default), count or bytes (bio, fileio)\n"
 		"          --split-runq        offcpu: run-queue wait as [runqueue] leaves\n"
+		"          --with-filename     fileio: the file's name as the leaf ([file] NAME)\n"
 		"          --lines             source file:line on each user frame (from\n"
 		"                              DWARF; inlined functions are frames anyway)\n"
 		"          --chain-depth N     chain: waker levels, 1 to 8 (default 3)\n"
@@ -964,6 +965,7 @@ static int cmd_capture(int argc, char **argv)
 		OPT_CHAIN_DEPTH,
 		OPT_REQUEST,
 		OPT_METRIC,
+		OPT_WITH_FILENAME,
 	};
 	static const struct option options[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -977,6 +979,7 @@ static int cmd_capture(int argc, char **argv)
 		{ "kernel-only", no_argument, NULL, 'K' },
 		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "split-runq", no_argument, NULL, OPT_SPLIT_RUNQ },
+		{ "with-filename", no_argument, NULL, OPT_WITH_FILENAME },
 		{ "lines", no_argument, NULL, OPT_LINES },
 		{ "metric", required_argument, NULL, OPT_METRIC },
 		{ "chain-depth", required_argument, NULL, OPT_CHAIN_DEPTH },
@@ -1062,6 +1065,9 @@ static int cmd_capture(int argc, char **argv)
 		case OPT_SPLIT_RUNQ:
 			cap->split_runq = 1;
 			break;
+		case OPT_WITH_FILENAME:
+			cap->with_filename = 1;
+			break;
 		case OPT_LINES:
 			cap->lines = 1;
 			break;
@@ -1103,6 +1109,12 @@ static int cmd_capture(int argc, char **argv)
 	if (cap->metric == PROTO_METRIC_BYTES && cap->kind != PROTO_KIND_BIO &&
 	    cap->kind != PROTO_KIND_FILEIO) {
 		r = usage_error("--metric bytes only applies to --kind bio or fileio, not %s",
+				proto_kind_name(cap->kind));
+		free(req);
+		return r;
+	}
+	if (cap->with_filename && cap->kind != PROTO_KIND_FILEIO) {
+		r = usage_error("--with-filename only applies to --kind fileio, not %s",
 				proto_kind_name(cap->kind));
 		free(req);
 		return r;

@@ -100,6 +100,7 @@ void capture_filter(const struct proto_capture_request *req, struct collector_fi
 		.kind = req->kind,
 		.chain_depth = req->chain_depth,
 		.split_runq = req->split_runq,
+		.filename = req->with_filename,
 		.oncpu = req->oncpu,
 		.requests = req->n_requests > 0,
 	};

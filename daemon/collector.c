@@ -459,6 +459,7 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	mask_set(&bss->oncpu_slots, bit, f->kind == OFFCPU_KIND_ONCPU || f->oncpu);
 	mask_set(&bss->hist_slots, bit, f->hist);
 	mask_set(&bss->request_slots, bit, f->requests);
+	mask_set(&bss->filename_slots, bit, f->filename);
 	if (f->kind == OFFCPU_KIND_FILEIO)
 		c->fileio_slots |= bit;
 	/* Publish: the slot must be complete before a program sees its bit. */
@@ -681,12 +682,11 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 		if (fd < 0 || n == max)
 			continue; /* not loaded: the other tracepoint flavour */
 		ret[n].name = bpf_program__name(prog);
-		ret[n].attached = bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE ? requests
-				  : !strncmp(ret[n].name, "fileio_", 7)
-					  ? c->n_io_links[IO_FILEIO] > 0
-				  : bpf_program__type(prog) == BPF_PROG_TYPE_PERF_EVENT
-					  ? !c->oncpu_error
-					  : true;
+		ret[n].attached =
+			bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE ? requests
+			: !strncmp(ret[n].name, "fileio_", 7) ? c->n_io_links[IO_FILEIO] > 0
+			: bpf_program__type(prog) == BPF_PROG_TYPE_PERF_EVENT ? !c->oncpu_error
+									      : true;
 		ret[n].run_cnt = ret[n].run_time_ns = 0;
 		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
 			ret[n].run_cnt = info.run_cnt;
@@ -714,6 +714,14 @@ int collector_waker_stack(struct collector *c, uint64_t hash, struct offcpu_stac
 {
 	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.waker_stacks), &hash, ret) < 0)
 		return -ENOENT;
+	return 0;
+}
+
+int collector_file_name(struct collector *c, uint64_t hash, struct offcpu_file_name *ret)
+{
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.file_names), &hash, ret) < 0)
+		return -ENOENT;
+	ret->name[sizeof(ret->name) - 1] = '\0';
 	return 0;
 }
 

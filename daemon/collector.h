@@ -34,7 +34,7 @@ struct collector_options {
 	uint32_t unwind_max_depth; /* frames, 1..OFFCPU_MAX_STACK_DEPTH */
 	uint32_t unwind_rows;	   /* rows of all loaded unwind tables */
 	uint32_t unwind_processes; /* processes with tables at once */
-	uint32_t oncpu_frequency; /* on-CPU samples per second and CPU; 0: no sampling */
+	uint32_t oncpu_frequency;  /* on-CPU samples per second and CPU; 0: no sampling */
 };
 
 /* One capture's filter. Empty id lists mean "all". */
@@ -51,6 +51,7 @@ struct collector_filter {
 	unsigned kind;	      /* enum offcpu_kind */
 	unsigned chain_depth; /* OFFCPU_KIND_CHAIN: 1..OFFCPU_MAX_CHAIN */
 	bool split_runq;      /* OFFCPU: run-queue wait as separate RUNQ rows */
+	bool filename;	      /* FILEIO: rows by file name too (hash in the key's chain) */
 	bool oncpu;	      /* OFFCPU: on-CPU samples beside, as ONCPU rows (hot/cold) */
 	bool hist;	      /* keep log2 histograms */
 	bool requests;	      /* count only inside the slot's request functions */
@@ -158,6 +159,10 @@ unsigned collector_slots_active(const struct collector *c);
 /* A waker's stack by hash (waker stacks are kept in an LRU map, not drained).
  * Returns 0, or -ENOENT if it was evicted. */
 int collector_waker_stack(struct collector *c, uint64_t hash, struct offcpu_stack *ret);
+
+/* A fileio row's file name by hash (an LRU map, not drained). Returns 0, or
+ * -ENOENT if it was evicted. */
+int collector_file_name(struct collector *c, uint64_t hash, struct offcpu_file_name *ret);
 
 /* A loaded program and the kernel's run statistics of it. */
 struct collector_program {

@@ -1,4 +1,5 @@
 /* drain: see drain.h. */
+#define _GNU_SOURCE /* asprintf */
 #include "drain.h"
 
 #include <errno.h>
@@ -14,7 +15,7 @@
 struct name_key {
 	uint64_t hash;
 	uint32_t tgid;
-	uint32_t kind; /* 0 user stack, 1 kernel stack, 2 waker chain */
+	uint32_t kind; /* 0 user stack, 1 kernel stack, 2 waker chain, 3 user stack + file */
 };
 
 #define FRAME_NAME_MAX 4096 /* a user address's frames: its inline chain */
@@ -270,6 +271,34 @@ static int level_name(struct collector *c, struct symbolizer *s, const struct of
 }
 
 /* The waker part of a row: its levels joined by "--". */
+/* A --with-filename fileio row's user stack, its file's name as the leaf
+ * frame: "stack;[file] NAME". */
+static const char *file_leaf(struct drain_result *r, struct collector *c, const char *ustack,
+			     const struct offcpu_key *k)
+{
+	struct name_key key = { .hash = k->ustack ^ (k->chain * 0x9e3779b97f4a7c15ULL),
+				.tgid = k->tgid,
+				.kind = 3 };
+	struct offcpu_file_name f;
+	char **slot;
+	bool created;
+
+	slot = hashtab_put(r->names, &key, &created);
+	if (!slot)
+		return "[out of memory]";
+	if (!created)
+		return *slot;
+	if (collector_file_name(c, k->chain, &f) < 0)
+		snprintf(f.name, sizeof(f.name), "[name lost]"); /* evicted: the time stays */
+	for (char *p = f.name; *p; p++)
+		if (*p == ';' || (unsigned char)*p < 0x20)
+			*p = *p == ';' ? ':' : '?'; /* a frame holds no ';' and no line break */
+	if (asprintf(slot, "%s%s" DRAIN_FILE_FRAME_PREFIX "%s", ustack, *ustack ? ";" : "",
+		     f.name) < 0)
+		*slot = NULL;
+	return *slot ? *slot : "[out of memory]";
+}
+
 static const char *chain_get(struct drain_result *r, struct collector *c, struct symbolizer *s,
 			     const struct collector_batch *b, const struct offcpu_key *k)
 {
@@ -350,6 +379,8 @@ int drain_run(struct collector *c, struct symbolizer *s, const uint32_t *tgids, 
 		ustack = row->key.ustack ? stack_find(&b, row->key.ustack) : NULL;
 		row->ustack_flags = ustack ? ustack->stack.flags : 0;
 		row->chain = chain_get(ret, c, s, &b, &row->key);
+		if (row->key.kind == OFFCPU_KIND_FILEIO && row->key.chain)
+			row->ustack = file_leaf(ret, c, row->ustack, &row->key);
 	}
 	ret->n_rows = b.n_rows;
 	/* Histograms pass through as they are; the manager sorts them by slot. */

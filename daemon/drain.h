@@ -13,6 +13,10 @@
 #include "collector.h"
 #include "symbolizer.h"
 
+/* The leaf frame of a fileio --with-filename row: the prefix, then the
+ * file's name. */
+#define DRAIN_FILE_FRAME_PREFIX "[file] "
+
 /* The root frame of a user stack whose table walk stopped early. */
 #define DRAIN_TRUNCATED_FRAME "[truncated]"
 

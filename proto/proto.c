@@ -271,6 +271,7 @@ static const struct proto__field proto__capture_fields[] = {
 		.names = proto__metric_names,
 	},
 	{ .name = "split_runq", .kind = PROTO__KIND_BOOL, PROTO__CAP(split_runq) },
+	{ .name = "with_filename", .kind = PROTO__KIND_BOOL, PROTO__CAP(with_filename) },
 	{ .name = "oncpu", .kind = PROTO__KIND_BOOL, PROTO__CAP(oncpu) },
 	{
 		.name = "chain_depth",
@@ -824,6 +825,9 @@ static int proto__capture_check(const void *args, const struct proto__command *c
 	 * that could mean "absent", so any is refused. */
 	if (c->split_runq && c->kind != PROTO_KIND_OFFCPU)
 		return proto__fail(err, err_size, "field 'split_runq' needs kind offcpu, not %s",
+				   proto_kind_name(c->kind));
+	if (c->with_filename && c->kind != PROTO_KIND_FILEIO)
+		return proto__fail(err, err_size, "field 'with_filename' needs kind fileio, not %s",
 				   proto_kind_name(c->kind));
 	if (c->oncpu && c->kind != PROTO_KIND_OFFCPU)
 		return proto__fail(err, err_size, "field 'oncpu' needs kind offcpu, not %s",
@@ -2075,7 +2079,7 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	item = cJSON_GetObjectItemCaseSensitive(o, "unwind");
 	s->unwind.mode = s->unwind.build_max_path = "";
 	if (item && (!cJSON_IsObject(item) || proto__reply_str(item, "mode", &s->unwind.mode) < 0 ||
-			     proto__reply_u64(item, "tables", &s->unwind.tables) < 0 ||
+		     proto__reply_u64(item, "tables", &s->unwind.tables) < 0 ||
 		     proto__reply_u64(item, "processes", &s->unwind.processes) < 0 ||
 		     proto__reply_u64(item, "rows_used", &s->unwind.rows_used) < 0 ||
 		     proto__reply_u64(item, "rows_max", &s->unwind.rows_max) < 0 ||

@@ -130,6 +130,7 @@ struct proto_capture_request {
 	enum proto_kind kind;	  /* default PROTO_KIND_OFFCPU */
 	enum proto_metric metric; /* default PROTO_METRIC_TIME; BYTES: I/O kinds only */
 	uint32_t split_runq;	  /* bool, kind OFFCPU only: run-queue wait as RUNQ rows */
+	uint32_t with_filename;	  /* bool, kind FILEIO only: the file's name as the leaf frame */
 	uint32_t oncpu;		  /* bool, kind OFFCPU only: on-CPU samples beside (hot/cold) */
 	uint32_t chain_depth;	  /* 1..PROTO_CHAIN_DEPTH_MAX; default 3; given only for CHAIN */
 	/* Request-synchronous: only off-CPU time inside these functions counts. */

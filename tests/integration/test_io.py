@@ -175,6 +175,26 @@ class IoTest(unittest.TestCase):
         self.assertLess(sum(v for _, v in rows_with(slow_rows, "cached_read_thread")), CACHED // 100, slow)
         self.assertGreaterEqual(sum(v for _, v in rows_with(slow_rows, "write_and_sync")), SYNCS // 2, slow)
 
+    def test_fileio_with_filename(self):
+        d = self.daemon
+        w = IoWorkload()
+        (named, plain), _ = captures(d, w, ["--kind", "fileio", "--metric", "count", "--with-filename"],
+                                     ["--kind", "fileio", "--metric", "count"])
+        rows = parse_folded(named)
+        # The file's name is the leaf of the user stack: "...;pwrite;[file] NAME;-".
+        for fn, name, want in (("write_and_sync", f"io_workload.{w.pid}.sync", 2 * SYNCS),
+                               ("read_cached_block", f"io_workload.{w.pid}.cached", CACHED)):
+            mine = rows_with(rows, fn)
+            self.assertTrue(mine, named)
+            self.assertTrue(all(f[f.index("-") - 1] == f"[file] {name}" for f, _ in mine), mine)
+            got = sum(v for _, v in mine)
+            self.assertGreaterEqual(got, want - max(2, want // 100), named)
+            self.assertLessEqual(got, want)
+        self.assertFalse([f for f, _ in parse_folded(plain) if any(x.startswith("[file] ") for x in f)])
+        r = d.ctl("capture", "--pid", str(os.getpid()), "--seconds", "1", "--with-filename")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--with-filename only applies to --kind fileio", r.stderr)
+
     def test_windows_hold_io_kinds(self):
         d = self.daemon
         w = IoWorkload()

@@ -435,6 +435,7 @@ static void check_roundtrip_at(const char *file, int line, const struct proto_re
 			check_render_at(file, line, &a->render, &b->render, s);
 			CHECK_AT(file, line, a->kind == b->kind, "(%s)", s);
 			CHECK_AT(file, line, a->split_runq == b->split_runq, "(%s)", s);
+			CHECK_AT(file, line, a->with_filename == b->with_filename, "(%s)", s);
 			CHECK_AT(file, line, a->oncpu == b->oncpu, "(%s)", s);
 			CHECK_AT(file, line, a->chain_depth == b->chain_depth, "(%s)", s);
 			CHECK_AT(file, line, a->lines == b->lines, "(%s)", s);
@@ -527,6 +528,10 @@ static void test_request_format(void)
 	CHECK_ROUNDTRIP(&req);
 	req.capture.oncpu = 0;
 	req.capture.split_runq = 0;
+	req.capture.kind = PROTO_KIND_FILEIO;
+	req.capture.with_filename = 1;
+	CHECK_ROUNDTRIP(&req);
+	req.capture.with_filename = 0;
 	req.capture.kind = PROTO_KIND_ONCPU;
 	CHECK_ROUNDTRIP(&req);
 	req.capture.lines = 0;
@@ -1656,6 +1661,13 @@ static void test_capture_kinds(void)
 				 kinds[i].name);
 			snprintf(want, sizeof(want), "field 'oncpu' needs kind offcpu, not %s",
 				 kinds[i].name);
+			CAPTURE_BAD(extra, want);
+		}
+		if (kinds[i].kind != PROTO_KIND_FILEIO) {
+			snprintf(extra, sizeof(extra), "\"kind\":\"%s\",\"with_filename\":true",
+				 kinds[i].name);
+			snprintf(want, sizeof(want),
+				 "field 'with_filename' needs kind fileio, not %s", kinds[i].name);
 			CAPTURE_BAD(extra, want);
 		}
 		/* A depth is refused for other kinds, even the default one. */
