@@ -163,15 +163,17 @@ static int64_t find_room(struct unwinder *u, uint32_t n)
 	return found;
 }
 
-/* Drops the least recently used table no process uses; false if none. */
-static bool evict_one(struct unwinder *u)
+/* Drops the least recently used table no process uses, other than keep
+ * (the one being loaded); false if none. */
+static bool evict_one(struct unwinder *u, const struct table *keep)
 {
 	struct table *victim = NULL;
 
 	for (size_t i = 0; i < u->n_tables; i++) {
 		struct table *t = &u->tables[i];
 
-		if (t->live && !t->refs && (!victim || t->last_used < victim->last_used))
+		if (t != keep && t->live && !t->refs &&
+		    (!victim || t->last_used < victim->last_used))
 			victim = t;
 	}
 	if (!victim)
@@ -214,7 +216,7 @@ static int load_rows(struct unwinder *u, int fd, struct table *t, const char *pa
 
 	err = unwind_table_build(fd, u->maps.rows_max, &built);
 	if (!err) {
-		while ((at = find_room(u, built.n_rows)) < 0 && evict_one(u))
+		while ((at = find_room(u, built.n_rows)) < 0 && evict_one(u, t))
 			;
 		if (at < 0) {
 			err = -ENOSPC;
