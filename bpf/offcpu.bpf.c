@@ -515,7 +515,7 @@ static long unwind_step(__u32 i, void *arg)
 	st->ips[at] = s->ip;
 	st->nr = at + 1;
 	known = unwind_rule(s->proc, pc, &row);
-	if (!known)
+	if (!known && i) /* a preempted thread's own PC is often in the vDSO */
 		s->unknown_pc = true;
 	switch (row.cfa_rule) {
 	case OFFCPU_CFA_END:
