@@ -8,6 +8,9 @@
 #include <string.h>
 
 /* What the walk of one stream remembers between blocks. */
+/* Blocks decoded without consuming trace before the decoder is stuck. */
+#define PT_WALK_STUCK_BLOCKS (1u << 16)
+
 struct pt_walk {
 	struct pt_block_decoder *dec;
 	struct pt_latency *a;
@@ -111,6 +114,9 @@ static int pt_walk_block(struct pt_walk *w, const struct pt_block *b)
  * -pte_ip_suppressed is -12, so the two are kept apart.) */
 static int pt_walk_run(struct pt_walk *w, int status, int *ret_status)
 {
+	uint64_t last_offset = UINT64_MAX, offset;
+	unsigned stuck = 0;
+
 	for (;;) {
 		struct pt_block block;
 		int r;
@@ -132,6 +138,18 @@ static int pt_walk_run(struct pt_walk *w, int status, int *ret_status)
 		status = pt_blk_next(w->dec, &block, sizeof(block));
 		if (status < 0)
 			goto stop;
+		/* Code that only jumps and calls directly (a "jmp ." in a wrong
+		 * image, a damaged trace) decodes forever without reading a
+		 * packet: give up on this stretch and resync at the next PSB. */
+		if (pt_blk_get_offset(w->dec, &offset) == 0 && offset == last_offset) {
+			if (++stuck > PT_WALK_STUCK_BLOCKS) {
+				status = -pte_internal;
+				goto stop;
+			}
+		} else {
+			last_offset = offset;
+			stuck = 0;
+		}
 		r = pt_walk_block(w, &block);
 		if (r < 0)
 			return r;
