@@ -48,9 +48,9 @@ def ctxt():
     raise RuntimeError("no ctxt line in /proc/stat")
 
 
-def run_pingpong(build, round_trips, cpu):
+def run_pingpong(build, round_trips, cpu, binary="pingpong"):
     before = ctxt()
-    out = subprocess.run([os.path.join(build, "bench", "pingpong"), "--round-trips", str(round_trips),
+    out = subprocess.run([os.path.join(build, "bench", binary), "--round-trips", str(round_trips),
                           "--cpu", str(cpu)], capture_output=True, text=True, check=True).stdout
     switches = ctxt() - before
     return json.loads(out)["elapsed_ns"], switches

@@ -27,15 +27,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 
-from overhead import ctxt  # noqa: E402
+from overhead import run_pingpong  # noqa: E402
 
 
 def run(build, binary, round_trips, cpu):
-    import json
-    before = ctxt()
-    out = subprocess.run([os.path.join(build, "bench", binary), "--round-trips", str(round_trips),
-                          "--cpu", str(cpu)], capture_output=True, text=True, check=True).stdout
-    return json.loads(out)["elapsed_ns"], ctxt() - before
+    return run_pingpong(build, round_trips, cpu, binary)
 
 
 def main():
