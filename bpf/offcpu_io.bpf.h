@@ -8,8 +8,9 @@
  * thread, comm and stacks are taken where it starts, in the submitter's
  * context (completion is asynchronous, in an interrupt): block_io_start
  * where the kernel has it (6.5+), else block_rq_insert, or block_rq_issue
- * for requests issued directly, without insert. Completion is block_io_done,
- * else block_rq_complete. The loader turns off the unused path's programs.
+ * for requests issued directly, without insert. Completion is
+ * block_rq_complete (see bio_rq_complete). The loader turns off the unused
+ * path's programs.
  *
  * FILEIO: the syscall tracepoints of read, pread64, readv, write, pwrite64,
  * writev, fsync and fdatasync (fentry on vfs_* does not attach everywhere,
@@ -256,14 +257,7 @@ int BPF_PROG(bio_rq_issue, struct request *rq)
 	return 0;
 }
 
-SEC("tp_btf/block_io_done")
-int BPF_PROG(bio_io_done, struct request *rq)
-{
-	bio_done(rq);
-	return 0;
-}
-
-/* Fallback path, kernels without block_io_start/done. */
+/* Fallback path, kernels without block_io_start. */
 SEC("tp_btf/block_rq_insert")
 int BPF_PROG(bio_rq_insert, struct request *rq)
 {
@@ -278,6 +272,9 @@ int BPF_PROG(bio_rq_issue_start, struct request *rq)
 	return 0;
 }
 
+/* The end of a request on both paths: block_rq_complete fires before the
+ * request's bios end and wake their waiters; block_io_done comes after, so
+ * a busy CPU can stretch the time to it past the I/O the waiter saw. */
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(bio_rq_complete, struct request *rq)
 {

@@ -106,8 +106,8 @@ static const char *bio_path_probe(bool raw_tp)
 {
 	if (raw_tp)
 		return NULL;
-	if (btf_tracepoint_exists("block_io_start") && btf_tracepoint_exists("block_io_done"))
-		return "block_io_start/block_rq_issue/block_io_done";
+	if (btf_tracepoint_exists("block_io_start") && btf_tracepoint_exists("block_rq_complete"))
+		return "block_io_start/block_rq_issue/block_rq_complete";
 	if (btf_tracepoint_exists("block_rq_issue") && btf_tracepoint_exists("block_rq_complete"))
 		return "block_rq_insert/block_rq_issue/block_rq_complete";
 	return NULL;
@@ -120,10 +120,9 @@ static void bio_autoload(struct offcpu_bpf *skel, const char *path)
 
 	bpf_program__set_autoload(skel->progs.bio_io_start, io_start);
 	bpf_program__set_autoload(skel->progs.bio_rq_issue, io_start);
-	bpf_program__set_autoload(skel->progs.bio_io_done, io_start);
 	bpf_program__set_autoload(skel->progs.bio_rq_insert, rq);
 	bpf_program__set_autoload(skel->progs.bio_rq_issue_start, rq);
-	bpf_program__set_autoload(skel->progs.bio_rq_complete, rq);
+	bpf_program__set_autoload(skel->progs.bio_rq_complete, !!path);
 }
 
 static void io_autoload_off(struct offcpu_bpf *skel)

@@ -108,7 +108,7 @@ void collector_free(struct collector *c); /* NULL-safe; detaches */
 const char *collector_tracepoint(const struct collector *c);
 
 /* The tracepoints an I/O kind (OFFCPU_KIND_BIO or _FILEIO) is traced with,
- * e.g. "block_io_start/block_rq_issue/block_io_done"; NULL if that kind is
+ * e.g. "block_io_start/block_rq_issue/block_rq_complete"; NULL if that kind is
  * unavailable on this kernel (or kind is not an I/O kind). */
 const char *collector_io_path(const struct collector *c, unsigned kind);
 const char *collector_program_name(const struct collector *c);
