@@ -1075,8 +1075,17 @@ void symbolizer_prime(struct symbolizer *s, uint32_t tgid)
 {
 	struct sym_proc *p = sym_proc_get(s, tgid);
 
-	if (p && !p->err)
-		sym_proc_jit_refresh(s, p);
+	if (!p || p->err)
+		return;
+	sym_proc_jit_refresh(s, p);
+	/* The files' symbols too, while the process lives: a file deleted
+	 * since (or hidden from the daemon) is only reachable through it. */
+	for (size_t i = 0; i < p->n_maps; i++) {
+		const char *path = p->paths + p->maps[i].path;
+
+		if (path[0] == '/' && path[1] != '/')
+			sym_map_elf(s, tgid, &p->maps[i], path);
+	}
 }
 
 int symbolizer_new(const char *proc_root, const char *debug_root, struct symbolizer **ret)

@@ -51,8 +51,9 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
 void symbolizer_refresh_processes(struct symbolizer *s);
 
 /* Reads tgid's maps (and its JIT's perf map, if any) now if they are not
- * cached or stale, so they are known even if the process exits before any
- * of its stacks is named. */
+ * cached or stale, and the symbols of its mapped files, so they are known
+ * even if the process exits (or its binary is deleted) before any of its
+ * stacks is named. */
 void symbolizer_prime(struct symbolizer *s, uint32_t tgid);
 
 #endif
