@@ -30,10 +30,6 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 from overhead import run_pingpong  # noqa: E402
 
 
-def run(build, binary, round_trips, cpu):
-    return run_pingpong(build, round_trips, cpu, binary)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
@@ -47,16 +43,16 @@ def main():
     modes = {"none": [], "none_nofp": [], "fp": [], "dwarf": [], "dwarf_nofp": []}
     walks = {}
     for _ in range(args.runs):
-        modes["none"].append(run(args.build, "pingpong_fp", args.round_trips, args.cpu))
-        modes["none_nofp"].append(run(args.build, "pingpong", args.round_trips, args.cpu))
+        modes["none"].append(run_pingpong(args.build, args.round_trips, args.cpu, "pingpong_fp"))
+        modes["none_nofp"].append(run_pingpong(args.build, args.round_trips, args.cpu, "pingpong"))
         for unwind in ("fp", "dwarf"):
             d = Daemon(f"unwind = {unwind}\n")
             try:
-                run(args.build, "pingpong_fp", 1000, args.cpu)  # its tables load on first sight
-                modes[unwind].append(run(args.build, "pingpong_fp", args.round_trips, args.cpu))
+                run_pingpong(args.build, 1000, args.cpu, "pingpong_fp")  # its tables load on first sight
+                modes[unwind].append(run_pingpong(args.build, args.round_trips, args.cpu, "pingpong_fp"))
                 if unwind == "dwarf":
-                    run(args.build, "pingpong", 1000, args.cpu)
-                    modes["dwarf_nofp"].append(run(args.build, "pingpong", args.round_trips, args.cpu))
+                    run_pingpong(args.build, 1000, args.cpu, "pingpong")
+                    modes["dwarf_nofp"].append(run_pingpong(args.build, args.round_trips, args.cpu, "pingpong"))
                     st = d.status()
                     walks = {k: st["counters"][k] for k in ("ustack_table_walks", "ustack_truncated")}
             finally:

@@ -764,7 +764,7 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 		},
 		.cpu_pct = per_second(m, m->cpu_ns, m->cpu_prev_ns) / 1e7,
 		.rss_bytes = rss_bytes(),
-		.unwind.mode = m->unwinder ? "dwarf" : "fp",
+		.unwind.mode = "fp", /* set whole below when tables are used */
 	};
 	if (m->unwinder) {
 		unwinder_stats(m->unwinder, &ustats);
