@@ -7,9 +7,16 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Instructions decoded without reading a packet before the decoder counts
+ * as stuck. Real code reaches a conditional or indirect branch (which
+ * needs trace) long before: blocks end at calls, and a TNT packet's bits
+ * cover at most 47 branches. */
+#define PT_WALK_STUCK_INSNS (1u << 18)
+/* Stuck stretches after which the rest of a stream is given up: its trace
+ * does not fit the image, and each stretch costs PT_WALK_STUCK_INSNS. */
+#define PT_STREAM_MAX_STUCK 4
+
 /* What the walk of one stream remembers between blocks. */
-/* Blocks decoded without consuming trace before the decoder is stuck. */
-#define PT_WALK_STUCK_BLOCKS (1u << 16)
 
 struct pt_walk {
 	struct pt_block_decoder *dec;
@@ -17,6 +24,7 @@ struct pt_walk {
 	bool call_pending; /* the last block ended with a call */
 	uint64_t call_tsc; /* its time */
 	bool outside_call; /* tracing stopped at a call out of the filtered range */
+	unsigned stuck;	   /* stretches given up as stuck */
 };
 
 static void pt_config_from_meta(struct pt_config *c, const struct pt_trace_meta *m)
@@ -33,6 +41,11 @@ static void pt_config_from_meta(struct pt_config *c, const struct pt_trace_meta 
 	c->cpuid_0x15_eax = m->cpuid_0x15_eax;
 	c->cpuid_0x15_ebx = m->cpuid_0x15_ebx;
 	c->flags.variant.block.end_on_call = 1;
+	/* libipt 2.0.5 recurses once per direct jump it follows through its
+	 * block cache: a jump loop ("jmp .") would overflow the stack. Ending
+	 * blocks at jumps returns to pt_walk_run, whose guard sees the loop
+	 * (1 % slower on bench/pt_bench). */
+	c->flags.variant.block.end_on_jump = 1;
 }
 
 static uint64_t pt_walk_time(const struct pt_walk *w)
@@ -115,7 +128,7 @@ static int pt_walk_block(struct pt_walk *w, const struct pt_block *b)
 static int pt_walk_run(struct pt_walk *w, int status, int *ret_status)
 {
 	uint64_t last_offset = UINT64_MAX, offset;
-	unsigned stuck = 0;
+	uint64_t insns = 0; /* decoded since the trace offset last moved */
 
 	for (;;) {
 		struct pt_block block;
@@ -142,13 +155,15 @@ static int pt_walk_run(struct pt_walk *w, int status, int *ret_status)
 		 * image, a damaged trace) decodes forever without reading a
 		 * packet: give up on this stretch and resync at the next PSB. */
 		if (pt_blk_get_offset(w->dec, &offset) == 0 && offset == last_offset) {
-			if (++stuck > PT_WALK_STUCK_BLOCKS) {
+			insns += block.ninsn;
+			if (insns > PT_WALK_STUCK_INSNS) {
+				w->stuck++;
 				status = -pte_internal;
 				goto stop;
 			}
 		} else {
 			last_offset = offset;
-			stuck = 0;
+			insns = 0;
 		}
 		r = pt_walk_block(w, &block);
 		if (r < 0)
@@ -187,6 +202,8 @@ static int pt_decode_stream(const struct pt_config *base, struct pt_image *image
 		/* An error: what was open is lost; the next PSB resumes. */
 		w.call_pending = w.outside_call = false;
 		pt_latency_lost(a, 0);
+		if (w.stuck >= PT_STREAM_MAX_STUCK)
+			break;
 	}
 	pt_latency_end_thread(a);
 	pt_blk_free_decoder(w.dec);

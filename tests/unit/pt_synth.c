@@ -65,7 +65,7 @@ int pt_synth_open(struct pt_synth *s, const char *binary, size_t cap)
 		return -1;
 	}
 	if (synth_func(s, "handle", &s->handle) || synth_func(s, "parse", &s->parse) ||
-	    synth_func(s, "lookup", &s->lookup) || synth_func(s, "reply", &s->reply))
+	    synth_func(s, "lookup", &s->lookup) || synth_func(s, "reply", &s->reply) || synth_func(s, "spin", &s->spin))
 		return -1;
 	s->buf = calloc(1, cap);
 	s->cap = cap;
@@ -203,6 +203,14 @@ int pt_synth_tail(struct pt_synth *s, uint64_t leave)
 int pt_synth_bad(struct pt_synth *s)
 {
 	return synth_ip(s, ppt_tip, pt_ipc_sext_48, 0x1000);
+}
+
+int pt_synth_spin(struct pt_synth *s, uint64_t tsc)
+{
+	/* then a TNT bit the code never asks for: no event is pending, so
+	 * the decoder walks the jump without reading further */
+	return pt_synth_tsc(s, tsc) || synth_mode64(s) ||
+	       synth_ip(s, ppt_tip_pge, pt_ipc_sext_48, s->spin) || synth_tnt(s, 1);
 }
 
 int pt_synth_ovf(struct pt_synth *s)

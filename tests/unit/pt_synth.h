@@ -22,7 +22,7 @@ struct pt_synth {
 	uint8_t *buf;
 	size_t cap;
 	uint64_t map_start, map_end, map_pgoff; /* the executable PT_LOAD */
-	uint64_t handle, parse, lookup, reply;	/* entry addresses */
+	uint64_t handle, parse, lookup, reply, spin; /* entry addresses */
 	char path[4096];
 	/* Timing by MTC (after a TSC + TMA at each PSB) instead of TSC
 	 * packets: 0 for TSC. The crystal clock runs at half the TSC rate
@@ -62,6 +62,9 @@ int pt_synth_enter(struct pt_synth *s, uint64_t enter, uint64_t parse_ret);
 /* A TIP to an unmapped address where the code needs a TNT bit: the
  * decoder must fail there and resynchronise at the next PSB. */
 int pt_synth_bad(struct pt_synth *s);
+/* Tracing enabled at spin()'s endless "jmp .", code that needs no trace,
+ * followed by a TNT bit: a trace that does not fit the code. */
+int pt_synth_spin(struct pt_synth *s, uint64_t tsc);
 /* An internal buffer overflow (OVF) while tracing is off. */
 int pt_synth_ovf(struct pt_synth *s);
 int pt_synth_tsc(struct pt_synth *s, uint64_t tsc);

@@ -224,6 +224,46 @@ static void test_decode_error(void)
 	pt_trace_clear(&t);
 }
 
+/* Trace that enables tracing at an endless direct jump: the decoder could
+ * walk it forever without reading a packet. It gives up on the stretch
+ * and resumes at the next PSB; a stream stuck again and again is given up
+ * whole, so a hostile or mismatched trace costs bounded time. */
+static void test_stuck(void)
+{
+	const struct pt_latency_summary *s;
+	struct pt_trace t = { 0 };
+	struct pt_latency *a;
+
+	CHECK(pt_synth_psb(&synth, 900) == 0);
+	CHECK(pt_synth_spin(&synth, 950) == 0);
+	CHECK(pt_synth_psb(&synth, 4000) == 0);
+	CHECK(pt_synth_call(&synth, &call2) == 0);
+	trace_with(&t, 7);
+	a = analyse(&t, 0, UINT64_MAX);
+	s = pt_latency_summary(a);
+	CHECK_AT(__FILE__, __LINE__, s->calls == 1 && s->decode_errors == 1 && s->total_ns == 1100,
+		 "calls %llu errors %llu total %llu", U(s->calls), U(s->decode_errors),
+		 U(s->total_ns));
+	pt_latency_free(a);
+	pt_trace_clear(&t);
+
+	reset_synth();
+	for (int i = 0; i < 10; i++) {
+		CHECK(pt_synth_psb(&synth, 900 + 100 * i) == 0);
+		CHECK(pt_synth_spin(&synth, 950 + 100 * i) == 0);
+	}
+	CHECK(pt_synth_psb(&synth, 4000) == 0);
+	CHECK(pt_synth_call(&synth, &call2) == 0);
+	trace_with(&t, 7);
+	a = analyse(&t, 0, UINT64_MAX);
+	s = pt_latency_summary(a);
+	CHECK_AT(__FILE__, __LINE__, s->calls == 0 && s->decode_errors == 4,
+		 "given up after 4 stuck stretches: calls %llu errors %llu", U(s->calls),
+		 U(s->decode_errors));
+	pt_latency_free(a);
+	pt_trace_clear(&t);
+}
+
 /* A flight-recorder snapshot starts wherever the ring wrapped: here in
  * the middle of a packet, then at a PSB inside a call whose entry was
  * overwritten. The partial call is not counted (its return is unmatched);
@@ -403,6 +443,8 @@ int main(int argc, char **argv)
 	test_overflow();
 	reset_synth();
 	test_decode_error();
+	reset_synth();
+	test_stuck();
 	reset_synth();
 	test_torn_start();
 	reset_synth();

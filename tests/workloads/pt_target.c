@@ -5,6 +5,8 @@
  * reply(). The functions are kept out of line and free of loops so that
  * each call of handle() is a short, fixed path through its instructions:
  * one conditional branch (TNT bit) and direct calls and returns.
+ * spin() is never called: its "jmp ." is code a decoder can follow
+ * forever without reading trace (the stuck-decoder test).
  */
 #include <stdlib.h>
 
@@ -31,6 +33,12 @@ __attribute__((noinline)) void handle(int need_lookup)
 	if (need_lookup)
 		lookup();
 	reply();
+}
+
+__attribute__((noinline, used)) void spin(void)
+{
+	for (;;)
+		__asm__ volatile("");
 }
 
 int main(int argc, char **argv)
