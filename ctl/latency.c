@@ -249,7 +249,12 @@ int latency_from_trace(const struct latency_opts *o, char **ret, char *err, size
 
 	r = pt_trace_read(o->trace_path, &t, err, err_size);
 	if (r < 0) {
-		if (r != -EINVAL)
+		if (r == -EACCES)
+			snprintf(err, err_size,
+				 "%s: %s (offcpud's traces are for root and, if pt_dir lets "
+				 "them in, socket_group: see docs/SECURITY.md)",
+				 o->trace_path, strerror(-r));
+		else if (r != -EINVAL)
 			snprintf(err, err_size, "%s: %s", o->trace_path, strerror(-r));
 		return r;
 	}

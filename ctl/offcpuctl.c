@@ -20,6 +20,7 @@
 #include "pprof.h"
 #include "proto.h"
 #include "proto_samples.h"
+#include "elf_funcs.h"
 #include "latency.h"
 #include "render_output.h"
 #include "stack_filter.h"
@@ -122,9 +123,12 @@ static void usage(FILE *out)
 		"      plus the stack filters, applied to both files as for flamegraph, and\n"
 		"      the output options below\n"
 		"  latency --func SYMBOL       Intel PT function latency: calls, histogram,\n"
-		"                              children, on/off-CPU split (needs an Intel CPU\n"
-		"                              with PT; live capture is not implemented yet)\n"
-		"      -p, --pid P             from offcpud, of process P; -d, --seconds N\n"
+		"                              children, on/off-CPU split\n"
+		"      -p, --pid P             offcpud records process P with Intel PT for\n"
+		"                              -d, --seconds N (needs an Intel CPU with PT);\n"
+		"                              the trace stays in offcpud's pt_dir\n"
+		"      --snapshot              flight recorder: only the last pt_buffer bytes\n"
+		"                              of trace per thread, taken at the end\n"
 		"      --from-trace FILE       from a stored trace, offline\n"
 		"      --latency-range MIN,MAX only calls of MIN..MAX ns\n"
 		"      --timeline              one line per call: tid start latency off-CPU\n"
@@ -2166,11 +2170,15 @@ static int cmd_help(int argc, char **argv)
 
 /* latency: Intel PT function latency, from the daemon (--pid) or from a
  * stored trace (--from-trace, analysed here: ctl/latency.c). */
-enum { OPT_FUNC = 700, OPT_FROM_TRACE, OPT_LATENCY_RANGE, OPT_TIMELINE };
+enum { OPT_FUNC = 700, OPT_FROM_TRACE, OPT_LATENCY_RANGE, OPT_TIMELINE, OPT_SNAPSHOT };
 
-static int latency_live(uint32_t pid, const char *func, uint32_t seconds)
+/* Has offcpud record the process; the trace file it stored goes to
+ * trace_path (analysed here like --from-trace). */
+static int latency_record(uint32_t pid, const char *func, uint32_t seconds, bool snapshot,
+			  char *trace_path, size_t path_size)
 {
 	struct proto_request req = { .cmd = PROTO_CMD_LATENCY };
+	const struct proto_pt_trace_result *t;
 	struct proto_reply *reply = NULL;
 	char *raw = NULL;
 	int r;
@@ -2179,14 +2187,32 @@ static int latency_live(uint32_t pid, const char *func, uint32_t seconds)
 		return usage_error("--func is too long: at most %s bytes", "511");
 	req.latency.pid = pid;
 	req.latency.seconds = seconds;
+	req.latency.snapshot = snapshot;
 	strcpy(req.latency.func, func);
 	r = transact(&req, NULL, NULL, &reply, &raw);
 	if (r != EXIT_OK)
 		return r;
-	/* No daemon replies ok to latency yet (see handle_latency). */
+	if (!reply->has_trace) {
+		proto_reply_free(reply);
+		free(raw);
+		return fail(EXIT_ERROR, "bad_reply", "offcpud answered latency without a trace");
+	}
+	t = &reply->trace;
+	fprintf(stderr,
+		"offcpuctl: recorded %s: %" PRIu64 " bytes of %s trace from %" PRIu64
+		" threads%s%s, %" PRIu64 " context switches",
+		t->path, t->bytes, t->event, t->threads, t->snapshot ? " (snapshot)" : "",
+		t->filtered ? ", filtered to the function" : "", t->switches);
+	if (t->threads_lost || t->truncated || t->lost)
+		fprintf(stderr,
+			"; lost: %" PRIu64 " threads, %" PRIu64 " streams truncated, %" PRIu64
+			" sideband records",
+			t->threads_lost, t->truncated, t->lost);
+	fputc('\n', stderr);
+	snprintf(trace_path, path_size, "%s", t->path);
 	proto_reply_free(reply);
 	free(raw);
-	return fail(EXIT_ERROR, "bad_reply", "offcpud answered latency without an error");
+	return EXIT_OK;
 }
 
 static int cmd_latency(int argc, char **argv)
@@ -2199,13 +2225,14 @@ static int cmd_latency(int argc, char **argv)
 		{ "from-trace", required_argument, NULL, OPT_FROM_TRACE },
 		{ "latency-range", required_argument, NULL, OPT_LATENCY_RANGE },
 		{ "timeline", no_argument, NULL, OPT_TIMELINE },
+		{ "snapshot", no_argument, NULL, OPT_SNAPSHOT },
 		{ 0 },
 	};
 	struct latency_opts lo = { .max_ns = UINT64_MAX, .output = LATENCY_REPORT };
 	struct result_opts ro = RESULT_OPTS_INIT;
 	uint64_t pid = 0, seconds = 10;
-	char err[512], *text = NULL;
-	bool timeline = false;
+	char err[512], *text = NULL, recorded[4200], sym[PROTO_REQUEST_SPEC_MAX + 1], bin[512];
+	bool timeline = false, snapshot = false;
 	int opt, r;
 
 	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
@@ -2226,6 +2253,8 @@ static int cmd_latency(int argc, char **argv)
 						   optarg);
 		} else if (opt == OPT_TIMELINE) {
 			timeline = true;
+		} else if (opt == OPT_SNAPSHOT) {
+			snapshot = true;
 		} else if ((r = result_option(&ro, "latency", opt, optarg)) != EXIT_OK) {
 			return r;
 		}
@@ -2236,8 +2265,8 @@ static int cmd_latency(int argc, char **argv)
 		return usage_error("%s", "latency needs --func SYMBOL");
 	if (!!pid == !!lo.trace_path)
 		return usage_error("%s", "latency needs one of --pid P or --from-trace FILE");
-	if (pid)
-		return latency_live(pid, lo.func, seconds);
+	if (snapshot && !pid)
+		return usage_error("%s", "--snapshot is for recording (--pid)");
 	if (ro.format == PROTO_FORMAT_SVG || ro.format == PROTO_FORMAT_SPEEDSCOPE ||
 	    ro.format == PROTO_FORMAT_FOLDED)
 		lo.output = LATENCY_FOLDED;
@@ -2251,6 +2280,16 @@ static int cmd_latency(int argc, char **argv)
 					 "leave out --json, --format and --svg");
 	if (timeline)
 		lo.output = LATENCY_TIMELINE;
+	if (pid) {
+		r = latency_record((uint32_t)pid, lo.func, (uint32_t)seconds, snapshot, recorded,
+				   sizeof(recorded));
+		if (r != EXIT_OK)
+			return r;
+		/* the trace's files are searched for the symbol: no @BINARY */
+		if (elf_funcs_split_spec(lo.func, sym, sizeof(sym), bin, sizeof(bin)) == 0)
+			lo.func = sym;
+		lo.trace_path = recorded;
+	}
 	r = latency_from_trace(&lo, &text, err, sizeof(err));
 	if (r < 0)
 		return fail(EXIT_ERROR, r == -ESRCH ? "no_such_function" : "input_error", "%s",

@@ -84,6 +84,7 @@ static const struct unit duration_units[] = {
 
 static const char *const tracepoint_names[] = { "auto", "tp_btf", "raw_tp", NULL };
 static const char *const unwind_names[] = { "dwarf", "fp", NULL };
+static const char *const pt_event_names[] = { "intel_pt", "sideband", NULL };
 
 /* The profile kinds as the protocol spells them (proto_kind_name() in
  * proto/proto.c); repeated here so the daemon's configuration does not pull
@@ -139,6 +140,16 @@ static const struct key keys[] = {
 	KEY(max_db_bytes, KEY_BYTES, uint64_t, UINT64_C(1) << 20, UINT64_C(1) << 40),
 	KEY_AS("max_age", max_age_s, KEY_DURATION, uint64_t, 60, 365 * 86400),
 	KEY(debug_root, KEY_PATH, char *, 0, FIELD_SIZE(debug_root)),
+	KEY(pt_dir, KEY_PATH, char *, 0, FIELD_SIZE(pt_dir)),
+	KEY(pt_keep, KEY_U32, uint32_t, 1, 100000),
+	KEY_AS("pt_buffer", pt_buffer_bytes, KEY_BYTES, uint64_t, UINT64_C(1) << 12,
+	       UINT64_C(1) << 30),
+	KEY(pt_max_bytes, KEY_BYTES, uint64_t, UINT64_C(1) << 16, UINT64_C(1) << 36),
+	KEY(pt_max_threads, KEY_U32, uint32_t, 1, 4096),
+	{ .name = "pt_event",
+	  .type = KEY_CHOICE,
+	  .choices = pt_event_names,
+	  .offset = offsetof(struct config, pt_event) + TYPE_CHECK(pt_event, unsigned) },
 };
 
 static const struct config config_defaults = {
@@ -172,6 +183,12 @@ static const struct config config_defaults = {
 	.max_db_bytes = UINT64_C(256) << 20,
 	.max_age_s = 24 * 3600,
 	.debug_root = "/usr/lib/debug",
+	.pt_dir = "/var/lib/offcpud/pt",
+	.pt_keep = 16,
+	.pt_buffer_bytes = UINT64_C(4) << 20,
+	.pt_max_bytes = UINT64_C(256) << 20,
+	.pt_max_threads = 256,
+	.pt_event = CONFIG_PT_EVENT_INTEL_PT,
 };
 
 /* Where a message points: "NAME:LINE: ". */

@@ -51,6 +51,21 @@ struct config {
 	uint64_t max_db_bytes;		  /* database plus WAL; oldest windows go first */
 	uint64_t max_age_s;		  /* key max_age: windows ended longer ago go */
 	char debug_root[256];		  /* separate debug files: .build-id/, debuglink dirs */
+
+	/* Intel PT sessions (offcpuctl latency --pid). */
+	char pt_dir[256];	  /* recorded traces (history) */
+	uint32_t pt_keep;	  /* traces kept there; the oldest go first */
+	uint64_t pt_buffer_bytes; /* key pt_buffer: AUX area per thread */
+	uint64_t pt_max_bytes;	  /* trace kept per thread in a --seconds session */
+	uint32_t pt_max_threads;  /* threads of one traced process */
+	unsigned pt_event;	  /* enum config_pt_event */
+};
+
+/* What a PT session records. */
+enum config_pt_event {
+	CONFIG_PT_EVENT_INTEL_PT, /* the trace, with its sideband */
+	CONFIG_PT_EVENT_SIDEBAND, /* switches and mappings only: checks the
+				     setup on a host without Intel PT */
 };
 
 #define CONFIG_MAX_REQUESTS 8  /* continuous_requests words; OFFCPU_MAX_REQUESTS */

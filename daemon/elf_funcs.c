@@ -285,6 +285,7 @@ static bool ef_forms_match(const struct ef_forms *f, const char *pattern, bool g
 struct ef_sym {
 	const char *name; /* in libelf's string table: valid until elf_end */
 	uint64_t offset;
+	uint64_t size;
 	unsigned rank; /* among aliases at one offset, the lowest names it */
 };
 
@@ -395,6 +396,7 @@ static int ef_walk_table(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, uint64_t f
 			continue;
 		if (!ef_file_offset(elf, &sym, file_size, &s.offset))
 			continue;
+		s.size = sym.st_size;
 		s.rank = ef_rank(GELF_ST_BIND(sym.st_info), s.name);
 		r = visit(arg, &s);
 		if (r)
@@ -505,6 +507,7 @@ static int ef_funcs_build(const struct ef_sym *syms, size_t n, struct elf_func *
 		struct ef_forms f;
 
 		funcs[i].offset = syms[i].offset;
+		funcs[i].size = syms[i].size;
 		funcs[i].name = strdup(syms[i].name);
 		if (!funcs[i].name || ef_forms_get(&f, syms[i].name) < 0) {
 			elf_funcs_free(funcs, n);

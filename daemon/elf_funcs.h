@@ -22,6 +22,7 @@ struct elf_func {
 	char *name;	 /* as in the symbol table (mangled for C++) */
 	char *demangled; /* NULL if the name is not a C++ mangled name */
 	uint64_t offset; /* file offset of the first instruction */
+	uint64_t size;	 /* bytes of code (st_size; 0 if the symbol does not say) */
 };
 
 /*

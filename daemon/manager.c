@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@
 #include "proto.h"
 #include "request.h"
 #include "server.h"
-#include "pt_pmu.h"
+#include "pt_capture.h"
 #include "store.h"
 #include "store_queue.h"
 #include "symbolizer.h"
@@ -70,6 +71,8 @@ struct manager {
 	struct capture *captures[OFFCPU_MAX_SLOTS];	  /* by slot */
 	struct request_probes requests[OFFCPU_MAX_SLOTS]; /* of request-synchronous slots */
 	unsigned probe_works;				  /* attaching or detaching: see below */
+	struct pt_work *pt_work;			  /* the PT session running, if any */
+	atomic_bool pt_stop;				  /* ends it early: shutting down */
 	uint64_t started_ns;
 	uint64_t counters[OFFCPU_CNT_MAX]; /* as of the last drain */
 	uint64_t counters_prev[OFFCPU_CNT_MAX];
@@ -698,22 +701,115 @@ static void map_fill(struct proto_map_fill *f, const char *name, size_t entries,
 	};
 }
 
-/* Intel PT latency: without the intel_pt PMU, the error says so. Capture
- * sessions (perf AUX) are not written yet, so a PT host is told that too,
- * and pointed at the offline analysis of a stored trace. */
-static void handle_latency(struct server_conn *conn, const struct proto_latency_request *req)
+/* ---- Intel PT latency ----
+ *
+ * A PT session records for its seconds on a worker thread (the perf rings
+ * are read every 100 ms there) and stores the trace; the reply names the
+ * file, which offcpuctl analyses itself: decoding is the heavy part, and
+ * it runs with the client's resources, not the daemon's. One session at a
+ * time: each thread's AUX area is locked memory.
+ */
+
+struct pt_work {
+	uv_work_t work;
+	struct manager *m;
+	struct server_conn *conn;
+	struct proto_latency_request req;
+	struct proto_pt_trace_result result;
+	int error;
+	char err[512];
+	char path[4200];
+};
+
+static void pt_work_cb(uv_work_t *req)
 {
-	struct pt_pmu pmu;
+	struct pt_work *pw = req->data;
+	struct pt_capture_opts o = { .cfg = &pw->m->cfg, .req = &pw->req, .stop = &pw->m->pt_stop };
+
+	pw->error = pt_capture_run(&o, &pw->result, pw->path, sizeof(pw->path), pw->err,
+				   sizeof(pw->err));
+}
+
+static const char *pt_error_code(int r)
+{
+	switch (r) {
+	case -ENODEV:
+		return PROTO_ERR_UNSUPPORTED;
+	case -EACCES:
+	case -EPERM:
+		return PROTO_ERR_PERMISSION;
+	case -ENOMEM:
+	case -ENOSPC:
+	case -EIO:
+		return PROTO_ERR_INTERNAL;
+	default:
+		return request_error_code(r); /* the function, the process */
+	}
+}
+
+static void pt_after_cb(uv_work_t *req, int status)
+{
+	struct pt_work *pw = req->data;
+	struct manager *m = pw->m;
+	char *line;
+
+	m->pt_work = NULL;
+	if (status < 0)
+		reply_error(pw->conn, PROTO_ERR_INTERNAL, "the PT session was cancelled");
+	else if (pw->error < 0)
+		reply_error(pw->conn, pt_error_code(pw->error), pw->err);
+	else if ((line = proto_reply_pt_trace(&pw->result)))
+		server_conn_send(pw->conn, line);
+	else
+		reply_error(pw->conn, PROTO_ERR_INTERNAL, "out of memory");
+	server_conn_unref(pw->conn);
+	free(pw);
+	if (m->stopping)
+		shutdown_continue(m);
+}
+
+static void handle_latency(struct manager *m, struct server_conn *conn,
+			   const struct proto_latency_request *req)
+{
+	struct proto_capture_request as_capture = { .pids = { req->pid }, .n_pids = 1 };
+	struct pt_work *pw;
 	char err[512];
 
-	(void)req;
-	if (pt_pmu_probe("/sys", &pmu, err, sizeof(err)) < 0) {
-		reply_error(conn, PROTO_ERR_UNSUPPORTED, err);
+	if (req->seconds > m->cfg.max_capture_seconds) {
+		snprintf(err, sizeof(err), "seconds must be at most %u (max_capture_seconds)",
+			 m->cfg.max_capture_seconds);
+		reply_error(conn, PROTO_ERR_BAD_REQUEST, err);
 		return;
 	}
-	reply_error(conn, PROTO_ERR_UNSUPPORTED,
-		    "this offcpud cannot capture Intel PT yet (the intel_pt PMU is present); "
-		    "analyse a stored trace with offcpuctl latency --from-trace FILE");
+	if (capture_check_targets(PROC_ROOT, &as_capture, err, sizeof(err)) < 0) {
+		reply_error(conn, PROTO_ERR_NO_SUCH_PID, err);
+		return;
+	}
+	/* recording a process is capturing it: the same rule */
+	if (access_check_capture(&m->access, server_conn_client(conn), &as_capture, PROC_ROOT,
+				 err, sizeof(err)) < 0) {
+		reply_error(conn, PROTO_ERR_PERMISSION, err);
+		return;
+	}
+	if (m->pt_work) {
+		reply_error(conn, PROTO_ERR_BUSY,
+			    "a PT session is running (one at a time); try again when it ends");
+		return;
+	}
+	pw = calloc(1, sizeof(*pw));
+	if (!pw) {
+		reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+		return;
+	}
+	*pw = (struct pt_work){ .m = m, .conn = conn, .req = *req };
+	pw->work.data = pw;
+	if (uv_queue_work(m->loop, &pw->work, pt_work_cb, pt_after_cb) < 0) {
+		free(pw);
+		reply_error(conn, PROTO_ERR_INTERNAL, "cannot start a worker");
+		return;
+	}
+	server_conn_ref(conn);
+	m->pt_work = pw;
 }
 
 static void handle_status(struct manager *m, struct server_conn *conn)
@@ -860,7 +956,7 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 			reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
 		break;
 	case PROTO_CMD_LATENCY:
-		handle_latency(conn, &req->latency);
+		handle_latency(m, conn, &req->latency);
 		break;
 	case PROTO_CMD_STOP:
 		c = server_conn_get_data(conn);
@@ -1197,8 +1293,8 @@ static void store_idle_cb(void *arg)
 /* Stopping goes on when the drain under way and the store jobs are done. */
 static void shutdown_continue(struct manager *m)
 {
-	if (m->draining || m->probe_works)
-		return; /* drain_after_cb or probe_after_cb calls again */
+	if (m->draining || m->probe_works || m->pt_work)
+		return; /* drain_after_cb, probe_after_cb or pt_after_cb calls again */
 	if (m->store_queue && !store_queue_idle(m->store_queue)) {
 		store_queue_on_idle(m->store_queue, store_idle_cb, m);
 		return;
@@ -1211,6 +1307,7 @@ void manager_shutdown(struct manager *m)
 	if (!m || m->stopping)
 		return;
 	m->stopping = true;
+	atomic_store(&m->pt_stop, true);
 	uv_timer_stop(&m->drain_timer);
 	uv_timer_stop(&m->watchdog_timer);
 	if (m->continuous) {

@@ -391,6 +391,7 @@ static const struct proto__field proto__latency_fields[] = {
 		.max = PROTO__SECONDS_MAX,
 		.def = PROTO__SECONDS_DEFAULT,
 	},
+	{ .name = "snapshot", .kind = PROTO__KIND_BOOL, PROTO__LAT(snapshot) },
 };
 
 /* The duplicate check keeps one bit per field of a command. */
@@ -1837,6 +1838,29 @@ fail:
 	return NULL;
 }
 
+char *proto_reply_pt_trace(const struct proto_pt_trace_result *r)
+{
+	cJSON *body, *root = proto__new_ok_head("latency");
+
+	if (!root)
+		return NULL;
+	if (!(body = cJSON_AddObjectToObject(root, "trace")) ||
+	    !proto__add_string(body, "path", r->path) ||
+	    !proto__add_string(body, "event", r->event) ||
+	    !proto__add_bool(body, "snapshot", r->snapshot) ||
+	    !proto__add_bool(body, "filtered", r->filtered) ||
+	    !proto__add_u64(body, "bytes", r->bytes) ||
+	    !proto__add_u64(body, "threads", r->threads) ||
+	    !proto__add_u64(body, "threads_lost", r->threads_lost) ||
+	    !proto__add_u64(body, "switches", r->switches) ||
+	    !proto__add_u64(body, "truncated", r->truncated) ||
+	    !proto__add_u64(body, "lost", r->lost)) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return proto__finish(root);
+}
+
 /* ---- reply parsing (offcpuctl) ----------------------------------------- */
 
 /* The public reply plus what its pointers point into. */
@@ -2243,6 +2267,25 @@ static int proto__reply_latency(struct proto__reply *r, const cJSON *o)
 	return 0;
 }
 
+static int proto__reply_pt_trace(struct proto__reply *r, const cJSON *o)
+{
+	struct proto_pt_trace_result *t = &r->pub.trace;
+
+	r->pub.has_trace = true;
+	if (!cJSON_IsObject(o) || proto__reply_str(o, "path", &t->path) < 0 ||
+	    proto__reply_str(o, "event", &t->event) < 0 ||
+	    proto__reply_bool(o, "snapshot", &t->snapshot) < 0 ||
+	    proto__reply_bool(o, "filtered", &t->filtered) < 0 ||
+	    proto__reply_u64(o, "bytes", &t->bytes) < 0 ||
+	    proto__reply_u64(o, "threads", &t->threads) < 0 ||
+	    proto__reply_u64(o, "threads_lost", &t->threads_lost) < 0 ||
+	    proto__reply_u64(o, "switches", &t->switches) < 0 ||
+	    proto__reply_u64(o, "truncated", &t->truncated) < 0 ||
+	    proto__reply_u64(o, "lost", &t->lost) < 0)
+		return -EINVAL;
+	return 0;
+}
+
 static int proto__reply_hist(struct proto__reply *r, const cJSON *o)
 {
 	struct proto_hist_result *h = &r->pub.hist;
@@ -2321,7 +2364,11 @@ static int proto__reply_fill(struct proto__reply *r)
 		return proto__reply_hist(r, cJSON_GetObjectItemCaseSensitive(root, "hist"));
 	}
 	if (!strcmp(cmd, "latency")) {
+		const cJSON *trace = cJSON_GetObjectItemCaseSensitive(root, "trace");
+
 		r->pub.cmd = PROTO_CMD_LATENCY;
+		if (trace)
+			return proto__reply_pt_trace(r, trace);
 		return proto__reply_latency(r, cJSON_GetObjectItemCaseSensitive(root, "latency"));
 	}
 	return -EINVAL;

@@ -188,6 +188,7 @@ struct proto_latency_request {
 	uint32_t pid;
 	char func[PROTO_REQUEST_SPEC_MAX + 1]; /* "SYMBOL[@BINARY]" */
 	uint32_t seconds;
+	uint32_t snapshot; /* 1: flight recorder, the last trace at the end of seconds */
 };
 
 struct proto_request {
@@ -409,6 +410,21 @@ struct proto_latency_result {
 	size_t n_timeline;
 };
 
+/* What a PT session recorded (the daemon's reply to latency): the trace
+ * file offcpuctl then analyses as with --from-trace. */
+struct proto_pt_trace_result {
+	const char *path;
+	const char *event; /* "intel_pt" or "sideband" */
+	bool snapshot;
+	bool filtered;	     /* the address filter limited tracing to func */
+	uint64_t bytes;	     /* trace */
+	uint64_t threads;    /* traced */
+	uint64_t threads_lost;
+	uint64_t switches;   /* context switch records */
+	uint64_t truncated;  /* streams with trace lost (full buffer, byte limit) */
+	uint64_t lost;	     /* sideband records the kernel dropped */
+};
+
 /*
  * Parses one request line (without or with its '\n'). On success fills *ret
  * (defaults applied) and returns 0. On failure returns -EINVAL and writes a
@@ -429,6 +445,7 @@ char *proto_reply_windows(const struct proto_window_info *w, size_t n); /* w: ol
 char *proto_reply_export(const struct proto_export_result *r, size_t n_samples);
 char *proto_reply_hist(const struct proto_hist_result *r);
 char *proto_reply_latency(const struct proto_latency_result *r);
+char *proto_reply_pt_trace(const struct proto_pt_trace_result *r);
 
 /* The enum value that a request spells name ("svg", "hot", ...), or -EINVAL. */
 int proto_format_from_name(const char *name);
@@ -471,6 +488,8 @@ struct proto_reply {
 	struct proto_export_result export;   /* cmd == EXPORT; samples not parsed */
 	struct proto_hist_result hist;	     /* cmd == HIST; processes owned by the reply */
 	struct proto_latency_result latency; /* cmd == LATENCY; figures only (see proto.c) */
+	bool has_trace;			     /* cmd == LATENCY from a PT session: */
+	struct proto_pt_trace_result trace;  /* what it recorded (latency then empty) */
 };
 
 /* Returns 0 and a reply to free with proto_reply_free(), or -EINVAL if the

@@ -116,32 +116,32 @@ static uint64_t pt_ns(const struct pt_latency *a, uint64_t tsc)
 }
 
 /* Off-CPU ns of this thread within [s, e] (TSC): the overlap with each
- * switched-out interval of the sideband. */
-static uint64_t pt_off_cpu_ns(const struct pt_latency *a, uint64_t s, uint64_t e)
+ * switched-out interval of the sideband (perf clock ns). */
+static uint64_t pt_off_cpu_ns(const struct pt_latency *a, uint64_t s_tsc, uint64_t e_tsc)
 {
-	uint64_t off = 0;
+	uint64_t off = 0, s = pt_ns(a, s_tsc), e = pt_ns(a, e_tsc);
 	size_t lo = 0, hi = a->n_sw;
 
 	while (lo < hi) { /* first switch after s */
 		size_t mid = (lo + hi) / 2;
 
-		if (a->sw[mid].tsc <= s)
+		if (a->sw[mid].time_ns <= s)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	if (lo > 0) /* an interval that began before s */
 		lo--;
-	for (size_t i = lo; i < a->n_sw && a->sw[i].tsc < e; i++) {
+	for (size_t i = lo; i < a->n_sw && a->sw[i].time_ns < e; i++) {
 		uint64_t out, in = e;
 
 		if (!a->sw[i].out)
 			continue;
-		out = a->sw[i].tsc > s ? a->sw[i].tsc : s;
-		if (i + 1 < a->n_sw && !a->sw[i + 1].out && a->sw[i + 1].tsc < e)
-			in = a->sw[i + 1].tsc;
+		out = a->sw[i].time_ns > s ? a->sw[i].time_ns : s;
+		if (i + 1 < a->n_sw && !a->sw[i + 1].out && a->sw[i + 1].time_ns < e)
+			in = a->sw[i + 1].time_ns;
 		if (in > out)
-			off += pt_ns(a, in) - pt_ns(a, out);
+			off += in - out;
 	}
 	return off;
 }

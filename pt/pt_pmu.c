@@ -24,6 +24,42 @@ static int pt_pmu_read_u32(const char *dir, const char *name, uint32_t *ret)
 	return n;
 }
 
+/* Sets field name (format/NAME: "config:N" or "config:A-B") to value in
+ * *config. A missing file or a value that does not fit leaves it unset. */
+static void pt_pmu_set(const char *dir, const char *name, uint64_t value, uint64_t *config)
+{
+	char path[512];
+	unsigned lo, hi;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/format/%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	n = fscanf(f, "config:%u-%u", &lo, &hi);
+	fclose(f);
+	if (n == 1)
+		hi = lo;
+	if (n < 1 || hi < lo || hi > 63 || (hi - lo < 63 && value >> (hi - lo + 1)))
+		return;
+	*config |= value << lo;
+}
+
+static void pt_pmu_read_dec(const char *dir, const char *name, uint32_t *ret)
+{
+	char path[512];
+	unsigned v;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "re");
+	if (f && fscanf(f, "%u", &v) == 1)
+		*ret = v;
+	if (f)
+		fclose(f);
+}
+
 int pt_pmu_probe(const char *sysfs, struct pt_pmu *ret, char *err, size_t err_size)
 {
 	struct pt_pmu p = { 0 };
@@ -59,6 +95,16 @@ int pt_pmu_probe(const char *sysfs, struct pt_pmu *ret, char *err, size_t err_si
 	pt_pmu_read_u32(caps, "mtc_periods", &p.mtc_periods);
 	pt_pmu_read_u32(caps, "cycle_thresholds", &p.cyc_thresholds);
 	p.cyc = p.psb_cyc;
+	pt_pmu_read_dec(dir, "max_nonturbo_ratio", &p.nom_freq);
+	pt_pmu_set(dir, "pt", 1, &p.config);
+	pt_pmu_set(dir, "branch", 1, &p.config);
+	pt_pmu_set(dir, "tsc", 1, &p.config);
+	pt_pmu_set(dir, "noretcomp", 1, &p.config);
+	if (p.mtc && (p.mtc_periods & (1u << PT_PMU_MTC_PERIOD))) {
+		pt_pmu_set(dir, "mtc", 1, &p.config);
+		pt_pmu_set(dir, "mtc_period", PT_PMU_MTC_PERIOD, &p.config);
+		p.mtc_freq = PT_PMU_MTC_PERIOD;
+	}
 	*ret = p;
 	return 0;
 }

@@ -17,7 +17,17 @@ struct pt_pmu {
 	uint32_t num_address_ranges; /* caps/num_address_ranges */
 	uint32_t mtc_periods;	     /* caps/mtc_periods: bit n set: period 2^n supported */
 	uint32_t cyc_thresholds;     /* caps/cycle_thresholds */
+	uint32_t nom_freq;	     /* max_nonturbo_ratio, libipt's nom_freq; 0 unknown */
+	/* What offcpud records with, built from the format/ files: pt,
+	 * branch, tsc, noretcomp (every return gets a TIP: a snapshot starts
+	 * mid-call, where a compressed return cannot be decoded) and, where
+	 * caps/mtc says so, mtc with mtc_period PT_PMU_MTC_PERIOD. */
+	uint64_t config;
+	uint32_t mtc_freq; /* the MTC period in config (libipt's mtc_freq), 0 without MTC */
 };
+
+/* MTC every 2^3 crystal clock ticks, as perf's default. */
+#define PT_PMU_MTC_PERIOD 3
 
 /* Reads <sysfs>/bus/event_source/devices/intel_pt ("/sys" normally).
  * Returns 0 with *ret filled, or -ENODEV with the user-facing "Intel PT is

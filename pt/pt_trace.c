@@ -8,7 +8,7 @@
  *         u64 time_zero, u32 pid u32 reserved
  *   records: u32 type u32 reserved u64 payload_size, payload
  *     1 map:    u64 start end pgoff, u32 path_len build_id_len, bytes
- *     2 switch: u64 tsc, u32 tid out
+ *     2 switch: u64 time_ns (perf clock), u32 tid out
  *     3 stream: u32 tid truncated, u64 lost, trace bytes
  * Unknown record types are skipped, so later versions can add sideband.
  */
@@ -60,12 +60,12 @@ int pt_trace_add_map(struct pt_trace *t, uint64_t start, uint64_t end, uint64_t 
 	return 0;
 }
 
-int pt_trace_add_switch(struct pt_trace *t, uint64_t tsc, uint32_t tid, int out)
+int pt_trace_add_switch(struct pt_trace *t, uint64_t time_ns, uint32_t tid, int out)
 {
 	if (pt_trace_grow((void **)&t->switches, t->n_switches, sizeof(*t->switches)) < 0)
 		return -ENOMEM;
 	t->switches[t->n_switches++] =
-		(struct pt_trace_switch){ .tsc = tsc, .tid = tid, .out = !!out };
+		(struct pt_trace_switch){ .time_ns = time_ns, .tid = tid, .out = !!out };
 	return 0;
 }
 
@@ -89,7 +89,7 @@ static int pt_switch_cmp(const void *a, const void *b)
 
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
-	return x->tsc < y->tsc ? -1 : x->tsc > y->tsc;
+	return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
 }
 
 void pt_trace_sort_switches(struct pt_trace *t)
@@ -190,7 +190,7 @@ int pt_trace_write(const struct pt_trace *t, const char *path)
 	}
 	for (size_t i = 0; i < t->n_switches; i++) {
 		put_record(f, PT_REC_SWITCH, 16);
-		put_u64(f, t->switches[i].tsc);
+		put_u64(f, t->switches[i].time_ns);
 		put_u32(f, t->switches[i].tid);
 		put_u32(f, t->switches[i].out);
 	}
@@ -280,7 +280,7 @@ static int pt_read_records(struct pt_trace *t, struct pt_cursor *c, char *err, s
 	while (c->p < c->end) {
 		struct pt_cursor rec;
 		uint32_t type, pad, tid, flag;
-		uint64_t size, tsc, lost;
+		uint64_t size, time_ns, lost;
 		int r = 0;
 
 		if (get_u32(c, &type) | get_u32(c, &pad) | get_u64(c, &size) ||
@@ -295,9 +295,9 @@ static int pt_read_records(struct pt_trace *t, struct pt_cursor *c, char *err, s
 			r = pt_read_map(t, &rec);
 			break;
 		case PT_REC_SWITCH:
-			r = get_u64(&rec, &tsc) | get_u32(&rec, &tid) | get_u32(&rec, &flag);
+			r = get_u64(&rec, &time_ns) | get_u32(&rec, &tid) | get_u32(&rec, &flag);
 			if (!r)
-				r = pt_trace_add_switch(t, tsc, tid, flag);
+				r = pt_trace_add_switch(t, time_ns, tid, flag);
 			break;
 		case PT_REC_STREAM:
 			r = get_u32(&rec, &tid) | get_u32(&rec, &flag) | get_u64(&rec, &lost);

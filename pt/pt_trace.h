@@ -37,9 +37,11 @@ struct pt_trace_map {
 	char *build_id;
 };
 
-/* A context switch of one thread (PERF_RECORD_SWITCH), at TSC time. */
+/* A context switch of one thread (PERF_RECORD_SWITCH), at the time perf
+ * gave it: the perf clock in ns, to which time_zero/mult/shift convert
+ * the trace's TSC. */
 struct pt_trace_switch {
-	uint64_t tsc;
+	uint64_t time_ns;
 	uint32_t tid;
 	uint32_t out; /* 1: switched out, 0: switched in */
 };
@@ -57,7 +59,7 @@ struct pt_trace {
 	struct pt_trace_meta meta;
 	struct pt_trace_map *maps;
 	size_t n_maps;
-	struct pt_trace_switch *switches; /* sorted by (tid, tsc) once read */
+	struct pt_trace_switch *switches; /* sorted by (tid, time_ns) once read */
 	size_t n_switches;
 	struct pt_trace_stream *streams;
 	size_t n_streams;
@@ -66,7 +68,7 @@ struct pt_trace {
 /* Building a trace: each returns 0 or -ENOMEM and copies its arguments. */
 int pt_trace_add_map(struct pt_trace *t, uint64_t start, uint64_t end, uint64_t pgoff,
 		     const char *path, const char *build_id);
-int pt_trace_add_switch(struct pt_trace *t, uint64_t tsc, uint32_t tid, int out);
+int pt_trace_add_switch(struct pt_trace *t, uint64_t time_ns, uint32_t tid, int out);
 int pt_trace_add_stream(struct pt_trace *t, uint32_t tid, const void *data, size_t size);
 
 /* Writes t to path (replacing it atomically). Returns 0 or -errno. */
@@ -78,7 +80,7 @@ int pt_trace_write(const struct pt_trace *t, const char *path);
  * short; -EFBIG over PT_TRACE_MAX_BYTES; open/read errors as they come. */
 int pt_trace_read(const char *path, struct pt_trace *ret, char *err, size_t err_size);
 
-/* Sorts the switches by (tid, tsc): pt_trace_read does it; builders call it
+/* Sorts the switches by (tid, time_ns): pt_trace_read does it; builders call it
  * once before analysing. */
 void pt_trace_sort_switches(struct pt_trace *t);
 

@@ -14,7 +14,11 @@ import subprocess
 import tempfile
 import unittest
 
-from offcpu_env import BUILD, EXIT_USAGE, OFFCPUCTL, Daemon, check_sanitizer_report, parse_folded
+import stat
+import time
+
+from offcpu_env import (BUILD, EXIT_BUSY, EXIT_NO_SUCH_PID, EXIT_USAGE, OFFCPUCTL, Daemon, Workload, check_sanitizer_report,
+                        parse_folded)
 
 PT_TARGET = os.path.join(BUILD, "tests", "pt_target")
 PT_TRACE_GEN = os.path.join(BUILD, "tests", "pt_trace_gen")
@@ -122,6 +126,87 @@ class LatencyLive(unittest.TestCase):
             self.assertIn("func", replies[0]["error"]["message"])
         finally:
             self.assertEqual(d.stop(), 0)
+
+
+class LatencySideband(unittest.TestCase):
+    """The recording pipeline without Intel PT: pt_event = sideband records a
+    software event's sideband through the same session, worker, trace file,
+    history ring and reply, which offcpuctl then analyses. The trace has no
+    calls; its context switches are the sleeper's known sleeps."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="offcpud-pt-")
+        cls.pt_dir = os.path.join(cls.tmp, "pt")
+        cls.d = Daemon(f"pt_event = sideband\npt_dir = {cls.pt_dir}\npt_keep = 2\n")
+        # 300 sleeps of 20 ms: 6 s of switches once go() is called
+        cls.w = Workload("--only", "sleeper", "--sleeps", "300", "--sleep-ms", "20")
+        cls.w.proc.stdin.write("go\n")
+        cls.w.proc.stdin.flush()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.w.kill()
+        cls.d.stop()
+        shutil.rmtree(cls.tmp)
+
+    def record(self, *args):
+        return self.d.ctl("latency", "--pid", str(self.w.pid), "--func", "block_in_sleep",
+                          "--seconds", "1", *args)
+
+    def test_recording(self):
+        r = self.record()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        m = re.search(r"recorded (\S+): 0 bytes of sideband trace from (\d+) threads, "
+                      r"(\d+) context switches", r.stderr)
+        self.assertIsNotNone(m, r.stderr)
+        path, threads, switches = m.group(1), int(m.group(2)), int(m.group(3))
+        # the sleeper sleeps 20 ms at a time: at most 50 sleeps in the second
+        # (fewer on a loaded machine), each a switch out and one back in;
+        # preemptions add a few
+        self.assertGreaterEqual(switches, 2 * 25, r.stderr)
+        self.assertLessEqual(switches, 2 * 50 + 40, r.stderr)
+        self.assertGreaterEqual(threads, 2)  # main thread and ow-sleeper
+        self.assertTrue(path.startswith(self.pt_dir + "/"), path)
+        self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o640)
+        self.assertTrue(os.path.exists(path + ".vdso"))
+        self.assertIn("block_in_sleep: 0 calls", r.stdout)
+        # stored: analysed again later from the file
+        r = ctl("latency", "--from-trace", path, "--func", "block_in_sleep", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["latency"]["calls"], 0)
+
+    def test_history_ring(self):
+        for _ in range(3):
+            r = self.record("--snapshot")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("(snapshot)", r.stderr)
+        traces = [f for f in os.listdir(self.pt_dir) if f.endswith(".pt")]
+        self.assertEqual(len(traces), 2, traces)  # pt_keep
+        vdsos = [f for f in os.listdir(self.pt_dir) if f.endswith(".vdso")]
+        self.assertEqual(len(vdsos), 2, vdsos)
+
+    def test_one_at_a_time(self):
+        first = self.d.ctl_popen("latency", "--pid", str(self.w.pid), "--func",
+                                 "block_in_sleep", "--seconds", "2")
+        try:
+            time.sleep(0.5)
+            r = self.record()
+            self.assertEqual(r.returncode, EXIT_BUSY, r.stderr)
+            self.assertIn("a PT session is running", r.stderr)
+        finally:
+            out, err = first.communicate(timeout=30)
+        self.assertEqual(first.returncode, 0, err)
+
+    def test_bad_targets(self):
+        r = self.d.ctl("latency", "--pid", str(self.w.pid), "--func", "no_such_function",
+                       "--seconds", "1")
+        self.assertEqual(r.returncode, EXIT_USAGE, r.stderr)
+        self.assertIn("no function 'no_such_function'", r.stderr)
+        r = self.d.ctl("latency", "--pid", "4000000", "--func", "main", "--seconds", "1")
+        self.assertEqual(r.returncode, EXIT_NO_SUCH_PID, r.stderr)
+        self.assertIn("no process with pid 4000000", r.stderr)
+        self.assertEqual(self.d.ctl("status").returncode, 0)
 
 
 if __name__ == "__main__":

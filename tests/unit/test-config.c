@@ -47,7 +47,10 @@ static int config_equal(const struct config *a, const struct config *b)
 	       a->continuous_min_block_us == b->continuous_min_block_us &&
 	       !strcmp(a->continuous_requests, b->continuous_requests) &&
 	       a->window_seconds == b->window_seconds && !strcmp(a->database, b->database) &&
-	       a->max_db_bytes == b->max_db_bytes && a->max_age_s == b->max_age_s;
+	       a->max_db_bytes == b->max_db_bytes && a->max_age_s == b->max_age_s &&
+	       !strcmp(a->pt_dir, b->pt_dir) && a->pt_keep == b->pt_keep &&
+	       a->pt_buffer_bytes == b->pt_buffer_bytes && a->pt_max_bytes == b->pt_max_bytes &&
+	       a->pt_max_threads == b->pt_max_threads && a->pt_event == b->pt_event;
 }
 
 /* A config differing from the defaults in every field. */
@@ -83,6 +86,12 @@ static void config_scramble(struct config *c)
 	strcpy(c->database, "/scrambled.db");
 	c->max_db_bytes = 7;
 	c->max_age_s = 7;
+	strcpy(c->pt_dir, "/scrambled");
+	c->pt_keep = 7;
+	c->pt_buffer_bytes = 7;
+	c->pt_max_bytes = 7;
+	c->pt_max_threads = 7;
+	c->pt_event = CONFIG_PT_EVENT_SIDEBAND;
 }
 
 static void test_defaults(void)
@@ -149,6 +158,8 @@ static const struct {
 	INT_KEY(window_seconds, 1, 3600),
 	INT_KEY(oncpu_frequency, 0, 10000),
 	INT_KEY(continuous_min_block_us, 0, 60000000),
+	INT_KEY(pt_keep, 1, 100000),
+	INT_KEY(pt_max_threads, 1, 4096),
 #undef INT_KEY
 };
 

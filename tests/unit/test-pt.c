@@ -418,12 +418,20 @@ static void test_pmu(void)
 	snprintf(cmd, sizeof(cmd),
 		 "d=%s/bus/event_source/devices/intel_pt; mkdir -p $d/caps && echo 9 > $d/type && "
 		 "echo 1 > $d/caps/mtc && echo 1 > $d/caps/psb_cyc && echo 249 > "
-		 "$d/caps/mtc_periods && echo 2 > $d/caps/num_address_ranges",
+		 "$d/caps/mtc_periods && echo 2 > $d/caps/num_address_ranges && "
+		 "echo 24 > $d/max_nonturbo_ratio && mkdir $d/format && cd $d/format && "
+		 "echo config:0 > pt && echo config:1 > cyc && echo config:9 > mtc && "
+		 "echo config:10 > tsc && echo config:11 > noretcomp && echo config:13 > branch "
+		 "&& echo config:14-17 > mtc_period",
 		 root);
 	CHECK(system(cmd) == 0);
 	CHECK(pt_pmu_probe(root, &pmu, err, sizeof(err)) == 0);
 	CHECK(pmu.type == 9 && pmu.mtc == 1 && pmu.cyc == 1 && pmu.mtc_periods == 0x249 &&
-	      pmu.num_address_ranges == 2 && pmu.ip_filtering == 0);
+	      pmu.num_address_ranges == 2 && pmu.ip_filtering == 0 && pmu.nom_freq == 24);
+	/* pt, mtc, tsc, noretcomp, branch and mtc_period 3; no cyc */
+	CHECK_AT(__FILE__, __LINE__, pmu.config == (1 | 1 << 9 | 1 << 10 | 1 << 11 | 1 << 13 | 3 << 14) &&
+		 pmu.mtc_freq == 3, "config %#llx mtc_freq %u", (unsigned long long)pmu.config,
+		 pmu.mtc_freq);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
 	CHECK(system(cmd) == 0);
 }
