@@ -40,8 +40,14 @@ static int pt_perf_mmap2(struct pt_perf_sink *s, const uint8_t *body, size_t siz
 	size_t name_max = size - PT_PERF_MMAP2_FILENAME - sizeof(struct pt_perf_sample_id);
 	uint32_t prot = get_u32(body + 56);
 
+	uint64_t start = get_u64(body + 8), len = get_u64(body + 16);
+
 	if (get_u32(body) != s->pid || !(prot & PROT_EXEC) || !memchr(name, 0, name_max))
 		return 0;
+	if (!len || start + len < start) {
+		s->counts.malformed++;
+		return 0;
+	}
 	if (name[0] != '/' && strcmp(name, "[vdso]"))
 		return 0; /* anonymous or JIT code: nothing to decode it with */
 	if (misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
@@ -53,8 +59,7 @@ static int pt_perf_mmap2(struct pt_perf_sink *s, const uint8_t *body, size_t siz
 			build_id[2 * i + 2] = 0;
 		}
 	}
-	return pt_trace_add_map(s->trace, get_u64(body + 8), get_u64(body + 8) + get_u64(body + 16),
-				get_u64(body + 24), name, build_id);
+	return pt_trace_add_map(s->trace, start, start + len, get_u64(body + 24), name, build_id);
 }
 
 /* Bytes after the header each record type needs, sample_id included. */

@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(proto_request proto_reply folded config stack_filter pt_trace)
+all_targets=(proto_request proto_reply folded config stack_filter pt_trace pt_perf)
 # What each harness links: the libraries proto/ and render/ whole (as
 # CMake builds them, so a file added to them needs no change here), or
 # the few files a module needs.
@@ -24,6 +24,7 @@ declare -A sources=(
 	[config]="daemon/config.c proto/thread_state.c"
 	[stack_filter]="proto/stack_filter.c proto/frame.c proto/thread_state.c"
 	[pt_trace]="pt/pt_trace.c pt/pt_decode.c pt/pt_latency.c"
+	[pt_perf]="pt/pt_perf.c pt/pt_trace.c"
 )
 # Longest input: the folded harness skips larger ones; the others keep
 # libFuzzer's default (the largest seed, at least 4096).
