@@ -1,9 +1,8 @@
 /* Unit test of render/latency_plot.c: plots of known calls are parsed back
- * with a small XML reader (well-formedness: one root, balanced tags, quoted
- * attributes, only the five entities, no raw '<' or '&' in text) and
- * checked: one point per call with its tooltip, hollow when off-CPU, x in
- * proportion to the start, y in proportion to log10(latency), one legend
- * entry and one colour per tid, the y labels, and the subsampling rule. */
+ * with xml_read (which fails on XML that is not well-formed) and checked: one point per call with
+ * its tooltip, hollow when off-CPU, x in proportion to the start, y in proportion to
+ * log10(latency), one legend entry and one colour per tid, the y labels, and the subsampling rule.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -13,245 +12,7 @@
 
 #include "check.h"
 #include "latency_plot.h"
-
-#define XML_ATTRS_MAX 8
-#define XML_DEPTH_MAX 16
-
-struct xml_el {
-	char name[16];
-	int parent; /* index in els, -1 for the root */
-	size_t n_attrs;
-	char attr_names[XML_ATTRS_MAX][24];
-	const char *attr_values[XML_ATTRS_MAX]; /* unescaped, in the document's copy */
-	char *text;				/* its first non-blank text, unescaped (malloc'd) */
-};
-
-struct xml_doc {
-	char *buf; /* a copy of the text, values unescaped in place */
-	struct xml_el *els;
-	size_t n, cap;
-};
-
-static void xml_free(struct xml_doc *d)
-{
-	for (size_t i = 0; i < d->n; i++)
-		free(d->els[i].text);
-	free(d->els);
-	free(d->buf);
-	memset(d, 0, sizeof(*d));
-}
-
-/* Unescapes len bytes at src into dst (which may be src): false for a raw
- * '<', or a '&' that does not start one of the five entities. */
-static bool xml_unescape(char *dst, const char *src, size_t len)
-{
-	static const struct {
-		const char *ent;
-		char c;
-	} ents[] = { { "&amp;", '&' },
-		     { "&lt;", '<' },
-		     { "&gt;", '>' },
-		     { "&quot;", '"' },
-		     { "&apos;", '\'' } };
-	size_t o = 0;
-
-	for (size_t i = 0; i < len;) {
-		size_t k;
-
-		if (src[i] == '<')
-			return false;
-		if (src[i] != '&') {
-			dst[o++] = src[i++];
-			continue;
-		}
-		for (k = 0; k < sizeof(ents) / sizeof(ents[0]); k++) {
-			size_t el = strlen(ents[k].ent);
-
-			if (len - i >= el && !memcmp(src + i, ents[k].ent, el)) {
-				dst[o++] = ents[k].c;
-				i += el;
-				break;
-			}
-		}
-		if (k == sizeof(ents) / sizeof(ents[0]))
-			return false;
-	}
-	dst[o] = '\0';
-	return true;
-}
-
-static bool xml_name_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '-' || c == '_' || c == ':' || c == '.';
-}
-
-/* Copies the name at *p into dst (cap bytes) and moves *p past it. */
-static bool xml_name(char **p, char *dst, size_t cap)
-{
-	size_t n = 0;
-
-	while (xml_name_char((*p)[n]))
-		n++;
-	if (!n || n >= cap)
-		return false;
-	memcpy(dst, *p, n);
-	dst[n] = '\0';
-	*p += n;
-	return true;
-}
-
-static void xml_space(char **p)
-{
-	while (**p == ' ' || **p == '\n' || **p == '\t' || **p == '\r')
-		(*p)++;
-}
-
-/* A start tag after its '<'; pushes it unless it closes itself. */
-static bool xml_start(struct xml_doc *d, char **p, int *stack, size_t *depth)
-{
-	struct xml_el *e;
-
-	if (d->n == d->cap) {
-		d->cap = d->cap ? 2 * d->cap : 256;
-		d->els = realloc(d->els, d->cap * sizeof(*d->els));
-	}
-	e = &d->els[d->n];
-	memset(e, 0, sizeof(*e));
-	e->parent = *depth ? stack[*depth - 1] : -1;
-	if (!xml_name(p, e->name, sizeof(e->name)))
-		return false;
-	for (;;) {
-		char *v, *q;
-
-		xml_space(p);
-		if (**p == '>' || (**p == '/' && (*p)[1] == '>'))
-			break;
-		if (e->n_attrs == XML_ATTRS_MAX ||
-		    !xml_name(p, e->attr_names[e->n_attrs], sizeof(e->attr_names[0])))
-			return false;
-		for (size_t i = 0; i < e->n_attrs; i++)
-			if (!strcmp(e->attr_names[i], e->attr_names[e->n_attrs]))
-				return false; /* twice */
-		if (**p != '=' || ((*p)[1] != '"' && (*p)[1] != '\''))
-			return false;
-		v = *p + 2;
-		q = strchr(v, (*p)[1]);
-		if (!q || !xml_unescape(v, v, q - v))
-			return false;
-		e->attr_values[e->n_attrs++] = v;
-		*p = q + 1;
-	}
-	d->n++;
-	if (**p == '/') {
-		*p += 2;
-		return *depth > 0 || d->n == 1;
-	}
-	(*p)++;
-	if (*depth == XML_DEPTH_MAX)
-		return false;
-	stack[(*depth)++] = (int)(d->n - 1);
-	return true;
-}
-
-/* Parses text: 0, or the offset after which it stopped being well-formed. */
-static size_t xml_parse(struct xml_doc *d, const char *text)
-{
-	int stack[XML_DEPTH_MAX];
-	size_t depth = 0, roots = 0;
-	char *p;
-
-	memset(d, 0, sizeof(*d));
-	d->buf = strdup(text);
-	p = d->buf;
-	if (!strncmp(p, "<?xml ", 6)) {
-		p = strstr(p, "?>");
-		if (!p)
-			return 1;
-		p += 2;
-	}
-	while (*p) {
-		if (*p == '<' && p[1] == '/') {
-			char name[16];
-
-			p += 2;
-			if (!depth || !xml_name(&p, name, sizeof(name)) ||
-			    strcmp(name, d->els[stack[depth - 1]].name))
-				return p - d->buf + 1;
-			xml_space(&p);
-			if (*p++ != '>')
-				return p - d->buf;
-			depth--;
-		} else if (*p == '<') {
-			p++;
-			if (!depth && roots++)
-				return p - d->buf; /* a second root */
-			if (!xml_start(d, &p, stack, &depth))
-				return p - d->buf + 1;
-		} else {
-			char *end = strchr(p, '<'), *t;
-			size_t len = end ? (size_t)(end - p) : strlen(p);
-			bool blank = strspn(p, " \n\t\r") >= len;
-
-			if (!blank && !depth)
-				return p - d->buf + 1; /* text outside the root */
-			t = malloc(len + 1);
-			if (!xml_unescape(t, p, len)) {
-				free(t);
-				return p - d->buf + 1;
-			}
-			if (!blank && !d->els[stack[depth - 1]].text)
-				d->els[stack[depth - 1]].text = t;
-			else
-				free(t);
-			p += len;
-		}
-	}
-	return depth || roots != 1 ? (size_t)(p - d->buf) : 0;
-}
-
-static const char *xml_attr(const struct xml_el *e, const char *name)
-{
-	for (size_t i = 0; i < e->n_attrs; i++)
-		if (!strcmp(e->attr_names[i], name))
-			return e->attr_values[i];
-	return NULL;
-}
-
-static double xml_num(const struct xml_el *e, const char *name)
-{
-	const char *v = xml_attr(e, name);
-
-	return v ? strtod(v, NULL) : NAN;
-}
-
-/* The first element named name with attribute attr equal to value. */
-static int xml_find(const struct xml_doc *d, const char *name, const char *attr, const char *value)
-{
-	for (size_t i = 0; i < d->n; i++) {
-		const char *v = xml_attr(&d->els[i], attr);
-
-		if (!strcmp(d->els[i].name, name) && v && !strcmp(v, value))
-			return (int)i;
-	}
-	return -1;
-}
-
-/* The text of the first child of e named name, or "". */
-static const char *xml_child_text(const struct xml_doc *d, size_t e, const char *name)
-{
-	for (size_t i = e + 1; i < d->n && d->els[i].parent >= (int)e; i++)
-		if (d->els[i].parent == (int)e && !strcmp(d->els[i].name, name))
-			return d->els[i].text ? d->els[i].text : "";
-	return "";
-}
-
-static bool xml_class_is(const struct xml_el *e, const char *class)
-{
-	const char *v = xml_attr(e, "class");
-
-	return v && !strcmp(v, class);
-}
+#include "xml_read.h"
 
 /* A point as drawn: position, marker, tooltip, its thread group. */
 struct point {
@@ -573,6 +334,39 @@ static void test_legend(void)
 	plot_free(&p);
 }
 
+/* The reader the checks rest on tells well-formed XML from the rest. */
+static void test_xml_read(void)
+{
+	static const char *const bad[] = {
+		"",
+		"<svg>",
+		"<svg></g>",
+		"<svg><g></svg></g>",
+		"<svg/><svg/>",
+		"text<svg/>",
+		"<svg>a & b</svg>",
+		"<svg>a &nbsp; b</svg>",
+		"<svg x=1/>",
+		"<svg x=\"1\" x=\"2\"/>",
+		"<svg x=\"<\"/>",
+		"<svg><!-- c --></svg>",
+	};
+	struct xml_doc d;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK_MSG(xml_parse(&d, bad[i]) != 0, "read as well-formed: %s", bad[i]);
+		xml_free(&d);
+	}
+	CHECK(xml_parse(&d, "<?xml version=\"1.0\"?>\n<svg a=\"&lt;&amp;\"><t>x &gt; "
+			    "y</t><g/></svg>\n") == 0);
+	CHECK(d.n == 3 && d.els[1].parent == 0 && d.els[2].parent == 0);
+	if (d.n == 3) {
+		CHECK_STR(xml_attr(&d.els[0], "a"), "<&");
+		CHECK_STR(d.els[1].text, "x > y");
+	}
+	xml_free(&d);
+}
+
 static void test_errors(void)
 {
 	struct latency_plot_opts o = { .func = "f" };
@@ -607,5 +401,6 @@ int main(void)
 	test_subsample();
 	test_legend();
 	test_errors();
+	test_xml_read();
 	return CHECK_DONE();
 }
