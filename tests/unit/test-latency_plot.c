@@ -1,8 +1,8 @@
 /* Unit test of render/latency_plot.c: plots of known calls are parsed back
- * with xml_read (which fails on XML that is not well-formed) and checked: one point per call with
- * its tooltip, hollow when off-CPU, x in proportion to the start, y in proportion to
- * log10(latency), one legend entry and one colour per tid, the y labels, and the subsampling rule.
- */
+ * with xml_read (which fails on XML that is not well-formed) and checked:
+ * one point per call with its tooltip, hollow when off-CPU, x in proportion
+ * to the start, y in proportion to log10(latency), one legend entry and one
+ * colour per tid, the y labels, and the subsampling rule. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
