@@ -12,6 +12,7 @@
 
 #include "elf_funcs.h"
 #include "frame.h"
+#include "latency_plot.h"
 #include "pt_decode.h"
 #include "pt_latency.h"
 #include "proto.h"
@@ -169,6 +170,49 @@ static void latency_timeline(FILE *out, const struct pt_latency *a)
 			c[i].latency_ns, c[i].off_cpu_ns);
 }
 
+/* The timeline as an SVG plot. */
+static int latency_plot(const struct pt_latency *a, const struct latency_opts *o, char **ret,
+			char *err, size_t err_size)
+{
+	const struct latency_plot_opts po = {
+		.func = o->func, .title = o->title, .subtitle = o->subtitle, .width = o->width
+	};
+	const struct pt_latency_call *c;
+	struct latency_plot_call *calls;
+	char *text = NULL;
+	size_t n, len = 0;
+	FILE *out = NULL;
+	int r;
+
+	c = pt_latency_calls(a, &n);
+	calls = calloc(n + 1, sizeof(*calls));
+	if (calls)
+		out = open_memstream(&text, &len);
+	if (!out) {
+		free(calls);
+		snprintf(err, err_size, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		calls[i] = (struct latency_plot_call){ c[i].tid, c[i].start_ns, c[i].latency_ns,
+						       c[i].off_cpu_ns };
+	r = latency_plot_svg(calls, n, &po, out);
+	if (fclose(out) != 0 && r >= 0)
+		r = -ENOMEM;
+	free(calls);
+	if (r == -ENODATA)
+		snprintf(err, err_size, "nothing to plot: no complete calls of %s%s", o->func,
+			 o->min_ns || o->max_ns != UINT64_MAX ? " in the latency range" : "");
+	else if (r < 0)
+		snprintf(err, err_size, "cannot draw the timeline: %s", strerror(-r));
+	if (r < 0) {
+		free(text);
+		return r;
+	}
+	*ret = text;
+	return 0;
+}
+
 /* The analysis as the protocol's latency reply (proto_reply_latency). */
 static int latency_json(const struct pt_latency *a, const char *func, struct latency_names *names,
 			char **ret)
@@ -265,7 +309,9 @@ int latency_from_trace(const struct latency_opts *o, char **ret, char *err, size
 		r = pt_decode_trace(&t, a, err, err_size);
 	if (r == 0 && (r = latency_names_init(&names, &t)) < 0)
 		snprintf(err, err_size, "cannot set up symbol names: %s", strerror(-r));
-	if (r == 0 && (o->output == LATENCY_FOLDED || o->output == LATENCY_JSON)) {
+	if (r == 0 && o->output == LATENCY_TIMELINE_SVG) {
+		r = latency_plot(a, o, ret, err, err_size);
+	} else if (r == 0 && (o->output == LATENCY_FOLDED || o->output == LATENCY_JSON)) {
 		r = o->output == LATENCY_FOLDED ? pt_latency_folded(a, latency_name, &names, ret)
 						: latency_json(a, o->func, &names, ret);
 		if (r < 0)

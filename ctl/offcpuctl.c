@@ -22,6 +22,7 @@
 #include "proto_samples.h"
 #include "elf_funcs.h"
 #include "latency.h"
+#include "latency_plot.h"
 #include "render_output.h"
 #include "stack_filter.h"
 #include "thread_state.h"
@@ -131,7 +132,10 @@ static void usage(FILE *out)
 		"                              of trace per thread, taken at the end\n"
 		"      --from-trace FILE       from a stored trace, offline\n"
 		"      --latency-range MIN,MAX only calls of MIN..MAX ns\n"
-		"      --timeline              one line per call: tid start latency off-CPU\n"
+		"      --timeline              one line per call: tid start latency off-CPU;\n"
+		"                              with --svg a plot of latency (log scale) over\n"
+		"                              time, a colour per thread, calls with off-CPU\n"
+		"                              time hollow (--title, --subtitle, --width)\n"
 		"      --format folded, --svg  the latency flame graph (values in ns)\n"
 		"      --json                  report and timeline as JSON\n"
 		"  help                        this text\n"
@@ -2215,6 +2219,24 @@ static int latency_record(uint32_t pid, const char *func, uint32_t seconds, bool
 	return EXIT_OK;
 }
 
+/* The svg options the --timeline plot takes: --title, --subtitle, --width. */
+static int latency_plot_options(const struct result_opts *ro, struct latency_opts *lo)
+{
+	const struct proto_render *r = &ro->render;
+
+	if (r->countname[0] || r->frame_height || r->minwidth[0] || r->inverted || r->reverse ||
+	    r->flamechart || r->palette != PROTO_PALETTE_AUTO)
+		return usage_error("%s", "the --timeline plot takes --title, --subtitle and "
+					 "--width; the other svg options are the flame graph's");
+	_Static_assert(LATENCY_PLOT_WIDTH_MIN == 400, "the message below");
+	if (r->width && r->width < LATENCY_PLOT_WIDTH_MIN)
+		return usage_error("--width of the --timeline plot: at least %s pixels", "400");
+	lo->title = r->title[0] ? r->title : NULL;
+	lo->subtitle = r->subtitle[0] ? r->subtitle : NULL;
+	lo->width = r->width;
+	return EXIT_OK;
+}
+
 static int cmd_latency(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -2267,19 +2289,26 @@ static int cmd_latency(int argc, char **argv)
 		return usage_error("%s", "latency needs one of --pid P or --from-trace FILE");
 	if (snapshot && !pid)
 		return usage_error("%s", "--snapshot is for recording (--pid)");
-	if (ro.format == PROTO_FORMAT_SVG || ro.format == PROTO_FORMAT_SPEEDSCOPE ||
-	    ro.format == PROTO_FORMAT_FOLDED)
+	if (timeline && ro.format == PROTO_FORMAT_SVG) {
+		lo.output = LATENCY_TIMELINE_SVG;
+		r = latency_plot_options(&ro, &lo);
+		if (r != EXIT_OK)
+			return r;
+	} else if (timeline) {
+		if (ro.format >= 0 || ro.pprof || json_output)
+			return usage_error("%s",
+					   "--timeline is text, or a plot with --svg (--json "
+					   "has the timeline too): leave out --json and --format");
+		lo.output = LATENCY_TIMELINE;
+	} else if (ro.format == PROTO_FORMAT_SVG || ro.format == PROTO_FORMAT_SPEEDSCOPE ||
+		   ro.format == PROTO_FORMAT_FOLDED) {
 		lo.output = LATENCY_FOLDED;
-	else if (json_output)
+	} else if (json_output) {
 		lo.output = LATENCY_JSON; /* --json or --format json: report and timeline */
-	else if (ro.format >= 0 || ro.pprof)
+	} else if (ro.format >= 0 || ro.pprof) {
 		return usage_error("%s", "latency writes a report, --timeline, --json, --format "
 					 "folded, svg or speedscope");
-	if (timeline && lo.output != LATENCY_REPORT)
-		return usage_error("%s", "--timeline is text (--json has the timeline too): "
-					 "leave out --json, --format and --svg");
-	if (timeline)
-		lo.output = LATENCY_TIMELINE;
+	}
 	if (pid) {
 		r = latency_record((uint32_t)pid, lo.func, (uint32_t)seconds, snapshot, recorded,
 				   sizeof(recorded));
@@ -2292,9 +2321,13 @@ static int cmd_latency(int argc, char **argv)
 	}
 	r = latency_from_trace(&lo, &text, err, sizeof(err));
 	if (r < 0)
-		return fail(EXIT_ERROR, r == -ESRCH ? "no_such_function" : "input_error", "%s",
-			    err);
-	if (ro.format == PROTO_FORMAT_SVG || ro.format == PROTO_FORMAT_SPEEDSCOPE) {
+		return fail(EXIT_ERROR,
+			    r == -ESRCH	    ? "no_such_function"
+			    : r == -ENODATA ? PROTO_ERR_NO_DATA
+					    : "input_error",
+			    "%s", err);
+	if (lo.output == LATENCY_FOLDED &&
+	    (ro.format == PROTO_FORMAT_SVG || ro.format == PROTO_FORMAT_SPEEDSCOPE)) {
 		if (!ro.render.countname[0])
 			strcpy(ro.render.countname, "ns");
 		r = draw(NULL, NULL, text, strlen(text), lo.trace_path, &ro, NULL,

@@ -12,7 +12,7 @@
 "use strict";
 
 const path = require("path");
-const { chromium } = require("playwright-core");
+const { run } = require("./browser_page");
 
 /* Every frame as the page shows it, in document order. */
 function snapshot(page) {
@@ -62,66 +62,44 @@ async function clickFrame(page, name) {
 	await page.mouse.click(b.x + b.width / 2, b.y + b.height / 2);
 }
 
-async function main() {
-	const [svg, outdir] = process.argv.slice(2);
-	const url = "file://" + path.resolve(svg);
-	const browser = await chromium.launch({
-		executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-		headless: true,
-		args: ["--no-sandbox", "--disable-gpu"],
-	});
-	const result = { errors: [] };
-	try {
-		const page = await browser.newPage({ viewport: { width: 1220, height: 400 } });
-		page.on("pageerror", (e) => result.errors.push(String(e)));
-		page.on("console", (m) => {
-			if (m.type() === "error")
-				result.errors.push(m.text());
-		});
-		await page.goto(url);
-		result.initial = await snapshot(page);
+const [svg, outdir] = process.argv.slice(2);
 
-		const b = await frameBox(page, "alpha");
-		await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2);
-		result.hover = (await snapshot(page)).details;
-		await page.mouse.move(0, 0);
-		result.unhover = (await snapshot(page)).details;
+run({ width: 1220, height: 400 }, async (page, result) => {
+	await page.goto("file://" + path.resolve(svg));
+	result.initial = await snapshot(page);
 
-		await clickFrame(page, "alpha");
-		result.zoomed = await snapshot(page);
-		await page.screenshot({ path: path.join(outdir, "zoomed.png") });
-		await page.click("#unzoom");
-		result.reset = await snapshot(page);
+	const b = await frameBox(page, "alpha");
+	await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2);
+	result.hover = (await snapshot(page)).details;
+	await page.mouse.move(0, 0);
+	result.unhover = (await snapshot(page)).details;
 
-		result.nestedPct = await page.evaluate(() => search("alpha|beta"));
-		result.nested = await snapshot(page);
-		result.casePct = await page.evaluate(() => search("beta"));
-		result.caseSensitive = await snapshot(page);
-		await page.click("#ic");
-		result.caseInsensitive = await snapshot(page);
+	await clickFrame(page, "alpha");
+	result.zoomed = await snapshot(page);
+	await page.screenshot({ path: path.join(outdir, "zoomed.png") });
+	await page.click("#unzoom");
+	result.reset = await snapshot(page);
 
-		/* Zoom and search, then a reload must come back to the same. */
-		await clickFrame(page, "alpha");
-		result.beforeReload = await snapshot(page);
-		await page.reload();
-		result.afterReload = await snapshot(page);
-		await page.screenshot({ path: path.join(outdir, "reloaded.png") });
+	result.nestedPct = await page.evaluate(() => search("alpha|beta"));
+	result.nested = await snapshot(page);
+	result.casePct = await page.evaluate(() => search("beta"));
+	result.caseSensitive = await snapshot(page);
+	await page.click("#ic");
+	result.caseInsensitive = await snapshot(page);
 
-		/* Ctrl-F prompts for the regex. */
-		page.once("dialog", (d) => d.accept("^gamma$"));
-		await page.keyboard.press("Control+f");
-		result.ctrlF = await snapshot(page);
-		await page.click("#search"); /* now "Reset Search" */
-		await page.click("#unzoom");
-		result.cleared = await snapshot(page);
-		await page.screenshot({ path: path.join(outdir, "initial.png") });
-	} finally {
-		await browser.close();
-	}
-	process.stdout.write(JSON.stringify(result) + "\n");
-}
+	/* Zoom and search, then a reload must come back to the same. */
+	await clickFrame(page, "alpha");
+	result.beforeReload = await snapshot(page);
+	await page.reload();
+	result.afterReload = await snapshot(page);
+	await page.screenshot({ path: path.join(outdir, "reloaded.png") });
 
-main().catch((e) => {
-	process.stderr.write(String(e && e.stack ? e.stack : e) + "\n");
-	process.exit(1);
+	/* Ctrl-F prompts for the regex. */
+	page.once("dialog", (d) => d.accept("^gamma$"));
+	await page.keyboard.press("Control+f");
+	result.ctrlF = await snapshot(page);
+	await page.click("#search"); /* now "Reset Search" */
+	await page.click("#unzoom");
+	result.cleared = await snapshot(page);
+	await page.screenshot({ path: path.join(outdir, "initial.png") });
 });

@@ -6,6 +6,7 @@ root (BPF) and the build directory in OFFCPU_BUILD_DIR.
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,6 +19,32 @@ OFFCPUD = os.path.join(BUILD, "daemon", "offcpud")
 OFFCPUCTL = os.path.join(BUILD, "ctl", "offcpuctl")
 WORKLOAD = os.path.join(BUILD, "tests", "offcpu_workload")
 REQUEST_LIB = os.path.join(BUILD, "tests", "librequest_workload.so")
+
+# The browser tests' node tools (scripts/setup.sh): headless Chromium through
+# playwright-core from tests/integration/node_modules, or the node_modules
+# that OFFCPU_NODE_MODULES names (a git worktree has none of its own); node
+# finds it through NODE_PATH.
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+NODE_MODULES = os.environ.get("OFFCPU_NODE_MODULES",
+                              os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_modules"))
+
+
+def browser_missing():
+    """Why node, Chromium and playwright-core cannot drive a page here, or None."""
+    if not shutil.which("node"):
+        return "node is not installed (scripts/setup.sh installs nodejs)"
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"no Chromium at {CHROMIUM} (scripts/setup.sh installs chromium)"
+    if not os.path.isdir(os.path.join(NODE_MODULES, "playwright-core")):
+        return (f"{NODE_MODULES} lacks playwright-core (scripts/setup.sh runs npm ci in "
+                "tests/integration; OFFCPU_NODE_MODULES may name another)")
+    return None
+
+
+def node_env():
+    """The environment of a node tool that drives the browser."""
+    return {**os.environ, "CHROMIUM": CHROMIUM, "NODE_PATH": NODE_MODULES}
+
 
 # Exit codes of offcpuctl (proto/PROTOCOL.md).
 EXIT_USAGE, EXIT_NOT_RUNNING, EXIT_PERMISSION, EXIT_NO_SUCH_PID, EXIT_BUSY = 2, 3, 4, 5, 6

@@ -2,9 +2,9 @@
 whose tree is known, and headless Chromium (flame_browser.js, through
 playwright-core) hovers, clicks, searches and reloads it as a person would.
 
-Skipped, with the reason, when node, Chromium or tests/integration/node_modules
-is missing (scripts/setup.sh installs them) or when this offcpuctl has no
-flamegraph command yet.
+Skipped, with the reason, when node, Chromium or playwright-core is missing
+(offcpu_env.browser_missing: scripts/setup.sh installs them) or when this
+offcpuctl has no flamegraph command yet.
 """
 import json
 import os
@@ -13,10 +13,9 @@ import subprocess
 import tempfile
 import unittest
 
-from offcpu_env import EXIT_USAGE, OFFCPUCTL
+from offcpu_env import EXIT_USAGE, OFFCPUCTL, browser_missing, node_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 MATCH_FILL = "rgb(230,0,230)"
 
 # 100 samples: all = idle(18) [beta(8)] + main(82) [alpha(45) [beta(30),
@@ -58,13 +57,9 @@ def frame(snapshot, name, nth=0):
 class FlamegraphBrowserTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not shutil.which("node"):
-            raise unittest.SkipTest("node is not installed (scripts/setup.sh installs nodejs)")
-        if not os.access(CHROMIUM, os.X_OK):
-            raise unittest.SkipTest(f"no Chromium at {CHROMIUM} (scripts/setup.sh installs chromium)")
-        if not os.path.isdir(os.path.join(HERE, "node_modules", "playwright-core")):
-            raise unittest.SkipTest("tests/integration/node_modules lacks playwright-core "
-                                    "(scripts/setup.sh runs npm ci there)")
+        missing = browser_missing()
+        if missing:
+            raise unittest.SkipTest(missing)
         if not os.access(OFFCPUCTL, os.X_OK):
             raise unittest.SkipTest(f"no offcpuctl at {OFFCPUCTL}")
 
@@ -76,7 +71,7 @@ class FlamegraphBrowserTest(unittest.TestCase):
             f.write(FOLDED)
         render_svg(folded, svg)
         p = subprocess.run(["node", os.path.join(HERE, "flame_browser.js"), svg, outdir], capture_output=True,
-                           text=True, timeout=180, env={**os.environ, "CHROMIUM": CHROMIUM})
+                           text=True, timeout=180, env=node_env())
         self.assertEqual(p.returncode, 0, f"flame_browser.js failed: {p.stderr}")
         r = json.loads(p.stdout)
         where = f"(files in {outdir})"

@@ -5,7 +5,9 @@ analysis is checked end to end on a stored trace file in offcpud's format
 trace of pt_target's real instructions: two handle() calls of 350 ns and
 1100 ns, the second calling lookup() for 700 ns of which 500 ns off-CPU
 (SWITCH sideband). The decoder walks pt_target itself, so the exact figures
-below are the decoder's and analysis' ground truth."""
+below are the decoder's and analysis' ground truth. The timeline plot
+(--timeline --svg) is read back with xml.etree and, where node, Chromium
+and playwright-core are installed, rendered in headless Chromium."""
 import json
 import os
 import re
@@ -13,12 +15,16 @@ import shutil
 import subprocess
 import tempfile
 import unittest
+import xml.etree.ElementTree as ET
 
 import stat
 import time
 
-from offcpu_env import (BUILD, EXIT_BUSY, EXIT_NO_SUCH_PID, EXIT_USAGE, OFFCPUCTL, Daemon, Workload, check_sanitizer_report,
-                        parse_folded)
+from offcpu_env import (BUILD, EXIT_BUSY, EXIT_NO_SUCH_PID, EXIT_USAGE, OFFCPUCTL, Daemon, Workload,
+                        browser_missing, check_sanitizer_report, node_env, parse_folded)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SVG = "{http://www.w3.org/2000/svg}"
 
 PT_TARGET = os.path.join(BUILD, "tests", "pt_target")
 PT_TRACE_GEN = os.path.join(BUILD, "tests", "pt_trace_gen")
@@ -96,6 +102,66 @@ class LatencyFromTrace(unittest.TestCase):
         self.assertIn("<svg", text)
         self.assertIn("lookup", text)
         self.assertIn("1,450 ns", text)
+
+    def timeline_svg(self, *args):
+        path = os.path.join(self.tmp, "timeline.svg")
+        self.latency("--timeline", "--svg", "-o", path, *args)
+        return path
+
+    def test_timeline_svg(self):
+        root = ET.parse(self.timeline_svg()).getroot()  # raises if it is not well-formed
+        self.assertEqual(root.tag, SVG + "svg")
+        self.assertEqual(root.find(f"{SVG}text[@id='title']").text, "handle: 2 calls")
+        groups = root.findall(f"{SVG}g[@id='points']/{SVG}g[@class='thread']")
+        self.assertEqual([g.get("data-tid") for g in groups], ["4243"])
+        points = groups[0].findall(f"{SVG}circle")
+        self.assertEqual([p.find(f"{SVG}title").text for p in points],
+                         ["tid 4243, start 0 ns, latency 350 ns, off-CPU 0 ns",
+                          "tid 4243, start 4000 ns, latency 1100 ns, off-CPU 500 ns"])
+        self.assertEqual([p.get("class") for p in points], [None, "off"])  # off-CPU: hollow
+        self.assertLess(float(points[1].get("cy")), float(points[0].get("cy")))  # longer: higher
+        self.assertLess(float(points[0].get("cx")), float(points[1].get("cx")))
+        legend = root.findall(f"{SVG}g[@id='legend']/{SVG}g[@class='tid']")
+        self.assertEqual([(g.get("data-tid"), g.find(f"{SVG}text").text) for g in legend],
+                         [("4243", "tid 4243: 2 calls")])
+
+        root = ET.parse(self.timeline_svg("--latency-range", "1000,", "--title", "slow <calls> & co",
+                                          "--width", "600")).getroot()
+        self.assertEqual(root.get("width"), "600")
+        self.assertEqual(root.find(f"{SVG}text[@id='title']").text, "slow <calls> & co: 1 call")
+        self.assertEqual(len(root.findall(f".//{SVG}g[@id='points']//{SVG}circle")), 1)
+
+    def test_timeline_svg_errors(self):
+        r = ctl("latency", "--from-trace", self.trace, "--func", "handle", "--timeline", "--svg",
+                "--latency-range", "5000,")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("nothing to plot: no complete calls of handle in the latency range", r.stderr)
+        for bad in (["--palette", "hot"], ["--width", "300"]):
+            r = ctl("latency", "--from-trace", self.trace, "--func", "handle", "--timeline", "--svg", *bad)
+            self.assertEqual(r.returncode, EXIT_USAGE, bad)
+        r = ctl("latency", "--from-trace", self.trace, "--func", "handle", "--timeline", "--format",
+                "speedscope")
+        self.assertEqual(r.returncode, EXIT_USAGE)
+
+    def test_timeline_svg_in_browser(self):
+        missing = browser_missing()
+        if missing:
+            self.skipTest(missing)
+        svg = self.timeline_svg()
+        p = subprocess.run(["node", os.path.join(HERE, "plot_browser.js"), svg], capture_output=True,
+                           text=True, timeout=180, env=node_env())
+        self.assertEqual(p.returncode, 0, f"plot_browser.js failed: {p.stderr}")
+        r = json.loads(p.stdout)
+        self.assertEqual((r["root"], r["parseErrors"], r["errors"]), ("svg", 0, []))
+        points = r["points"]
+        self.assertEqual([pt["title"] for pt in points],
+                         ["tid 4243, start 0 ns, latency 350 ns, off-CPU 0 ns",
+                          "tid 4243, start 4000 ns, latency 1100 ns, off-CPU 500 ns"])
+        for pt in points:  # drawn, inside the picture
+            self.assertGreater(pt["width"], 0)
+            self.assertTrue(0 < pt["x"] < r["width"] and 0 < pt["y"] < r["height"], pt)
+        self.assertLess(points[1]["y"], points[0]["y"])
+        self.assertEqual([pt["fillOpacity"] for pt in points], ["0.8", "0"])
 
     def test_bad_input(self):
         r = ctl("latency", "--from-trace", self.trace, "--func", "no_such_function")

@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "flame.h"
+#include "xml_read.h"
 
 extern const char flame_js[];
 
@@ -57,36 +58,6 @@ struct svg_doc {
 	struct frame f[FRAMES_MAX];
 };
 
-/* Undoes the five escapes, into a buffer of size cap. */
-static void unescape(char *dst, size_t cap, const char *src, size_t len)
-{
-	static const struct {
-		const char *ent, c;
-	} ents[] = { { "&amp;", '&' },
-		     { "&lt;", '<' },
-		     { "&gt;", '>' },
-		     { "&quot;", '"' },
-		     { "&apos;", '\'' } };
-	size_t o = 0;
-
-	for (size_t i = 0; i < len && o + 1 < cap;) {
-		size_t k;
-
-		for (k = 0; k < sizeof(ents) / sizeof(ents[0]); k++) {
-			size_t el = strlen(ents[k].ent);
-
-			if (len - i >= el && !memcmp(src + i, ents[k].ent, el)) {
-				dst[o++] = ents[k].c;
-				i += el;
-				break;
-			}
-		}
-		if (k == sizeof(ents) / sizeof(ents[0]))
-			dst[o++] = src[i++];
-	}
-	dst[o] = '\0';
-}
-
 /* The value of attribute name="..." in [p, end), NAN if absent. */
 static double attr_num(const char *p, const char *end, const char *name)
 {
@@ -124,7 +95,7 @@ static bool element_text(char *dst, size_t cap, const char *p, const char *end, 
 		return false;
 	a = strchr(a, '>') + 1;
 	q = strstr(a, "</");
-	unescape(dst, cap, a, q - a);
+	CHECK(xml_unescape(dst, cap, a, q - a));
 	return true;
 }
 
