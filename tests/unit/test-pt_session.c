@@ -140,6 +140,23 @@ static void run_until_done(struct pt_session *s, int done)
 	CHECK_AT(__FILE__, __LINE__, 0, "the child did not finish in 5 s");
 }
 
+/* Records a child's run with o from start to stop; the child is left
+ * paused for stop_child(). Returns its pid. */
+static pid_t record_child(struct pt_session_opts *o, struct pt_session **s, struct pt_trace *t,
+			  uint8_t **vdso, size_t *vdso_size, int *go, int *done)
+{
+	char err[512] = "";
+	pid_t pid = start_child(go, done);
+
+	o->pid = (uint32_t)pid;
+	CHECK_AT(__FILE__, __LINE__, pt_session_start(o, s, err, sizeof(err)) == 0, "start: %s",
+		 err);
+	CHECK(write(*go, "g", 1) == 1);
+	run_until_done(*s, *done);
+	CHECK(pt_session_stop(*s, t, vdso, vdso_size) == 0);
+	return pid;
+}
+
 static void test_sideband(void)
 {
 	struct pt_session_opts o = {
@@ -155,16 +172,9 @@ static void test_sideband(void)
 	size_t vdso_size = 0, n_main, n_thread;
 	uint64_t main_off, thread_off;
 	uint32_t thread_tid = 0;
-	char err[512] = "";
 	int go, done;
-	pid_t pid = start_child(&go, &done);
+	pid_t pid = record_child(&o, &s, &t, &vdso, &vdso_size, &go, &done);
 
-	o.pid = (uint32_t)pid;
-	CHECK_AT(__FILE__, __LINE__, pt_session_start(&o, &s, err, sizeof(err)) == 0, "start: %s",
-		 err);
-	CHECK(write(go, "g", 1) == 1);
-	run_until_done(s, done);
-	CHECK(pt_session_stop(s, &t, &vdso, &vdso_size) == 0);
 	st = pt_session_stats(s);
 
 	CHECK_AT(__FILE__, __LINE__, st->threads == 2 && st->sideband.forks == 1,
@@ -249,13 +259,7 @@ static void test_aux(void)
 	o.event_type = pmu.type;
 	o.event_config = pmu.config;
 	o.snapshot = 1;
-	pid = start_child(&go, &done);
-	o.pid = (uint32_t)pid;
-	CHECK_AT(__FILE__, __LINE__, pt_session_start(&o, &s, err, sizeof(err)) == 0, "start: %s",
-		 err);
-	CHECK(write(go, "g", 1) == 1);
-	run_until_done(s, done);
-	CHECK(pt_session_stop(s, &t, &vdso, &vdso_size) == 0);
+	pid = record_child(&o, &s, &t, &vdso, &vdso_size, &go, &done);
 	CHECK_AT(__FILE__, __LINE__, t.meta.time_mult, "no TSC conversion from the perf page");
 	CHECK_AT(__FILE__, __LINE__, t.n_streams >= 1 && t.streams[0].size > 0,
 		 "%zu streams, the first %zu bytes", t.n_streams,
