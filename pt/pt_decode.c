@@ -226,8 +226,12 @@ int pt_decode_trace(const struct pt_trace *t, struct pt_latency *a, char *err, s
 	int r = 0;
 
 	pt_config_from_meta(&config, &t->meta);
-	/* Sections from a cache, not the image's own: only cached sections get
-	 * libipt's block cache, which makes decoding several times faster. */
+	/* Sections from a cache, not the image's own: libipt 2.0.5 frees a
+	 * section's block cache when no one maps it, and a decoder maps one
+	 * section at a time. The cache keeps them mapped across section
+	 * switches and streams; with pt_image_add_file, code split over two
+	 * sections decoded 40 times slower. Its locks cost about 6 % on
+	 * bench/pt_bench, where everything is in one section. */
 	iscache = pt_iscache_alloc(NULL);
 	image = pt_image_alloc(NULL);
 	if (!image || !iscache) {
