@@ -10,7 +10,9 @@
 /* Instructions decoded without reading a packet before the decoder counts
  * as stuck. Real code reaches a conditional or indirect branch (which
  * needs trace) long before: blocks end at calls, and a TNT packet's bits
- * cover at most 47 branches. */
+ * cover at most 47 branches. The trace offset is sampled once per this
+ * many instructions rather than asked for after every block, so a stuck
+ * stretch is seen after at most twice as many. */
 #define PT_WALK_STUCK_INSNS (1u << 18)
 /* Stuck stretches after which the rest of a stream is given up: its trace
  * does not fit the image, and each stretch costs PT_WALK_STUCK_INSNS. */
@@ -57,18 +59,24 @@ static uint64_t pt_walk_time(const struct pt_walk *w)
 	return tsc;
 }
 
+/* The time of an event: its own, or the decoder's for events without. */
+static uint64_t pt_walk_event_time(const struct pt_walk *w, const struct pt_event *ev)
+{
+	return ev->has_tsc ? ev->tsc : pt_walk_time(w);
+}
+
 static int pt_walk_event(struct pt_walk *w, const struct pt_event *ev)
 {
-	uint64_t tsc = ev->has_tsc ? ev->tsc : pt_walk_time(w);
 	int r = 0;
 
 	switch (ev->type) {
 	case ptev_enabled:
 		/* Back from a callee outside the filter, or the filter's start. */
 		if (w->outside_call)
-			r = pt_latency_leave(w->a, tsc);
+			r = pt_latency_leave(w->a, pt_walk_event_time(w, ev));
 		else if (!ev->ip_suppressed && !ev->variant.enabled.resumed)
-			r = pt_latency_enter(w->a, ev->variant.enabled.ip, tsc);
+			r = pt_latency_enter(w->a, ev->variant.enabled.ip,
+					     pt_walk_event_time(w, ev));
 		w->outside_call = false;
 		break;
 	case ptev_disabled:
@@ -91,34 +99,32 @@ static int pt_walk_event(struct pt_walk *w, const struct pt_event *ev)
 	return r;
 }
 
+/* Only calls and returns need the time: pt_blk_time is asked for nothing
+ * else. */
 static int pt_walk_block(struct pt_walk *w, const struct pt_block *b)
 {
-	uint64_t tsc;
-	int r = 0;
+	int r;
 
 	if (!b->ninsn)
 		return 0;
-	tsc = pt_walk_time(w);
 	if (w->call_pending) {
-		r = pt_latency_enter(w->a, b->ip, w->call_tsc);
 		w->call_pending = false;
+		r = pt_latency_enter(w->a, b->ip, w->call_tsc);
+		if (r < 0)
+			return r;
 	}
-	if (r < 0)
-		return r;
 	switch (b->iclass) {
 	case ptic_call:
 	case ptic_far_call:
 		w->call_pending = true;
-		w->call_tsc = tsc;
-		break;
+		w->call_tsc = pt_walk_time(w);
+		return 0;
 	case ptic_return:
 	case ptic_far_return:
-		r = pt_latency_leave(w->a, tsc);
-		break;
+		return pt_latency_leave(w->a, pt_walk_time(w));
 	default:
-		break;
+		return 0;
 	}
-	return r;
 }
 
 /* Decodes from a synchronisation point until an error or the end, and
@@ -128,8 +134,9 @@ static int pt_walk_block(struct pt_walk *w, const struct pt_block *b)
 static int pt_walk_run(struct pt_walk *w, int status, int *ret_status)
 {
 	uint64_t last_offset = UINT64_MAX, offset;
-	uint64_t insns = 0; /* decoded since the trace offset last moved */
+	uint64_t insns = 0; /* decoded since the trace offset was last sampled */
 
+	pt_blk_get_offset(w->dec, &last_offset);
 	for (;;) {
 		struct pt_block block;
 		int r;
@@ -154,14 +161,15 @@ static int pt_walk_run(struct pt_walk *w, int status, int *ret_status)
 		/* Code that only jumps and calls directly (a "jmp ." in a wrong
 		 * image, a damaged trace) decodes forever without reading a
 		 * packet: give up on this stretch and resync at the next PSB. */
-		if (pt_blk_get_offset(w->dec, &offset) == 0 && offset == last_offset) {
-			insns += block.ninsn;
-			if (insns > PT_WALK_STUCK_INSNS) {
+		insns += block.ninsn;
+		if (insns > PT_WALK_STUCK_INSNS) {
+			if (pt_blk_get_offset(w->dec, &offset) < 0)
+				offset = last_offset + 1; /* unknown: not stuck */
+			if (offset == last_offset) {
 				w->stuck++;
 				status = -pte_internal;
 				goto stop;
 			}
-		} else {
 			last_offset = offset;
 			insns = 0;
 		}
@@ -218,8 +226,12 @@ int pt_decode_trace(const struct pt_trace *t, struct pt_latency *a, char *err, s
 	int r = 0;
 
 	pt_config_from_meta(&config, &t->meta);
-	/* Sections from a cache, not the image's own: only cached sections get
-	 * libipt's block cache, which makes decoding several times faster. */
+	/* Sections from a cache, not the image's own: libipt 2.0.5 frees a
+	 * section's block cache when no one maps it, and a decoder maps one
+	 * section at a time. The cache keeps them mapped across section
+	 * switches and streams; with pt_image_add_file, code split over two
+	 * sections decoded 40 times slower. Its locks cost about 6 % on
+	 * bench/pt_bench, where everything is in one section. */
 	iscache = pt_iscache_alloc(NULL);
 	image = pt_image_alloc(NULL);
 	if (!image || !iscache) {

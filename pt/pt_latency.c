@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(PT_LATENCY_HIST_BUCKETS == 64, "a bucket per bit of a u64 latency");
+
 struct pt_frame {
-	uint64_t ip, start_tsc;
+	uint64_t ip, start_tsc, start_ns;
 	uint64_t child_ns, child_off_ns;
 	int node; /* call tree node, -1 outside a target call */
 };
@@ -46,13 +48,11 @@ struct pt_latency {
 	size_t n_calls, cap_calls;
 };
 
-static int pt_grow(void **p, size_t *cap, size_t need, size_t size)
+static int pt_grow_slow(void **p, size_t *cap, size_t need, size_t size)
 {
 	size_t n = *cap ? *cap : 16;
 	void *q;
 
-	if (need <= *cap)
-		return 0;
 	while (n < need)
 		n *= 2;
 	q = realloc(*p, n * size);
@@ -61,6 +61,12 @@ static int pt_grow(void **p, size_t *cap, size_t need, size_t size)
 	*p = q;
 	*cap = n;
 	return 0;
+}
+
+/* Makes room for need elements of size bytes in *p (capacity *cap). */
+static inline int pt_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	return need <= *cap ? 0 : pt_grow_slow(p, cap, need, size);
 }
 
 int pt_latency_new(const struct pt_trace *t, uint64_t target_ip, uint64_t min_ns, uint64_t max_ns,
@@ -122,6 +128,8 @@ static uint64_t pt_off_cpu_ns(const struct pt_latency *a, uint64_t s_tsc, uint64
 	uint64_t off = 0, s = pt_ns(a, s_tsc), e = pt_ns(a, e_tsc);
 	size_t lo = 0, hi = a->n_sw;
 
+	if (!hi)
+		return 0;
 	while (lo < hi) { /* first switch after s */
 		size_t mid = (lo + hi) / 2;
 
@@ -180,15 +188,16 @@ int pt_latency_enter(struct pt_latency *a, uint64_t ip, uint64_t tsc)
 	if (node == -ENOMEM)
 		return node;
 	f = &a->stack[a->depth++];
-	*f = (struct pt_frame){ .ip = ip, .start_tsc = tsc, .node = node };
+	*f = (struct pt_frame){
+		.ip = ip, .start_tsc = tsc, .start_ns = pt_ns(a, tsc), .node = node
+	};
 	return 0;
 }
 
-static void pt_call_done(struct pt_latency *a, uint64_t start_tsc, uint64_t latency_ns,
+static void pt_call_done(struct pt_latency *a, uint64_t start_ns, uint64_t latency_ns,
 			 uint64_t off_ns)
 {
 	struct pt_latency_summary *s = &a->sum;
-	unsigned b = 0;
 
 	if (latency_ns < a->min_ns || latency_ns > a->max_ns) {
 		s->out_of_range++;
@@ -204,9 +213,7 @@ static void pt_call_done(struct pt_latency *a, uint64_t start_tsc, uint64_t late
 		n->off_ns += c->off_ns;
 		n->self_off_ns += c->self_off_ns;
 	}
-	while (b + 1 < PT_LATENCY_HIST_BUCKETS && latency_ns >> (b + 1))
-		b++;
-	s->hist[b]++;
+	s->hist[latency_ns ? 63 - __builtin_clzll(latency_ns) : 0]++; /* floor(log2) */
 	s->calls++;
 	s->total_ns += latency_ns;
 	s->off_cpu_ns += off_ns;
@@ -217,7 +224,7 @@ static void pt_call_done(struct pt_latency *a, uint64_t start_tsc, uint64_t late
 	if (pt_grow((void **)&a->calls, &a->cap_calls, a->n_calls + 1, sizeof(*a->calls)) == 0)
 		a->calls[a->n_calls++] = (struct pt_latency_call){
 			.tid = a->tid,
-			.start_ns = pt_ns(a, start_tsc),
+			.start_ns = start_ns,
 			.latency_ns = latency_ns,
 			.off_cpu_ns = off_ns,
 		};
@@ -239,7 +246,7 @@ int pt_latency_leave(struct pt_latency *a, uint64_t tsc)
 	f = &a->stack[--a->depth];
 	if (f->node < 0)
 		return 0;
-	total = tsc > f->start_tsc ? pt_ns(a, tsc) - pt_ns(a, f->start_tsc) : 0;
+	total = tsc > f->start_tsc ? pt_ns(a, tsc) - f->start_ns : 0;
 	off = pt_off_cpu_ns(a, f->start_tsc, tsc);
 	if (pt_grow((void **)&a->scratch, &a->cap_scratch, a->n_scratch + 1, sizeof(*a->scratch)) <
 	    0)
@@ -252,7 +259,7 @@ int pt_latency_leave(struct pt_latency *a, uint64_t tsc)
 		.self_off_ns = off > f->child_off_ns ? off - f->child_off_ns : 0,
 	};
 	if (f->node == 0) {
-		pt_call_done(a, f->start_tsc, total, off);
+		pt_call_done(a, f->start_ns, total, off);
 		a->n_scratch = 0;
 	} else {
 		a->stack[a->depth - 1].child_ns += total;

@@ -98,14 +98,6 @@ void pt_trace_sort_switches(struct pt_trace *t)
 		qsort(t->switches, t->n_switches, sizeof(*t->switches), pt_switch_cmp);
 }
 
-uint64_t pt_trace_tsc_to_ns(const struct pt_trace_meta *m, uint64_t tsc)
-{
-	/* perf's split, so tsc * mult cannot overflow */
-	uint64_t quot = tsc >> m->time_shift, rem = tsc & ((1ULL << m->time_shift) - 1);
-
-	return m->time_zero + quot * m->time_mult + ((rem * m->time_mult) >> m->time_shift);
-}
-
 void pt_trace_clear(struct pt_trace *t)
 {
 	if (!t)

@@ -84,8 +84,15 @@ int pt_trace_read(const char *path, struct pt_trace *ret, char *err, size_t err_
  * once before analysing. */
 void pt_trace_sort_switches(struct pt_trace *t);
 
-/* Converts a TSC value to ns with the trace's time conversion. */
-uint64_t pt_trace_tsc_to_ns(const struct pt_trace_meta *m, uint64_t tsc);
+/* Converts a TSC value to ns with the trace's time conversion. Inline:
+ * the latency analysis converts every call and return. */
+static inline uint64_t pt_trace_tsc_to_ns(const struct pt_trace_meta *m, uint64_t tsc)
+{
+	/* perf's split, so tsc * mult cannot overflow */
+	uint64_t quot = tsc >> m->time_shift, rem = tsc & ((1ULL << m->time_shift) - 1);
+
+	return m->time_zero + quot * m->time_mult + ((rem * m->time_mult) >> m->time_shift);
+}
 
 /* Frees what t holds and zeroes it. NULL-safe. */
 void pt_trace_clear(struct pt_trace *t);
