@@ -92,8 +92,8 @@ static void pt_capture_share(const struct config *cfg, const char *path, mode_t 
 	chmod(path, mode);
 }
 
-/* Removes the oldest traces (by name: PID-TIME sorts by time per pid, so
- * by modification time) beyond pt_keep. */
+/* Removes the oldest traces (by modification time: names sort by time
+ * only per pid) beyond pt_keep. */
 static void pt_capture_rotate(const struct config *cfg)
 {
 	struct dirent **names;
@@ -169,8 +169,8 @@ static int pt_capture_store(const struct config *cfg, uint32_t pid, struct pt_tr
 			    const uint8_t *vdso, size_t vdso_size, char *path, size_t path_size,
 			    char *err, size_t err_size)
 {
+	struct timespec now;
 	char stamp[32];
-	time_t now = time(NULL);
 	struct tm tm;
 	int r;
 
@@ -180,8 +180,11 @@ static int pt_capture_store(const struct config *cfg, uint32_t pid, struct pt_tr
 		return r;
 	}
 	pt_capture_share(cfg, cfg->pt_dir, 0750);
-	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", gmtime_r(&now, &tm));
-	snprintf(path, path_size, "%s/%u-%s.pt", cfg->pt_dir, pid, stamp);
+	clock_gettime(CLOCK_REALTIME, &now);
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", gmtime_r(&now.tv_sec, &tm));
+	/* milliseconds: two recordings of a process in one second both stay */
+	snprintf(path, path_size, "%s/%u-%s.%03ld.pt", cfg->pt_dir, pid, stamp,
+		 now.tv_nsec / 1000000);
 	r = vdso ? pt_capture_store_vdso(t, path, vdso, vdso_size) : 0;
 	if (!r)
 		r = pt_trace_write(t, path);

@@ -39,7 +39,6 @@ static int pt_perf_mmap2(struct pt_perf_sink *s, const uint8_t *body, size_t siz
 	const char *name = (const char *)body + PT_PERF_MMAP2_FILENAME;
 	size_t name_max = size - PT_PERF_MMAP2_FILENAME - sizeof(struct pt_perf_sample_id);
 	uint32_t prot = get_u32(body + 56);
-
 	uint64_t start = get_u64(body + 8), len = get_u64(body + 16);
 
 	if (get_u32(body) != s->pid || !(prot & PROT_EXEC) || !memchr(name, 0, name_max))
