@@ -12,6 +12,7 @@
 #include "elf_funcs.h"
 
 #include "demangle.h"
+#include "proc_maps.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -829,18 +830,11 @@ static int ef_candidates_pid(int pid, const char *spec, struct ef_paths *p, char
 		r = ef_paths_add_mapped(p, root, target, spec);
 	}
 	while (!r && (len = getline(&line, &line_cap, f)) > 0) {
-		char perms[5];
-		int pos = -1;
+		struct proc_map m;
 
-		if (line[len - 1] == '\n')
-			line[--len] = '\0';
-		if (len > EF_MAPS_LINE_MAX)
-			continue;
-		/* "start-end perms offset dev inode   path" */
-		if (sscanf(line, "%*x-%*x %4s %*x %*x:%*x %*u %n", perms, &pos) != 1 || pos < 0)
-			continue;
-		if (strlen(perms) == 4 && perms[2] == 'x')
-			r = ef_paths_add_mapped(p, root, line + pos, spec);
+		if (len <= EF_MAPS_LINE_MAX && proc_maps_parse(line, &m) && proc_map_exec(&m) &&
+		    !m.deleted)
+			r = ef_paths_add_mapped(p, root, m.path, spec);
 	}
 	free(line);
 	fclose(f);

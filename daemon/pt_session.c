@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "elf_build_id.h"
+#include "proc_maps.h"
 
 /* Sideband ring per thread: 16 data pages hold a few thousand switches. */
 #define PT_SIDEBAND_PAGES 16
@@ -308,8 +309,8 @@ static void session_save_vdso(struct pt_session *s, uint64_t start, uint64_t end
 /* The executable mappings at the start; MMAP2 records add later ones. */
 static int session_read_maps(struct pt_session *s, char *err, size_t err_size)
 {
-	char path[64], line[4096 + 128], file[4096], perms[8], build_id[2 * ELF_BUILD_ID_MAX + 1];
-	uint64_t start, end, pgoff;
+	char path[64], line[4096 + 128], build_id[2 * ELF_BUILD_ID_MAX + 1];
+	struct proc_map m;
 	FILE *f;
 	int r = 0;
 
@@ -320,16 +321,14 @@ static int session_read_maps(struct pt_session *s, char *err, size_t err_size)
 		return -ESRCH;
 	}
 	while (!r && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %4095s", &start,
-			   &end, perms, &pgoff, file) != 5 ||
-		    perms[2] != 'x')
+		if (!proc_maps_parse(line, &m) || !proc_map_exec(&m))
 			continue;
-		if (!strcmp(file, "[vdso]"))
-			session_save_vdso(s, start, end);
-		else if (file[0] != '/')
+		if (!strcmp(m.path, "[vdso]"))
+			session_save_vdso(s, m.start, m.end);
+		else if (m.path[0] != '/')
 			continue;
-		session_build_id(s->o.pid, start, end, build_id, sizeof(build_id));
-		r = pt_trace_add_map(&s->trace, start, end, pgoff, file, build_id);
+		session_build_id(s->o.pid, m.start, m.end, build_id, sizeof(build_id));
+		r = pt_trace_add_map(&s->trace, m.start, m.end, m.pgoff, m.path, build_id);
 	}
 	fclose(f);
 	return r;

@@ -29,6 +29,7 @@
 #include "frame.h"
 #include "hashtab.h"
 #include "perfmap.h"
+#include "proc_maps.h"
 
 #define SYM_KALLSYMS_LINE_MAX	  1024 /* KSYM_NAME_LEN is 512 */
 #define SYM_MAPS_LINE_MAX	  (PATH_MAX + 256)
@@ -306,7 +307,7 @@ static int sym_getline(FILE *f, char *buf, size_t size)
  * that do not fit in line[size], and stops at the first negative result.
  * Returns 0, that result, or a positive errno if path cannot be opened. */
 static int sym_read_lines(const char *path, char *line, size_t size,
-			  int (*parse)(void *arg, const char *line), void *arg)
+			  int (*parse)(void *arg, char *line), void *arg)
 {
 	FILE *f = fopen(path, "re");
 	int n, r = 0;
@@ -324,7 +325,7 @@ static int sym_read_lines(const char *path, char *line, size_t size,
 /* "ffffffff81000000 T name\t[module]": adds text symbols to the sym_table
  * arg, skips the rest. Returns 0, or -ENOMEM (a symbol that does not fit the
  * table is skipped too). */
-static int sym_kernel_parse_line(void *arg, const char *line)
+static int sym_kernel_parse_line(void *arg, char *line)
 {
 	struct sym_table *t = arg;
 	enum sym_bind bind;
@@ -700,56 +701,27 @@ static bool sym_elf_vaddr(const struct sym_elf *e, uint64_t offset, uint64_t *re
  * sym_proc arg, skips anything malformed. The path is the rest of the line (it
  * may hold spaces). Returns 0 or -ENOMEM.
  */
-static int sym_proc_parse_line(void *arg, const char *line)
+static int sym_proc_parse_line(void *arg, char *line)
 {
 	struct sym_proc *p = arg;
-	static const char deleted[] = " (deleted)";
-	uint64_t start, end, pgoff, ino;
-	const char *q = line;
-	size_t len;
+	struct proc_map m;
 	int64_t off;
-	char *e;
 
-	start = strtoull(q, &e, 16);
-	if (e == q || *e != '-')
-		return 0;
-	q = e + 1;
-	end = strtoull(q, &e, 16);
-	if (e == q || *e != ' ' || start >= end)
-		return 0;
-	q = e + 1;
-	if (strnlen(q, 5) < 5 || q[4] != ' ' || q[2] != 'x')
-		return 0;
-	q += 5;
-	pgoff = strtoull(q, &e, 16);
-	if (e == q || *e != ' ')
-		return 0;
-	q = strchr(e + 1, ' '); /* dev */
-	if (!q)
-		return 0;
-	q++;
-	ino = strtoull(q, &e, 10);
-	if (e == q || (*e != ' ' && *e))
-		return 0;
-	q = e + strspn(e, " ");
-	len = strlen(q);
-	if (len > sizeof(deleted) - 1 && !strcmp(q + len - (sizeof(deleted) - 1), deleted))
-		len -= sizeof(deleted) - 1;
-
-	if (p->n_maps >= SYM_PROC_MAPS_MAX)
+	if (!proc_maps_parse(line, &m) || !proc_map_exec(&m) || p->n_maps >= SYM_PROC_MAPS_MAX)
 		return 0;
 	if (sym_grow(&p->maps, &p->cap_maps, p->n_maps + 1, sizeof(*p->maps), 16) < 0)
 		return -ENOMEM;
-	off = sym_strbuf_add(&p->paths, &p->paths_len, &p->paths_cap, UINT32_MAX, q, len);
+	off = sym_strbuf_add(&p->paths, &p->paths_len, &p->paths_cap, UINT32_MAX, m.path,
+			     strlen(m.path));
 	if (off == -E2BIG)
 		return 0;
 	if (off < 0)
 		return off;
 	p->maps[p->n_maps++] = (struct sym_map){
-		.start = start,
-		.end = end,
-		.pgoff = pgoff,
-		.ino = ino,
+		.start = m.start,
+		.end = m.end,
+		.pgoff = m.pgoff,
+		.ino = m.ino,
 		.path = off,
 	};
 	return 0;

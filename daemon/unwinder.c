@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "elf_build_id.h"
 #include "offcpu.h"
+#include "proc_maps.h"
 #include "unwind_table.h"
 
 #define LOADS_MAX	  8
@@ -329,32 +330,27 @@ static int read_maps(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_pro
 	if (!f)
 		return -ESRCH;
 	while (fgets(line, sizeof(line), f) && e->n < OFFCPU_UNWIND_MAPPINGS) {
-		uint64_t start, end, pgoff, bias;
-		char perms[8];
-		int name_at = 0, fd;
+		struct proc_map m;
+		uint64_t bias;
 		ssize_t idx;
-		char *name;
+		int fd;
 
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &start, &end,
-			   perms, &pgoff, &name_at) < 4 ||
-		    !name_at || !strchr(perms, 'x'))
+		if (!proc_maps_parse(line, &m) || !proc_map_exec(&m))
 			continue;
-		name = line + name_at;
-		name[strcspn(name, "\n")] = '\0';
-		if (name[0] != '/')
+		if (m.path[0] != '/')
 			continue; /* [vdso], anonymous (JIT) code: frame pointers */
-		fd = open_mapping(u, tgid, start, end, name);
+		fd = open_mapping(u, tgid, m.start, m.end, m.path);
 		if (fd < 0)
 			continue;
-		idx = table_get(u, fd, name);
+		idx = table_get(u, fd, m.path);
 		close(fd);
-		if (idx < 0 || !mapping_bias(&u->tables[idx], start, pgoff, &bias))
+		if (idx < 0 || !mapping_bias(&u->tables[idx], m.start, m.pgoff, &bias))
 			continue;
 		u->tables[idx].refs++;
 		p->tables[p->n_tables++] = (uint32_t)idx;
 		e->maps[e->n++] = (struct offcpu_unwind_mapping){
-			.start = start,
-			.end = end,
+			.start = m.start,
+			.end = m.end,
 			.bias = bias,
 			.first_row = u->tables[idx].first_row,
 			.n_rows = u->tables[idx].n_rows,
