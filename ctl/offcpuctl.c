@@ -358,6 +358,25 @@ static void unwind_summary(const struct proto_status *st)
 	printf("\n");
 }
 
+static void pt_summary(const struct proto_pt_status *pt)
+{
+	if (!*pt->event)
+		return;
+	if (!pt->available) {
+		printf("Intel PT (latency --pid): %s\n", pt->reason);
+		return;
+	}
+	printf("Intel PT (latency --pid): %s", !strcmp(pt->event, "sideband")
+							 ? "sideband only (pt_event = sideband)"
+							 : "available");
+	if (pt->address_ranges)
+		printf(", %u address filter%s", pt->address_ranges,
+		       pt->address_ranges == 1 ? "" : "s");
+	if (pt->recording_pid)
+		printf("; recording process %u", pt->recording_pid);
+	printf("\n");
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	const struct proto_status *st;
@@ -409,6 +428,7 @@ static int cmd_status(int argc, char **argv)
 					       : "",
 		       st->store.last_error);
 		unwind_summary(st);
+		pt_summary(&st->pt);
 		printf("slots: %u of %u in use, %u capture%s running\n", st->slots_active,
 		       st->slots_max, st->captures_running, st->captures_running == 1 ? "" : "s");
 		printf("events: %.0f context switches/s, %.0f blocks recorded/s\n",

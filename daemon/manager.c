@@ -704,7 +704,7 @@ static void map_fill(struct proto_map_fill *f, const char *name, size_t entries,
 /* ---- Intel PT latency ----
  *
  * A PT session records for its seconds on a worker thread (the perf rings
- * are read every 100 ms there) and stores the trace; the reply names the
+ * are read every 20 ms there) and stores the trace; the reply names the
  * file, which offcpuctl analyses itself: decoding is the heavy part, and
  * it runs with the client's resources, not the daemon's. One session at a
  * time: each thread's AUX area is locked memory.
@@ -823,6 +823,7 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 	uint64_t now[OFFCPU_CNT_MAX];
 	unsigned first_continuous;
 	struct unwinder_stats ustats;
+	char pt_reason[512];
 	struct proto_status st;
 
 	collector_counters(m->collector, now);
@@ -862,6 +863,9 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 		.rss_bytes = rss_bytes(),
 		.unwind.mode = "fp", /* set whole below when tables are used */
 	};
+	pt_capture_status(&m->cfg, &st.pt, pt_reason, sizeof(pt_reason));
+	if (m->pt_work)
+		st.pt.recording_pid = m->pt_work->req.pid;
 	if (m->unwinder) {
 		unwinder_stats(m->unwinder, &ustats);
 		st.unwind = (struct proto_unwind_status){

@@ -19,7 +19,8 @@
 #include "pt_pmu.h"
 #include "pt_session.h"
 
-#define PT_CAPTURE_POLL_NS 100000000ULL /* sideband rings hold about a second */
+/* Often: a thread started meanwhile is traced once its FORK is read. */
+#define PT_CAPTURE_POLL_NS 20000000ULL
 
 static uint64_t now_ns(void)
 {
@@ -254,4 +255,20 @@ int pt_capture_run(const struct pt_capture_opts *o, struct proto_pt_trace_result
 	pt_trace_clear(&t);
 	pt_session_free(s);
 	return r;
+}
+
+void pt_capture_status(const struct config *cfg, struct proto_pt_status *ret, char *reason_buf,
+		       size_t reason_size)
+{
+	struct pt_pmu pmu;
+
+	reason_buf[0] = '\0';
+	*ret = (struct proto_pt_status){ .event = "sideband", .available = true,
+					 .reason = reason_buf };
+	if (cfg->pt_event == CONFIG_PT_EVENT_SIDEBAND)
+		return;
+	ret->event = "intel_pt";
+	ret->available = pt_pmu_probe("/sys", &pmu, reason_buf, reason_size) == 0;
+	if (ret->available && pmu.ip_filtering)
+		ret->address_ranges = pmu.num_address_ranges;
 }

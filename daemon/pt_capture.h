@@ -32,4 +32,9 @@ struct pt_capture_opts {
 int pt_capture_run(const struct pt_capture_opts *o, struct proto_pt_trace_result *ret,
 		   char *path_buf, size_t path_size, char *err, size_t err_size);
 
+/* Whether a recording can run on this host, for status: fills ret but
+ * recording_pid; ret->reason points into reason_buf. */
+void pt_capture_status(const struct config *cfg, struct proto_pt_status *ret, char *reason_buf,
+		       size_t reason_size);
+
 #endif

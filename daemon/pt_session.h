@@ -64,9 +64,9 @@ int pt_session_start(const struct pt_session_opts *o, struct pt_session **ret, c
 		     size_t err_size);
 
 /* Reads the sideband (and the trace, in full mode) that came since the last
- * call; opens events for new threads. Call it every 100 ms or so: the
- * rings hold about a second of a busy thread's switches. Returns 0 or
- * -ENOMEM. */
+ * call; opens events for new threads. Call it every 20 ms or so: a new
+ * thread runs untraced until then, and the rings hold about a second of a
+ * busy thread's switches. Returns 0 or -ENOMEM. */
 int pt_session_poll(struct pt_session *s);
 
 /* Disables the events, reads what is left and moves the recording into

@@ -1539,7 +1539,7 @@ static bool proto__add_requests(cJSON *body, const struct proto_request_stats *r
 
 char *proto_reply_status(const struct proto_status *s)
 {
-	cJSON *body, *programs, *maps, *store, *daemon, *unwind,
+	cJSON *body, *programs, *maps, *store, *daemon, *unwind, *pt,
 		*root = proto__new_ok("status", &body);
 
 	if (!root)
@@ -1608,7 +1608,13 @@ char *proto_reply_status(const struct proto_status *s)
 	    !proto__add_u64(unwind, "evictions", s->unwind.evictions) ||
 	    !proto__add_u64(unwind, "no_room", s->unwind.no_room) ||
 	    !proto__add_u64(unwind, "failed", s->unwind.failed) ||
-	    !proto__add_u64(unwind, "requests", s->unwind.requests))
+	    !proto__add_u64(unwind, "requests", s->unwind.requests) ||
+	    !(pt = cJSON_AddObjectToObject(body, "pt")) ||
+	    !proto__add_string(pt, "event", s->pt.event ? s->pt.event : "intel_pt") ||
+	    !proto__add_bool(pt, "available", s->pt.available) ||
+	    !proto__add_string(pt, "reason", s->pt.reason ? s->pt.reason : "") ||
+	    !proto__add_u64(pt, "address_ranges", s->pt.address_ranges) ||
+	    !proto__add_u64(pt, "recording_pid", s->pt.recording_pid))
 		goto fail;
 	if (!proto__add_u64(body, "slots_active", s->slots_active) ||
 	    !proto__add_u64(body, "slots_max", s->slots_max) ||
@@ -2116,6 +2122,14 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 		     proto__reply_u64(item, "no_room", &s->unwind.no_room) < 0 ||
 		     proto__reply_u64(item, "failed", &s->unwind.failed) < 0 ||
 		     proto__reply_u64(item, "requests", &s->unwind.requests) < 0))
+		return -EINVAL;
+	item = cJSON_GetObjectItemCaseSensitive(o, "pt");
+	s->pt.event = s->pt.reason = "";
+	if (item && (!cJSON_IsObject(item) || proto__reply_str(item, "event", &s->pt.event) < 0 ||
+		     proto__reply_bool(item, "available", &s->pt.available) < 0 ||
+		     proto__reply_str(item, "reason", &s->pt.reason) < 0 ||
+		     proto__reply_u32(item, "address_ranges", &s->pt.address_ranges) < 0 ||
+		     proto__reply_u32(item, "recording_pid", &s->pt.recording_pid) < 0))
 		return -EINVAL;
 	item = cJSON_GetObjectItemCaseSensitive(o, "daemon");
 	if (item &&

@@ -259,6 +259,15 @@ struct proto_unwind_status {
 	uint64_t requests;	    /* process (re)loads asked for by the kernel side */
 };
 
+/* Intel PT recording (latency --pid) on this host. */
+struct proto_pt_status {
+	const char *event;	    /* what a session records: "intel_pt" or "sideband" */
+	bool available;		    /* it can record here */
+	const char *reason;	    /* !available: why not */
+	uint32_t address_ranges;    /* address filters the PMU offers (0: none) */
+	uint32_t recording_pid;	    /* the process being recorded; 0: none */
+};
+
 struct proto_status {
 	const char *version;
 	uint64_t uptime_s;
@@ -284,6 +293,7 @@ struct proto_status {
 	double cpu_pct;	    /* the daemon's CPU time over the last drain interval, % of one CPU */
 	uint64_t rss_bytes; /* the daemon's resident memory */
 	struct proto_unwind_status unwind; /* mode NULL/"": not reported (older daemons) */
+	struct proto_pt_status pt;	   /* event NULL/"": not reported (older daemons) */
 };
 
 /* One aggregated row; ustack and kstack are ordered root -> leaf. */

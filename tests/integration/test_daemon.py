@@ -89,9 +89,11 @@ class DaemonTest(unittest.TestCase):
         sleep_ns = per_thread(cap, w.tids["ow-sleeper"], lambda s: "do_nanosleep" in s["kstack"])
         s_ns = per_thread(cap, w.tids["ow-sleeper"], lambda s: "do_nanosleep" in s["kstack"] and s["state"] == "S")
         self.assertGreater(s_ns, 0.95 * sleep_ns)
-        # Kernel stacks show the wait itself, not the tracing machinery.
+        # Kernel stacks show the wait itself, not the tracing machinery: the
+        # sleeper's largest stack (a busy machine adds small ones, such as a
+        # preemption on the way back from the syscall).
         sleeps = [s for s in cap["samples"] if s["pid"] == w.tids["ow-sleeper"] and "sleeper_thread" in s["ustack"]]
-        self.assertIn("do_nanosleep", sleeps[0]["kstack"])
+        self.assertIn("do_nanosleep", max(sleeps, key=lambda s: s["value_ns"])["kstack"])
         self.assertFalse(any(f.startswith("bpf_") for s in cap["samples"] for f in s["kstack"]))
         # The spinner is only ever preempted, never blocked: ~0 off-CPU time.
         spin = [s for s in cap["samples"] if s["pid"] == w.tids["ow-spinner"]]

@@ -185,8 +185,14 @@ class LatencyLive(unittest.TestCase):
             r = d.ctl("latency", "--pid", str(os.getpid()), "--func", "main", "--seconds", "1")
             self.assertEqual(r.returncode, 1, r.stderr)
             self.assertIn("Intel PT is not available on this CPU (no intel_pt PMU", r.stderr)
-            # the daemon serves on
-            self.assertEqual(d.ctl("status").returncode, 0)
+            # the daemon serves on, and its status says why there is no PT
+            r = d.ctl("status")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("Intel PT (latency --pid): Intel PT is not available on this CPU",
+                          r.stdout)
+            pt = d.status()["pt"]
+            self.assertEqual((pt["event"], pt["available"], pt["recording_pid"]),
+                             ("intel_pt", False, 0))
             replies = d.raw(b'{"v":1,"cmd":"latency","pid":1}\n')
             self.assertEqual(replies[0]["error"]["code"], "bad_request")
             self.assertIn("func", replies[0]["error"]["message"])
@@ -257,6 +263,9 @@ class LatencySideband(unittest.TestCase):
                                  "block_in_sleep", "--seconds", "2")
         try:
             time.sleep(0.5)
+            r = self.d.ctl("status")
+            self.assertIn("Intel PT (latency --pid): sideband only (pt_event = sideband); "
+                          f"recording process {self.w.pid}", r.stdout)
             r = self.record()
             self.assertEqual(r.returncode, EXIT_BUSY, r.stderr)
             self.assertIn("a PT session is running", r.stderr)
