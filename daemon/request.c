@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The kernel's own "not supported" (include/linux/errno.h), which uprobe
+ * registration returns for an instruction it cannot probe (int3, for
+ * one); libc's strerror does not know it. */
+#define REQUEST_ENOTSUPP 524
+
 #define SPEC_PART_MAX 1024
 
 /* Finds spec's functions for one process (pid > 0) or binary (pid 0) and
@@ -29,6 +34,11 @@ static int attach_one(struct request_spec *s, unsigned index, struct collector *
 			snprintf(err, err_size,
 				 "--request needs the tp_btf tracepoint (task storage); this "
 				 "daemon runs on raw_tp");
+		else if (r == -REQUEST_ENOTSUPP)
+			snprintf(err, err_size,
+				 "cannot attach a uprobe to %s in %s: the kernel cannot probe its "
+				 "first instruction (ENOTSUPP)",
+				 funcs[i].name, elf_funcs_display_path(pid, path));
 		else if (r < 0)
 			snprintf(err, err_size, "cannot attach a uprobe to %s in %s: %s",
 				 funcs[i].name, elf_funcs_display_path(pid, path), strerror(-r));

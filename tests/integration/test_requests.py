@@ -141,6 +141,23 @@ class RequestCaptureTest(unittest.TestCase):
         self.check_ground_truth("request_workload_lib", "lib_handle_req*@librequest_workload",
                                 "lib_handle_request")
 
+    def test_two_request_functions(self):
+        # Each symbol is timed on its own; the time counted is inside either.
+        w = RequestWorkload("request_workload", *REQUESTS)
+        gated, _, truth = capture(self.daemon, w, "--request", "handle_request",
+                                  "--request", "between_requests")
+        workers = [t for name, t in truth.items() if name.startswith("rq-worker")]
+        self.assertEqual([r["symbol"] for r in gated["requests"]],
+                         ["handle_request", "between_requests"])
+        for r in gated["requests"]:
+            self.assertEqual(r["count"], sum(t["requests"] for t in workers), r)
+        self.assertTrue({s["pid"] for s in gated["samples"]} <= {t["tid"] for t in workers})
+        for t in workers:
+            got = by_thread(gated, t["tid"])
+            want = t["in_request_blocked_ns"] + t["outside_blocked_ns"]
+            self.assertAlmostEqual(got, want, delta=want * TOLERANCE,
+                                   msg=f"{t['name']}: {got} ns in either function, truth {want}")
+
     def test_system_wide_by_binary(self):
         # No --pid: every process running the binary. Other processes still
         # are filtered out by the request condition itself.
@@ -194,6 +211,13 @@ class RequestCaptureTest(unittest.TestCase):
 
             r = d.ctl("capture", "--pid", str(w.pid), "--seconds", "1", *sum((["--request", f"f{i}"] for i in range(9)), []))
             self.assertEqual(r.returncode, EXIT_USAGE, r.stderr)
+
+            # The kernel refuses the uprobe (the function starts with int3):
+            # its reason, and the daemon carries on.
+            r = d.ctl("capture", "--pid", str(w.pid), "--seconds", "1", "--request", "unprobeable_request")
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("cannot attach a uprobe to unprobeable_request in", r.stderr)
+            self.assertIn("the kernel cannot probe its first instruction (ENOTSUPP)", r.stderr)
         finally:
             w.kill()
         self.assertEqual(d.status()["captures_running"], 0)

@@ -199,6 +199,11 @@ static void thread_begin(struct rq_thread *t)
 	wait_for_start();
 }
 
+/* Never called: a function whose first instruction is int3, where the
+ * kernel refuses a uprobe (the attach-failure test). */
+__asm__(".text\n.globl unprobeable_request\n.type unprobeable_request, @function\n"
+	"unprobeable_request:\n\tint3\n\tret\n.size unprobeable_request, .-unprobeable_request\n");
+
 /* Outside any request. Returns the nanoseconds spent in nanosleep(). */
 static WORKLOAD_FRAME uint64_t between_requests(unsigned long ms)
 {
