@@ -6,8 +6,10 @@ The socket is made world-connectable here (socket_mode 0666) so that the
 daemon's own check, not the file mode, is what refuses; clients run as the
 unprivileged user "nobody".
 """
+import grp
 import json
 import os
+import stat
 import subprocess
 import time
 import unittest
@@ -100,6 +102,19 @@ class AccessTest(unittest.TestCase):
         try:
             r = as_user(d, "status")
             self.assertEqual(r.returncode, 0, r.stderr)
+        finally:
+            self.assertEqual(d.stop(), 0, d.log_text())
+
+    @unittest.skipUnless(any(g.gr_name == "offcpu" for g in grp.getgrall()),
+                         "no group offcpu (scripts/setup.sh creates it)")
+    def test_socket_file_defaults(self):
+        # The shipped defaults (socket_mode 0660, socket_group offcpu), not
+        # the fixture's 0600: root's file, the group's to use.
+        d = Daemon("socket_mode = 0660\nsocket_group = offcpu\n")
+        try:
+            st = os.stat(d.socket)
+            self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)),
+                             (0, grp.getgrnam("offcpu").gr_gid, 0o660))
         finally:
             self.assertEqual(d.stop(), 0, d.log_text())
 

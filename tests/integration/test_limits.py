@@ -1,6 +1,7 @@
 """Client limits: each one, when hit, gives a clear error and leaves the
 daemon serving others (etc/offcpud.conf: client_timeout, max_captures,
-max_reply_bytes; max_request_bytes and max_clients are in test_daemon)."""
+max_reply_bytes, max_capture_seconds, max_clients; max_request_bytes is in
+test_daemon)."""
 import json
 import os
 import socket
@@ -8,7 +9,7 @@ import subprocess
 import time
 import unittest
 
-from offcpu_env import EXIT_BUSY, Daemon
+from offcpu_env import EXIT_BUSY, EXIT_USAGE, Daemon
 
 
 def connect(d):
@@ -34,7 +35,8 @@ def read_all(s):
 class LimitsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.daemon = Daemon("client_timeout = 2s\nmax_captures = 2\nmax_reply_bytes = 64K\n")
+        cls.daemon = Daemon("client_timeout = 2s\nmax_captures = 2\nmax_reply_bytes = 64K\n"
+                            "max_capture_seconds = 5\n")
 
     @classmethod
     def tearDownClass(cls):
@@ -87,6 +89,12 @@ class LimitsTest(unittest.TestCase):
                 p.communicate(timeout=30)
         self.assertEqual(d.ctl("capture", "--seconds", "1", "-o", "/dev/null").returncode, 0)
 
+    def test_max_capture_seconds(self):
+        for cmd in (["capture"], ["latency", "--func", "main"]):
+            r = self.daemon.ctl(*cmd, "--pid", str(os.getpid()), "--seconds", "6")
+            self.assertEqual(r.returncode, EXIT_USAGE, r.stderr)
+            self.assertIn("seconds must be at most 5 (max_capture_seconds)", r.stderr)
+
     def test_reply_too_large(self):
         # 300 short-lived processes, each its own rows: far more than 64 KiB of JSON.
         d = self.daemon
@@ -100,6 +108,26 @@ class LimitsTest(unittest.TestCase):
         # Narrowed, it fits.
         r = d.ctl("--json", "capture", "--seconds", "1", "--pid", str(d.proc.pid))
         self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class MaxClientsTest(unittest.TestCase):
+    def test_max_clients(self):
+        d = Daemon("max_clients = 3\n")
+        try:
+            held = [connect(d) for _ in range(3)]
+            s = connect(d)  # a fourth while the three are held
+            err = json.loads(read_all(s).splitlines()[0])["error"]
+            s.close()
+            self.assertEqual((err["code"], err["message"]), ("busy", "too many clients connected"))
+            for h in held:
+                h.close()
+            # their slots are free again once the daemon sees them close
+            deadline = time.monotonic() + 5
+            while d.ctl("status").returncode != 0 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertEqual(d.ctl("status").returncode, 0)
+        finally:
+            self.assertEqual(d.stop(), 0, d.log_text())
 
 
 if __name__ == "__main__":
