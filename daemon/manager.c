@@ -543,6 +543,32 @@ static void probe_after_cb(uv_work_t *req, int status)
 		shutdown_continue(m);
 }
 
+/* What every recording of processes must pass, capture or PT: its length,
+ * its targets' existence, the client's right to them. Replies and returns
+ * false if one fails. */
+static bool recording_allowed(struct manager *m, struct server_conn *conn,
+			      const struct proto_capture_request *req, uint32_t seconds)
+{
+	char err[512];
+
+	if (seconds > m->cfg.max_capture_seconds) {
+		snprintf(err, sizeof(err), "seconds must be at most %u (max_capture_seconds)",
+			 m->cfg.max_capture_seconds);
+		reply_error(conn, PROTO_ERR_BAD_REQUEST, err);
+		return false;
+	}
+	if (capture_check_targets(PROC_ROOT, req, err, sizeof(err)) < 0) {
+		reply_error(conn, PROTO_ERR_NO_SUCH_PID, err);
+		return false;
+	}
+	if (access_check_capture(&m->access, server_conn_client(conn), req, PROC_ROOT, err,
+				 sizeof(err)) < 0) {
+		reply_error(conn, PROTO_ERR_PERMISSION, err);
+		return false;
+	}
+	return true;
+}
+
 static void handle_capture(struct manager *m, struct server_conn *conn,
 			   const struct proto_capture_request *req)
 {
@@ -562,21 +588,8 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 		reply_error(conn, PROTO_ERR_BUSY, err);
 		return;
 	}
-	if (req->seconds > m->cfg.max_capture_seconds) {
-		snprintf(err, sizeof(err), "seconds must be at most %u (max_capture_seconds)",
-			 m->cfg.max_capture_seconds);
-		reply_error(conn, PROTO_ERR_BAD_REQUEST, err);
+	if (!recording_allowed(m, conn, req, req->seconds))
 		return;
-	}
-	if (capture_check_targets(PROC_ROOT, req, err, sizeof(err)) < 0) {
-		reply_error(conn, PROTO_ERR_NO_SUCH_PID, err);
-		return;
-	}
-	if (access_check_capture(&m->access, server_conn_client(conn), req, PROC_ROOT, err,
-				 sizeof(err)) < 0) {
-		reply_error(conn, PROTO_ERR_PERMISSION, err);
-		return;
-	}
 	if ((req->kind == PROTO_KIND_BIO || req->kind == PROTO_KIND_FILEIO) &&
 	    !collector_io_path(m->collector, req->kind)) {
 		snprintf(err, sizeof(err), "kind %s is not available on this kernel (%s)",
@@ -771,26 +784,12 @@ static void pt_after_cb(uv_work_t *req, int status)
 static void handle_latency(struct manager *m, struct server_conn *conn,
 			   const struct proto_latency_request *req)
 {
+	/* recording a process is capturing it: the same rules */
 	struct proto_capture_request as_capture = { .pids = { req->pid }, .n_pids = 1 };
 	struct pt_work *pw;
-	char err[512];
 
-	if (req->seconds > m->cfg.max_capture_seconds) {
-		snprintf(err, sizeof(err), "seconds must be at most %u (max_capture_seconds)",
-			 m->cfg.max_capture_seconds);
-		reply_error(conn, PROTO_ERR_BAD_REQUEST, err);
+	if (!recording_allowed(m, conn, &as_capture, req->seconds))
 		return;
-	}
-	if (capture_check_targets(PROC_ROOT, &as_capture, err, sizeof(err)) < 0) {
-		reply_error(conn, PROTO_ERR_NO_SUCH_PID, err);
-		return;
-	}
-	/* recording a process is capturing it: the same rule */
-	if (access_check_capture(&m->access, server_conn_client(conn), &as_capture, PROC_ROOT,
-				 err, sizeof(err)) < 0) {
-		reply_error(conn, PROTO_ERR_PERMISSION, err);
-		return;
-	}
 	if (m->pt_work) {
 		reply_error(conn, PROTO_ERR_BUSY,
 			    "a PT session is running (one at a time); try again when it ends");

@@ -15,20 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "elf_funcs.h"
 #include "pt_pmu.h"
 #include "pt_session.h"
 
 /* Often: a thread started meanwhile is traced once its FORK is read. */
 #define PT_CAPTURE_POLL_NS 20000000ULL
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* The event to record with, and the address filter for func. */
 static int pt_capture_setup(const struct pt_capture_opts *o, struct pt_session_opts *so,
@@ -221,8 +214,8 @@ int pt_capture_run(const struct pt_capture_opts *o, struct proto_pt_trace_result
 	r = pt_session_start(&so, &s, err, err_size);
 	if (r < 0)
 		return r;
-	end = now_ns() + (uint64_t)o->req->seconds * 1000000000ULL;
-	while (!r && !atomic_load(o->stop) && now_ns() < end) {
+	end = clock_monotonic_ns() + (uint64_t)o->req->seconds * 1000000000ULL;
+	while (!r && !atomic_load(o->stop) && clock_monotonic_ns() < end) {
 		struct timespec ts = { 0, PT_CAPTURE_POLL_NS };
 
 		nanosleep(&ts, NULL);

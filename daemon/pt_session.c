@@ -178,7 +178,6 @@ static int thread_start(struct pt_session *s, uint32_t tid, char *err, size_t er
 	}
 	session_time_conversion(s, t);
 	s->threads[s->n_threads++] = t;
-	s->stats.threads++;
 	return 0;
 fail:
 	thread_free(s, t);
@@ -279,8 +278,8 @@ static void session_build_id(uint32_t pid, uint64_t start, uint64_t end, char *h
 	elf = fstat(fd, &st) == 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
 	if (elf && elf_getphdrnum(elf, &phnum) == 0)
 		n = elf_build_id(elf, phnum, (uint64_t)st.st_size, id);
-	for (size_t i = 0; i < n && 2 * i + 2 < size; i++)
-		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	if (2 * n < size)
+		pt_trace_build_id_hex(id, n, hex);
 	elf_end(elf);
 	close(fd);
 }
@@ -503,6 +502,7 @@ int pt_session_stop(struct pt_session *s, struct pt_trace *ret, uint8_t **vdso,
 	}
 	if (r < 0)
 		return r;
+	s->stats.threads = (uint32_t)s->n_threads;
 	s->stats.sideband = s->sink.counts;
 	pt_trace_sort_switches(&s->trace);
 	*ret = s->trace;

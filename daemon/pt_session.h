@@ -76,6 +76,7 @@ int pt_session_poll(struct pt_session *s);
 int pt_session_stop(struct pt_session *s, struct pt_trace *ret, uint8_t **vdso,
 		    size_t *vdso_size);
 
+/* What the session recorded, whole once pt_session_stop has run. */
 const struct pt_session_stats *pt_session_stats(const struct pt_session *s);
 
 /* Closes everything. NULL-safe. */

@@ -34,7 +34,6 @@ static uint64_t get_u64(const uint8_t *p)
  * the kernel read if the event asked for it (attr.build_id). */
 static int pt_perf_mmap2(struct pt_perf_sink *s, const uint8_t *body, size_t size, uint16_t misc)
 {
-	static const char hex[] = "0123456789abcdef";
 	char build_id[2 * 20 + 1] = "";
 	const char *name = (const char *)body + PT_PERF_MMAP2_FILENAME;
 	size_t name_max = size - PT_PERF_MMAP2_FILENAME - sizeof(struct pt_perf_sample_id);
@@ -49,15 +48,8 @@ static int pt_perf_mmap2(struct pt_perf_sink *s, const uint8_t *body, size_t siz
 	}
 	if (name[0] != '/' && strcmp(name, "[vdso]"))
 		return 0; /* anonymous or JIT code: nothing to decode it with */
-	if (misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
-		uint8_t n = body[32];
-
-		for (uint8_t i = 0; i < n && i < 20; i++) {
-			build_id[2 * i] = hex[body[36 + i] >> 4];
-			build_id[2 * i + 1] = hex[body[36 + i] & 15];
-			build_id[2 * i + 2] = 0;
-		}
-	}
+	if (misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
+		pt_trace_build_id_hex(body + 36, body[32] < 20 ? body[32] : 20, build_id);
 	return pt_trace_add_map(s->trace, start, start + len, get_u64(body + 24), name, build_id);
 }
 

@@ -2,11 +2,13 @@
 #include "pt_pmu.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-static int pt_pmu_read_u32(const char *dir, const char *name, uint32_t *ret)
+/* Reads a number from dir/name: hex (the caps files) or decimal. */
+static int pt_pmu_read_u32(const char *dir, const char *name, bool hex, uint32_t *ret)
 {
 	char path[512];
 	unsigned v;
@@ -17,7 +19,7 @@ static int pt_pmu_read_u32(const char *dir, const char *name, uint32_t *ret)
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
-	n = fscanf(f, "%x", &v) == 1 ? 0 : -EINVAL;
+	n = fscanf(f, hex ? "%x" : "%u", &v) == 1 ? 0 : -EINVAL;
 	fclose(f);
 	if (!n)
 		*ret = v;
@@ -44,20 +46,6 @@ static void pt_pmu_set(const char *dir, const char *name, uint64_t value, uint64
 	if (n < 1 || hi < lo || hi > 63 || (hi - lo < 63 && value >> (hi - lo + 1)))
 		return;
 	*config |= value << lo;
-}
-
-static void pt_pmu_read_dec(const char *dir, const char *name, uint32_t *ret)
-{
-	char path[512];
-	unsigned v;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "re");
-	if (f && fscanf(f, "%u", &v) == 1)
-		*ret = v;
-	if (f)
-		fclose(f);
 }
 
 int pt_pmu_probe(const char *sysfs, struct pt_pmu *ret, char *err, size_t err_size)
@@ -88,14 +76,14 @@ int pt_pmu_probe(const char *sysfs, struct pt_pmu *ret, char *err, size_t err_si
 	p.type = type;
 	/* Missing caps mean "not supported": older kernels lack some files. */
 	snprintf(caps, sizeof(caps), "%s/caps", dir);
-	pt_pmu_read_u32(caps, "mtc", &p.mtc);
-	pt_pmu_read_u32(caps, "psb_cyc", &p.psb_cyc);
-	pt_pmu_read_u32(caps, "ip_filtering", &p.ip_filtering);
-	pt_pmu_read_u32(caps, "num_address_ranges", &p.num_address_ranges);
-	pt_pmu_read_u32(caps, "mtc_periods", &p.mtc_periods);
-	pt_pmu_read_u32(caps, "cycle_thresholds", &p.cyc_thresholds);
+	pt_pmu_read_u32(caps, "mtc", true, &p.mtc);
+	pt_pmu_read_u32(caps, "psb_cyc", true, &p.psb_cyc);
+	pt_pmu_read_u32(caps, "ip_filtering", true, &p.ip_filtering);
+	pt_pmu_read_u32(caps, "num_address_ranges", true, &p.num_address_ranges);
+	pt_pmu_read_u32(caps, "mtc_periods", true, &p.mtc_periods);
+	pt_pmu_read_u32(caps, "cycle_thresholds", true, &p.cyc_thresholds);
 	p.cyc = p.psb_cyc;
-	pt_pmu_read_dec(dir, "max_nonturbo_ratio", &p.nom_freq);
+	pt_pmu_read_u32(dir, "max_nonturbo_ratio", false, &p.nom_freq);
 	pt_pmu_set(dir, "pt", 1, &p.config);
 	pt_pmu_set(dir, "branch", 1, &p.config);
 	pt_pmu_set(dir, "tsc", 1, &p.config);

@@ -60,6 +60,17 @@ int pt_trace_add_map(struct pt_trace *t, uint64_t start, uint64_t end, uint64_t 
 	return 0;
 }
 
+void pt_trace_build_id_hex(const uint8_t *id, size_t n, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		*out++ = hex[id[i] >> 4];
+		*out++ = hex[id[i] & 15];
+	}
+	*out = '\0';
+}
+
 int pt_trace_add_switch(struct pt_trace *t, uint64_t time_ns, uint32_t tid, int out)
 {
 	if (pt_trace_grow((void **)&t->switches, t->n_switches, sizeof(*t->switches)) < 0)

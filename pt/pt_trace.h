@@ -65,6 +65,10 @@ struct pt_trace {
 	size_t n_streams;
 };
 
+/* A build-id as pt_trace_map keeps it: n bytes of id as lower-case hex
+ * into out, which holds 2 * n + 1 chars. */
+void pt_trace_build_id_hex(const uint8_t *id, size_t n, char *out);
+
 /* Building a trace: each returns 0 or -ENOMEM and copies its arguments. */
 int pt_trace_add_map(struct pt_trace *t, uint64_t start, uint64_t end, uint64_t pgoff,
 		     const char *path, const char *build_id);
