@@ -649,31 +649,10 @@ static const char *io_path_or_empty(const struct manager *m, unsigned kind)
 	return path ? path : "";
 }
 
-static const struct {
-	unsigned idx;
-	const char *name;
-} counter_names[OFFCPU_CNT_MAX] = {
-	{ OFFCPU_CNT_SWITCHES, "switches" },
-	{ OFFCPU_CNT_RECORDED, "recorded" },
-	{ OFFCPU_CNT_DROP_START_ALLOC, "drop_start_alloc" },
-	{ OFFCPU_CNT_DROP_NEGATIVE_DELTA, "drop_negative_delta" },
-	{ OFFCPU_CNT_DROP_AGG_FULL, "drop_agg_map_full" },
-	{ OFFCPU_CNT_DROP_STACK_FULL, "drop_stack_map_full" },
-	{ OFFCPU_CNT_DROP_KSTACK_ERROR, "drop_kernel_stack_error" },
-	{ OFFCPU_CNT_DROP_USTACK_ERROR, "drop_user_stack_error" },
-	{ OFFCPU_CNT_BUFFER_MISSING, "buffer_missing" },
-	{ OFFCPU_CNT_WAKEUPS, "wakeups" },
-	{ OFFCPU_CNT_DROP_CHAIN_FULL, "drop_chain_map_full" },
-	{ OFFCPU_CNT_DROP_HIST_FULL, "drop_hist_map_full" },
-	{ OFFCPU_CNT_REQUESTS, "requests" },
-	{ OFFCPU_CNT_DROP_REQUEST_ALLOC, "drop_request_alloc" },
-	{ OFFCPU_CNT_DROP_REQUEST_FULL, "drop_request_map_full" },
-	{ OFFCPU_CNT_SWITCH_IN_UNSEEN, "switch_in_unseen" },
-	{ OFFCPU_CNT_USTACK_TABLE_WALKS, "ustack_table_walks" },
-	{ OFFCPU_CNT_USTACK_TRUNCATED, "ustack_truncated" },
-	{ OFFCPU_CNT_ONCPU_SAMPLES, "oncpu_samples" },
-	{ OFFCPU_CNT_IO_EVENTS, "io_events" },
-	{ OFFCPU_CNT_DROP_IO_ALLOC, "drop_io_alloc" },
+static const char *const counter_names[OFFCPU_CNT_MAX] = {
+#define COUNTER_NAME(name, status, drop) [OFFCPU_CNT_##name] = status,
+	OFFCPU_COUNTERS(COUNTER_NAME)
+#undef COUNTER_NAME
 };
 
 /* Per second, over the last drain interval. */
@@ -827,8 +806,8 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 
 	collector_counters(m->collector, now);
 	for (unsigned i = 0; i < OFFCPU_CNT_MAX; i++) {
-		counters[i].name = counter_names[i].name;
-		counters[i].value = now[counter_names[i].idx];
+		counters[i].name = counter_names[i];
+		counters[i].value = now[i];
 	}
 	st = (struct proto_status){
 		.version = OFFCPU_VERSION,
@@ -1060,6 +1039,17 @@ static size_t continuous_specs(const struct manager *m, char *buf, size_t size,
 	return n;
 }
 
+/* The continuous slot of kind samples its stacks (bpf/sampling.h) if so
+ * configured and it is a kind whose rows are blocks by the blocked thread's
+ * stacks. */
+static uint64_t continuous_sample_period_ns(const struct manager *m, unsigned kind)
+{
+	if (m->cfg.continuous_stacks != CONFIG_STACKS_SAMPLED ||
+	    (kind != OFFCPU_KIND_OFFCPU && kind != OFFCPU_KIND_RUNQ))
+		return 0;
+	return (uint64_t)m->cfg.sample_period_us * 1000;
+}
+
 static int continuous_start(struct manager *m)
 {
 	const char *specs[CONFIG_MAX_REQUESTS];
@@ -1080,6 +1070,7 @@ static int continuous_start(struct manager *m)
 			.kind = kind,
 			.chain_depth = 3,
 			.split_runq = kind == OFFCPU_KIND_OFFCPU && m->cfg.continuous_split_runq,
+			.sample_period_ns = continuous_sample_period_ns(m, kind),
 			.hist = kind == OFFCPU_KIND_OFFCPU,
 			/* On-CPU samples are not request-synchronous: all of them. */
 			.requests = n_specs > 0 && kind != OFFCPU_KIND_ONCPU,
@@ -1133,6 +1124,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		.trace_self = cfg->trace_self,
 		.unwind_dwarf = cfg->unwind == CONFIG_UNWIND_DWARF,
 		.unwind_max_depth = cfg->unwind_max_depth,
+		.defer_walks = cfg->sampled_walk == CONFIG_SAMPLED_WALK_AUTO,
 		.unwind_rows = cfg->unwind_rows,
 		.unwind_processes = cfg->unwind_processes,
 		.oncpu_frequency = cfg->oncpu_frequency,
