@@ -13,6 +13,7 @@
 #define OFFCPU_MAX_CHAIN       8  /* waker levels of a chain */
 #define OFFCPU_HIST_BUCKETS    32 /* log2 of microseconds */
 #define OFFCPU_MAX_REQUESTS    8  /* request symbols (specs) of one slot */
+#define OFFCPU_MAX_SAMPLE_PERIOD_NS 1000000000ull /* 1 s (bpf/sampling.h) */
 
 /* Thread state classes at switch-out, as bit numbers of a slot's state_mask. */
 enum offcpu_state {

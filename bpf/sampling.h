@@ -31,6 +31,4 @@ static __always_inline __u64 sample_weight(__u64 value, __u64 d, __u64 period_ns
 	return value * period_ns / d;
 }
 
-#define OFFCPU_MAX_SAMPLE_PERIOD_NS 1000000000ull /* 1 s */
-
 #endif

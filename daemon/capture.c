@@ -19,6 +19,8 @@ _Static_assert((int)PROTO_KIND_OFFCPU == (int)OFFCPU_KIND_OFFCPU &&
 		       (int)PROTO_KIND_BIO == (int)OFFCPU_KIND_BIO &&
 		       (int)PROTO_KIND_FILEIO == (int)OFFCPU_KIND_FILEIO,
 	       "the protocol's kinds are the BPF program's");
+_Static_assert(PROTO_MAX_SAMPLE_PERIOD_US * 1000ull == OFFCPU_MAX_SAMPLE_PERIOD_NS,
+	       "the protocol's sample period limit is the BPF program's");
 _Static_assert(PROTO_MAX_REQUESTS == OFFCPU_MAX_REQUESTS &&
 		       PROTO_HIST_BUCKETS == OFFCPU_HIST_BUCKETS,
 	       "the protocol's request limit and buckets are the BPF program's");
@@ -90,6 +92,7 @@ void capture_filter(const struct proto_capture_request *req, struct collector_fi
 		.filename = req->with_filename,
 		.oncpu = req->oncpu,
 		.requests = req->n_requests > 0,
+		.sample_period_ns = req->sampled ? (uint64_t)req->sample_period_us * 1000 : 0,
 	};
 }
 
@@ -197,6 +200,15 @@ static char *capture_reply_profile(const struct capture *c, const struct profile
 		drops[n_drops++].value = counters_now[i] - c->counters_start[i];
 	}
 	res.n_drops = n_drops;
+	if (c->req.sampled)
+		res.sampling = (struct proto_capture_sampling){
+			.period_us = c->req.sample_period_us,
+			.blocks = c->sampling.blocks,
+			.samples = c->sampling.samples,
+			.error_pct = 100 * sampling_relative_error(
+						   (uint64_t)c->req.sample_period_us * 1000,
+						   c->sampling.short_ns, 0.01),
+		};
 	if (c->req.format == PROTO_FORMAT_JSON) {
 		if (profile_samples(p, &samples, &n_samples) < 0)
 			return NULL;

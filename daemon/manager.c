@@ -52,6 +52,8 @@ struct manager {
 	uint32_t continuous_slots; /* mask of slots */
 	struct profile *window;
 	struct hashtab *window_hists;		  /* struct offcpu_hist_key (slot 0) -> count */
+	struct sampling_summary window_sampling;  /* the open window's, continuous slots' */
+	struct sampling_summary last_window_sampling; /* the last closed window's */
 	int64_t window_start_ms, window_close_ms; /* CLOCK_REALTIME */
 	uint64_t windows_written, windows_failed;
 	struct store_stats store_stats; /* as of the last window write */
@@ -184,6 +186,8 @@ static void window_rotate(struct manager *m, bool reopen)
 
 	if (!m->window)
 		return;
+	m->last_window_sampling = m->window_sampling;
+	memset(&m->window_sampling, 0, sizeof(m->window_sampling));
 	if (history_write(m->store_queue, m->window, m->window_hists, &w, window_written, m) < 0)
 		log_warning("out of memory: a window was lost");
 	m->window = NULL;
@@ -371,6 +375,12 @@ static void drain_after_cb(uv_work_t *req, int status)
 	}
 	for (size_t i = 0; i < r->n_hists; i++)
 		window_hist_add(m, &r->hists[i]);
+	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
+		if (m->window && (m->continuous_slots & (1u << i)))
+			sampling_summary_add(&m->window_sampling, &r->sampling[i]);
+		else if (m->captures[i])
+			sampling_summary_add(&m->captures[i]->sampling, &r->sampling[i]);
+	}
 	drain_result_release(r);
 	if (m->window && clock_realtime_ms() >= m->window_close_ms)
 		window_rotate(m, true);
@@ -607,6 +617,8 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 		return;
 	}
 	c->req = *req;
+	if (c->req.sampled && !c->req.sample_period_us)
+		c->req.sample_period_us = m->cfg.sample_period_us;
 	capture_filter(&c->req, &filter);
 	collector_counters(m->collector, c->counters_start);
 	r = collector_slot_add(m->collector, &filter, &c->slot);
@@ -641,6 +653,34 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 }
 
 /* ---- status ---- */
+
+static double rate(const struct manager *m, unsigned idx);
+
+static void sampling_status(const struct manager *m, struct proto_sampling_status *ret)
+{
+	const struct sampling_summary *w = &m->last_window_sampling;
+	bool sampled = m->cfg.continuous_stacks == CONFIG_STACKS_SAMPLED;
+	const char *why, *walk = collector_walk_mode(m->collector, &why);
+
+	*ret = (struct proto_sampling_status){
+		.stacks = sampled ? "sampled" : "exact",
+		.period_us = sampled ? m->cfg.sample_period_us : 0,
+		.walk = walk,
+		.walk_reason = why,
+		.blocks_per_s = rate(m, OFFCPU_CNT_SAMPLED_BLOCKS),
+		.samples_per_s = rate(m, OFFCPU_CNT_SAMPLES),
+		.user_walks_per_s = rate(m, OFFCPU_CNT_USER_STACK_WALKS),
+		.kernel_walks_per_s = rate(m, OFFCPU_CNT_KERNEL_STACK_WALKS),
+		.samples_lost = m->counters[OFFCPU_CNT_DEFER_LOST],
+		.window_blocks = w->blocks,
+		.window_samples = w->samples,
+		.window_error_pct = 100 * sampling_relative_error((uint64_t)m->cfg.sample_period_us *
+									  1000,
+								  w->short_ns, 0.01),
+	};
+	if (!sampled)
+		ret->window_error_pct = 0;
+}
 
 static const char *io_path_or_empty(const struct manager *m, unsigned kind)
 {
@@ -842,6 +882,7 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 		.unwind.mode = "fp", /* set whole below when tables are used */
 	};
 	pt_capture_status(&m->cfg, &st.pt, pt_reason, sizeof(pt_reason));
+	sampling_status(m, &st.sampling);
 	if (m->pt_work)
 		st.pt.recording_pid = m->pt_work->req.pid;
 	if (m->unwinder) {

@@ -121,6 +121,15 @@ int sampling_calibrate(struct collector_row **rows, size_t *n_rows,
 	return 0;
 }
 
+void sampling_summary_add(struct sampling_summary *a, const struct sampling_summary *b)
+{
+	a->blocks += b->blocks;
+	a->samples += b->samples;
+	a->sum_ns += b->sum_ns;
+	a->short_ns += b->short_ns;
+	a->late_rows += b->late_rows;
+}
+
 double sampling_relative_error(uint64_t period_ns, uint64_t short_ns, double share)
 {
 	if (!period_ns || !short_ns || share <= 0)

@@ -37,6 +37,9 @@ int sampling_calibrate(struct collector_row **rows, size_t *n_rows,
 		       const struct collector_total *totals, size_t n_totals,
 		       struct sampling_summary ret[OFFCPU_MAX_SLOTS]);
 
+/* Adds b to a. */
+void sampling_summary_add(struct sampling_summary *a, const struct sampling_summary *b);
+
 /*
  * The relative standard error of the estimated total of a stack that holds
  * share (0..1] of short_ns, the time of blocks shorter than period_ns: each
