@@ -60,6 +60,7 @@ struct start_rec {
 	 * slots, and the user registers it must still have when walked. */
 	__u32 walk_pending;
 	__u64 walk_ip, walk_sp;
+	__u64 tables_mm; /* the mm whose unwind tables this thread asked for */
 	/* Filled at switch-in for slot_account(): */
 	__u64 delta, blocked, runq;
 	__u64 khash, uhash;

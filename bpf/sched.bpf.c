@@ -152,6 +152,14 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	if ((walk & user_stack_slots) &&
 	    !((btf ? prev->flags : BPF_CORE_READ(prev, flags)) & PF_KTHREAD))
 		walk_user_stack(ctx, prev, tgid, &rec->ustack, btf);
+	else if (btf && unwind_dwarf && (matched & user_stack_slots) &&
+		 rec->tables_mm != (__u64)prev->mm) {
+		/* Ask for the process's unwind tables now, not at its first
+		 * sampled block: once per thread and program image (an exec
+		 * gives a new mm), so that its first samples are whole. */
+		unwind_proc(tgid);
+		rec->tables_mm = (__u64)prev->mm;
+	}
 	rec->walked = walk;
 	rec->state = state;
 	rec->slots = matched;
