@@ -73,7 +73,7 @@ struct flame {
 	struct flame_parse_opts opts;
 	struct flame_parse_stats stats;
 	uint64_t line_no;
-	int columns;   /* 0 until the first valid line, then 2 or 3 */
+	int columns;   /* 0 until the first valid line, then 2, or 3 after a 3-column one */
 	bool decimal;  /* a count had a fraction */
 	double sum[2]; /* [0] NEW (or the only count), [1] OLD */
 
@@ -386,9 +386,11 @@ static bool parse_count(const char *p, size_t len, double *ret, bool *ret_decima
 	return true;
 }
 
-/* Takes the count off the end of p[0..*len) (no trailing whitespace): the
- * last token must be a count with whitespace before it; *len becomes the
- * length of what stands before that whitespace. */
+/* Takes the count off the end of p[0..*len): the last token must be a
+ * count with whitespace before it; *len becomes the length of what stands
+ * before that whitespace. As flamegraph.pl's /^(.*)\s+?(\d+...)$/, exactly
+ * one whitespace character goes: more belongs to the stack, so a frame may
+ * be named " " ("main;write0;  3"). */
 static bool take_count(const char *p, size_t *len, double *ret, bool *ret_decimal)
 {
 	size_t start = *len;
@@ -397,9 +399,7 @@ static bool take_count(const char *p, size_t *len, double *ret, bool *ret_decima
 		start--;
 	if (start == 0 || !parse_count(p + start, *len - start, ret, ret_decimal))
 		return false;
-	while (start > 0 && is_space(p[start - 1]))
-		start--;
-	*len = start;
+	*len = start - 1;
 	return true;
 }
 
@@ -409,19 +409,23 @@ struct line {
 	const char *stack;
 	size_t stack_len;
 	double count; /* the only or the NEW count */
-	double old;   /* 3 columns */
+	double old;   /* 3 columns; 2 columns: the same as count */
 	bool decimal;
+	bool differential; /* 3 columns */
+	size_t two_col_len; /* the stack read as 2 columns: all before the last count */
 };
 
 /*
- * One line (without its '\n'). *columns is 0 until the first valid line
- * decides it: a line whose stack again ends in whitespace and a count has 3
- * columns, as flamegraph.pl reads it. Later lines must agree.
+ * One line (without its '\n'). Each line has 2 or 3 columns of its own, as
+ * flamegraph.pl reads them: a line whose stack again ends in whitespace and
+ * a count has 3 (*columns gets the larger count seen). Whitespace at the
+ * end of the line (CRLF included) is ignored, where flamegraph.pl would
+ * skip the line. An empty stack (" 5", ";; 5") counts for the root alone.
  */
 static enum line_kind parse_line(const char *p, size_t len, int *columns, struct line *ret)
 {
 	struct line l = { .stack = p };
-	size_t before_second, frames_end;
+	size_t before_second;
 	double second;
 	bool has_second, dec = false;
 
@@ -431,23 +435,19 @@ static enum line_kind parse_line(const char *p, size_t len, int *columns, struct
 		return LINE_EMPTY;
 	if (!take_count(p, &len, &l.count, &l.decimal))
 		return LINE_INVALID;
+	l.two_col_len = len;
 	before_second = len;
 	has_second = take_count(p, &before_second, &second, &dec);
-	if (has_second && *columns != 2) {
+	if (has_second) {
 		l.old = second;
 		l.decimal |= dec;
+		l.differential = true;
 		len = before_second;
-	} else if (has_second || *columns == 3) {
-		return LINE_INVALID;
+	} else {
+		l.old = l.count; /* in a differential graph: unchanged */
 	}
-	/* An empty stack, or one of empty frames only (";;"), is no stack. */
-	frames_end = len;
-	while (frames_end > 0 && p[frames_end - 1] == ';')
-		frames_end--;
-	if (frames_end == 0)
-		return LINE_INVALID;
 	l.stack_len = len;
-	if (!*columns)
+	if (*columns < (has_second ? 3 : 2))
 		*columns = has_second ? 3 : 2;
 	*ret = l;
 	return LINE_OK;
@@ -704,7 +704,12 @@ static int tree_add(struct flame *f, const struct line *l)
 
 	if (n < 0)
 		return -ENOMEM;
-	assert(n > 0); /* parse_line() saw a frame */
+	if (n == 0) { /* no frame: the root's own count, as flamegraph.pl adds it */
+		f->nodes[0].self += l->count;
+		if (f->self_old)
+			f->self_old[0] += l->old;
+		return 0;
+	}
 	if ((size_t)n + 1 > f->path_cap) {
 		uint32_t *path = grow_array(f->path, &f->path_cap, (size_t)n + 1, sizeof(*path));
 
@@ -818,6 +823,9 @@ int flame_parse(struct flame *f, const char *text, size_t len)
 				return -ENOMEM;
 			f->cap_old = f->cap_nodes;
 			f->stats.differential = true;
+			/* 2-column lines before: unchanged */
+			for (uint32_t id = 0; id < f->n_nodes; id++)
+				f->self_old[id] = f->nodes[id].self;
 		}
 		f->decimal |= l.decimal;
 		f->sum[0] += l.count;
@@ -844,7 +852,26 @@ static int cmp_name(const void *a, const void *b, void *arg)
 	return strcmp(t->strs[*(const uint32_t *)a].s, t->strs[*(const uint32_t *)b].s);
 }
 
-/* rank[id]: the position of string id in strcmp order. */
+/* Sibling order. flamegraph.pl sorts whole lines, so frames compare as if
+ * each were followed by the ';' before its callee: "foo2" before "foo",
+ * "b c" before "b" (names hold no ';'). */
+static int cmp_frame(const void *a, const void *b, void *arg)
+{
+	const struct strtab *t = arg;
+	const unsigned char *p = (const unsigned char *)t->strs[*(const uint32_t *)a].s;
+	const unsigned char *q = (const unsigned char *)t->strs[*(const uint32_t *)b].s;
+
+	for (;; p++, q++) {
+		unsigned x = *p ? *p : ';', y = *q ? *q : ';';
+
+		if (x != y)
+			return x < y ? -1 : 1;
+		if (!*p)
+			return 0;
+	}
+}
+
+/* rank[id]: the position of string id in sibling order. */
 static uint32_t *names_rank(const struct strtab *t)
 {
 	uint32_t *order = malloc(((size_t)t->n + 1) * sizeof(*order));
@@ -857,7 +884,7 @@ static uint32_t *names_rank(const struct strtab *t)
 	}
 	for (uint32_t i = 0; i < t->n; i++)
 		order[i] = i;
-	qsort_r(order, t->n, sizeof(*order), cmp_name, (void *)t);
+	qsort_r(order, t->n, sizeof(*order), cmp_frame, (void *)t);
 	for (uint32_t i = 0; i < t->n; i++)
 		rank[order[i]] = i;
 	free(order);
@@ -1137,7 +1164,7 @@ static int diff_read(struct strtab *t, double **counts, size_t *cap, int side, c
 		ret->decimal |= l.decimal;
 		ret->stats.total += l.count;
 		stack = l.stack;
-		stack_len = l.stack_len;
+		stack_len = l.two_col_len; /* difffolded.pl reads one count */
 		if (strip && has_hex(stack, stack_len)) {
 			stack = strip_hex(stack, stack_len, &buf, &buf_cap, &stack_len);
 			if (!stack) {
@@ -1192,7 +1219,7 @@ char *flame_diff_folded(const char *old_text, size_t old_len, const char *new_te
 {
 	struct strtab t = { 0 };
 	struct diff_side side[2] = { 0 };
-	double *counts = NULL, scale = 1;
+	double *counts = NULL;
 	size_t cap = 0, size = 0, at = 0;
 	uint32_t *order = NULL;
 	char *out = NULL;
@@ -1202,8 +1229,9 @@ char *flame_diff_folded(const char *old_text, size_t old_len, const char *new_te
 	    diff_read(&t, &counts, &cap, 1, new_text, new_len, strip_hex, &side[1]) < 0)
 		goto fail;
 	integral = !side[0].decimal && !side[1].decimal;
-	if (normalize && side[0].stats.total > 0)
-		scale = side[1].stats.total / side[0].stats.total;
+	/* difffolded.pl -n: int(OLD * total NEW / total OLD), truncated. */
+	normalize = normalize && side[0].stats.total > 0 &&
+		    side[0].stats.total != side[1].stats.total;
 	order = malloc(((size_t)t.n + 1) * sizeof(*order));
 	if (!order)
 		goto fail;
@@ -1221,7 +1249,12 @@ char *flame_diff_folded(const char *old_text, size_t old_len, const char *new_te
 		memcpy(out + at, s->s, s->len);
 		at += s->len;
 		out[at++] = ' ';
-		at += format_count(out + at, c[0] * scale, integral);
+		if (normalize)
+			at += format_count(out + at, trunc(c[0] * side[1].stats.total /
+							   side[0].stats.total),
+					   true);
+		else
+			at += format_count(out + at, c[0], integral);
 		out[at++] = ' ';
 		at += format_count(out + at, c[1], integral);
 		out[at++] = '\n';

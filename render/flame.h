@@ -91,6 +91,21 @@ struct flame_svg_opts {
 	double minwidth_pct;   /* if > 0, used instead of minwidth_px (% of total) */
 	bool inverted;	       /* icicle: root at the top */
 	enum flame_palette palette;
+	/* As flamegraph.pl draws (its options in offcpuctl flamegraph): */
+	bool self_right;     /* a frame's own time right of its callees; default left */
+	bool minwidth_set;   /* minwidth_px given: 0 keeps every frame */
+	int pl_palette;	     /* enum flame_pl_palette (flame_palette.h): its colours */
+	int colour_key;	     /* enum flame_colour_key, with pl_palette */
+	struct flame_palette_map *palette_map; /* --cp: read and added to; NULL none */
+	const char *bgcolors;		       /* --bgcolors; NULL: the palette's */
+	double total;			       /* --total: the whole width, if above the input's */
+	double factor;			       /* --factor: titles' counts scaled; 0: 1 */
+	const char *fonttype;		       /* NULL: Verdana and fallbacks */
+	double fontsize;		       /* px of labels; 0: 12 at most, by frame height */
+	double fontwidth;		       /* average glyph width per px of size; 0: 0.59 */
+	const char *nametype;		       /* details line prefix; NULL: "Function:" */
+	const char *encoding;		       /* the XML declaration's; NULL: UTF-8 */
+	const char *notes;		       /* an XML comment; NULL: none */
 };
 
 /* Writes the SVG (self-contained, with its JavaScript) to out. 0 or -errno. */
