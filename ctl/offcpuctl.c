@@ -21,6 +21,7 @@
 #include "proto.h"
 #include "proto_samples.h"
 #include "elf_funcs.h"
+#include "flame_options.h"
 #include "latency.h"
 #include "latency_plot.h"
 #include "render_output.h"
@@ -1966,6 +1967,35 @@ static int offline_filter(const struct offline_args *a, struct stack_filter **re
 	return EXIT_OK;
 }
 
+/* flamegraph.pl's options (ctl/flame_options.c), and --palette with one
+ * of its palette names: true if opt was one (*r: EXIT_OK or the usage
+ * error). */
+static bool offline_pl_option(struct flame_pl_args *pl, int opt, const char *arg, int *r)
+{
+	char err[512];
+	int t;
+
+	if (opt == OPT_PALETTE && flame_pl_palette_option(pl, arg)) {
+		if (!pl->svg_only)
+			pl->svg_only = "--palette";
+		*r = EXIT_OK;
+		return true;
+	}
+	t = flame_pl_option(pl, opt, arg, err, sizeof(err));
+	if (!t)
+		return false;
+	*r = t < 0 ? usage_error("%s", err) : EXIT_OK;
+	return true;
+}
+
+/* flamegraph.pl's colour options without a palette: its default, hot. */
+static void offline_pl_default(struct flame_pl_args *pl, const struct result_opts *ro)
+{
+	if (!pl->svg.pl_palette && ro->render.palette == PROTO_PALETTE_AUTO &&
+	    (pl->svg.colour_key != FLAME_KEY_NAME || pl->map_path))
+		pl->svg.pl_palette = FLAME_PL_HOT;
+}
+
 /* Feeds path ("-": stdin) to f in chunks cut after a newline, so a large
  * input is never held whole; with a filter, only the lines it keeps.
  * Returns 0 or -errno. */
@@ -2024,18 +2054,29 @@ static int parse_file(struct flame *f, const char *path, const struct stack_filt
  */
 static int draw(const char *path, const struct stack_filter *filter, const char *text, size_t len,
 		const char *name, const struct result_opts *o, const struct render_input *input,
-		const char *default_title)
+		struct flame_pl_args *pl, const char *default_title)
 {
 	enum proto_format format = o->format >= 0 ? o->format : PROTO_FORMAT_SVG;
+	const char *svg_only = o->svg_only ? o->svg_only : pl->svg_only;
 	struct flame *f = NULL;
 	FILE *out = stdout;
 	char err[128];
 	int r;
 
-	if (format != PROTO_FORMAT_SVG && format != PROTO_FORMAT_SPEEDSCOPE)
-		return usage_error("%s", "this command draws: --format svg or speedscope");
-	if (o->svg_only && format != PROTO_FORMAT_SVG)
-		return usage_error("%s only applies to svg output", o->svg_only);
+	if (!o->pprof && format != PROTO_FORMAT_SVG && format != PROTO_FORMAT_SPEEDSCOPE)
+		return usage_error("%s", "this command draws: --format svg, speedscope or pprof");
+	if (svg_only && (o->pprof || format != PROTO_FORMAT_SVG))
+		return usage_error("%s only applies to svg output", svg_only);
+	if (o->pprof && !o->path && isatty(STDOUT_FILENO))
+		return usage_error("%s",
+				   "--format pprof writes a binary (gzipped) profile, not "
+				   "for a terminal: give -o FILE or redirect standard output");
+	if (o->pprof)
+		format = PROTO_FORMAT_SPEEDSCOPE; /* parsed as for speedscope: no layout options */
+	r = flame_pl_map_load(pl);
+	if (r < 0)
+		return fail(EXIT_ERROR, "input_error", "cannot read the palette map %s: %s",
+			    pl->map_path, strerror(-r));
 	if (render_flame_new(format, &o->render, input, &f) < 0)
 		return fail(EXIT_ERROR, "internal", "out of memory");
 	r = path ? parse_file(f, path, filter) : flame_parse(f, text, len);
@@ -2049,8 +2090,17 @@ static int draw(const char *path, const struct stack_filter *filter, const char 
 		return fail(EXIT_ERROR, "output_error", "cannot open %s: %s", o->path,
 			    strerror(errno));
 	}
-	r = render_flame_write(f, format, &o->render, default_title, out, err, sizeof(err));
+	if (o->pprof) {
+		r = pprof_write_folded(f, NULL, out);
+		snprintf(err, sizeof(err), "nothing to draw: the input has no stacks");
+	} else {
+		r = render_flame_write_pl(f, format, &o->render, &pl->svg, default_title, out, err,
+					  sizeof(err));
+	}
 	flame_free(f);
+	if (r == 0 && flame_pl_map_save(pl) < 0)
+		fprintf(stderr, "offcpuctl: warning: cannot write the palette map %s: %s\n",
+			pl->map_path, strerror(errno));
 	if ((o->path ? fclose(out) : fflush(out)) != 0 && r == 0)
 		r = -errno;
 	if (r == -ENODATA)
@@ -2069,11 +2119,13 @@ static int cmd_flamegraph(int argc, char **argv)
 		{ "negate", no_argument, NULL, OPT_NEGATE },
 		{ "diff-reverse-view", no_argument, NULL, OPT_REVERSE_VIEW },
 		OFFLINE_FILTER_OPTIONS,
+		FLAME_PL_OPTIONS,
 		{ 0 },
 	};
 	struct result_opts ro = RESULT_OPTS_INIT;
 	struct render_input input = { 0 };
 	struct offline_args filters = { 0 };
+	struct flame_pl_args pl = { 0 };
 	struct stack_filter *filter;
 	const char *path = "-";
 	int opt, r;
@@ -2088,9 +2140,13 @@ static int cmd_flamegraph(int argc, char **argv)
 			input.negate = true;
 		else if (opt == OPT_REVERSE_VIEW)
 			input.widths_from_old = true;
-		else if ((r = result_option(&ro, "flamegraph", opt, optarg)) != EXIT_OK)
+		else if (offline_pl_option(&pl, opt, optarg, &r)) {
+			if (r != EXIT_OK)
+				return r;
+		} else if ((r = result_option(&ro, "flamegraph", opt, optarg)) != EXIT_OK)
 			return r;
 	}
+	offline_pl_default(&pl, &ro);
 	if (argc - optind > 1)
 		return usage_error("flamegraph takes one input file, got '%s' too",
 				   argv[optind + 1]);
@@ -2100,8 +2156,9 @@ static int cmd_flamegraph(int argc, char **argv)
 	if (r != EXIT_OK)
 		return r;
 	r = draw(path, filter, NULL, 0, strcmp(path, "-") ? path : "standard input", &ro, &input,
-		 "Flame Graph");
+		 &pl, "Flame Graph");
 	stack_filter_free(filter);
+	flame_pl_args_free(&pl);
 	return r;
 }
 
@@ -2114,10 +2171,12 @@ static int cmd_diff(int argc, char **argv)
 		{ "negate", no_argument, NULL, OPT_NEGATE },
 		{ "diff-reverse-view", no_argument, NULL, OPT_REVERSE_VIEW },
 		OFFLINE_FILTER_OPTIONS,
+		FLAME_PL_OPTIONS,
 		{ 0 },
 	};
 	struct result_opts ro = RESULT_OPTS_INIT;
 	struct render_input input = { 0 };
+	struct flame_pl_args pl = { 0 };
 	struct flame_parse_stats st_a, st_b;
 	struct offline_args filters = { 0 };
 	struct stack_filter *filter = NULL;
@@ -2138,9 +2197,13 @@ static int cmd_diff(int argc, char **argv)
 			input.negate = true;
 		else if (opt == OPT_REVERSE_VIEW)
 			input.widths_from_old = true;
-		else if ((r = result_option(&ro, "diff", opt, optarg)) != EXIT_OK)
+		else if (offline_pl_option(&pl, opt, optarg, &r)) {
+			if (r != EXIT_OK)
+				return r;
+		} else if ((r = result_option(&ro, "diff", opt, optarg)) != EXIT_OK)
 			return r;
 	}
+	offline_pl_default(&pl, &ro);
 	if (argc - optind != 2)
 		return usage_error("%s", "diff takes two folded files: BEFORE AFTER");
 	if ((input.negate || input.widths_from_old) && ro.format != PROTO_FORMAT_SVG)
@@ -2166,8 +2229,9 @@ static int cmd_diff(int argc, char **argv)
 	if (!diff) {
 		r = fail(EXIT_ERROR, "internal", "out of memory");
 	} else if (ro.format < 0 || ro.format == PROTO_FORMAT_FOLDED) {
-		if (ro.svg_only)
-			r = usage_error("%s only applies to svg output", ro.svg_only);
+		if (ro.svg_only || pl.svg_only)
+			r = usage_error("%s only applies to svg output",
+					ro.svg_only ? ro.svg_only : pl.svg_only);
 		else {
 			warn_invalid(argv[optind], &st_a);
 			warn_invalid(argv[optind + 1], &st_b);
@@ -2175,9 +2239,10 @@ static int cmd_diff(int argc, char **argv)
 		}
 	} else {
 		input.strip_hex = false; /* already applied to the differential text */
-		r = draw(NULL, NULL, diff, strlen(diff), "the differential", &ro, &input,
+		r = draw(NULL, NULL, diff, strlen(diff), "the differential", &ro, &input, &pl,
 			 "Differential Flame Graph");
 	}
+	flame_pl_args_free(&pl);
 	free(a);
 	free(b);
 	free(diff);
@@ -2350,7 +2415,9 @@ static int cmd_latency(int argc, char **argv)
 	    (ro.format == PROTO_FORMAT_SVG || ro.format == PROTO_FORMAT_SPEEDSCOPE)) {
 		if (!ro.render.countname[0])
 			strcpy(ro.render.countname, "ns");
-		r = draw(NULL, NULL, text, strlen(text), lo.trace_path, &ro, NULL,
+		struct flame_pl_args pl = { 0 };
+
+		r = draw(NULL, NULL, text, strlen(text), lo.trace_path, &ro, NULL, &pl,
 			 "Latency Flame Graph");
 	} else {
 		r = write_output(ro.path, text);
