@@ -5,9 +5,9 @@
  * no more memory at the peak than the final tree): frame names are interned
  * once; while parsing, the tree is a flat array of 16-byte build nodes (name
  * id, parent id, self), found through one hash table keyed by (parent, name)
- * whose slots hold the whole key. The frames a line shares with the last one
- * (input usually comes sorted) are found with one byte scan and skip the
- * table, as do the frames below a new node. flame_root() lays the nodes out
+ * (8-byte slots: name and child; the node holds the parent). The frames a
+ * line shares with the last one (input usually comes sorted) are found with
+ * one byte scan and skip the table, as do the frames below a new node. flame_root() lays the nodes out
  * depth-first with each node's children contiguous, gathers them in that
  * order, grows that array to struct flame_node size and expands the nodes in
  * place, from the last one down.
@@ -56,10 +56,19 @@ struct build_node {
 	double self; /* width column's count (NEW, or 2-column count) */
 };
 
-/* The whole key in the slot: a lookup touches no node. child 0 (the root,
- * never a child) marks an empty slot. */
+/* A child not yet in the table: the whole key. */
 struct child_slot {
 	uint32_t parent;
+	uint32_t name;
+	uint32_t child;
+};
+
+/* A slot of the table: the name and the child, whose node holds the
+ * parent. 8 bytes, not 12: the table is the largest thing while parsing
+ * (doubled while it grows), and a lookup touches the node only when the
+ * name matches, which is nearly always the hit. child 0 (the root, never a
+ * child) marks an empty slot. */
+struct table_slot {
 	uint32_t name;
 	uint32_t child;
 };
@@ -83,7 +92,7 @@ struct flame {
 	struct build_node *nodes; /* [0] is the root */
 	double *self_old;	  /* 3 columns only, parallel to nodes */
 	uint32_t n_nodes, cap_nodes, cap_old;
-	struct child_slot *child_slots;	    /* (parent, name) -> child */
+	struct table_slot *child_slots;	    /* (parent, name) -> child */
 	size_t child_mask, n_children;	    /* n_children: in child_slots */
 	struct child_slot pending[PENDING]; /* not yet in child_slots */
 	unsigned n_pending;
@@ -527,27 +536,28 @@ static size_t child_hash(uint32_t parent, uint32_t name, size_t mask)
 	return mix64((uint64_t)parent << 32 | name) & mask;
 }
 
-static void child_insert(struct child_slot *slots, size_t mask, uint32_t parent, uint32_t name,
+static void child_insert(struct table_slot *slots, size_t mask, uint32_t parent, uint32_t name,
 			 uint32_t child)
 {
 	size_t i = child_hash(parent, name, mask);
 
 	while (slots[i].child)
 		i = (i + 1) & mask;
-	slots[i] = (struct child_slot){ parent, name, child };
+	slots[i] = (struct table_slot){ name, child };
 }
 
 static int child_rehash(struct flame *f, size_t n_slots)
 {
-	struct child_slot *slots = table_alloc(n_slots * sizeof(*slots));
+	struct table_slot *slots = table_alloc(n_slots * sizeof(*slots));
 
 	if (!slots)
 		return -ENOMEM;
 	for (size_t i = 0; f->child_slots && i <= f->child_mask; i++) {
-		const struct child_slot *c = &f->child_slots[i];
+		const struct table_slot *c = &f->child_slots[i];
 
 		if (c->child)
-			child_insert(slots, n_slots - 1, c->parent, c->name, c->child);
+			child_insert(slots, n_slots - 1, f->nodes[c->child].parent, c->name,
+				     c->child);
 	}
 	child_table_free(f);
 	f->child_slots = slots;
@@ -578,7 +588,7 @@ static int child_flush(struct flame *f)
 
 		while (f->child_slots[j].child)
 			j = (j + 1) & f->child_mask;
-		f->child_slots[j] = f->pending[i];
+		f->child_slots[j] = (struct table_slot){ f->pending[i].name, f->pending[i].child };
 	}
 	f->n_children += f->n_pending;
 	f->n_pending = 0;
@@ -634,9 +644,9 @@ static uint32_t child_find(const struct flame *f, uint32_t parent, uint32_t name
 		return 0;
 	for (size_t i = child_hash(parent, name, f->child_mask); f->child_slots[i].child;
 	     i = (i + 1) & f->child_mask) {
-		const struct child_slot *c = &f->child_slots[i];
+		const struct table_slot *c = &f->child_slots[i];
 
-		if (c->parent == parent && c->name == name)
+		if (c->name == name && f->nodes[c->child].parent == parent)
 			return c->child;
 	}
 	return 0;
@@ -1068,12 +1078,11 @@ const struct flame_node *flame_root(struct flame *f)
 		memcpy(&b, (char *)t + (size_t)k * sizeof(b), sizeof(b));
 		x = (struct flame_node){
 			.name = k ? f->names.strs[b.name & ~KERNEL_BIT].s : "",
-			.self = from_old ? old : b.self,
+			.value = from_old ? old : b.self, /* its own, for now */
 			.delta = from_old ? b.self : old, /* the other column, for now */
 			.depth = k ? b.parent : 0,	  /* the parent's position, for now */
-			.kernel = b.name & KERNEL_BIT,
+			.kernel = !!(b.name & KERNEL_BIT),
 		};
-		x.value = x.self;
 		memcpy(&t[k], &x, sizeof(x));
 	}
 	for (uint32_t k = 1; k < n; k++) {

@@ -109,7 +109,7 @@ static int svg_walk(struct svg *s, svg_visit_fn *visit)
 
 	visit(s, s->root, 0, 0);
 	s->path[0] = (struct svg_level){ .node = s->root,
-					 .x_next = s->self_right ? 0 : s->root->self };
+					 .x_next = s->self_right ? 0 : flame_node_self(s->root) };
 	for (;;) {
 		struct svg_level *l = &s->path[depth];
 		const struct flame_node *c;
@@ -143,7 +143,7 @@ static int svg_walk(struct svg *s, svg_visit_fn *visit)
 		/* flamegraph.pl sorts lines, so "a 5" comes before "a;b 3": a
 		 * frame's own time lies left of its callees. */
 		s->path[depth] = (struct svg_level){
-			.node = c, .x_next = s->self_right ? x : x + c->self, .part = part
+			.node = c, .x_next = s->self_right ? x : x + flame_node_self(c), .part = part
 		};
 	}
 }

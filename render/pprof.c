@@ -534,19 +534,19 @@ static uint64_t folded_value(double v)
  * first, and its own count (before and after, differential). */
 static void enc_flame_sample(struct enc *e, size_t depth, const struct flame_node *n, bool diff)
 {
-	double change = n->delta;
+	double change = n->delta, self = flame_node_self(n);
 
 	for (size_t i = 0; i < n->n_children; i++)
 		change -= n->children[i].delta;
-	if (n->self == 0 && (!diff || change == 0))
+	if (self == 0 && (!diff || change == 0))
 		return; /* no count of its own */
 	for (size_t i = depth; i-- > 0;)
 		pb_varint(&e->sub, enc_loc(e, e->frames[i]));
 	if (depth)
 		pb_sub(&e->msg, SAMPLE_LOCATION_ID, &e->sub);
 	if (diff)
-		pb_varint(&e->sub, pprof_i64(folded_value(n->self - change)));
-	pb_varint(&e->sub, pprof_i64(folded_value(n->self)));
+		pb_varint(&e->sub, pprof_i64(folded_value(self - change)));
+	pb_varint(&e->sub, pprof_i64(folded_value(self)));
 	pb_sub(&e->msg, SAMPLE_VALUE, &e->sub);
 	pb_sub(&e->top, PROFILE_SAMPLE, &e->msg);
 	enc_flush(e, Z_NO_FLUSH);

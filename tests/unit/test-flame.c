@@ -39,7 +39,7 @@ static void dump_node(FILE *out, const struct flame_node *n, int flags)
 	else
 		fprintf(out, "%g", n->value);
 	if (flags & DUMP_SELF)
-		fprintf(out, "/%g", n->self);
+		fprintf(out, "/%g", flame_node_self(n));
 	if (flags & DUMP_DELTA)
 		fprintf(out, ":%g", n->delta);
 	if (!n->n_children)
@@ -90,15 +90,15 @@ static void test_basic(void)
 	const struct flame_node *r = flame_root(f);
 	const struct flame_parse_stats *st = flame_stats(f);
 
-	CHECK(r && r->value == 6 && r->self == 0 && r->depth == 0 && !strcmp(r->name, ""));
+	CHECK(r && r->value == 6 && flame_node_self(r) == 0 && r->depth == 0 && !strcmp(r->name, ""));
 	CHECK(r && r->n_children == 2);
 	if (r && r->n_children == 2) {
 		const struct flame_node *a = &r->children[0];
 
 		CHECK_STR(a->name, "a");
-		CHECK(a->value == 5 && a->self == 0 && a->depth == 1 && a->n_children == 2);
+		CHECK(a->value == 5 && flame_node_self(a) == 0 && a->depth == 1 && a->n_children == 2);
 		CHECK_STR(a->children[0].name, "b");
-		CHECK(a->children[0].value == 3 && a->children[0].self == 3);
+		CHECK(a->children[0].value == 3 && flame_node_self(&a->children[0]) == 3);
 		CHECK(a->children[0].depth == 2 && a->children[0].n_children == 0);
 		CHECK(a->children[0].children == NULL);
 		CHECK_STR(a->children[1].name, "c");
@@ -305,7 +305,7 @@ static void test_differential(void)
 	r = flame_root(f);
 	st = flame_stats(f);
 	CHECK(r && st->differential && st->total == 6 && st->total_other == 4);
-	CHECK(r && r->children[0].children[0].self == 2);
+	CHECK(r && flame_node_self(&r->children[0].children[0]) == 2);
 	flame_free(f);
 
 	/* normalize: OLD scaled by 6/4. */
@@ -636,9 +636,9 @@ static int frame_cmp(const char *a, const char *b)
 static size_t count_nodes(const struct flame_node *n, double *ret_self, int *ret_bad)
 {
 	size_t c = 1;
-	double sum = n->self;
+	double sum = flame_node_self(n);
 
-	*ret_self += n->self;
+	*ret_self += flame_node_self(n);
 	for (size_t i = 0; i < n->n_children; i++) {
 		const struct flame_node *k = &n->children[i];
 
