@@ -117,13 +117,18 @@ static void usage(FILE *out)
 		"                              differential) as an svg, offline; stdin by default\n"
 		"      --strip-hex, --negate, --diff-reverse-view as for export\n"
 		"      plus the stack filters below (not --pid, --state: a folded file has\n"
-		"      no pids or thread states) and the output options (--format svg or\n"
-		"      speedscope)\n"
+		"      no pids or thread states) and the output options (--format svg,\n"
+		"      speedscope or pprof)\n"
+		"      and flamegraph.pl's: --colors NAME, --hash, --random, --cp,\n"
+		"      --palette-map FILE, --bgcolors, --fonttype, --fontsize, --fontwidth,\n"
+		"      --nametype, --total, --factor, --encoding, --notes; --self-right\n"
+		"      keeps a frame's own time right of its callees\n"
 		"  diff BEFORE AFTER           compare two folded files: 'stack BEFORE AFTER'\n"
 		"                              lines, or with --svg a differential flame graph\n"
-		"      --normalize, --strip-hex, --negate, --diff-reverse-view as for export\n"
-		"      plus the stack filters, applied to both files as for flamegraph, and\n"
-		"      the output options below\n"
+		"      -n, --normalize, -s, --strip-hex (difffolded.pl's), --negate,\n"
+		"      --diff-reverse-view as for export, plus the stack filters, applied to\n"
+		"      both files as for flamegraph, the output options below and\n"
+		"      flamegraph's flamegraph.pl options\n"
 		"  latency --func SYMBOL       Intel PT function latency: calls, histogram,\n"
 		"                              children, on/off-CPU split\n"
 		"      -p, --pid P             offcpud records process P with Intel PT for\n"
@@ -2186,12 +2191,13 @@ static int cmd_diff(int argc, char **argv)
 	int opt, r;
 
 	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
-	while ((opt = getopt_long(argc, argv, "p:" RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
+	/* -n and -s: difffolded.pl's --normalize and --strip-hex */
+	while ((opt = getopt_long(argc, argv, "nsp:" RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
 		if (offline_option(&filters, opt, optarg))
 			continue;
-		if (opt == OPT_NORMALIZE)
+		if (opt == OPT_NORMALIZE || opt == 'n')
 			normalize = true;
-		else if (opt == OPT_STRIP_HEX)
+		else if (opt == OPT_STRIP_HEX || opt == 's')
 			input.strip_hex = true;
 		else if (opt == OPT_NEGATE)
 			input.negate = true;

@@ -342,7 +342,8 @@ class FlamegraphCompatTest(unittest.TestCase):
             self.assertIn("z->", f.read())
 
     def test_refused_options(self):
-        for args, words in ((["--nameattr", "x"], "--grep"), (["--colors", "pink"], "purple"),
+        for args, words in ((["--nameattr", "x"], "--grep"), (["--help"], "offcpuctl help"),
+                            (["--colors", "pink"], "purple"),
                             (["--bgcolors", "red"], "#rrggbb"), (["--notes", "a<b"], "--notes"),
                             (["--fontsize", "0"], "--fontsize"), (["--total", "-1"], "--total")):
             p = run(["flamegraph", self.write("r.folded", "a 1\n")] + args)
@@ -361,6 +362,7 @@ class FlamegraphCompatTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr.decode())
         # int(3 * 9 / 6) = 4, where rounding would give 5
         self.assertEqual(p.stdout.decode(), "a 4 4\nb 4 3\nc 0 2\n")
+        self.assertEqual(run(["diff", "-n", a, b]).stdout, p.stdout)  # difffolded.pl's -n
         p = run(["diff", a, b, "--svg", "--minwidth", "0"])
         self.assertEqual(p.returncode, 0, p.stderr.decode())
         fr = frames_of(p.stdout)
