@@ -46,7 +46,8 @@ int flame_pl_option(struct flame_pl_args *a, int opt, const char *arg, char *err
 		name = "--bgcolors";
 		if (!flame_pl_background(FLAME_PL_HOT, arg, &top, &bottom)) {
 			snprintf(err, err_size,
-				 "bad --bgcolors '%s': want yellow, blue, green, grey or #rrggbb", arg);
+				 "bad --bgcolors '%s': want yellow, blue, green, grey or #rrggbb",
+				 arg);
 			return -EINVAL;
 		}
 		o->bgcolors = arg;
@@ -71,8 +72,8 @@ int flame_pl_option(struct flame_pl_args *a, int opt, const char *arg, char *err
 	case OPT_PL_FONTTYPE:
 		name = "--fonttype";
 		if (strpbrk(arg, "\"\\")) {
-			snprintf(err, err_size, "bad --fonttype '%s': a font name, without '\"' or '\\'",
-				 arg);
+			snprintf(err, err_size,
+				 "bad --fonttype '%s': a font name, without '\"' or '\\'", arg);
 			return -EINVAL;
 		}
 		o->fonttype = arg;
@@ -85,7 +86,7 @@ int flame_pl_option(struct flame_pl_args *a, int opt, const char *arg, char *err
 						     "--factor" };
 		double v;
 
-		name = names[opt == OPT_PL_FONTSIZE	 ? 0
+		name = names[opt == OPT_PL_FONTSIZE    ? 0
 			     : opt == OPT_PL_FONTWIDTH ? 1
 			     : opt == OPT_PL_TOTAL     ? 2
 						       : 3];
@@ -116,9 +117,11 @@ int flame_pl_option(struct flame_pl_args *a, int opt, const char *arg, char *err
 		name = "--encoding";
 		/* XML's EncName: [A-Za-z] ([A-Za-z0-9._] | '-')* */
 		if (!((arg[0] | 0x20) >= 'a' && (arg[0] | 0x20) <= 'z') ||
-		    strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+		    strspn(arg,
+			   "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
 			    strlen(arg)) {
-			snprintf(err, err_size, "bad --encoding '%s': want an XML encoding name", arg);
+			snprintf(err, err_size, "bad --encoding '%s': want an XML encoding name",
+				 arg);
 			return -EINVAL;
 		}
 		o->encoding = arg;
@@ -129,7 +132,8 @@ int flame_pl_option(struct flame_pl_args *a, int opt, const char *arg, char *err
 		if (strpbrk(arg, "<>") || strstr(arg, "--") || arg[0] == '-' ||
 		    (arg[0] && arg[strlen(arg) - 1] == '-')) {
 			snprintf(err, err_size,
-				 "bad --notes '%s': an XML comment, without '<', '>' or \"--\"", arg);
+				 "bad --notes '%s': an XML comment, without '<', '>' or \"--\"",
+				 arg);
 			return -EINVAL;
 		}
 		o->notes = arg;

@@ -7,10 +7,11 @@
  * id, parent id, self), found through one hash table keyed by (parent, name)
  * (8-byte slots: name and child; the node holds the parent). The frames a
  * line shares with the last one (input usually comes sorted) are found with
- * one byte scan and skip the table, as do the frames below a new node. flame_root() lays the nodes out
- * depth-first with each node's children contiguous, gathers them in that
- * order, grows that array to struct flame_node size and expands the nodes in
- * place, from the last one down.
+ * one byte scan and skip the table, as do the frames below a new node.
+ * flame_root() lays the nodes out depth-first with each node's children
+ * contiguous, gathers them in that order, grows that array to struct
+ * flame_node size (40 bytes) and expands the nodes in place, from the last
+ * one down.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "flame.h"
@@ -420,7 +421,7 @@ struct line {
 	double count; /* the only or the NEW count */
 	double old;   /* 3 columns; 2 columns: the same as count */
 	bool decimal;
-	bool differential; /* 3 columns */
+	bool differential;  /* 3 columns */
 	size_t two_col_len; /* the stack read as 2 columns: all before the last count */
 };
 
@@ -1239,8 +1240,8 @@ char *flame_diff_folded(const char *old_text, size_t old_len, const char *new_te
 		goto fail;
 	integral = !side[0].decimal && !side[1].decimal;
 	/* difffolded.pl -n: int(OLD * total NEW / total OLD), truncated. */
-	normalize = normalize && side[0].stats.total > 0 &&
-		    side[0].stats.total != side[1].stats.total;
+	normalize =
+		normalize && side[0].stats.total > 0 && side[0].stats.total != side[1].stats.total;
 	order = malloc(((size_t)t.n + 1) * sizeof(*order));
 	if (!order)
 		goto fail;
@@ -1259,8 +1260,8 @@ char *flame_diff_folded(const char *old_text, size_t old_len, const char *new_te
 		at += s->len;
 		out[at++] = ' ';
 		if (normalize)
-			at += format_count(out + at, trunc(c[0] * side[1].stats.total /
-							   side[0].stats.total),
+			at += format_count(out + at,
+					   trunc(c[0] * side[1].stats.total / side[0].stats.total),
 					   true);
 		else
 			at += format_count(out + at, c[0], integral);

@@ -102,10 +102,10 @@ struct flame_svg_opts {
 	bool inverted;	       /* icicle: root at the top */
 	enum flame_palette palette;
 	/* As flamegraph.pl draws (its options in offcpuctl flamegraph): */
-	bool self_right;     /* a frame's own time right of its callees; default left */
-	bool minwidth_set;   /* minwidth_px given: 0 keeps every frame */
-	int pl_palette;	     /* enum flame_pl_palette (flame_palette.h): its colours */
-	int colour_key;	     /* enum flame_colour_key, with pl_palette */
+	bool self_right;   /* a frame's own time right of its callees; default left */
+	bool minwidth_set; /* minwidth_px given: 0 keeps every frame */
+	int pl_palette;	   /* enum flame_pl_palette (flame_palette.h): its colours */
+	int colour_key;	   /* enum flame_colour_key, with pl_palette */
 	struct flame_palette_map *palette_map; /* --cp: read and added to; NULL none */
 	const char *bgcolors;		       /* --bgcolors; NULL: the palette's */
 	double total;			       /* --total: the whole width, if above the input's */

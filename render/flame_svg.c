@@ -142,9 +142,10 @@ static int svg_walk(struct svg *s, svg_visit_fn *visit)
 		}
 		/* flamegraph.pl sorts lines, so "a 5" comes before "a;b 3": a
 		 * frame's own time lies left of its callees. */
-		s->path[depth] = (struct svg_level){
-			.node = c, .x_next = s->self_right ? x : x + flame_node_self(c), .part = part
-		};
+		s->path[depth] =
+			(struct svg_level){ .node = c,
+					    .x_next = s->self_right ? x : x + flame_node_self(c),
+					    .part = part };
 	}
 }
 
@@ -561,8 +562,8 @@ static void svg_put_head(const struct svg *s, const char *title, const char *sub
 		s->fh, s->font > 0 ? s->font * s->glyph : 0,
 		(s->fh > SVG_FRAMEPAD ? s->fh - SVG_FRAMEPAD : s->fh) / 2.0 + s->font / 3);
 	/* A JavaScript string in CDATA: escaped, and never "]]>". */
-	for (const unsigned char *p = (const unsigned char *)(s->o->nametype ? s->o->nametype
-									     : "Function:");
+	for (const unsigned char *p =
+		     (const unsigned char *)(s->o->nametype ? s->o->nametype : "Function:");
 	     *p; p++) {
 		if (*p < 0x20 || *p == '"' || *p == '\\' || *p == '<' || *p == '>' || *p == ']')
 			fprintf(out, "\\u%04x", *p);
@@ -618,8 +619,8 @@ int flame_svg(struct flame *f, const struct flame_svg_opts *opts, FILE *out)
 	double legend_y = o->subtitle ? 64 : 44;
 	int r = 0;
 
-	if (s.width < 2 * SVG_XPAD + 1 || s.palette > FLAME_PALETTE_HOTCOLD ||
-	    o->pl_palette < 0 || o->pl_palette > FLAME_PL_ORANGE || minwidth_px < 0 ||
+	if (s.width < 2 * SVG_XPAD + 1 || s.palette > FLAME_PALETTE_HOTCOLD || o->pl_palette < 0 ||
+	    o->pl_palette > FLAME_PL_ORANGE || minwidth_px < 0 ||
 	    (o->bgcolors && !flame_pl_background(FLAME_PL_HOT, o->bgcolors, &top, &bottom)) ||
 	    (o->notes && strstr(o->notes, "--")) || (o->fonttype && strpbrk(o->fonttype, "\"\\")))
 		return -EINVAL;

@@ -40,9 +40,9 @@ int render_flame_write(struct flame *f, enum proto_format format, const struct p
 	return render_flame_write_pl(f, format, opts, NULL, default_title, out, err, err_size);
 }
 
-int render_flame_write_pl(struct flame *f, enum proto_format format, const struct proto_render *opts,
-			  const struct flame_svg_opts *pl, const char *default_title, FILE *out,
-			  char *err, size_t err_size)
+int render_flame_write_pl(struct flame *f, enum proto_format format,
+			  const struct proto_render *opts, const struct flame_svg_opts *pl,
+			  const char *default_title, FILE *out, char *err, size_t err_size)
 {
 	const struct flame_parse_stats *st;
 	struct flame_svg_opts sopts = {

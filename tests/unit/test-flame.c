@@ -90,13 +90,15 @@ static void test_basic(void)
 	const struct flame_node *r = flame_root(f);
 	const struct flame_parse_stats *st = flame_stats(f);
 
-	CHECK(r && r->value == 6 && flame_node_self(r) == 0 && r->depth == 0 && !strcmp(r->name, ""));
+	CHECK(r && r->value == 6 && flame_node_self(r) == 0 && r->depth == 0 &&
+	      !strcmp(r->name, ""));
 	CHECK(r && r->n_children == 2);
 	if (r && r->n_children == 2) {
 		const struct flame_node *a = &r->children[0];
 
 		CHECK_STR(a->name, "a");
-		CHECK(a->value == 5 && flame_node_self(a) == 0 && a->depth == 1 && a->n_children == 2);
+		CHECK(a->value == 5 && flame_node_self(a) == 0 && a->depth == 1 &&
+		      a->n_children == 2);
 		CHECK_STR(a->children[0].name, "b");
 		CHECK(a->children[0].value == 3 && flame_node_self(&a->children[0]) == 3);
 		CHECK(a->children[0].depth == 2 && a->children[0].n_children == 0);
@@ -358,8 +360,7 @@ static void test_diff_folded(void)
 	 * does: int(OLD * total NEW / total OLD), an integer even where the
 	 * input has decimals. */
 	check_diff("x 1\ny 1\ny 1\n", "x 1\n", true, false, "x 0 1\ny 0 0\n", __LINE__);
-	check_diff("x 5\ny 7\n", "x 3\ny 3\nz 1\n", true, false, "x 2 3\ny 4 3\nz 0 1\n",
-		   __LINE__);
+	check_diff("x 5\ny 7\n", "x 3\ny 3\nz 1\n", true, false, "x 2 3\ny 4 3\nz 0 1\n", __LINE__);
 	/* Decimals: up to 6 of them, trailing zeros dropped. */
 	check_diff("x 1.5\ny 1.5\n", "x 1\n", true, false, "x 0 1\ny 0 0\n", __LINE__);
 	check_diff("x 1.5\ny 1.25\n", "x 2\n", false, false, "x 1.5 2\ny 1.25 0\n", __LINE__);

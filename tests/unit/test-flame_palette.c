@@ -106,14 +106,14 @@ static void test_annotations_background(void)
 	CHECK(flame_annotation_strip("read_[x]", 8) == 8);
 	CHECK(flame_annotation_strip("_[k]", 4) == 0);
 	CHECK(flame_annotation_strip("[k]", 3) == 3);
-	CHECK(flame_pl_background(FLAME_PL_HOT, NULL, &top, &bottom) &&
-	      !strcmp(top, "#eeeeee") && !strcmp(bottom, "#eeeeb0"));
-	CHECK(flame_pl_background(FLAME_PL_MEM, NULL, &top, &bottom) &&
-	      !strcmp(top, "#eef2ee") && !strcmp(bottom, "#e0ffe0"));
+	CHECK(flame_pl_background(FLAME_PL_HOT, NULL, &top, &bottom) && !strcmp(top, "#eeeeee") &&
+	      !strcmp(bottom, "#eeeeb0"));
+	CHECK(flame_pl_background(FLAME_PL_MEM, NULL, &top, &bottom) && !strcmp(top, "#eef2ee") &&
+	      !strcmp(bottom, "#e0ffe0"));
 	CHECK(flame_pl_background(FLAME_PL_CHAIN, NULL, &top, &bottom) &&
 	      !strcmp(bottom, "#e0e0ff"));
-	CHECK(flame_pl_background(FLAME_PL_RED, NULL, &top, &bottom) &&
-	      !strcmp(top, "#f8f8f8") && !strcmp(bottom, "#e8e8e8"));
+	CHECK(flame_pl_background(FLAME_PL_RED, NULL, &top, &bottom) && !strcmp(top, "#f8f8f8") &&
+	      !strcmp(bottom, "#e8e8e8"));
 	CHECK(flame_pl_background(FLAME_PL_HOT, "#0a0B0c", &top, &bottom) &&
 	      !strcmp(top, "#0a0B0c") && !strcmp(bottom, "#0a0B0c"));
 	CHECK(!flame_pl_background(FLAME_PL_HOT, "#0a0B0", &top, &bottom));

@@ -489,7 +489,8 @@ static void test_diff(void)
 	CHECK_STR(get(&d, "shrink")->fill, "#0000ff");
 	CHECK_STR(get(&d, "same")->fill, "#ffffff");
 	CHECK_STR(get(&d, "main")->fill, "#ffffff");
-	CHECK_STR(get(&d, "bit")->fill, "#ff9d9d"); /* a quarter: int(210 * 3/4), as flamegraph.pl */
+	CHECK_STR(get(&d, "bit")->fill,
+		  "#ff9d9d"); /* a quarter: int(210 * 3/4), as flamegraph.pl */
 	CHECK_STR(get(&d, "less")->fill, "#9d9dff");
 	CHECK_STR(get(&d, "grow")->title, "grow (30 samples, 35.29%; +23.53%)");
 	CHECK_STR(get(&d, "shrink")->title, "shrink (10 samples, 11.76%; -23.53%)");
