@@ -155,10 +155,10 @@ class FlamegraphCompatTest(unittest.TestCase):
         return fr
 
     def compare_flamegraph_pl(self, folded, fr, pl_args):
-        """flamegraph.pl's frames: the same names, x and width (its px
-        rounded to 0.1) and, with --hash, the same colours."""
+        """flamegraph.pl's frames: the same names at the same depths, x and
+        width (its px rounded to 0.1) and, with --hash, the same colours."""
         path = self.write("pl.folded", folded)
-        p = subprocess.run(["perl", FLAMEGRAPH_PL] + pl_args + [path], capture_output=True, timeout=60)
+        p = subprocess.run(["perl", FLAMEGRAPH_PL] + pl_args + [path], capture_output=True, timeout=300)
         self.assertEqual(p.returncode, 0, p.stderr.decode())
         theirs = []
         for g in ET.fromstring(p.stdout).iter(SVG_NS + "g"):
@@ -166,18 +166,37 @@ class FlamegraphCompatTest(unittest.TestCase):
                 continue
             t = g.find(SVG_NS + "title").text
             r = g.find(SVG_NS + "rect")
-            theirs.append((re.sub(r" \([^(]*\)$", "", t), float(r.get("x")), float(r.get("width")),
-                           r.get("fill")))
-        theirs.sort(key=lambda t: (t[1], -t[2], t[0]))
-        ours = sorted(((f.name if f is not fr[0] else "all", f.px, f.pw, f.fill) for f in fr),
-                      key=lambda t: (round(t[1], 1), -t[2], t[0]))
-        self.assertEqual(len(theirs), len(ours), (theirs, ours))
-        for (n1, x1, w1, c1), (n2, x2, w2, c2) in zip(theirs, ours):
-            self.assertEqual(n1, n2)
-            self.assertAlmostEqual(x1, x2, delta=0.051)
-            self.assertAlmostEqual(w1, w2, delta=0.11)
-            if "--hash" in pl_args:
-                self.assertEqual(rgb(c1), rgb(c2), n1)
+            theirs.append([re.sub(r" \([^(]*\)$", "", t), float(r.get("y")), float(r.get("x")),
+                           float(r.get("width")), r.get("fill")])
+        root_y = max(t[1] for t in theirs) if "--inverted" not in pl_args else min(t[1] for t in theirs)
+        fh = 16
+        groups = {}
+        for name, y, x, w, fill in theirs:
+            groups.setdefault((name, round(abs(root_y - y) / fh)), []).append((x, w, fill))
+        ours = {}
+        for f, d in zip(fr, depths(fr)):
+            ours.setdefault((f.name if d else "all", d), []).append((f.px, f.pw, f.fill))
+        self.assertEqual(sorted((k, len(v)) for k, v in groups.items()),
+                         sorted((k, len(v)) for k, v in ours.items()))
+        for key, frames in groups.items():
+            for (x1, w1, c1), (x2, w2, c2) in zip(sorted(frames), sorted(ours[key])):
+                self.assertAlmostEqual(x1, x2, delta=0.051, msg=key)
+                self.assertAlmostEqual(w1, w2, delta=0.11, msg=key)
+                if "--hash" in pl_args:
+                    self.assertEqual(rgb(c1), rgb(c2), key)
+
+    def test_generated_against_flamegraph_pl(self):
+        """A generated profile (bench/flame_gen: user and kernel stacks,
+        names with spaces and _[k], 26 frames deep), drawn by both."""
+        gen = os.path.join(os.path.dirname(OFFCPUCTL), "..", "bench", "flame_gen")
+        if not FLAMEGRAPH_PL or not os.path.exists(gen):
+            self.skipTest("FLAMEGRAPH_PL is not set (or bench/flame_gen not built)")
+        text = subprocess.run([gen, "-n", "400"], capture_output=True, check=True).stdout
+        folded = b"".join(sorted(text.splitlines(keepends=True)))
+        svg = self.draw(folded, "--hash", "--colors", "java")
+        fr = frames_of(svg)
+        self.assertGreater(len(fr), 3000)
+        self.compare_flamegraph_pl(folded, fr, ["--hash", "--colors", "java"])
 
     # ---- input: what flamegraph.pl accepts, with its meaning ----
 
