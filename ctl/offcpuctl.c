@@ -2066,7 +2066,7 @@ static int draw(const char *path, const struct stack_filter *filter, const char 
 	struct flame *f = NULL;
 	FILE *out = stdout;
 	char err[128];
-	int r;
+	int r, e;
 
 	if (!o->pprof && format != PROTO_FORMAT_SVG && format != PROTO_FORMAT_SPEEDSCOPE)
 		return usage_error("%s", "this command draws: --format svg, speedscope or pprof");
@@ -2103,9 +2103,9 @@ static int draw(const char *path, const struct stack_filter *filter, const char 
 					  sizeof(err));
 	}
 	flame_free(f);
-	if (r == 0 && flame_pl_map_save(pl) < 0)
+	if (r == 0 && (e = flame_pl_map_save(pl)) < 0)
 		fprintf(stderr, "offcpuctl: warning: cannot write the palette map %s: %s\n",
-			pl->map_path, strerror(errno));
+			pl->map_path, strerror(-e));
 	if ((o->path ? fclose(out) : fflush(out)) != 0 && r == 0)
 		r = -errno;
 	if (r == -ENODATA)
