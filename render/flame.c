@@ -25,7 +25,9 @@
 #include <sys/types.h>
 
 #define KERNEL_BIT  0x80000000u /* in build_node.name */
-#define MAX_IDS	    0x7fffffffu /* names and nodes are uint32_t ids */
+#define DIFF_BIT    0x40000000u /* in build_node.name: on a 3-column line's path */
+#define NAME_MASK   0x3fffffffu /* build_node.name's string id */
+#define MAX_IDS	    0x7fffffffu /* nodes are uint32_t ids */
 #define CHUNK_BYTES (256 * 1024)
 #define PENDING	    32 /* child table inserts batched, to overlap their cache misses */
 
@@ -52,7 +54,7 @@ struct strtab {
 };
 
 struct build_node {
-	uint32_t name; /* string id, KERNEL_BIT if a kernel frame */
+	uint32_t name; /* string id, KERNEL_BIT if a kernel frame, DIFF_BIT */
 	uint32_t parent;
 	double self; /* width column's count (NEW, or 2-column count) */
 };
@@ -286,7 +288,7 @@ static int strtab_intern(struct strtab *t, const char *p, size_t len, uint32_t *
 			}
 		}
 	}
-	if (t->n >= MAX_IDS)
+	if (t->n >= NAME_MASK)
 		return -ENOMEM;
 	if (!t->slots || (size_t)(t->n + 1) * 2 > t->mask + 1) {
 		if (strtab_rehash(t, t->slots ? (t->mask + 1) * 2 : 1024) < 0)
@@ -719,6 +721,8 @@ static int tree_add(struct flame *f, const struct line *l)
 		f->nodes[0].self += l->count;
 		if (f->self_old)
 			f->self_old[0] += l->old;
+		if (l->differential)
+			f->nodes[0].name |= DIFF_BIT;
 		return 0;
 	}
 	if ((size_t)n + 1 > f->path_cap) {
@@ -756,7 +760,7 @@ static int tree_add(struct flame *f, const struct line *l)
 			return -ENOMEM;
 		/* Bytes differ, the name may not: strip_hex made it equal. */
 		if (on_last && depth < last_len &&
-		    (f->nodes[f->path[depth]].name & ~KERNEL_BIT) == id)
+		    (f->nodes[f->path[depth]].name & NAME_MASK) == id)
 			child = f->path[depth];
 		else
 			on_last = false;
@@ -800,6 +804,12 @@ static int tree_add(struct flame *f, const struct line *l)
 	f->nodes[f->path[n]].self += l->count;
 	if (f->self_old)
 		f->self_old[f->path[n]] += l->old;
+	/* flamegraph.pl colours by change only the frames a 3-column line
+	 * passed through; the others of a mixed input by the palette. */
+	if (l->differential) {
+		for (depth = 0; depth <= (size_t)n; depth++)
+			f->nodes[f->path[depth]].name |= DIFF_BIT;
+	}
 	return 0;
 }
 
@@ -910,8 +920,8 @@ struct sort_ctx {
 static int cmp_child(const void *a, const void *b, void *arg)
 {
 	const struct sort_ctx *c = arg;
-	uint32_t ra = c->rank[c->nodes[*(const uint32_t *)a].name & ~KERNEL_BIT];
-	uint32_t rb = c->rank[c->nodes[*(const uint32_t *)b].name & ~KERNEL_BIT];
+	uint32_t ra = c->rank[c->nodes[*(const uint32_t *)a].name & NAME_MASK];
+	uint32_t rb = c->rank[c->nodes[*(const uint32_t *)b].name & NAME_MASK];
 
 	return ra < rb ? -1 : ra > rb;
 }
@@ -1078,17 +1088,20 @@ const struct flame_node *flame_root(struct flame *f)
 		/* memcpy: the bytes change type. */
 		memcpy(&b, (char *)t + (size_t)k * sizeof(b), sizeof(b));
 		x = (struct flame_node){
-			.name = k ? f->names.strs[b.name & ~KERNEL_BIT].s : "",
+			.name = k ? f->names.strs[b.name & NAME_MASK].s : "",
 			.value = from_old ? old : b.self, /* its own, for now */
 			.delta = from_old ? b.self : old, /* the other column, for now */
-			.depth = k ? b.parent : 0,	  /* the parent's position, for now */
+			/* the parent's position, for now */
+			.children = (struct flame_node *)(uintptr_t)(k ? b.parent : 0),
 			.kernel = !!(b.name & KERNEL_BIT),
+			.changed = !!(b.name & DIFF_BIT),
 		};
 		memcpy(&t[k], &x, sizeof(x));
 	}
 	for (uint32_t k = 1; k < n; k++) {
-		struct flame_node *p = &t[t[k].depth];
+		struct flame_node *p = &t[(uintptr_t)t[k].children];
 
+		t[k].children = NULL; /* until its first child comes */
 		t[k].depth = p->depth + 1;
 		if (!p->n_children++)
 			p->children = &t[k];

@@ -23,8 +23,9 @@ struct flame_node {
 	double delta;	  /* differential input: new - old of value (after normalize) */
 	struct flame_node *children;
 	uint32_t n_children;
-	uint32_t depth : 31; /* root 0 */
-	uint32_t kernel : 1; /* after the "-" delimiter of offcpud's folded format */
+	uint32_t depth : 30;  /* root 0 */
+	uint32_t kernel : 1;  /* after the "-" delimiter of offcpud's folded format */
+	uint32_t changed : 1; /* differential: on a 3-column line's path (mixed input) */
 };
 
 /* The value not in any child: the frame's own count. */

@@ -200,8 +200,11 @@ static enum svg_family_id svg_family_of(const struct svg *s, const struct flame_
 		if (part % 2)
 			return n->kernel ? FAM_WAKE_KERNEL : FAM_WAKE_USER;
 		return n->kernel ? FAM_HOT_KERNEL : FAM_HOT_USER;
-	case FLAME_PALETTE_IO:
 	case FLAME_PALETTE_DIFF:
+		/* A frame only 2-column lines reached, in a mixed input: the
+		 * hot colours, as flamegraph.pl's default palette. */
+		return n->kernel ? FAM_HOT_KERNEL : FAM_HOT_USER;
+	case FLAME_PALETTE_IO:
 		break;
 	}
 	return n->kernel ? FAM_IO_KERNEL : FAM_IO_USER;
@@ -267,7 +270,7 @@ static void svg_pl_colour(const struct svg *s, char buf[FLAME_COLOUR_MAX],
 		strcpy(buf, "rgb(160,160,160)");
 	} else if (!strcmp(n->name, "-")) {
 		strcpy(buf, "rgb(200,200,200)");
-	} else if (s->differential) {
+	} else if (s->differential && n->changed) {
 		flame_pl_diff_colour(buf, svg_self_change(n), fmax(s->max_change, 1));
 	} else if (s->o->palette_map && (c = flame_palette_map_get(s->o->palette_map, n->name)) &&
 		   strlen(c) < FLAME_COLOUR_MAX) {
@@ -289,7 +292,7 @@ static void svg_colour(const struct svg *s, char buf[FLAME_COLOUR_MAX], const st
 		svg_pl_colour(s, buf, n, part);
 		return;
 	}
-	if (s->palette == FLAME_PALETTE_DIFF) {
+	if (s->palette == FLAME_PALETTE_DIFF && n->changed) {
 		svg_diff_colour(buf, svg_self_change(n), s->max_change);
 		return;
 	}

@@ -232,15 +232,24 @@ class FlamegraphCompatTest(unittest.TestCase):
         self.check_drawing(" 2\na 5\n", want, pl_args=[])
 
     def test_mixed_columns(self):
-        # 2- and 3-column lines in one file: widths from the last count; a
-        # line of one count is unchanged; red grew, blue shrank.
-        fr = self.check_drawing("a;b 1 2\na;c 3\nd 4 1\n",
-                                [("all", 0, 0, 6), ("a", 1, 0, 5), ("b", 2, 0, 2), ("c", 2, 2, 3),
-                                 ("d", 1, 5, 1)])
+        # 2- and 3-column lines in one file: widths from the last count; red
+        # grew, blue shrank (by the largest change, 3), white unchanged; a
+        # frame no 3-column line reached takes the palette's colour.
+        want = [("all", 0, 0, 6), ("a", 1, 0, 5), ("b", 2, 0, 2), ("c", 2, 2, 3), ("d", 1, 5, 1)]
+        fr = self.check_drawing("a;b 1 2\na;c 3\nd 4 1\n", want, "--colors", "hot", "--hash",
+                                pl_args=["--hash"])
         by = {f.name: f for f in fr}
-        self.assertEqual(rgb(by["d"].fill), (0, 0, 255))  # -3, the largest change
+        self.assertEqual(rgb(by["d"].fill), (0, 0, 255))
         self.assertEqual(rgb(by["b"].fill), (255, int(210 * 2 / 3), int(210 * 2 / 3)))
-        self.assertEqual(rgb(by["c"].fill), (255, 255, 255))
+        self.assertEqual(rgb(by["a"].fill), (255, 255, 255))
+        self.assertEqual(rgb(by["c"].fill), pl_colour("hot", "c", hash_=True))
+        # offcpud's diff palette (the default): the same, hot colours for c.
+        fr = self.check_drawing("a;b 1 2\na;c 3\nd 4 1\n", want)
+        by = {f.name: f for f in fr}
+        self.assertEqual(by["d"].fill, "#0000ff")
+        self.assertEqual(by["a"].fill, "#ffffff")
+        r, g, b = rgb(by["c"].fill)
+        self.assertTrue(r > g > b, by["c"].fill)
 
     def test_sibling_order_and_self_time(self):
         # flamegraph.pl sorts lines: "b c" before "b", "foo2" before "foo";

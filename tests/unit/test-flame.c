@@ -249,6 +249,14 @@ static void test_columns(void)
 		CHECK_STR(d, "6:1{a 1:0,b 2:1,c 3:0}");
 		free(d);
 	}
+	{
+		/* Only b's path had 3 columns: flamegraph.pl colours a and c
+		 * by the palette. */
+		const struct flame_node *r = flame_root(f);
+
+		CHECK(r->changed && !r->children[0].changed && r->children[1].changed &&
+		      !r->children[2].changed);
+	}
 	flame_free(f);
 
 	/* A frame name that ends in a number would look like a column. */
