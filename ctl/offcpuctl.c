@@ -2090,6 +2090,14 @@ static int draw(const char *path, const struct stack_filter *filter, const char 
 		return fail(EXIT_ERROR, "input_error", "cannot read %s: %s", name, strerror(-r));
 	}
 	warn_invalid(name, flame_stats(f));
+	/* As flamegraph.pl: a --total below the input's is ignored, with a word
+	 * unless it is about the same. */
+	if (pl->svg.total > 0 && pl->svg.total < flame_stats(f)->total &&
+	    pl->svg.total / flame_stats(f)->total > 0.02)
+		fprintf(stderr,
+			"offcpuctl: warning: --total %g is less than the input's total %g: "
+			"ignored\n",
+			pl->svg.total, flame_stats(f)->total);
 	if (o->path && !(out = fopen(o->path, "we"))) {
 		flame_free(f);
 		return fail(EXIT_ERROR, "output_error", "cannot open %s: %s", o->path,

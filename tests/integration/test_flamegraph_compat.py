@@ -297,6 +297,10 @@ class FlamegraphCompatTest(unittest.TestCase):
                                 total=20, pl_args=["--total", "20"])
         self.assertAlmostEqual(fr[0].pw, 1180, delta=0.01)  # the root spans --total
         self.assertAlmostEqual(fr[1].pw, 590, delta=0.01)
+        p = run(["flamegraph", self.write("t.folded", "a 10\n"), "--total", "5"])
+        self.assertEqual(p.returncode, 0)
+        self.assertIn("--total 5 is less than the input's total 10: ignored", p.stderr.decode())
+        self.assertAlmostEqual(frames_of(p.stdout)[1].pw, 1180, delta=0.01)
         fr = frames_of(self.draw("a 10\n", "--factor", "2", "--countname", "samples"))
         self.assertEqual(fr[1].title, "a (20 samples, 100.00%)")
         # Labels: floor(width / (fontsize * fontwidth)) characters, cut with "..".
