@@ -38,24 +38,24 @@ extern const volatile __u32 self_tgid; /* the daemon; not traced unless 0 */
 extern struct offcpu_slot slots[OFFCPU_MAX_SLOTS];
 extern __u32 active_mask;
 extern __u32 state_slots[OFFCPU_STATE_COUNT]; /* slots that accept each state class */
-extern __u32 tgid_filter_slots;	       /* slots limited to the tgids in filter_tgids */
-extern __u32 tid_filter_slots;		       /* slots limited to the tids in filter_tids */
-extern __u32 user_stack_slots;		       /* slots that want user stacks */
-extern __u32 kernel_stack_slots;	       /* slots that want kernel stacks */
+extern __u32 tgid_filter_slots;		      /* slots limited to the tgids in filter_tgids */
+extern __u32 tid_filter_slots;		      /* slots limited to the tids in filter_tids */
+extern __u32 user_stack_slots;		      /* slots that want user stacks */
+extern __u32 kernel_stack_slots;	      /* slots that want kernel stacks */
 extern __u32 kind_slots[OFFCPU_KIND_COUNT];   /* slots of each kind */
-extern __u32 split_runq_slots;		       /* OFFCPU slots that count run-queue wait apart (as RUNQ) */
-extern __u32 hist_slots;		       /* slots that keep log2 histograms */
-extern __u32 request_slots;		       /* slots that count only inside a request */
-extern __u32 filename_slots;		       /* FILEIO slots that key rows by file name too */
-extern __u32 sampled_slots;		       /* slots that sample stacks (slot.sample_period_ns) */
-extern __u32 epoch;			       /* its low bit selects the buffer being written */
+extern __u32 split_runq_slots; /* OFFCPU slots that count run-queue wait apart (as RUNQ) */
+extern __u32 hist_slots;       /* slots that keep log2 histograms */
+extern __u32 request_slots;    /* slots that count only inside a request */
+extern __u32 filename_slots;   /* FILEIO slots that key rows by file name too */
+extern __u32 sampled_slots;    /* slots that sample stacks (slot.sample_period_ns) */
+extern __u32 epoch;	       /* its low bit selects the buffer being written */
 
 struct start_rec {
 	__u64 ts;
 	__u64 wake_ts; /* first sched_waking of this block; 0: none yet */
 	__u32 slots;   /* matched at switch-out; 0 once consumed */
 	__u32 state;
-	__u32 walked;  /* slots whose stacks were walked at switch-out */
+	__u32 walked; /* slots whose stacks were walked at switch-out */
 	/* A sampled block waiting for its user stack (see sample_stacks()): its
 	 * slots, and the user registers it must still have when walked. */
 	__u32 walk_pending;

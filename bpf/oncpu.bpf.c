@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * On-CPU samples (OFFCPU_KIND_ONCPU). A perf_event program, attached to one CPU-clock event per CPU, samples the
- * thread on that CPU. Each sample adds the event's period (ns of CPU time)
- * to the slots in oncpu_slots whose task filters accept the thread: ONCPU
- * slots, and OFFCPU slots that put on-CPU time beside off-CPU time (hot/cold),
- * as ONCPU rows of the same maps. State and block-length filters are about
- * blocks and do not apply; request-synchronous slots take no samples.
+ * On-CPU samples (OFFCPU_KIND_ONCPU). A perf_event program, attached to one CPU-clock event per
+ * CPU, samples the thread on that CPU. Each sample adds the event's period (ns of CPU time) to the
+ * slots in oncpu_slots whose task filters accept the thread: ONCPU slots, and OFFCPU slots that put
+ * on-CPU time beside off-CPU time (hot/cold), as ONCPU rows of the same maps. State and
+ * block-length filters are about blocks and do not apply; request-synchronous slots take no
+ * samples.
  */
 #include "stack.bpf.h"
 

@@ -477,8 +477,7 @@ static __always_inline void sample_stacks(struct task_struct *prev, struct task_
 	}
 }
 
-static __always_inline void switch_in(struct task_struct *prev, struct task_struct *next,
-				      bool btf)
+static __always_inline void switch_in(struct task_struct *prev, struct task_struct *next, bool btf)
 {
 	struct start_rec *rec;
 	__u32 pid, need;

@@ -131,7 +131,8 @@ static __always_inline bool read_user_u64(__u64 addr, __u64 *v)
  * call), or from frame pointers where no table covers it. Returns 1 to stop.
  */
 __attribute__((unused)) /* files that walk no user stack include this too */
-static long unwind_step(__u32 i, void *arg)
+static long
+unwind_step(__u32 i, void *arg)
 {
 	struct user_walk *s = arg;
 	struct offcpu_unwind_row row = { .cfa_rule = OFFCPU_CFA_NONE };
