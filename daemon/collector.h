@@ -1,5 +1,5 @@
 /*
- * collector: owns the BPF side. Loads and attaches bpf/offcpu.bpf.c once
+ * collector: owns the BPF side. Loads and attaches the BPF programs of bpf/ (linked into offcpu.bpf.o)
  * (tp_btf/sched_switch, or raw_tp where tp_btf is missing), manages the filter
  * slots that captures occupy, and drains the double-buffered aggregation maps.
  * Slot calls come from the event loop thread; collector_drain() runs on a
