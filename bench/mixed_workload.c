@@ -5,7 +5,10 @@
  *   mx-ping, mx-pong    a pipe ping-pong between two processes (short blocks,
  *                       microseconds: the hardest case for sampled stacks)
  *   mx-sleep            threads mx-sleep-100u, mx-sleep-1m and mx-sleep-10m
- *                       sleeping 100 us, 1 ms and 10 ms in a loop
+ *                       sleeping 100 us, 1 ms and 10 ms in a loop, and
+ *                       mx-sleep-mix: in turn 10 nanosleeps of 20 us, a 1 ms
+ *                       poll and 5 selects of 200 us (three leaf functions
+ *                       of short and long blocks in one thread)
  *   mx-lock             threads mx-lock-0..3 contending for one pthread
  *                       mutex, each holding it spinning ~200 us
  *   mx-hog              a CPU hog: off-CPU only when preempted
@@ -15,6 +18,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -23,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/select.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -121,6 +126,25 @@ static void *sleeper_thread(void *arg)
 	return NULL;
 }
 
+static void *mixed_sleeper_thread(void *arg)
+{
+	struct timespec ts = { .tv_nsec = 20000 };
+	struct timeval tv;
+
+	(void)arg;
+	set_comm("mx-sleep-mix");
+	while (running()) {
+		for (int i = 0; i < 10; i++)
+			nanosleep(&ts, NULL);
+		poll(NULL, 0, 1);
+		for (int i = 0; i < 5; i++) {
+			tv = (struct timeval){ .tv_usec = 200 };
+			select(0, NULL, NULL, NULL, &tv);
+		}
+	}
+	return NULL;
+}
+
 static void sleepers_run(void)
 {
 	static const struct sleeper sleepers[] = {
@@ -128,15 +152,16 @@ static void sleepers_run(void)
 		{ "mx-sleep-1m", 1000000 },
 		{ "mx-sleep-10m", 10000000 },
 	};
-	pthread_t t[3];
+	pthread_t t[4];
 	int r;
 
-	for (int i = 0; i < 3; i++) {
-		r = pthread_create(&t[i], NULL, sleeper_thread, (void *)&sleepers[i]);
+	for (int i = 0; i < 4; i++) {
+		r = i < 3 ? pthread_create(&t[i], NULL, sleeper_thread, (void *)&sleepers[i])
+			  : pthread_create(&t[i], NULL, mixed_sleeper_thread, NULL);
 		if (r)
 			die("pthread_create", r);
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
 }
 

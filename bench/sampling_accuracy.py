@@ -2,7 +2,8 @@
 """Do the always-on windows agree with an exact capture of the same interval?
 
 bench/mixed_workload (a two-process pipe ping-pong, sleepers of 100 us, 1 ms
-and 10 ms, four threads contending for a pthread mutex, a CPU hog; every
+and 10 ms, a thread alternating 20 us nanosleeps, 1 ms polls and 200 us
+selects, four threads contending for a pthread mutex, a CPU hog; every
 process and thread with its own comm) runs for --seconds while offcpud's
 always-on profile stores windows of --window-seconds AND an exact
 system-wide ad-hoc capture (offcpuctl capture) runs. Then the windows are
