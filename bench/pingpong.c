@@ -3,7 +3,8 @@
  *
  * Two threads, both pinned to one CPU, pass one byte back and forth over two pipes. Each
  * round trip is two blocking reads, so about two context switches; compare ns_per_round_trip
- * with and without the profiler attached. Prints one JSON line on stdout.
+ * with and without the profiler attached. Prints one JSON line on stdout, with the
+ * workload's own context switches (getrusage).
  *
  * With --processes the peer is a forked child instead of a thread (same pipes, same CPU):
  * every switch then changes the address space, as between a client and a server.
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,6 +87,18 @@ static void *peer_thread(void *arg)
 	for (unsigned long i = 0; i < pp->round_trips; i++)
 		pingpong_serve(pp);
 	return NULL;
+}
+
+/* Context switches of both ends (all threads of this process, and the peer
+ * process once reaped): the workload's own, whatever else the host runs. */
+static unsigned long long own_switches(void)
+{
+	struct rusage self, children;
+
+	if (getrusage(RUSAGE_SELF, &self) < 0 || getrusage(RUSAGE_CHILDREN, &children) < 0)
+		die("getrusage", errno);
+	return (unsigned long long)(self.ru_nvcsw + self.ru_nivcsw + children.ru_nvcsw +
+				    children.ru_nivcsw);
 }
 
 static void usage(FILE *f)
@@ -244,8 +258,9 @@ int main(int argc, char **argv)
 		pthread_join(peer, NULL);
 
 	printf("{\"round_trips\":%lu,\"peer\":\"%s\",\"elapsed_ns\":%llu,"
-	       "\"ns_per_round_trip\":%llu}\n",
+	       "\"ns_per_round_trip\":%llu,\"switches\":%llu}\n",
 	       pp.round_trips, processes ? "process" : "thread", (unsigned long long)elapsed_ns,
-	       (unsigned long long)(elapsed_ns / pp.round_trips));
+	       (unsigned long long)(elapsed_ns / pp.round_trips),
+	       (unsigned long long)own_switches());
 	return 0;
 }
