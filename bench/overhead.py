@@ -238,6 +238,7 @@ def main():
 
     report = {"round_trips": args.round_trips, "runs": args.runs, "cpu": args.cpu, "stat": args.stat,
               "stacks": stacks, "sample_period_us": args.sample_period_us,
+              "capture_sampled_flag": bool(sampled_capture),
               "tracefs_mounted_by_bench": mounted, "workloads": {}}
     # The median run, or with --stat min the fastest: on a host that others
     # load, the fastest run of each mode is the least disturbed.
@@ -308,6 +309,9 @@ def print_report(report, args):
                 verdict += f" ({t['reference']} measured no slower than none; more runs)"
             print(f"  {t['mode']:10} <= {t['target']:.2f}x {t['reference']:20} measured "
                   f"{fmt_ratio(t['ratio']):>6}  {verdict}")
+    if "sampled" in report["stacks"] and not report["capture_sampled_flag"]:
+        print("\n(this offcpuctl has no capture --sampled: capture-sampled is an exact capture "
+              "on the sampled daemon)")
     drops = {k: v for k, v in report["drops_last_run"].items() if v}
     print(f"\ndrops in the last run's daemons: {drops or 'none'}")
     if report["tracefs_mounted_by_bench"]:
