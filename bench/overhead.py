@@ -134,7 +134,11 @@ def stack_modes(choice, period_us):
     if choice == "none":
         return []
     if choice == "auto":
-        return ["sampled", "exact"] if bench_env.daemon_knows("continuous_stacks = sampled") else []
+        if not bench_env.daemon_knows("continuous_stacks = sampled"):
+            if period_us is not None:
+                raise SystemExit("overhead.py: --sample-period-us, but this offcpud has no stack modes")
+            return []
+        choice = "sampled,exact"
     modes = choice.split(",")
     for s in modes:
         if s not in ("sampled", "exact"):
