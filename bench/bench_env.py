@@ -155,6 +155,38 @@ class Bpftrace:
         return f"bpftrace {self.script}"
 
 
+def prog_stats(pid):
+    """{prog id: (run_cnt, run_time_ns)} of the BPF programs process pid holds."""
+    stats = {}
+    fddir = f"/proc/{pid}/fdinfo"
+    for fd in os.listdir(fddir):
+        try:
+            with open(os.path.join(fddir, fd)) as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue  # closed meanwhile
+        if "prog_id" in fields and "run_cnt" in fields:
+            stats[int(fields["prog_id"])] = (int(fields["run_cnt"]), int(fields["run_time_ns"]))
+    return stats
+
+
+@contextlib.contextmanager
+def bpf_stats():
+    """kernel.bpf_stats_enabled = 1 inside the block (programs' run_cnt and
+    run_time_ns count; offcpud turns them on for itself anyway, so bpftrace
+    then pays the same timing cost), put back after."""
+    path = "/proc/sys/kernel/bpf_stats_enabled"
+    with open(path) as f:
+        was = f.read().strip()
+    with open(path, "w") as f:
+        f.write("1")
+    try:
+        yield
+    finally:
+        with open(path, "w") as f:
+            f.write(was)
+
+
 def daemon_knows(config_line):
     """True if offcpud accepts config_line ("key = value"): its config is
     checked before anything is loaded, so a file with that line and then a

@@ -20,7 +20,7 @@ at once, one ping-pong each ("2 CPUs"), under each mode:
                        overhead.py; auto adds them where the daemon knows it)
 Each program's run count and run time come from the kernel's BPF statistics
 (run_cnt and run_time_ns in /proc/PID/fdinfo of the tracer's program fds;
-kernel.bpf_stats_enabled is set for bpftrace's runs and put back after).
+kernel.bpf_stats_enabled is set for the whole run and put back after).
 Reported per program that ran at least once per 10 switches: runs per
 switch and ns per run with 1 and 2 busy CPUs (median of --runs), and
 2 CPUs / 1 CPU. A ratio near 1.0 for the sched_switch program means its
@@ -44,24 +44,6 @@ sys.path.insert(0, HERE)
 
 import bench_env  # noqa: E402 (after the path is set)
 from overhead import BPFTRACE, WORKLOADS, ctxt, run_pingpong, run_with_capture, stack_modes  # noqa: E402
-
-STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
-
-
-def prog_stats(pid):
-    """{prog id: (run_cnt, run_time_ns)} of the BPF programs process pid holds."""
-    stats = {}
-    fddir = f"/proc/{pid}/fdinfo"
-    for fd in os.listdir(fddir):
-        try:
-            with open(os.path.join(fddir, fd)) as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
-        except OSError:
-            continue  # closed meanwhile
-        if "prog_id" in fields and "run_cnt" in fields:
-            stats[int(fields["prog_id"])] = (int(fields["run_cnt"]), int(fields["run_time_ns"]))
-    return stats
-
 
 def prog_names():
     """{prog id: name} of every loaded BPF program (bpftool)."""
@@ -98,9 +80,9 @@ def measure(args, pid, run_load=lambda load: load()):
     around it, say) and returns its switch count."""
     got = {}
     for name, cpus in (("1cpu", [0]), ("2cpu", [0, 1])):
-        before = prog_stats(pid)
+        before = bench_env.prog_stats(pid)
         switches = run_load(lambda: busy(args, cpus))
-        after = prog_stats(pid)
+        after = bench_env.prog_stats(pid)
         got[name] = {i: (after[i][0] - before[i][0], after[i][1] - before[i][1], switches)
                      for i in after if i in before}
     return got
@@ -133,39 +115,29 @@ def main():
         samples.setdefault(mode, []).append(got)
         names.update(prog_names())
 
-    with open(STATS_SYSCTL) as f:
-        stats_was = f.read().strip()
-    with bench_env.cleanup():
-        try:
-            for _ in range(args.runs):
-                with open(STATS_SYSCTL, "w") as f:
-                    f.write("1")
-                for mode, script in BPFTRACE.items():
-                    tracer = bench_env.Bpftrace(script)
-                    try:
-                        record(mode, measure(args, tracer.proc.pid))
-                    finally:
-                        tracer.stop()
-                with open(STATS_SYSCTL, "w") as f:
-                    f.write(stats_was)
-                daemons = [("", "attached", None, "continuous = false\n"), ("", "continuous", "capture", "")]
-                daemons += [(f"-{s}", "continuous", "capture", f"continuous_stacks = {s}\n{period}")
-                            for s in stacks]
-                for suffix, plain, with_capture, config in daemons:
-                    daemon = bench_env.daemon(config)
-                    try:
-                        # Unmeasured: the daemon builds the binary's unwind tables when it first runs.
-                        run_pingpong(args.build, 1000, 0, args=WORKLOADS[args.workload])
-                        record(plain + suffix, measure(args, daemon.proc.pid))
-                        if with_capture:
-                            cap = sampled_capture if suffix == "-sampled" else []
-                            record(with_capture + suffix, measure(
-                                args, daemon.proc.pid, lambda load: run_with_capture(daemon, load, *cap)))
-                    finally:
-                        daemon.stop()
-        finally:
-            with open(STATS_SYSCTL, "w") as f:
-                f.write(stats_was)
+    with bench_env.cleanup(), bench_env.bpf_stats():
+        for _ in range(args.runs):
+            for mode, script in BPFTRACE.items():
+                tracer = bench_env.Bpftrace(script)
+                try:
+                    record(mode, measure(args, tracer.proc.pid))
+                finally:
+                    tracer.stop()
+            daemons = [("", "attached", None, "continuous = false\n"), ("", "continuous", "capture", "")]
+            daemons += [(f"-{s}", "continuous", "capture", f"continuous_stacks = {s}\n{period}")
+                        for s in stacks]
+            for suffix, plain, with_capture, config in daemons:
+                daemon = bench_env.daemon(config)
+                try:
+                    # Unmeasured: the daemon builds the binary's unwind tables when it first runs.
+                    run_pingpong(args.build, 1000, 0, args=WORKLOADS[args.workload])
+                    record(plain + suffix, measure(args, daemon.proc.pid))
+                    if with_capture:
+                        cap = sampled_capture if suffix == "-sampled" else []
+                        record(with_capture + suffix, measure(
+                            args, daemon.proc.pid, lambda load: run_with_capture(daemon, load, *cap)))
+                finally:
+                    daemon.stop()
 
     report = {"workload": args.workload, "round_trips": args.round_trips, "runs": args.runs, "modes": {}}
     for mode, runs in samples.items():
