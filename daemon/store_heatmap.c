@@ -1,0 +1,340 @@
+/* store_heatmap: see store_heatmap.h. */
+#include "store_heatmap.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "hashtab.h"
+
+/* One (window, row) sum as SQL returns it. */
+struct heat_cell {
+	size_t col;
+	uint64_t key;
+	uint64_t ns;
+};
+
+/* What is known of a row while the cells come in. */
+struct heat_key {
+	uint64_t total_ns;
+	int64_t comm_id;
+	bool main_thread; /* comm_id is the main thread's (pid == tgid) */
+	size_t row;	  /* its row in the result; max_rows for "other" */
+};
+
+struct heat_build {
+	struct hashtab *cols; /* window id -> size_t column */
+	struct hashtab *keys; /* uint64_t key -> struct heat_key */
+	struct heat_cell *cells;
+	size_t n_cells, cap_cells;
+};
+
+static uint64_t add_saturated(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static int heat_fail(sqlite3 *db, int rc, const char *what, char *err, size_t err_size)
+{
+	snprintf(err, err_size, "%s: %s", what, sqlite3_errmsg(db));
+	return store__errno(db, rc);
+}
+
+/* The range's windows: the columns. */
+static int heat_windows(sqlite3 *db, const struct store_heatmap_query *q, struct heat_build *b,
+			struct store_heatmap *h, char *err, size_t err_size)
+{
+	static const char sql[] = "SELECT id, start_ms, end_ms FROM windows WHERE capture_id = 0 "
+				  "AND start_ms >= ?1 AND start_ms < ?2 ORDER BY start_ms, id";
+	size_t cap = 0;
+	sqlite3_stmt *st;
+	int rc, r = 0;
+
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return heat_fail(db, rc, "cannot prepare the window list", err, err_size);
+	sqlite3_bind_int64(st, 1, q->from_ms);
+	sqlite3_bind_int64(st, 2, q->to_ms);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		size_t *col;
+
+		if (h->n_windows == cap) {
+			size_t n = cap ? cap * 2 : 256;
+			int64_t *start = realloc(h->start_ms, n * sizeof(*start));
+
+			if (start)
+				h->start_ms = start;
+			int64_t *end = start ? realloc(h->end_ms, n * sizeof(*end)) : NULL;
+
+			if (!end) {
+				r = -ENOMEM;
+				break;
+			}
+			h->end_ms = end;
+			cap = n;
+		}
+		col = hashtab_put(b->cols, &id, NULL);
+		if (!col) {
+			r = -ENOMEM;
+			break;
+		}
+		*col = h->n_windows;
+		h->start_ms[h->n_windows] = sqlite3_column_int64(st, 1);
+		h->end_ms[h->n_windows] = sqlite3_column_int64(st, 2);
+		h->n_windows++;
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = heat_fail(db, rc, "cannot list the windows", err, err_size);
+	sqlite3_finalize(st);
+	if (r == -ENOMEM)
+		snprintf(err, err_size, "out of memory");
+	return r;
+}
+
+/* The cells' query: one sum per (window, key), the filters on the series. */
+static int heat_prepare(sqlite3 *db, const struct store_heatmap_query *q, sqlite3_stmt **ret,
+			char *err, size_t err_size)
+{
+	static const char *const keys[] = {
+		[STORE_HEATMAP_TGID] = "se.tgid",
+		[STORE_HEATMAP_PID] = "se.pid",
+		[STORE_HEATMAP_STATE] = "se.state",
+	};
+	char sql[4096 + STORE_QUERY_MAX_PIDS * 8];
+	size_t n;
+	int rc;
+
+	/* With max() the only min/max aggregate, the bare comm_id is taken from
+	 * a row of the main thread where the window has one. */
+	n = snprintf(sql, sizeof(sql),
+		     "SELECT sa.window_id, %s, usum(sa.sum_ns), se.comm_id, "
+		     "max(se.pid = se.tgid) FROM windows w "
+		     "JOIN samples sa ON sa.window_id = w.id JOIN series se ON se.id = sa.series_id "
+		     "WHERE w.capture_id = 0 AND w.start_ms >= ?1 AND w.start_ms < ?2",
+		     keys[q->key]);
+	if (q->state_mask)
+		n += snprintf(sql + n, sizeof(sql) - n, " AND ((1 << se.state) & ?3) != 0");
+	if (q->kind_mask)
+		n += snprintf(sql + n, sizeof(sql) - n, " AND ((1 << se.kind) & ?4) != 0");
+	if (q->comm && q->comm[0])
+		n += snprintf(sql + n, sizeof(sql) - n,
+			      " AND se.comm_id = (SELECT id FROM strings WHERE name = ?5)");
+	if (q->n_pids) {
+		n += snprintf(sql + n, sizeof(sql) - n, " AND se.tgid IN (");
+		for (size_t i = 0; i < q->n_pids; i++)
+			n += snprintf(sql + n, sizeof(sql) - n, "%s?%zu", i ? ", " : "", 6 + i);
+		n += snprintf(sql + n, sizeof(sql) - n, ")");
+	}
+	snprintf(sql + n, sizeof(sql) - n, " GROUP BY sa.window_id, %s", keys[q->key]);
+
+	rc = sqlite3_prepare_v2(db, sql, -1, ret, NULL);
+	if (rc != SQLITE_OK)
+		return heat_fail(db, rc, "cannot prepare the heatmap query", err, err_size);
+	sqlite3_bind_int64(*ret, 1, q->from_ms);
+	sqlite3_bind_int64(*ret, 2, q->to_ms);
+	if (q->state_mask)
+		sqlite3_bind_int64(*ret, 3, q->state_mask);
+	if (q->kind_mask)
+		sqlite3_bind_int64(*ret, 4, q->kind_mask);
+	if (q->comm && q->comm[0])
+		sqlite3_bind_blob64(*ret, 5, q->comm, strlen(q->comm), SQLITE_STATIC);
+	for (size_t i = 0; i < q->n_pids; i++)
+		sqlite3_bind_int64(*ret, (int)(6 + i), q->pids[i]);
+	return 0;
+}
+
+static int heat_cell_add(struct heat_build *b, sqlite3_stmt *st)
+{
+	int64_t id = sqlite3_column_int64(st, 0);
+	uint64_t key = (uint64_t)sqlite3_column_int64(st, 1);
+	uint64_t ns = (uint64_t)sqlite3_column_int64(st, 2); /* usum(): the uint64 bits */
+	bool main_thread = sqlite3_column_int64(st, 4) != 0;
+	const size_t *col = hashtab_get(b->cols, &id);
+	struct heat_key *k;
+	bool created;
+
+	if (!col) /* a window added after the list was read: not a column */
+		return 0;
+	if (b->n_cells == b->cap_cells) {
+		size_t cap = b->cap_cells ? b->cap_cells * 2 : 1024;
+		struct heat_cell *cells = realloc(b->cells, cap * sizeof(*cells));
+
+		if (!cells)
+			return -ENOMEM;
+		b->cells = cells;
+		b->cap_cells = cap;
+	}
+	b->cells[b->n_cells++] = (struct heat_cell){ *col, key, ns };
+	k = hashtab_put(b->keys, &key, &created);
+	if (!k)
+		return -ENOMEM;
+	k->total_ns = add_saturated(k->total_ns, ns);
+	if (created || (main_thread && !k->main_thread)) {
+		k->comm_id = sqlite3_column_int64(st, 3);
+		k->main_thread = main_thread;
+	}
+	return 0;
+}
+
+struct heat_rank {
+	uint64_t key;
+	struct heat_key *info;
+};
+
+static int heat_rank_cmp(const void *a, const void *b)
+{
+	const struct heat_rank *x = a, *y = b;
+
+	if (x->info->total_ns != y->info->total_ns)
+		return x->info->total_ns < y->info->total_ns ? 1 : -1;
+	return (x->key > y->key) - (x->key < y->key);
+}
+
+/* A comm's name by its id; "" if it has none. malloc'd, NULL on ENOMEM. */
+static char *heat_label(sqlite3 *db, int64_t comm_id)
+{
+	sqlite3_stmt *st;
+	char *label = NULL;
+
+	if (sqlite3_prepare_v2(db, "SELECT name FROM strings WHERE id = ?1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return strdup("");
+	sqlite3_bind_int64(st, 1, comm_id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const void *p = sqlite3_column_blob(st, 0);
+		int n = sqlite3_column_bytes(st, 0);
+
+		label = strndup(p ? p : "", n);
+	} else {
+		label = strdup("");
+	}
+	sqlite3_finalize(st);
+	return label;
+}
+
+/* Ranks the keys, keeps max_rows of them and sums the others into one row. */
+static int heat_rows(sqlite3 *db, const struct store_heatmap_query *q, struct heat_build *b,
+		     struct store_heatmap *h)
+{
+	size_t n_keys = hashtab_count(b->keys), pos = 0, n_rows, i = 0;
+	struct heat_rank *rank;
+	const void *key;
+	void *value;
+
+	rank = calloc(n_keys + 1, sizeof(*rank));
+	if (!rank)
+		return -ENOMEM;
+	while (hashtab_next(b->keys, &pos, &key, &value)) {
+		memcpy(&rank[i].key, key, sizeof(uint64_t));
+		rank[i++].info = value;
+	}
+	qsort(rank, n_keys, sizeof(*rank), heat_rank_cmp);
+	n_rows = n_keys > q->max_rows ? q->max_rows + 1 : n_keys;
+	h->rows = calloc(n_rows + 1, sizeof(*h->rows));
+	if (!h->rows)
+		goto enomem;
+	h->n_rows = n_rows;
+	for (i = 0; i < n_rows; i++) {
+		struct store_heatmap_row *row = &h->rows[i];
+
+		row->cells = calloc(h->n_windows + 1, sizeof(*row->cells));
+		if (!row->cells)
+			goto enomem;
+		if (i == q->max_rows) {
+			row->other = true;
+			row->label = strdup("");
+		} else {
+			row->key = rank[i].key;
+			row->total_ns = rank[i].info->total_ns;
+			row->label = q->key == STORE_HEATMAP_STATE
+					     ? strdup("")
+					     : heat_label(db, rank[i].info->comm_id);
+		}
+		if (!row->label)
+			goto enomem;
+	}
+	for (i = 0; i < n_keys; i++)
+		rank[i].info->row = i < q->max_rows ? i : q->max_rows;
+	for (i = 0; i < b->n_cells; i++) {
+		const struct heat_cell *c = &b->cells[i];
+		const struct heat_key *k = hashtab_get(b->keys, &c->key);
+		struct store_heatmap_row *row = &h->rows[k->row];
+
+		row->cells[c->col] = add_saturated(row->cells[c->col], c->ns);
+		if (row->other)
+			row->total_ns = add_saturated(row->total_ns, c->ns);
+	}
+	free(rank);
+	return 0;
+enomem:
+	free(rank);
+	return -ENOMEM;
+}
+
+int store_heatmap_query(struct store *s, const struct store_heatmap_query *q,
+			struct store_heatmap *ret, char *err, size_t err_size)
+{
+	struct heat_build b = { 0 };
+	struct store_heatmap h = { 0 };
+	sqlite3 *db = store__db(s);
+	sqlite3_stmt *st = NULL;
+	int rc, r;
+
+	if (q->n_pids > STORE_QUERY_MAX_PIDS || (q->n_pids && !q->pids) || !q->max_rows ||
+	    q->key > STORE_HEATMAP_STATE) {
+		snprintf(err, err_size, "bad heatmap query");
+		return -EINVAL;
+	}
+	if (hashtab_new(sizeof(int64_t), sizeof(size_t), &b.cols) < 0 ||
+	    hashtab_new(sizeof(uint64_t), sizeof(struct heat_key), &b.keys) < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* One read transaction: the columns and the cells see the same ring. */
+	rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		r = heat_fail(db, rc, "cannot begin a read", err, err_size);
+		goto out;
+	}
+	r = heat_windows(db, q, &b, &h, err, err_size);
+	if (r == 0)
+		r = heat_prepare(db, q, &st, err, err_size);
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		r = heat_cell_add(&b, st);
+	if (r == 0 && rc != SQLITE_DONE)
+		r = heat_fail(db, rc, "the heatmap query failed", err, err_size);
+	sqlite3_finalize(st);
+	if (r == 0)
+		r = heat_rows(db, q, &b, &h);
+	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+out:
+	if (r == -ENOMEM)
+		snprintf(err, err_size, "out of memory");
+	hashtab_free(b.cols);
+	hashtab_free(b.keys);
+	free(b.cells);
+	if (r < 0) {
+		store_heatmap_free(&h);
+		return r;
+	}
+	*ret = h;
+	return 0;
+}
+
+void store_heatmap_free(struct store_heatmap *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; i < h->n_rows; i++) {
+		free(h->rows[i].label);
+		free(h->rows[i].cells);
+	}
+	free(h->rows);
+	free(h->start_ms);
+	free(h->end_ms);
+	memset(h, 0, sizeof(*h));
+}
