@@ -10,26 +10,33 @@
 
 #include "hashtab.h"
 
-/* One (window, row) sum as SQL returns it. */
+/* A cell's key in the sums. No padding: a hashtab key. */
 struct heat_cell {
-	size_t col;
+	uint64_t col;
 	uint64_t key;
-	uint64_t ns;
 };
 
-/* What is known of a row while the cells come in. */
+/* A cell's sum, and the comm its row may be labelled with. */
+struct heat_sum {
+	uint64_t ns;
+	int64_t comm_id;
+	bool main_thread; /* comm_id is the main thread's (pid == tgid) */
+};
+
+/* What is known of a row once the cells are in. */
 struct heat_key {
 	uint64_t total_ns;
 	int64_t comm_id;
-	bool main_thread; /* comm_id is the main thread's (pid == tgid) */
-	size_t row;	  /* its row in the result; max_rows for "other" */
+	bool main_thread;
+	size_t row; /* its row in the result; max_rows for "other" */
 };
 
 struct heat_build {
 	struct hashtab *cols; /* window id -> size_t column */
-	struct hashtab *keys; /* uint64_t key -> struct heat_key */
-	struct heat_cell *cells;
-	size_t n_cells, cap_cells;
+	struct hashtab *sums; /* struct heat_cell -> struct heat_sum */
+	struct hashtab *keys; /* uint64_t key -> struct heat_key, from sums */
+	int64_t last_id;      /* the window of the last sample, and its column: */
+	const size_t *last_col; /* samples come window by window */
 };
 
 static uint64_t add_saturated(uint64_t a, uint64_t b)
@@ -95,7 +102,12 @@ static int heat_windows(sqlite3 *db, const struct store_heatmap_query *q, struct
 	return r;
 }
 
-/* The cells' query: one sum per (window, key), the filters on the series. */
+/*
+ * The rows' query: each sample of the range with its row's key, the filters
+ * on its series. It is summed here rather than with GROUP BY, which sorts
+ * every sample (a day of windows: millions) into a temporary b-tree and
+ * took three times as long as this scan in bench/serve_heatmap.py.
+ */
 static int heat_prepare(sqlite3 *db, const struct store_heatmap_query *q, sqlite3_stmt **ret,
 			char *err, size_t err_size)
 {
@@ -108,12 +120,10 @@ static int heat_prepare(sqlite3 *db, const struct store_heatmap_query *q, sqlite
 	size_t n;
 	int rc;
 
-	/* With max() the only min/max aggregate, the bare comm_id is taken from
-	 * a row of the main thread where the window has one. */
 	n = snprintf(sql, sizeof(sql),
-		     "SELECT sa.window_id, %s, usum(sa.sum_ns), se.comm_id, "
-		     "max(se.pid = se.tgid) FROM windows w "
-		     "JOIN samples sa ON sa.window_id = w.id JOIN series se ON se.id = sa.series_id "
+		     "SELECT sa.window_id, %s, sa.sum_ns, se.comm_id, se.pid = se.tgid "
+		     "FROM windows w JOIN samples sa ON sa.window_id = w.id "
+		     "JOIN series se ON se.id = sa.series_id "
 		     "WHERE w.capture_id = 0 AND w.start_ms >= ?1 AND w.start_ms < ?2",
 		     keys[q->key]);
 	if (q->state_mask)
@@ -127,9 +137,8 @@ static int heat_prepare(sqlite3 *db, const struct store_heatmap_query *q, sqlite
 		n += snprintf(sql + n, sizeof(sql) - n, " AND se.tgid IN (");
 		for (size_t i = 0; i < q->n_pids; i++)
 			n += snprintf(sql + n, sizeof(sql) - n, "%s?%zu", i ? ", " : "", 6 + i);
-		n += snprintf(sql + n, sizeof(sql) - n, ")");
+		snprintf(sql + n, sizeof(sql) - n, ")");
 	}
-	snprintf(sql + n, sizeof(sql) - n, " GROUP BY sa.window_id, %s", keys[q->key]);
 
 	rc = sqlite3_prepare_v2(db, sql, -1, ret, NULL);
 	if (rc != SQLITE_OK)
@@ -147,35 +156,56 @@ static int heat_prepare(sqlite3 *db, const struct store_heatmap_query *q, sqlite
 	return 0;
 }
 
+/* Adds one sample to its cell: one hash lookup per sample, as a day of
+ * windows has millions of them. */
 static int heat_cell_add(struct heat_build *b, sqlite3_stmt *st)
 {
 	int64_t id = sqlite3_column_int64(st, 0);
-	uint64_t key = (uint64_t)sqlite3_column_int64(st, 1);
-	uint64_t ns = (uint64_t)sqlite3_column_int64(st, 2); /* usum(): the uint64 bits */
 	bool main_thread = sqlite3_column_int64(st, 4) != 0;
-	const size_t *col = hashtab_get(b->cols, &id);
-	struct heat_key *k;
+	struct heat_cell cell;
+	struct heat_sum *sum;
 	bool created;
 
-	if (!col) /* a window added after the list was read: not a column */
-		return 0;
-	if (b->n_cells == b->cap_cells) {
-		size_t cap = b->cap_cells ? b->cap_cells * 2 : 1024;
-		struct heat_cell *cells = realloc(b->cells, cap * sizeof(*cells));
-
-		if (!cells)
-			return -ENOMEM;
-		b->cells = cells;
-		b->cap_cells = cap;
+	if (id != b->last_id || !b->last_col) {
+		b->last_id = id;
+		b->last_col = hashtab_get(b->cols, &id);
 	}
-	b->cells[b->n_cells++] = (struct heat_cell){ *col, key, ns };
-	k = hashtab_put(b->keys, &key, &created);
-	if (!k)
+	if (!b->last_col) /* a window added after the list was read: not a column */
+		return 0;
+	cell = (struct heat_cell){ *b->last_col, (uint64_t)sqlite3_column_int64(st, 1) };
+	sum = hashtab_put(b->sums, &cell, &created);
+	if (!sum)
 		return -ENOMEM;
-	k->total_ns = add_saturated(k->total_ns, ns);
-	if (created || (main_thread && !k->main_thread)) {
-		k->comm_id = sqlite3_column_int64(st, 3);
-		k->main_thread = main_thread;
+	/* sum_ns holds a uint64 as its int64 bits, as usum() reads it. */
+	sum->ns = add_saturated(sum->ns, (uint64_t)sqlite3_column_int64(st, 2));
+	if (created || (main_thread && !sum->main_thread)) {
+		sum->comm_id = sqlite3_column_int64(st, 3);
+		sum->main_thread = main_thread;
+	}
+	return 0;
+}
+
+/* The rows' totals and labels, from the cells. */
+static int heat_keys(struct heat_build *b)
+{
+	const void *key;
+	void *value;
+	size_t pos = 0;
+
+	while (hashtab_next(b->sums, &pos, &key, &value)) {
+		const struct heat_cell *c = key;
+		const struct heat_sum *sum = value;
+		struct heat_key *k;
+		bool created;
+
+		k = hashtab_put(b->keys, &c->key, &created);
+		if (!k)
+			return -ENOMEM;
+		k->total_ns = add_saturated(k->total_ns, sum->ns);
+		if (created || (sum->main_thread && !k->main_thread)) {
+			k->comm_id = sum->comm_id;
+			k->main_thread = sum->main_thread;
+		}
 	}
 	return 0;
 }
@@ -259,14 +289,16 @@ static int heat_rows(sqlite3 *db, const struct store_heatmap_query *q, struct he
 	}
 	for (i = 0; i < n_keys; i++)
 		rank[i].info->row = i < q->max_rows ? i : q->max_rows;
-	for (i = 0; i < b->n_cells; i++) {
-		const struct heat_cell *c = &b->cells[i];
+	pos = 0;
+	while (hashtab_next(b->sums, &pos, &key, &value)) {
+		const struct heat_cell *c = key;
 		const struct heat_key *k = hashtab_get(b->keys, &c->key);
 		struct store_heatmap_row *row = &h->rows[k->row];
+		uint64_t ns = ((const struct heat_sum *)value)->ns;
 
-		row->cells[c->col] = add_saturated(row->cells[c->col], c->ns);
+		row->cells[c->col] = add_saturated(row->cells[c->col], ns);
 		if (row->other)
-			row->total_ns = add_saturated(row->total_ns, c->ns);
+			row->total_ns = add_saturated(row->total_ns, ns);
 	}
 	free(rank);
 	return 0;
@@ -290,7 +322,8 @@ int store_heatmap_query(struct store *s, const struct store_heatmap_query *q,
 		return -EINVAL;
 	}
 	if (hashtab_new(sizeof(int64_t), sizeof(size_t), &b.cols) < 0 ||
-	    hashtab_new(sizeof(uint64_t), sizeof(struct heat_key), &b.keys) < 0) {
+	    hashtab_new(sizeof(uint64_t), sizeof(struct heat_key), &b.keys) < 0 ||
+	    hashtab_new(sizeof(struct heat_cell), sizeof(struct heat_sum), &b.sums) < 0) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -309,6 +342,8 @@ int store_heatmap_query(struct store *s, const struct store_heatmap_query *q,
 		r = heat_fail(db, rc, "the heatmap query failed", err, err_size);
 	sqlite3_finalize(st);
 	if (r == 0)
+		r = heat_keys(&b);
+	if (r == 0)
 		r = heat_rows(db, q, &b, &h);
 	sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
 out:
@@ -316,7 +351,7 @@ out:
 		snprintf(err, err_size, "out of memory");
 	hashtab_free(b.cols);
 	hashtab_free(b.keys);
-	free(b.cells);
+	hashtab_free(b.sums);
 	if (r < 0) {
 		store_heatmap_free(&h);
 		return r;

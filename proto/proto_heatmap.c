@@ -166,3 +166,11 @@ out:
 	cJSON_Delete(root);
 	return line;
 }
+
+bool proto_heatmap_reply_ok(const char *line, size_t len)
+{
+	static const char prefix[] = "{\"v\":1,\"ok\":true,\"cmd\":\"heatmap\",\"heatmap\":{";
+
+	return len >= sizeof(prefix) - 1 && !memcmp(line, prefix, sizeof(prefix) - 1) &&
+	       line[len - 1] == '}';
+}

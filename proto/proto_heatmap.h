@@ -34,6 +34,12 @@ struct proto_heatmap_result {
 /* The reply line, '\n'-terminated and malloc'd; NULL on ENOMEM. */
 char *proto_reply_heatmap(const struct proto_heatmap_result *r);
 
+/* True if line is a heatmap success reply as the daemon writes it (its
+ * first members, in its order), so that offcpuctl serve can pass a reply
+ * of megabytes on without parsing it; false means "parse it" (an error, or
+ * another writer's member order). */
+bool proto_heatmap_reply_ok(const char *line, size_t len);
+
 /* The name of a heatmap's rows ("process", "thread", "state"); NULL if
  * out of range. */
 const char *proto_heatmap_rows_name(enum proto_heatmap_rows rows);
