@@ -19,7 +19,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from offcpu_env import OFFCPUCTL, Daemon, Workload, browser_missing, node_env
+from offcpu_env import OFFCPUCTL, Daemon, Workload, browser_missing, check_sanitizer_report, node_env
 from test_daemon import TOLERANCE
 from test_windows import FAST, continuous, now_ms, wait_stored, windows
 
@@ -54,14 +54,19 @@ class Server:
         return status, json.loads(body)
 
     def stop(self):
+        """SIGTERM; returns the exit code (0: it stopped cleanly). Raises
+        AssertionError on a sanitizer report in its stderr."""
         if self.proc.poll() is None:
             self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        try:
+            rest = self.proc.stderr.read()
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            rest = ""
         self.proc.stderr.close()
+        check_sanitizer_report(rest, "offcpuctl serve")
         return self.proc.returncode
 
 
@@ -98,8 +103,9 @@ class ServeTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        cls.server.stop()
+        served = cls.server.stop()
         code = cls.daemon.stop()
+        assert served == 0, f"offcpuctl serve exited with {served}"
         assert code == 0, cls.daemon.log_text()
 
     def export_json(self, *args):
