@@ -18,7 +18,7 @@
 
 #define WINDOWS	  8640
 #define WINDOW_MS 10000
-#define PROCESSES 40
+#define PROCESSES 20
 #define THREADS	  4
 #define STACKS	  2000
 #define FRAMES	  300
@@ -70,7 +70,7 @@ static void gen(void)
 
 int main(int argc, char **argv)
 {
-	size_t rows = argc > 2 ? strtoul(argv[2], NULL, 10) : 300;
+	size_t rows = argc > 2 ? strtoul(argv[2], NULL, 10) : 500;
 	struct store_sample *samples = calloc(rows, sizeof(*samples));
 	struct store_limits limits = { 0 };
 	struct timespec ts, t0, t1;

@@ -50,6 +50,128 @@ static int heat_fail(sqlite3 *db, int rc, const char *what, char *err, size_t er
 	return store__errno(db, rc);
 }
 
+/*
+ * The index: each continuous window's time summed by (process, thread,
+ * comm, state, kind), written when the window is stored
+ * (store_heatmap_index()) or, for windows stored before, by the first
+ * query that reads them. A heatmap then reads a row per thread and state
+ * rather than one per stack. heat_windows lists the windows indexed (one
+ * without rows too). Rows of evicted windows are deleted at the next index
+ * write; until then the join with windows leaves them out.
+ */
+static const char heat_schema[] =
+	"CREATE TABLE IF NOT EXISTS heat_cells (\n"
+	"	window_id INTEGER NOT NULL,\n"
+	"	tgid INTEGER NOT NULL,\n"
+	"	pid INTEGER NOT NULL,\n"
+	"	comm_id INTEGER NOT NULL,\n"
+	"	state INTEGER NOT NULL,\n"
+	"	kind INTEGER NOT NULL,\n"
+	"	sum_ns INTEGER NOT NULL,\n"
+	"	PRIMARY KEY (window_id, tgid, pid, comm_id, state, kind)\n"
+	") WITHOUT ROWID;\n"
+	"CREATE TABLE IF NOT EXISTS heat_windows (window_id INTEGER PRIMARY KEY);\n";
+
+/* Indexes window id, in the caller's transaction. */
+static int heat_index_one(sqlite3 *db, int64_t id, char *err, size_t err_size)
+{
+	static const char sql[] =
+		"INSERT INTO heat_cells SELECT ?1, se.tgid, se.pid, se.comm_id, se.state, se.kind, "
+		"usum(sa.sum_ns) FROM samples sa JOIN series se ON se.id = sa.series_id "
+		"WHERE sa.window_id = ?1 GROUP BY se.tgid, se.pid, se.comm_id, se.state, se.kind";
+	sqlite3_stmt *st;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, id);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
+	if (rc == SQLITE_DONE) {
+		rc = sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO heat_windows VALUES (?1)", -1, &st,
+					NULL);
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_int64(st, 1, id);
+			rc = sqlite3_step(st);
+			sqlite3_finalize(st);
+		}
+	}
+	return rc == SQLITE_DONE ? 0 : heat_fail(db, rc, "cannot index a window", err, err_size);
+}
+
+static int heat_exec(sqlite3 *db, const char *sql, const char *what, char *err, size_t err_size)
+{
+	int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : heat_fail(db, rc, what, err, err_size);
+}
+
+/* Indexes the continuous windows of [from_ms, to_ms) not indexed yet
+ * (all of them: from 0 to INT64_MAX), and drops the rows of evicted ones. */
+static int heat_index_range(sqlite3 *db, int64_t from_ms, int64_t to_ms, char *err,
+			    size_t err_size)
+{
+	static const char missing[] =
+		"SELECT w.id FROM windows w WHERE w.capture_id = 0 AND w.start_ms >= ?1 "
+		"AND w.start_ms < ?2 AND w.id NOT IN (SELECT window_id FROM heat_windows)";
+	int64_t *ids = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *st;
+	int rc, r;
+
+	r = heat_exec(db, heat_schema, "cannot create the heatmap index", err, err_size);
+	if (r < 0)
+		return r;
+	rc = sqlite3_prepare_v2(db, missing, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return heat_fail(db, rc, "cannot find windows to index", err, err_size);
+	sqlite3_bind_int64(st, 1, from_ms);
+	sqlite3_bind_int64(st, 2, to_ms);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			int64_t *grown = realloc(ids, (cap = cap ? cap * 2 : 64) * sizeof(*ids));
+
+			if (!grown) {
+				sqlite3_finalize(st);
+				free(ids);
+				snprintf(err, err_size, "out of memory");
+				return -ENOMEM;
+			}
+			ids = grown;
+		}
+		ids[n++] = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		free(ids);
+		return heat_fail(db, rc, "cannot find windows to index", err, err_size);
+	}
+	if (!n) /* nothing to write: a query over indexed windows stays a read */
+		return 0;
+	r = heat_exec(db, "BEGIN IMMEDIATE", "cannot begin the index", err, err_size);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = heat_index_one(db, ids[i], err, err_size);
+	if (r == 0)
+		r = heat_exec(db,
+			      "DELETE FROM heat_cells WHERE window_id < (SELECT min(id) FROM windows);"
+			      "DELETE FROM heat_windows WHERE window_id < (SELECT min(id) FROM windows);",
+			      "cannot drop evicted windows from the index", err, err_size);
+	if (r == 0)
+		r = heat_exec(db, "COMMIT", "cannot commit the index", err, err_size);
+	if (r < 0)
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	free(ids);
+	return r;
+}
+
+int store_heatmap_index(struct store *s, const struct store_window *w, char *err, size_t err_size)
+{
+	if (w->capture_id) /* a heatmap shows the continuous profile only */
+		return 0;
+	return heat_index_range(store__db(s), w->start_ms, w->start_ms + 1, err, err_size);
+}
+
 /* The range's windows: the columns. */
 static int heat_windows(sqlite3 *db, const struct store_heatmap_query *q, struct heat_build *b,
 			struct store_heatmap *h, char *err, size_t err_size)
@@ -103,10 +225,9 @@ static int heat_windows(sqlite3 *db, const struct store_heatmap_query *q, struct
 }
 
 /*
- * The rows' query: each sample of the range with its row's key, the filters
- * on its series. It is summed here rather than with GROUP BY, which sorts
- * every sample (a day of windows: millions) into a temporary b-tree and
- * took three times as long as this scan in bench/serve_heatmap.py.
+ * The rows' query: each index row of the range (a thread's time in a state
+ * of a kind in a window) with its row's key. It is summed here rather than
+ * with GROUP BY, which would sort every row into a temporary b-tree first.
  */
 static int heat_prepare(sqlite3 *db, const struct store_heatmap_query *q, sqlite3_stmt **ret,
 			char *err, size_t err_size)
@@ -121,9 +242,8 @@ static int heat_prepare(sqlite3 *db, const struct store_heatmap_query *q, sqlite
 	int rc;
 
 	n = snprintf(sql, sizeof(sql),
-		     "SELECT sa.window_id, %s, sa.sum_ns, se.comm_id, se.pid = se.tgid "
-		     "FROM windows w JOIN samples sa ON sa.window_id = w.id "
-		     "JOIN series se ON se.id = sa.series_id "
+		     "SELECT se.window_id, %s, se.sum_ns, se.comm_id, se.pid = se.tgid "
+		     "FROM windows w JOIN heat_cells se ON se.window_id = w.id "
 		     "WHERE w.capture_id = 0 AND w.start_ms >= ?1 AND w.start_ms < ?2",
 		     keys[q->key]);
 	if (q->state_mask)
@@ -327,6 +447,9 @@ int store_heatmap_query(struct store *s, const struct store_heatmap_query *q,
 		r = -ENOMEM;
 		goto out;
 	}
+	r = heat_index_range(db, q->from_ms, q->to_ms, err, err_size);
+	if (r < 0)
+		goto out;
 	/* One read transaction: the columns and the cells see the same ring. */
 	rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {

@@ -3,9 +3,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <sqlite3.h>
 
 #include "check.h"
 #include "proto_heatmap.h"
@@ -44,15 +46,31 @@ static struct store *fill(void)
 		fprintf(stderr, "store_open: %s\n", err);
 		exit(1);
 	}
+	/* The first window indexed as the daemon stores it, the others by the
+	 * first query (as windows stored before the index existed). */
 	w = (struct store_window){ .start_ms = 10000, .end_ms = 20000 };
 	CHECK(store_window_add(s, &w, w0, 4, NULL, 0, err, sizeof(err)) == 0);
+	CHECK(store_heatmap_index(s, &w, err, sizeof(err)) == 0);
 	w = (struct store_window){ .start_ms = 15000, .end_ms = 17000, .capture_id = 7 };
 	CHECK(store_window_add(s, &w, cap, 1, NULL, 0, err, sizeof(err)) == 0);
+	CHECK(store_heatmap_index(s, &w, err, sizeof(err)) == 0);
 	w = (struct store_window){ .start_ms = 20000, .end_ms = 30000 };
 	CHECK(store_window_add(s, &w, w1, 2, NULL, 0, err, sizeof(err)) == 0);
 	w = (struct store_window){ .start_ms = 30000, .end_ms = 40000 };
 	CHECK(store_window_add(s, &w, w2, 2, NULL, 0, err, sizeof(err)) == 0);
 	return s;
+}
+
+static int64_t count(struct store *s, const char *sql)
+{
+	sqlite3_stmt *st;
+	int64_t n = -1;
+
+	if (sqlite3_prepare_v2(store__db(s), sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return n;
 }
 
 static const struct store_heatmap_row *row_of(const struct store_heatmap *h, uint64_t key)
@@ -72,8 +90,13 @@ static void test_processes(struct store *s)
 	const struct store_heatmap_row *r;
 	char err[256];
 
+	CHECK(count(s, "SELECT count(*) FROM heat_windows") == 1);
 	CHECK(store_heatmap_query(s, &q, &h, err, sizeof(err)) == 0);
 	CHECK(h.n_windows == 3); /* the capture's window is no column */
+	CHECK(count(s, "SELECT count(*) FROM heat_windows") == 3); /* not the capture's */
+	/* window 0: (100,100,S,offcpu) (101,D,offcpu) (101,R,runq) (200,S,offcpu) */
+	CHECK(count(s, "SELECT count(*) FROM heat_cells h JOIN windows w ON w.id = h.window_id "
+		       "WHERE w.start_ms = 10000") == 4);
 	CHECK(h.start_ms[0] == 10000 && h.start_ms[1] == 20000 && h.end_ms[2] == 40000);
 	CHECK(h.n_rows == 2);
 	/* 100: 1000 + 2000 + 300 | 7000 | 10 (offcpu and runq, no wakeup) */
@@ -178,6 +201,36 @@ static void test_reply(struct store *s)
 	store_heatmap_free(&h);
 }
 
+/* Rows of evicted windows leave the index at its next write. */
+static void test_evicted(void)
+{
+	static const struct store_sample row = { 1, 1, "c", 0, 1, 5, 1, "a", "k", "", 0 };
+	struct store_limits limits = { .max_age_ms = 60000 };
+	struct store_window w;
+	struct store_heatmap h;
+	struct store_heatmap_query q = { .from_ms = 1, .to_ms = INT64_MAX, .max_rows = 5 };
+	struct store *s;
+	char path[128], err[256];
+
+	snprintf(path, sizeof(path), "%s/evict", dir);
+	CHECK(store_open(path, &limits, &s, err, sizeof(err)) == 0);
+	w = (struct store_window){ .start_ms = 1000, .end_ms = 2000 }; /* long gone */
+	CHECK(store_window_add(s, &w, &row, 1, NULL, 0, err, sizeof(err)) == 0);
+	CHECK(store_heatmap_index(s, &w, err, sizeof(err)) == 0);
+	CHECK(count(s, "SELECT count(*) FROM heat_cells") == 1);
+	w = (struct store_window){ .start_ms = (int64_t)time(NULL) * 1000,
+				   .end_ms = (int64_t)time(NULL) * 1000 + 1000 };
+	CHECK(store_window_add(s, &w, &row, 1, NULL, 0, err, sizeof(err)) == 0); /* evicts */
+	CHECK(store_heatmap_index(s, &w, err, sizeof(err)) == 0);
+	CHECK(count(s, "SELECT count(*) FROM windows") == 1);
+	CHECK(count(s, "SELECT count(*) FROM heat_cells") == 1);
+	CHECK(count(s, "SELECT count(*) FROM heat_windows") == 1);
+	CHECK(store_heatmap_query(s, &q, &h, err, sizeof(err)) == 0);
+	CHECK(h.n_windows == 1 && h.n_rows == 1 && h.rows[0].total_ns == 5);
+	store_heatmap_free(&h);
+	store_close(s);
+}
+
 int main(void)
 {
 	struct store *s;
@@ -192,6 +245,7 @@ int main(void)
 	test_threads_states_filters(s);
 	test_reply(s);
 	store_close(s);
+	test_evicted();
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	if (system(path) != 0)
 		return 1;
