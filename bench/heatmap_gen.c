@@ -1,9 +1,13 @@
 /*
  * heatmap_gen: a synthetic ring for bench/serve_heatmap.py: 24 hours of
  * 10 s continuous windows (8,640) ending now, each of ROWS rows spread over
- * PROCESSES processes of THREADS threads, from a pool of STACKS stacks of
- * 10-30 frames, in the states S, D and R, kinds offcpu and runq; stored
- * through the daemon's own store. Deterministic (fixed seed).
+ * PROCESSES processes of THREADS threads. As in a live system's windows,
+ * most rows recur (a thread blocks where it blocked before): they come from
+ * a pool of SERIES (thread, stack, state, kind) rows, four fifths of each
+ * window from the first CORE of them; stacks of 10-30 frames from a pool of
+ * STACKS, states S, D and R, kinds offcpu and runq. Stored through the
+ * daemon's own store, without the heatmap's index (as a ring written before
+ * it). Deterministic (fixed seed).
  * Usage: heatmap_gen DB [ROWS]. Prints one JSON line.
  */
 #include <stdint.h>

@@ -18,11 +18,11 @@
 #include "serve_api.h"
 #include "web_assets.h"
 
-#define SERVE_DEFAULT_ADDR "127.0.0.1"
-#define SERVE_DEFAULT_PORT 9274 /* documented in offcpuctl(8) */
+#define SERVE_DEFAULT_ADDR    "127.0.0.1"
+#define SERVE_DEFAULT_PORT    9274 /* documented in offcpuctl(8) */
 #define SERVE_MAX_CONNECTIONS 64
-#define SERVE_TIMEOUT_S 120 /* an export of a day can take a while */
-#define SERVE_MAX_PARAMS 32
+#define SERVE_TIMEOUT_S	      120 /* an export of a day can take a while */
+#define SERVE_MAX_PARAMS      32
 
 struct serve {
 	const char *socket_path;
@@ -113,9 +113,8 @@ static enum MHD_Result send_asset(struct MHD_Connection *conn, const struct web_
 }
 
 static enum MHD_Result handler_cb(void *cls, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version,
-				  const char *upload_data, size_t *upload_data_size,
-				  void **con_cls)
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **con_cls)
 {
 	struct serve *s = cls;
 	struct serve_response res;
@@ -273,13 +272,12 @@ int serve_run(const char *socket_path, int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-				     MHD_USE_ERROR_LOG |
-				     (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-			     0, NULL, NULL, handler_cb, &s, MHD_OPTION_SOCK_ADDR, &ss,
-			     MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
-			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVE_TIMEOUT_S,
-			     MHD_OPTION_END);
+	d = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+			MHD_USE_ERROR_LOG | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+		0, NULL, NULL, handler_cb, &s, MHD_OPTION_SOCK_ADDR, &ss,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVE_TIMEOUT_S, MHD_OPTION_END);
 	if (!d) {
 		fprintf(stderr, "offcpuctl: cannot listen on %s: %s\n", listen_arg,
 			errno ? strerror(errno) : "libmicrohttpd failed to start");

@@ -234,8 +234,9 @@ static int parse_kind(struct api_call *c, enum proto_kind *kind, uint32_t *oncpu
 	}
 	k = proto_kind_from_name(s);
 	if (k < 0)
-		return api_bad(c, "bad kind '%s': want offcpu, wakeup, offwake, chain, runq, oncpu, "
-				  "hotcold, bio or fileio",
+		return api_bad(c,
+			       "bad kind '%s': want offcpu, wakeup, offwake, chain, runq, oncpu, "
+			       "hotcold, bio or fileio",
 			       s);
 	*kind = k;
 	return 0;
@@ -352,7 +353,8 @@ static int daemon_call(struct api_call *c, const struct proto_request *req,
 		free(line);
 		snprintf(msg, sizeof(msg), "cannot connect to %s: %s", c->socket_path,
 			 strerror(-r));
-		http_code_name(r == -EACCES || r == -EPERM ? PROTO_ERR_PERMISSION : "connect_failed",
+		http_code_name(r == -EACCES || r == -EPERM ? PROTO_ERR_PERMISSION
+							   : "connect_failed",
 			       &status);
 		return serve_api_error(c->res, status,
 				       r == -EACCES || r == -EPERM ? PROTO_ERR_PERMISSION
@@ -397,8 +399,8 @@ static int daemon_call(struct api_call *c, const struct proto_request *req,
 	if (reply->cmd != req->cmd) {
 		proto_reply_free(reply);
 		free(raw);
-		return serve_api_error(c->res, 502, "bad_reply", "offcpud answered another command") <
-				       0
+		return serve_api_error(c->res, 502, "bad_reply",
+				       "offcpud answered another command") < 0
 			       ? -ENOMEM
 			       : -EIO;
 	}
@@ -516,9 +518,10 @@ static int export_pprof(struct api_call *c, const struct proto_export_request *e
 	opts.comment = "offcpud export";
 	r = proto_samples_parse(raw, strlen(raw), &s);
 	if (r < 0)
-		return r == -ENOMEM ? r
-				    : serve_api_error(c->res, 502, "bad_reply",
-						      "offcpud's reply has rows offcpuctl cannot read");
+		return r == -ENOMEM
+			       ? r
+			       : serve_api_error(c->res, 502, "bad_reply",
+						 "offcpud's reply has rows offcpuctl cannot read");
 	out = open_memstream(&body, &len);
 	if (!out) {
 		proto_samples_free(s);
@@ -554,8 +557,9 @@ static int api_export(struct api_call *c, struct proto_request *req)
 	} else if (format) {
 		f = proto_format_from_name(format);
 		if (f < 0)
-			return api_bad(c, "bad format '%s': want folded, json, svg, speedscope or "
-					  "pprof",
+			return api_bad(c,
+				       "bad format '%s': want folded, json, svg, speedscope or "
+				       "pprof",
 				       format);
 		ex->format = f;
 	}

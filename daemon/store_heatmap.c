@@ -32,10 +32,10 @@ struct heat_key {
 };
 
 struct heat_build {
-	struct hashtab *cols; /* window id -> size_t column */
-	struct hashtab *sums; /* struct heat_cell -> struct heat_sum */
-	struct hashtab *keys; /* uint64_t key -> struct heat_key, from sums */
-	int64_t last_id;      /* the window of the last sample, and its column: */
+	struct hashtab *cols;	/* window id -> size_t column */
+	struct hashtab *sums;	/* struct heat_cell -> struct heat_sum */
+	struct hashtab *keys;	/* uint64_t key -> struct heat_key, from sums */
+	int64_t last_id;	/* the window of the last sample, and its column: */
 	const size_t *last_col; /* samples come window by window */
 };
 
@@ -89,8 +89,8 @@ static int heat_index_one(sqlite3 *db, int64_t id, char *err, size_t err_size)
 		sqlite3_finalize(st);
 	}
 	if (rc == SQLITE_DONE) {
-		rc = sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO heat_windows VALUES (?1)", -1, &st,
-					NULL);
+		rc = sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO heat_windows VALUES (?1)", -1,
+					&st, NULL);
 		if (rc == SQLITE_OK) {
 			sqlite3_bind_int64(st, 1, id);
 			rc = sqlite3_step(st);
@@ -109,8 +109,7 @@ static int heat_exec(sqlite3 *db, const char *sql, const char *what, char *err, 
 
 /* Indexes the continuous windows of [from_ms, to_ms) not indexed yet
  * (all of them: from 0 to INT64_MAX), and drops the rows of evicted ones. */
-static int heat_index_range(sqlite3 *db, int64_t from_ms, int64_t to_ms, char *err,
-			    size_t err_size)
+static int heat_index_range(sqlite3 *db, int64_t from_ms, int64_t to_ms, char *err, size_t err_size)
 {
 	static const char missing[] =
 		"SELECT w.id FROM windows w WHERE w.capture_id = 0 AND w.start_ms >= ?1 "
@@ -153,10 +152,11 @@ static int heat_index_range(sqlite3 *db, int64_t from_ms, int64_t to_ms, char *e
 	for (size_t i = 0; r == 0 && i < n; i++)
 		r = heat_index_one(db, ids[i], err, err_size);
 	if (r == 0)
-		r = heat_exec(db,
-			      "DELETE FROM heat_cells WHERE window_id < (SELECT min(id) FROM windows);"
-			      "DELETE FROM heat_windows WHERE window_id < (SELECT min(id) FROM windows);",
-			      "cannot drop evicted windows from the index", err, err_size);
+		r = heat_exec(
+			db,
+			"DELETE FROM heat_cells WHERE window_id < (SELECT min(id) FROM windows);"
+			"DELETE FROM heat_windows WHERE window_id < (SELECT min(id) FROM windows);",
+			"cannot drop evicted windows from the index", err, err_size);
 	if (r == 0)
 		r = heat_exec(db, "COMMIT", "cannot commit the index", err, err_size);
 	if (r < 0)

@@ -404,23 +404,42 @@ static const char *const proto__heatmap_rows_names[] = {
 #define PROTO__HEAT(member) PROTO__AT(struct proto_heatmap_request, member)
 
 static const struct proto__field proto__heatmap_fields[] = {
-	{ .name = "from_ms", .kind = PROTO__KIND_UINT, PROTO__HEAT(from_ms),
+	{ .name = "from_ms",
+	  .kind = PROTO__KIND_UINT,
+	  PROTO__HEAT(from_ms),
 	  .max = PROTO__JSON_INT_MAX },
-	{ .name = "to_ms", .kind = PROTO__KIND_UINT, PROTO__HEAT(to_ms),
+	{ .name = "to_ms",
+	  .kind = PROTO__KIND_UINT,
+	  PROTO__HEAT(to_ms),
 	  .max = PROTO__JSON_INT_MAX },
-	{ .name = "pids", .kind = PROTO__KIND_IDS, PROTO__HEAT(pids),
-	  .count_offset = offsetof(struct proto_heatmap_request, n_pids), .min = 1,
+	{ .name = "pids",
+	  .kind = PROTO__KIND_IDS,
+	  PROTO__HEAT(pids),
+	  .count_offset = offsetof(struct proto_heatmap_request, n_pids),
+	  .min = 1,
 	  .max = PROTO__PID_MAX },
 	{ .name = "comm", .kind = PROTO__KIND_STRING, PROTO__HEAT(comm), .max = PROTO_COMM_MAX },
-	{ .name = "states", .kind = PROTO__KIND_STATES, PROTO__HEAT(state_mask),
+	{ .name = "states",
+	  .kind = PROTO__KIND_STATES,
+	  PROTO__HEAT(state_mask),
 	  .def = THREAD_STATE_ALL },
-	{ .name = "kind", .kind = PROTO__KIND_ENUM, PROTO__HEAT(kind), .def = PROTO_KIND_OFFCPU,
+	{ .name = "kind",
+	  .kind = PROTO__KIND_ENUM,
+	  PROTO__HEAT(kind),
+	  .def = PROTO_KIND_OFFCPU,
 	  .names = proto__kind_names },
 	{ .name = "oncpu", .kind = PROTO__KIND_BOOL, PROTO__HEAT(oncpu) },
-	{ .name = "rows", .kind = PROTO__KIND_ENUM, PROTO__HEAT(rows),
-	  .def = PROTO_HEATMAP_ROWS_PROCESS, .names = proto__heatmap_rows_names },
-	{ .name = "max_rows", .kind = PROTO__KIND_UINT, PROTO__HEAT(max_rows), .min = 1,
-	  .max = PROTO_HEATMAP_MAX_ROWS, .def = PROTO_HEATMAP_ROWS_DEFAULT },
+	{ .name = "rows",
+	  .kind = PROTO__KIND_ENUM,
+	  PROTO__HEAT(rows),
+	  .def = PROTO_HEATMAP_ROWS_PROCESS,
+	  .names = proto__heatmap_rows_names },
+	{ .name = "max_rows",
+	  .kind = PROTO__KIND_UINT,
+	  PROTO__HEAT(max_rows),
+	  .min = 1,
+	  .max = PROTO_HEATMAP_MAX_ROWS,
+	  .def = PROTO_HEATMAP_ROWS_DEFAULT },
 };
 
 /* The duplicate check keeps one bit per field of a command. */
@@ -2429,7 +2448,7 @@ static int proto__reply_fill(struct proto__reply *r)
 	if (!strcmp(cmd, "heatmap")) { /* its body is for offcpuctl serve's page */
 		r->pub.cmd = PROTO_CMD_HEATMAP;
 		return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "heatmap")) ? 0
-											  : -EINVAL;
+											 : -EINVAL;
 	}
 	if (!strcmp(cmd, "latency")) {
 		const cJSON *trace = cJSON_GetObjectItemCaseSensitive(root, "trace");

@@ -3296,7 +3296,7 @@ static void test_thread_state(void)
 
 /* ---- heatmap: the request ------------------------------------------------ */
 
-#define HEATMAP_OK(extra, req)	PARSE_OK(cmd_line("heatmap", extra), req)
+#define HEATMAP_OK(extra, req)	 PARSE_OK(cmd_line("heatmap", extra), req)
 #define HEATMAP_BAD(extra, want) BAD(cmd_line("heatmap", extra), want)
 
 static void test_heatmap_request(void)
@@ -3316,9 +3316,11 @@ static void test_heatmap_request(void)
 	if (HEATMAP_OK("\"from_ms\":1,\"to_ms\":2,\"pids\":[4],\"comm\":\"a\",\"states\":[\"D\"],"
 		       "\"kind\":\"offcpu\",\"oncpu\":true,\"rows\":\"thread\",\"max_rows\":1000",
 		       &req) == 0) {
-		CHECK(req.heatmap.to_ms == 2 && req.heatmap.n_pids == 1 && req.heatmap.pids[0] == 4);
+		CHECK(req.heatmap.to_ms == 2 && req.heatmap.n_pids == 1 &&
+		      req.heatmap.pids[0] == 4);
 		CHECK(req.heatmap.state_mask == 1u << 2 && req.heatmap.oncpu);
-		CHECK(req.heatmap.rows == PROTO_HEATMAP_ROWS_THREAD && req.heatmap.max_rows == 1000);
+		CHECK(req.heatmap.rows == PROTO_HEATMAP_ROWS_THREAD &&
+		      req.heatmap.max_rows == 1000);
 		/* Formatted and parsed back: the same request. */
 		line = proto_request_format(&req);
 		back = calloc(1, sizeof(*back));
@@ -3329,13 +3331,15 @@ static void test_heatmap_request(void)
 			CHECK(a->from_ms == b->from_ms && a->to_ms == b->to_ms);
 			CHECK(b->n_pids == 1 && b->pids[0] == 4 && !strcmp(a->comm, b->comm));
 			CHECK(a->state_mask == b->state_mask && a->kind == b->kind);
-			CHECK(a->oncpu == b->oncpu && a->rows == b->rows && a->max_rows == b->max_rows);
+			CHECK(a->oncpu == b->oncpu && a->rows == b->rows &&
+			      a->max_rows == b->max_rows);
 		}
 		free(line);
 		free(back);
 	}
 	if (HEATMAP_OK("\"from_ms\":1,\"kind\":\"bio\",\"rows\":\"state\"", &req) == 0)
-		CHECK(req.heatmap.kind == PROTO_KIND_BIO && req.heatmap.rows == PROTO_HEATMAP_ROWS_STATE);
+		CHECK(req.heatmap.kind == PROTO_KIND_BIO &&
+		      req.heatmap.rows == PROTO_HEATMAP_ROWS_STATE);
 
 	HEATMAP_BAD("", "heatmap needs from_ms");
 	HEATMAP_BAD("\"to_ms\":5", "heatmap needs from_ms");
@@ -3344,7 +3348,8 @@ static void test_heatmap_request(void)
 	HEATMAP_BAD("\"from_ms\":1,\"grep\":\"x\"", "unknown field 'grep'");
 	HEATMAP_BAD("\"from_ms\":1,\"rows\":\"cpu\"", "field 'rows' must be one of");
 	HEATMAP_BAD("\"from_ms\":1,\"max_rows\":0", "field 'max_rows' must be between 1 and 1000");
-	HEATMAP_BAD("\"from_ms\":1,\"max_rows\":1001", "field 'max_rows' must be between 1 and 1000");
+	HEATMAP_BAD("\"from_ms\":1,\"max_rows\":1001",
+		    "field 'max_rows' must be between 1 and 1000");
 	HEATMAP_BAD("\"from_ms\":1,\"kind\":\"runq\",\"oncpu\":true",
 		    "field 'oncpu' needs kind offcpu, not runq");
 	HEATMAP_BAD("\"from_ms\":1,\"states\":[]", "states");

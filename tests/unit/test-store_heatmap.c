@@ -84,7 +84,10 @@ static const struct store_heatmap_row *row_of(const struct store_heatmap *h, uin
 static void test_processes(struct store *s)
 {
 	struct store_heatmap_query q = {
-		.from_ms = 1, .to_ms = 100000, .kind_mask = 1u << 0 | 1u << 4, .max_rows = 10,
+		.from_ms = 1,
+		.to_ms = 100000,
+		.kind_mask = 1u << 0 | 1u << 4,
+		.max_rows = 10,
 	};
 	struct store_heatmap h;
 	const struct store_heatmap_row *r;
@@ -126,7 +129,11 @@ static void test_threads_states_filters(struct store *s)
 {
 	uint32_t pids[] = { 100 };
 	struct store_heatmap_query q = {
-		.from_ms = 1, .to_ms = 100000, .pids = pids, .n_pids = 1, .key = STORE_HEATMAP_PID,
+		.from_ms = 1,
+		.to_ms = 100000,
+		.pids = pids,
+		.n_pids = 1,
+		.key = STORE_HEATMAP_PID,
 		.max_rows = 10,
 	};
 	struct store_heatmap h;
@@ -163,8 +170,11 @@ static void test_threads_states_filters(struct store *s)
 
 static void test_reply(struct store *s)
 {
-	struct proto_heatmap_request req = { .kind = PROTO_KIND_OFFCPU, .rows = PROTO_HEATMAP_ROWS_PROCESS };
-	struct store_heatmap_query q = { .from_ms = 1, .to_ms = 100000, .kind_mask = 1, .max_rows = 1 };
+	struct proto_heatmap_request req = { .kind = PROTO_KIND_OFFCPU,
+					     .rows = PROTO_HEATMAP_ROWS_PROCESS };
+	struct store_heatmap_query q = {
+		.from_ms = 1, .to_ms = 100000, .kind_mask = 1, .max_rows = 1
+	};
 	struct proto_heatmap_row rows[4];
 	struct store_heatmap h;
 	char err[256], *line;
@@ -172,12 +182,18 @@ static void test_reply(struct store *s)
 
 	CHECK(store_heatmap_query(s, &q, &h, err, sizeof(err)) == 0);
 	for (size_t i = 0; i < h.n_rows; i++)
-		rows[i] = (struct proto_heatmap_row){ h.rows[i].key, h.rows[i].label, h.rows[i].other,
-						      h.rows[i].total_ns, h.rows[i].cells };
+		rows[i] =
+			(struct proto_heatmap_row){ h.rows[i].key, h.rows[i].label, h.rows[i].other,
+						    h.rows[i].total_ns, h.rows[i].cells };
 	rows[0].label = "bad\xff"; /* comms may hold any byte */
-	line = proto_reply_heatmap(&(struct proto_heatmap_result){
-		.req = &req, .from_ms = 1, .to_ms = 100000, .n_windows = h.n_windows,
-		.start_ms = h.start_ms, .end_ms = h.end_ms, .rows = rows, .n_rows = h.n_rows });
+	line = proto_reply_heatmap(&(struct proto_heatmap_result){ .req = &req,
+								   .from_ms = 1,
+								   .to_ms = 100000,
+								   .n_windows = h.n_windows,
+								   .start_ms = h.start_ms,
+								   .end_ms = h.end_ms,
+								   .rows = rows,
+								   .n_rows = h.n_rows });
 	CHECK(line && line[strlen(line) - 1] == '\n' && !strchr(line, '\n')[1]);
 	root = cJSON_Parse(line);
 	CHECK(root);
