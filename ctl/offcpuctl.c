@@ -18,6 +18,7 @@
 
 #include "client.h"
 #include "pprof.h"
+#include "serve.h"
 #include "proto.h"
 #include "proto_samples.h"
 #include "elf_funcs.h"
@@ -147,6 +148,10 @@ static void usage(FILE *out)
 		"                              time hollow (--title, --subtitle, --width)\n"
 		"      --format folded, --svg  the latency flame graph (values in ns)\n"
 		"      --json                  report and timeline as JSON\n"
+		"  serve [--listen ADDR:PORT]  a web page over the stored windows (heatmap,\n"
+		"                              flame graphs, diffs, histograms) and its HTTP\n"
+		"                              API (offcpuctl(8), SERVE); default\n"
+		"                              127.0.0.1:9274; not loopback: --allow-remote\n"
 		"  help                        this text\n"
 		"\n"
 		"Stack filters of capture, export, flamegraph and diff (FILTERS in\n"
@@ -2494,6 +2499,12 @@ static int cmd_latency(int argc, char **argv)
 	return r;
 }
 
+/* serve: the web page and its API (ctl/serve.c). */
+static int cmd_serve(int argc, char **argv)
+{
+	return serve_run(socket_path, argc, argv);
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
@@ -2501,6 +2512,7 @@ static const struct {
 	{ "status", cmd_status },   { "capture", cmd_capture }, { "windows", cmd_windows },
 	{ "export", cmd_export },   { "hist", cmd_hist },	{ "flamegraph", cmd_flamegraph },
 	{ "latency", cmd_latency }, { "diff", cmd_diff },	{ "help", cmd_help },
+	{ "serve", cmd_serve },
 };
 
 int main(int argc, char **argv)

@@ -12,8 +12,11 @@
 #include "clock.h"
 #include "flame.h"
 #include "offcpu.h"
+#include "proto_heatmap.h"
 #include "render_output.h"
 #include "stack_filter.h"
+#include "store_heatmap.h"
+#include "thread_state.h"
 
 /* The end of a query's range: a request's to_ms of 0 means now (windows
  * that start by now); a capture is selected by its id, not by time. */
@@ -133,6 +136,12 @@ static void write_work(struct store_job *job, struct store *store)
 	} else {
 		w->r = store_window_add(store, &w->window, s.v, s.n, hists, n_hists, w->msg,
 					sizeof(w->msg));
+	}
+	/* A failure is repaired by the first heatmap that reads the window. */
+	if (w->r == 0) {
+		char msg[256];
+
+		store_heatmap_index(store, &w->window, msg, sizeof(msg));
 	}
 	free(hists);
 	free(s.v);
@@ -560,6 +569,84 @@ int history_hist(struct store_queue *q, struct server_conn *conn,
 	if (!j)
 		return -ENOMEM;
 	j->base.job.done = hist_done;
+	j->req = *req;
+	store_queue_push(q, &j->base.job);
+	return 0;
+}
+
+/* ---- heatmap ---- */
+
+struct heatmap_job {
+	struct reply_job base;
+	struct proto_heatmap_request req;
+};
+
+static void heatmap_work(struct store_job *job, struct store *store)
+{
+	static const enum store_heatmap_key keys[] = {
+		[PROTO_HEATMAP_ROWS_PROCESS] = STORE_HEATMAP_TGID,
+		[PROTO_HEATMAP_ROWS_THREAD] = STORE_HEATMAP_PID,
+		[PROTO_HEATMAP_ROWS_STATE] = STORE_HEATMAP_STATE,
+	};
+	struct heatmap_job *j = (struct heatmap_job *)job;
+	struct store_heatmap_query q = {
+		.from_ms = j->req.from_ms,
+		.to_ms = query_to_ms(j->req.to_ms, 0),
+		.pids = j->req.pids,
+		.n_pids = j->req.n_pids,
+		.comm = j->req.comm,
+		.state_mask = j->req.state_mask,
+		/* The rows an export of the same kind sums (export_select()). */
+		.kind_mask = (1u << j->req.kind) |
+			     (j->req.kind == PROTO_KIND_OFFCPU ? 1u << PROTO_KIND_RUNQ : 0) |
+			     (j->req.oncpu ? 1u << PROTO_KIND_ONCPU : 0),
+		.key = keys[j->req.rows],
+		.max_rows = j->req.max_rows,
+	};
+	struct proto_heatmap_row *rows = NULL;
+	struct store_heatmap h = { 0 };
+	char msg[256] = "";
+	int r;
+
+	r = store_heatmap_query(store, &q, &h, msg, sizeof(msg));
+	if (r < 0) {
+		j->base.reply = r == -ENOMEM ? NULL : store_error(r, msg);
+		return;
+	}
+	rows = calloc(h.n_rows + 1, sizeof(*rows));
+	if (rows) {
+		for (size_t i = 0; i < h.n_rows; i++)
+			rows[i] = (struct proto_heatmap_row){
+				.key = h.rows[i].key,
+				.label = q.key == STORE_HEATMAP_STATE && !h.rows[i].other
+						 ? thread_state_name(h.rows[i].key)
+						 : h.rows[i].label,
+				.other = h.rows[i].other,
+				.total_ns = h.rows[i].total_ns,
+				.cells = h.rows[i].cells,
+			};
+		j->base.reply = proto_reply_heatmap(&(struct proto_heatmap_result){
+			.req = &j->req,
+			.from_ms = q.from_ms,
+			.to_ms = q.to_ms,
+			.n_windows = h.n_windows,
+			.start_ms = h.start_ms,
+			.end_ms = h.end_ms,
+			.rows = rows,
+			.n_rows = h.n_rows,
+		});
+	}
+	free(rows);
+	store_heatmap_free(&h);
+}
+
+int history_heatmap(struct store_queue *q, struct server_conn *conn,
+		    const struct proto_heatmap_request *req)
+{
+	struct heatmap_job *j = (struct heatmap_job *)reply_job_new(sizeof(*j), conn, heatmap_work);
+
+	if (!j)
+		return -ENOMEM;
 	j->req = *req;
 	store_queue_push(q, &j->base.job);
 	return 0;

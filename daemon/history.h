@@ -43,4 +43,8 @@ int history_export(struct store_queue *q, struct server_conn *conn,
 int history_hist(struct store_queue *q, struct server_conn *conn,
 		 const struct proto_hist_request *req);
 
+/* Queues a "heatmap" request; its reply goes to conn. 0 or -ENOMEM. */
+int history_heatmap(struct store_queue *q, struct server_conn *conn,
+		    const struct proto_heatmap_request *req);
+
 #endif

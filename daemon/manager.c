@@ -981,6 +981,10 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 	case PROTO_CMD_LATENCY:
 		handle_latency(m, conn, &req->latency);
 		break;
+	case PROTO_CMD_HEATMAP:
+		if (history_heatmap(m->store_queue, conn, &req->heatmap) < 0)
+			reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+		break;
 	case PROTO_CMD_STOP:
 		c = server_conn_get_data(conn);
 		if (c)

@@ -340,7 +340,7 @@ static int store__error(struct store *s, int r, const char *fmt, ...)
 	return r;
 }
 
-static int store__errno(sqlite3 *db, int rc)
+int store__errno(sqlite3 *db, int rc)
 {
 	switch (rc & 0xff) {
 	case SQLITE_FULL:

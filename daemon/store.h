@@ -164,8 +164,11 @@ struct store_stats {
 /* 0 or -errno. */
 int store_stats(struct store *s, struct store_stats *ret);
 
-/* For unit tests only: the connection, e.g. to simulate a full disk with
- * PRAGMA max_page_count. */
+/* For unit tests, and for the store's own query modules (store_heatmap.c):
+ * the connection, e.g. to simulate a full disk with PRAGMA max_page_count. */
 struct sqlite3 *store__db(struct store *s);
+
+/* For the store's query modules: an SQLite result code as -errno, as above. */
+int store__errno(struct sqlite3 *db, int rc);
 
 #endif

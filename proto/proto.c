@@ -402,6 +402,54 @@ static const struct proto__field proto__latency_fields[] = {
 	{ .name = "snapshot", .kind = PROTO__KIND_BOOL, PROTO__LAT(snapshot) },
 };
 
+static const char *const proto__heatmap_rows_names[] = {
+	[PROTO_HEATMAP_ROWS_PROCESS] = "process",
+	[PROTO_HEATMAP_ROWS_THREAD] = "thread",
+	[PROTO_HEATMAP_ROWS_STATE] = "state",
+	NULL,
+};
+
+#define PROTO__HEAT(member) PROTO__AT(struct proto_heatmap_request, member)
+
+static const struct proto__field proto__heatmap_fields[] = {
+	{ .name = "from_ms",
+	  .kind = PROTO__KIND_UINT,
+	  PROTO__HEAT(from_ms),
+	  .max = PROTO__JSON_INT_MAX },
+	{ .name = "to_ms",
+	  .kind = PROTO__KIND_UINT,
+	  PROTO__HEAT(to_ms),
+	  .max = PROTO__JSON_INT_MAX },
+	{ .name = "pids",
+	  .kind = PROTO__KIND_IDS,
+	  PROTO__HEAT(pids),
+	  .count_offset = offsetof(struct proto_heatmap_request, n_pids),
+	  .min = 1,
+	  .max = PROTO__PID_MAX },
+	{ .name = "comm", .kind = PROTO__KIND_STRING, PROTO__HEAT(comm), .max = PROTO_COMM_MAX },
+	{ .name = "states",
+	  .kind = PROTO__KIND_STATES,
+	  PROTO__HEAT(state_mask),
+	  .def = THREAD_STATE_ALL },
+	{ .name = "kind",
+	  .kind = PROTO__KIND_ENUM,
+	  PROTO__HEAT(kind),
+	  .def = PROTO_KIND_OFFCPU,
+	  .names = proto__kind_names },
+	{ .name = "oncpu", .kind = PROTO__KIND_BOOL, PROTO__HEAT(oncpu) },
+	{ .name = "rows",
+	  .kind = PROTO__KIND_ENUM,
+	  PROTO__HEAT(rows),
+	  .def = PROTO_HEATMAP_ROWS_PROCESS,
+	  .names = proto__heatmap_rows_names },
+	{ .name = "max_rows",
+	  .kind = PROTO__KIND_UINT,
+	  PROTO__HEAT(max_rows),
+	  .min = 1,
+	  .max = PROTO_HEATMAP_MAX_ROWS,
+	  .def = PROTO_HEATMAP_ROWS_DEFAULT },
+};
+
 /* The duplicate check keeps one bit per field of a command. */
 _Static_assert(PROTO__ARRAY_SIZE(proto__capture_fields) <= 32, "too many capture fields");
 _Static_assert(PROTO__ARRAY_SIZE(proto__windows_fields) <= 32, "too many windows fields");
@@ -415,7 +463,7 @@ struct proto__command;
 typedef int proto__check_fn(const void *args, const struct proto__command *c, uint32_t given,
 			    char *err, size_t err_size);
 static proto__check_fn proto__capture_check, proto__export_check, proto__hist_check,
-	proto__latency_check;
+	proto__latency_check, proto__heatmap_check;
 
 #define PROTO__FIELDS(member, table)                                                               \
 	.offset = offsetof(struct proto_request, member), .fields = table,                         \
@@ -459,6 +507,12 @@ static const struct proto__command {
 		.cmd = PROTO_CMD_LATENCY,
 		PROTO__FIELDS(latency, proto__latency_fields),
 		.check = proto__latency_check,
+	},
+	{
+		.name = "heatmap",
+		.cmd = PROTO_CMD_HEATMAP,
+		PROTO__FIELDS(heatmap, proto__heatmap_fields),
+		.check = proto__heatmap_check,
 	},
 };
 
@@ -949,6 +1003,20 @@ static int proto__hist_check(const void *args, const struct proto__command *c, u
 	return proto__range_check(c, h->from_ms, h->to_ms, h->capture_id, err, err_size);
 }
 
+static int proto__heatmap_check(const void *args, const struct proto__command *c, uint32_t given,
+				char *err, size_t err_size)
+{
+	const struct proto_heatmap_request *h = args;
+
+	(void)given;
+	if (h->oncpu && h->kind != PROTO_KIND_OFFCPU)
+		return proto__fail(err, err_size, "field 'oncpu' needs kind offcpu, not %s",
+				   proto_kind_name(h->kind));
+	if (!h->from_ms)
+		return proto__fail(err, err_size, "heatmap needs from_ms");
+	return proto__range_check(c, h->from_ms, h->to_ms, 0, err, err_size);
+}
+
 static int proto__latency_check(const void *args, const struct proto__command *c, uint32_t given,
 				char *err, size_t err_size)
 {
@@ -1189,7 +1257,7 @@ static char *proto__utf8_fix(const char *s)
  * (which quote client input) may hold any bytes: cleaning them keeps every
  * line valid JSON. NULL becomes "".
  */
-static cJSON *proto__string(const char *s)
+cJSON *proto__string(const char *s)
 {
 	cJSON *item;
 	char *fixed;
@@ -2433,6 +2501,11 @@ static int proto__reply_fill(struct proto__reply *r)
 	if (!strcmp(cmd, "hist")) {
 		r->pub.cmd = PROTO_CMD_HIST;
 		return proto__reply_hist(r, cJSON_GetObjectItemCaseSensitive(root, "hist"));
+	}
+	if (!strcmp(cmd, "heatmap")) { /* its body is for offcpuctl serve's page */
+		r->pub.cmd = PROTO_CMD_HEATMAP;
+		return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "heatmap")) ? 0
+											 : -EINVAL;
 	}
 	if (!strcmp(cmd, "latency")) {
 		const cJSON *trace = cJSON_GetObjectItemCaseSensitive(root, "trace");

@@ -42,6 +42,7 @@ enum proto_cmd {
 	PROTO_CMD_EXPORT,  /* merges stored windows into one profile */
 	PROTO_CMD_HIST,	   /* per-process log2 histograms of stored windows */
 	PROTO_CMD_LATENCY, /* Intel PT function latency of one process */
+	PROTO_CMD_HEATMAP, /* per-window totals of stored windows (proto_heatmap.h) */
 };
 
 /*
@@ -187,6 +188,29 @@ struct proto_hist_request {
 	enum proto_kind kind; /* PROTO_KIND_OFFCPU (default) or PROTO_KIND_RUNQ only */
 };
 
+/* What a heatmap's rows are: processes, threads or thread states. */
+enum proto_heatmap_rows {
+	PROTO_HEATMAP_ROWS_PROCESS,
+	PROTO_HEATMAP_ROWS_THREAD,
+	PROTO_HEATMAP_ROWS_STATE,
+};
+
+#define PROTO_HEATMAP_MAX_ROWS	   1000
+#define PROTO_HEATMAP_ROWS_DEFAULT 50
+
+/* Per-window totals of a range's continuous windows (from_ms > 0), by row. */
+struct proto_heatmap_request {
+	int64_t from_ms, to_ms;	      /* windows with from_ms <= start < to_ms; to_ms 0: now */
+	uint32_t pids[PROTO_MAX_IDS]; /* tgids; empty: every process */
+	size_t n_pids;
+	char comm[PROTO_COMM_MAX + 1]; /* exact thread name; "": all */
+	uint32_t state_mask;	       /* thread_state bits; default: all */
+	enum proto_kind kind;	       /* default PROTO_KIND_OFFCPU */
+	uint32_t oncpu;		       /* bool, kind OFFCPU only: ONCPU rows too (hot/cold) */
+	enum proto_heatmap_rows rows;  /* default PROTO_HEATMAP_ROWS_PROCESS */
+	uint32_t max_rows;	       /* the largest rows; the rest summed as "other" */
+};
+
 /* Intel PT function latency: calls of func in process pid for seconds. */
 struct proto_latency_request {
 	uint32_t pid;
@@ -202,6 +226,7 @@ struct proto_request {
 	struct proto_export_request export;   /* PROTO_CMD_EXPORT */
 	struct proto_hist_request hist;	      /* PROTO_CMD_HIST */
 	struct proto_latency_request latency; /* PROTO_CMD_LATENCY */
+	struct proto_heatmap_request heatmap; /* PROTO_CMD_HEATMAP */
 };
 
 /* Error codes carried in error replies ("code" field). */

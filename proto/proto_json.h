@@ -13,4 +13,8 @@
  * printing UINT64_MAX as a double sends exactly 2^64. 0 or -EINVAL. */
 int proto__number_u64(const cJSON *item, uint64_t *ret);
 
+/* A string item for s (NULL: ""), bytes that are not UTF-8 replaced with
+ * U+FFFD. NULL on ENOMEM. */
+cJSON *proto__string(const char *s);
+
 #endif

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake pkg-config clang bpftool libbpf-dev libelf-dev libdw-dev
 	  zlib1g-dev libuv1-dev libcjson-dev libsqlite3-dev libsystemd-dev python3 systemd
 	  chromium fonts-dejavu-core mariadb-server mariadb-client sysbench golang-go
-	  libclang-rt-14-dev libipt-dev libc6-dbg fio bpftrace)
+	  libclang-rt-14-dev libipt-dev libc6-dbg fio bpftrace libmicrohttpd-dev)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

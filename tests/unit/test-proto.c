@@ -3294,6 +3294,67 @@ static void test_thread_state(void)
 	CHECK(!strcmp(thread_state_name(THREAD_STATE_COUNT), "?"));
 }
 
+/* ---- heatmap: the request ------------------------------------------------ */
+
+#define HEATMAP_OK(extra, req)	 PARSE_OK(cmd_line("heatmap", extra), req)
+#define HEATMAP_BAD(extra, want) BAD(cmd_line("heatmap", extra), want)
+
+static void test_heatmap_request(void)
+{
+	struct proto_request req, *back;
+	char *line;
+
+	memset(&req, 0xa5, sizeof(req));
+	if (HEATMAP_OK("\"from_ms\":1795305600000", &req) == 0) {
+		CHECK(req.cmd == PROTO_CMD_HEATMAP);
+		CHECK(req.heatmap.from_ms == INT64_C(1795305600000) && req.heatmap.to_ms == 0);
+		CHECK(req.heatmap.n_pids == 0 && req.heatmap.comm[0] == '\0');
+		CHECK(req.heatmap.state_mask == 0xf && req.heatmap.kind == PROTO_KIND_OFFCPU);
+		CHECK(!req.heatmap.oncpu && req.heatmap.rows == PROTO_HEATMAP_ROWS_PROCESS);
+		CHECK(req.heatmap.max_rows == PROTO_HEATMAP_ROWS_DEFAULT);
+	}
+	if (HEATMAP_OK("\"from_ms\":1,\"to_ms\":2,\"pids\":[4],\"comm\":\"a\",\"states\":[\"D\"],"
+		       "\"kind\":\"offcpu\",\"oncpu\":true,\"rows\":\"thread\",\"max_rows\":1000",
+		       &req) == 0) {
+		CHECK(req.heatmap.to_ms == 2 && req.heatmap.n_pids == 1 &&
+		      req.heatmap.pids[0] == 4);
+		CHECK(req.heatmap.state_mask == 1u << 2 && req.heatmap.oncpu);
+		CHECK(req.heatmap.rows == PROTO_HEATMAP_ROWS_THREAD &&
+		      req.heatmap.max_rows == 1000);
+		/* Formatted and parsed back: the same request. */
+		line = proto_request_format(&req);
+		back = calloc(1, sizeof(*back));
+		CHECK(line && back);
+		if (line && back && PARSE_OK(line, back) == 0) {
+			const struct proto_heatmap_request *a = &req.heatmap, *b = &back->heatmap;
+
+			CHECK(a->from_ms == b->from_ms && a->to_ms == b->to_ms);
+			CHECK(b->n_pids == 1 && b->pids[0] == 4 && !strcmp(a->comm, b->comm));
+			CHECK(a->state_mask == b->state_mask && a->kind == b->kind);
+			CHECK(a->oncpu == b->oncpu && a->rows == b->rows &&
+			      a->max_rows == b->max_rows);
+		}
+		free(line);
+		free(back);
+	}
+	if (HEATMAP_OK("\"from_ms\":1,\"kind\":\"bio\",\"rows\":\"state\"", &req) == 0)
+		CHECK(req.heatmap.kind == PROTO_KIND_BIO &&
+		      req.heatmap.rows == PROTO_HEATMAP_ROWS_STATE);
+
+	HEATMAP_BAD("", "heatmap needs from_ms");
+	HEATMAP_BAD("\"to_ms\":5", "heatmap needs from_ms");
+	HEATMAP_BAD("\"from_ms\":5,\"to_ms\":5", "field 'to_ms' (5) must be > 'from_ms' (5)");
+	HEATMAP_BAD("\"from_ms\":1,\"capture\":7", "unknown field 'capture'");
+	HEATMAP_BAD("\"from_ms\":1,\"grep\":\"x\"", "unknown field 'grep'");
+	HEATMAP_BAD("\"from_ms\":1,\"rows\":\"cpu\"", "field 'rows' must be one of");
+	HEATMAP_BAD("\"from_ms\":1,\"max_rows\":0", "field 'max_rows' must be between 1 and 1000");
+	HEATMAP_BAD("\"from_ms\":1,\"max_rows\":1001",
+		    "field 'max_rows' must be between 1 and 1000");
+	HEATMAP_BAD("\"from_ms\":1,\"kind\":\"runq\",\"oncpu\":true",
+		    "field 'oncpu' needs kind offcpu, not runq");
+	HEATMAP_BAD("\"from_ms\":1,\"states\":[]", "states");
+}
+
 int main(void)
 {
 	test_defaults();
@@ -3304,6 +3365,7 @@ int main(void)
 	test_err_buffer();
 	test_request_format();
 	test_windows_request();
+	test_heatmap_request();
 	test_export_valid();
 	test_export_strings();
 	test_export_invalid();
