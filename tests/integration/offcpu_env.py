@@ -162,9 +162,11 @@ class Daemon:
         st = self.status()
         return st["slots_max"] - st["slots_active"]
 
-    def wait_captures(self, n, timeout=10):
+    def wait_captures(self, n, timeout=60):
         """Waits until n captures are running (a capture counts only blocks
-        that begin after it started, so tests start the workload after)."""
+        that begin after it started, so tests start the workload after). The
+        first capture of a kind waits for its programs to load: the fileio
+        group's 16 took 2-8 s on a busy 2-CPU VM."""
         deadline = time.monotonic() + timeout
         while self.status()["captures_running"] < n:
             if time.monotonic() > deadline:
