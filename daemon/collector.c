@@ -463,6 +463,10 @@ int collector_group_load(struct collector *c, unsigned group, uint64_t *ret_load
 		*ret_load_ns = 0;
 	if (group >= COLLECTOR_GROUP_COUNT)
 		return -EINVAL;
+	/* Loaded already: no wait behind another group's load. */
+	collector_group_status(c, group, &st);
+	if (st.state != COLLECTOR_GROUP_ON_DEMAND)
+		return st.state == COLLECTOR_GROUP_LOADED ? 0 : st.error;
 	pthread_mutex_lock(&c->load_lock);
 	collector_group_status(c, group, &st);
 	if (st.state != COLLECTOR_GROUP_ON_DEMAND) {

@@ -153,8 +153,9 @@ uint32_t collector_filter_groups(const struct collector_filter *f);
 
 /*
  * Loads and attaches group unless it is loaded already. Takes seconds (the
- * verifier): call it off the event loop. Safe from any thread; loads run one
- * at a time. Returns 0 with *ret_load_ns (may be NULL) the time this call
+ * verifier): call it off the event loop; returns at once for a group that
+ * is loaded or unavailable. Safe from any thread; loads run one at a time.
+ * Returns 0 with *ret_load_ns (may be NULL) the time this call
  * spent loading (0 if it was loaded already), or the -errno that made it
  * unavailable (then and for good: collector_group_status says why).
  */
