@@ -403,7 +403,7 @@ static int groups_probe(struct collector *c)
 				      "on-CPU sampling is off (oncpu_frequency = 0)");
 	if (c->raw_tp) {
 		group_set_unavailable(c, COLLECTOR_GROUP_REQUESTS, -EOPNOTSUPP,
-				      "--request needs the tp_btf tracepoint (task storage); "
+				      "it needs the tp_btf tracepoint (task storage); "
 				      "this daemon runs on raw_tp");
 		group_set_unavailable(c, COLLECTOR_GROUP_BIO, -EOPNOTSUPP,
 				      "the block tracepoints need tp_btf; this daemon runs on raw_tp");

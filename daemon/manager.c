@@ -580,6 +580,36 @@ static bool recording_allowed(struct manager *m, struct server_conn *conn,
 	return true;
 }
 
+/* The first of groups (a mask) that is unavailable, or COLLECTOR_GROUP_COUNT. */
+static unsigned group_first_unavailable(struct manager *m, uint32_t groups)
+{
+	struct collector_group_status st;
+	unsigned g;
+
+	for (g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
+		if (!(groups & (1u << g)))
+			continue;
+		collector_group_status(m->collector, g, &st);
+		if (st.state == COLLECTOR_GROUP_UNAVAILABLE)
+			break;
+	}
+	return g;
+}
+
+/* Logs how long each of groups (a mask) took to load. */
+static void log_groups_loaded(struct manager *m, uint32_t groups)
+{
+	struct collector_group_status st;
+
+	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
+		if (!(groups & (1u << g)))
+			continue;
+		collector_group_status(m->collector, g, &st);
+		log_info("loaded the %s programs in %.1f s", collector_group_name(g),
+			 st.load_ns / 1e9);
+	}
+}
+
 /* Frees a capture that never got a slot (loading, or refused). */
 static void capture_discard(struct capture *c)
 {
@@ -605,14 +635,12 @@ static void capture_start(struct manager *m, struct capture *c)
 	if (r < 0) {
 		if (r == -EBUSY)
 			reply_error(c->conn, PROTO_ERR_BUSY, "all capture slots are in use");
-		else if (r == -EOPNOTSUPP) {
-			/* A group needed became unavailable: name the first. */
-			for (group = 0; group < COLLECTOR_GROUP_COUNT - 1; group++)
-				if (collector_filter_groups(&filter) & (1u << group))
-					break;
+		else if (r == -EOPNOTSUPP &&
+			 (group = group_first_unavailable(m, collector_filter_groups(&filter))) <
+				 COLLECTOR_GROUP_COUNT)
 			reply_error(c->conn, PROTO_ERR_UNSUPPORTED,
 				    group_unavailable(m, group, err, sizeof(err)));
-		} else if (r == -ENOSPC)
+		else if (r == -ENOSPC)
 			reply_error(c->conn, PROTO_ERR_BUSY, "the pid/tid filter maps are full");
 		else
 			reply_error(c->conn, PROTO_ERR_INTERNAL, strerror(-r));
@@ -678,10 +706,7 @@ static void load_after_cb(uv_work_t *req, int status)
 	char err[512];
 
 	m->load_works--;
-	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++)
-		if (c->groups_loaded & (1u << g))
-			log_info("loaded the %s programs in %.1f s", collector_group_name(g),
-				 c->load_ns / 1e9);
+	log_groups_loaded(m, c->groups_loaded);
 	if (status == 0 && lw->error < 0)
 		log_warning("%s", group_unavailable(m, lw->failed, err, sizeof(err)));
 	if (m->stopping) {
@@ -1245,9 +1270,8 @@ static int continuous_start(struct manager *m)
 		};
 
 		bool io = kind == OFFCPU_KIND_BIO || kind == OFFCPU_KIND_FILEIO;
-		uint32_t groups, missing = 0;
+		uint32_t groups, loaded = 0;
 		unsigned failed = 0;
-		uint64_t load_ns = 0;
 
 		if (!(m->cfg.continuous_kinds & (1u << kind)))
 			continue;
@@ -1263,18 +1287,19 @@ static int continuous_start(struct manager *m)
 				continue;
 			r = collector_group_load(m->collector, g, &ns);
 			failed = g;
-			missing |= ns ? 1u << g : 0;
-			load_ns += ns;
+			loaded |= ns ? 1u << g : 0;
+		}
+		log_groups_loaded(m, loaded);
+		if (r < 0 && failed == COLLECTOR_GROUP_REQUESTS) {
+			log_error("continuous_requests: %s",
+				  group_unavailable(m, failed, err, sizeof(err)));
+			return r;
 		}
 		if (r < 0) {
 			log_warning("continuous_kinds: %s left out: %s", proto_kind_name(kind),
 				    group_unavailable(m, failed, err, sizeof(err)));
 			continue;
 		}
-		for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++)
-			if (missing & (1u << g))
-				log_info("loaded the %s programs in %.1f s",
-					 collector_group_name(g), load_ns / 1e9);
 		r = collector_slot_add(m->collector, &filter, &slot);
 		if (r < 0) {
 			log_error("cannot start continuous profiling: %s", strerror(-r));
