@@ -43,7 +43,7 @@ struct collector {
 	pthread_mutex_t load_lock; /* one group load at a time */
 	struct group groups[COLLECTOR_GROUP_COUNT];
 	uint32_t oncpu_frequency;
-	/* The I/O kinds' links (see io_attach()): bio's for good, fileio's
+	/* The I/O kinds' links (see links_attach()): bio's for good, fileio's
 	 * only while a fileio slot is in use, since any syscall tracepoint
 	 * slows every syscall of every process down. */
 	struct bpf_link *io_links[2][16];
@@ -374,11 +374,12 @@ static int wanted_probe(struct collector *c)
 {
 	struct offcpu_bpf *skel = offcpu_bpf__open();
 	struct bpf_program *prog;
-	size_t i = 0;
 
 	if (!skel)
 		return -errno;
 	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
+		size_t i = 0;
+
 		group_autoload(c, skel, g);
 		bpf_object__for_each_program(prog, skel->obj)
 		{
@@ -386,7 +387,6 @@ static int wanted_probe(struct collector *c)
 				c->wanted[i] = bpf_program__autoload(prog);
 			i++;
 		}
-		i = 0;
 	}
 	offcpu_bpf__destroy(skel);
 	return 0;
@@ -963,10 +963,11 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 		unsigned group = program_group(name);
 		struct bpf_prog_info info = { 0 };
 		__u32 len = sizeof(info);
-		bool wanted = i < MAX_PROGRAMS && c->wanted[i++];
+		bool wanted = i < MAX_PROGRAMS && c->wanted[i];
 		struct offcpu_bpf *skel;
 		int fd = -1;
 
+		i++;
 		if (group == GROUP_CORE) {
 			fd = bpf_program__fd(prog);
 			wanted = fd >= 0;

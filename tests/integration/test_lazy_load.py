@@ -180,6 +180,46 @@ class FirstUseTest(unittest.TestCase):
         self.assertGreaterEqual(got, want - 2, count)
 
 
+class LoadInterruptedTest(unittest.TestCase):
+    """A client that goes, or a daemon that stops, while a capture waits for
+    its programs (fileio's take seconds to verify)."""
+
+    def test_client_gone_while_loading(self):
+        d = Daemon("continuous = false\n")
+        try:
+            cap = d.ctl_popen("capture", "--kind", "fileio", "--seconds", "5", "-o", os.devnull)
+            time.sleep(0.3)
+            loading = groups(d)["fileio"]["state"] == "on_demand"
+            cap.kill()
+            cap.communicate()
+            deadline = time.monotonic() + 60
+            while groups(d)["fileio"]["state"] == "on_demand":
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.1)
+            # The load went on for later captures; the capture itself was dropped.
+            self.assertEqual(groups(d)["fileio"]["state"], "loaded")
+            time.sleep(0.5)
+            st = d.status()
+            self.assertEqual((st["captures_running"], st["slots_active"]), (0, 0), st)
+            if not loading:
+                self.skipTest("the fileio programs loaded before the client went")
+        finally:
+            self.assertEqual(d.stop(), 0, d.log_text())
+
+    def test_stop_while_loading(self):
+        d = Daemon("continuous = false\n")
+        cap = d.ctl_popen("--json", "capture", "--kind", "fileio", "--seconds", "5")
+        time.sleep(0.3)
+        loading = groups(d)["fileio"]["state"] == "on_demand"
+        self.assertEqual(d.stop(), 0, d.log_text())
+        out, _ = cap.communicate(timeout=30)
+        if not loading:
+            self.skipTest("the fileio programs loaded before the stop")
+        reply = json.loads(out)
+        self.assertFalse(reply["ok"], reply)
+        self.assertEqual(reply["error"]["message"], "offcpud is shutting down")
+
+
 class LoadFailureTest(unittest.TestCase):
     """A group whose programs cannot attach: fileio with tracefs hidden (an
     empty tmpfs over /sys/kernel/tracing in the daemon's own mount
