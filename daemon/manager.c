@@ -1383,7 +1383,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 
 		collector_group_status(m->collector, g, &st);
 		if (st.state == COLLECTOR_GROUP_UNAVAILABLE)
-			log_info("%s: captures that need it are refused",
+			log_info("%s (captures that need it are refused)",
 				 group_unavailable(m, g, warn, sizeof(warn)));
 	}
 	log_info("the programs of other kinds load when a capture first needs them "
