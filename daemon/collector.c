@@ -98,16 +98,16 @@ static struct offcpu_bpf *group_skel(struct collector *c, unsigned group)
 
 	pthread_mutex_lock(&c->lock);
 	skel = c->groups[group].status.state == COLLECTOR_GROUP_LOADED ? c->groups[group].skel
-									: NULL;
+								       : NULL;
 	pthread_mutex_unlock(&c->lock);
 	return skel;
 }
 
-static void group_set_unavailable(struct collector *c, unsigned group, int error,
-				  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void group_set_unavailable(struct collector *c, unsigned group, int error, const char *fmt,
+				  ...) __attribute__((format(printf, 4, 5)));
 
-static void group_set_unavailable(struct collector *c, unsigned group, int error,
-				  const char *fmt, ...)
+static void group_set_unavailable(struct collector *c, unsigned group, int error, const char *fmt,
+				  ...)
 {
 	struct collector_group_status *st = &c->groups[group].status;
 	va_list ap;
@@ -292,7 +292,8 @@ static int group_open(struct collector *c, unsigned group, struct offcpu_bpf **r
 	group_autoload(c, skel, group);
 	bpf_object__for_each_map(map, skel->obj)
 	{
-		struct bpf_map *core = bpf_object__find_map_by_name(c->skel->obj, bpf_map__name(map));
+		struct bpf_map *core =
+			bpf_object__find_map_by_name(c->skel->obj, bpf_map__name(map));
 		int fd = core ? bpf_map__fd(core) : -1;
 
 		if (fd < 0) {
@@ -405,8 +406,9 @@ static int groups_probe(struct collector *c)
 		group_set_unavailable(c, COLLECTOR_GROUP_REQUESTS, -EOPNOTSUPP,
 				      "it needs the tp_btf tracepoint (task storage); "
 				      "this daemon runs on raw_tp");
-		group_set_unavailable(c, COLLECTOR_GROUP_BIO, -EOPNOTSUPP,
-				      "the block tracepoints need tp_btf; this daemon runs on raw_tp");
+		group_set_unavailable(
+			c, COLLECTOR_GROUP_BIO, -EOPNOTSUPP,
+			"the block tracepoints need tp_btf; this daemon runs on raw_tp");
 	} else if (!c->bio_path) {
 		group_set_unavailable(c, COLLECTOR_GROUP_BIO, -ENOENT,
 				      "no block tracepoints in the kernel's BTF");
@@ -434,19 +436,22 @@ static int group_attach(struct collector *c, unsigned group, struct offcpu_bpf *
 					: "");
 		break;
 	case COLLECTOR_GROUP_BIO:
-		r = links_attach(skel->obj, "bio_", c->io_links[IO_BIO], 16, &c->n_io_links[IO_BIO]);
+		r = links_attach(skel->obj, "bio_", c->io_links[IO_BIO], 16,
+				 &c->n_io_links[IO_BIO]);
 		if (r < 0)
-			group_set_unavailable(c, group, r, "the block tracepoints (%s) did not attach: %s",
+			group_set_unavailable(c, group, r,
+					      "the block tracepoints (%s) did not attach: %s",
 					      c->bio_path, strerror(-r));
 		break;
 	case COLLECTOR_GROUP_FILEIO:
 		r = links_attach(skel->obj, "fileio_", probe, 16, &n_probe);
 		links_destroy(probe, &n_probe);
 		if (r < 0)
-			group_set_unavailable(c, group, r,
-					      "the syscall tracepoints did not attach: %s; is tracefs "
-					      "mounted?",
-					      strerror(-r));
+			group_set_unavailable(
+				c, group, r,
+				"the syscall tracepoints did not attach: %s; is tracefs "
+				"mounted?",
+				strerror(-r));
 		break;
 	}
 	return r;
@@ -497,8 +502,7 @@ int collector_group_load(struct collector *c, unsigned group, uint64_t *ret_load
 	return r;
 }
 
-void collector_group_status(struct collector *c, unsigned group,
-			    struct collector_group_status *ret)
+void collector_group_status(struct collector *c, unsigned group, struct collector_group_status *ret)
 {
 	pthread_mutex_lock(&c->lock);
 	*ret = c->groups[group].status;

@@ -1502,7 +1502,8 @@ static void store_idle_cb(void *arg)
 static void shutdown_continue(struct manager *m)
 {
 	if (m->draining || m->probe_works || m->pt_work || m->load_works)
-		return; /* drain_after_cb, probe_after_cb, pt_after_cb or load_after_cb calls again */
+		return; /* drain_after_cb, probe_after_cb, pt_after_cb or load_after_cb calls again
+			 */
 	if (m->store_queue && !store_queue_idle(m->store_queue)) {
 		store_queue_on_idle(m->store_queue, store_idle_cb, m);
 		return;

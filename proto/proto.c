@@ -1578,7 +1578,8 @@ char *proto_reply_status(const struct proto_status *s)
 		}
 		if (!proto__add_string(g, "name", s->groups[i].name) ||
 		    !proto__add_string(g, "state", s->groups[i].state) ||
-		    !proto__add_string(g, "reason", s->groups[i].reason ? s->groups[i].reason : "") ||
+		    !proto__add_string(g, "reason",
+				       s->groups[i].reason ? s->groups[i].reason : "") ||
 		    !proto__add_u64(g, "load_ms", s->groups[i].load_ms))
 			goto fail;
 	}

@@ -2108,7 +2108,8 @@ static void test_reply_status(void)
 	/* Empty lists, NULL strings and non-finite rates still make a valid reply. */
 	memset(&st, 0, sizeof(st));
 	{
-		static const struct proto_program odd_programs[] = { { NULL, true, 0, 0, 0, true } };
+		static const struct proto_program odd_programs[] = { { NULL, true, 0, 0, 0,
+								       true } };
 		static const struct proto_counter odd_counters[] = { { NULL, 1 }, { "\xfe", 2 } };
 
 		st.programs = odd_programs;
@@ -2223,8 +2224,7 @@ static void test_reply_capture(void)
 	res.loaded = "oncpu,fileio";
 	res.load_ms = 1900;
 	s = proto_reply_capture(&res, 0);
-	CHECK_MSG(s && strstr(s, "\"loaded\":\"oncpu,fileio\",\"load_ms\":1900"), "('%s')",
-		  STR(s));
+	CHECK_MSG(s && strstr(s, "\"loaded\":\"oncpu,fileio\",\"load_ms\":1900"), "('%s')", STR(s));
 	reply = NULL;
 	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
 	if (reply)
