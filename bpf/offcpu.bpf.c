@@ -32,10 +32,12 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "offcpu.h"
+#include "sampling.h"
 
 #define TASK_INTERRUPTIBLE   0x0001
 #define TASK_UNINTERRUPTIBLE 0x0002
 #define TASK_NOLOAD	     0x0400
+#define PF_EXITING	     0x00000004
 #define PF_KTHREAD	     0x00200000
 #define UNWIND_REFRESH_NS    1000000000ull /* 1 s */
 #define MAX_FRAME_BYTES	     (8u << 20) /* the default stack rlimit */
@@ -62,6 +64,7 @@ __u32 split_runq_slots;		       /* OFFCPU slots that count run-queue wait apart 
 __u32 hist_slots;		       /* slots that keep log2 histograms */
 __u32 request_slots;		       /* slots that count only inside a request */
 __u32 filename_slots;		       /* FILEIO slots that key rows by file name too */
+__u32 sampled_slots;		       /* slots that sample stacks (slot.sample_period_ns) */
 __u32 epoch;			       /* its low bit selects the buffer being written */
 
 struct start_rec {
@@ -69,6 +72,11 @@ struct start_rec {
 	__u64 wake_ts; /* first sched_waking of this block; 0: none yet */
 	__u32 slots;   /* matched at switch-out; 0 once consumed */
 	__u32 state;
+	__u32 walked;  /* slots whose stacks were walked at switch-out */
+	/* A sampled block waiting for its user stack (see sample_stacks()): its
+	 * slots, and the user registers it must still have when walked. */
+	__u32 walk_pending;
+	__u64 walk_ip, walk_sp;
 	/* Filled at switch-in for slot_account(): */
 	__u64 delta, blocked, runq;
 	__u64 khash, uhash;
@@ -155,8 +163,9 @@ struct {
 	.values = { &chains0, &chains1 },
 };
 
+/* Per CPU: histograms are kept for every block, sampled or not. */
 struct hist_map {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, struct offcpu_hist_key);
 	__type(value, __u64);
@@ -170,6 +179,49 @@ struct {
 } hists SEC(".maps") = {
 	.values = { &hists0, &hists1 },
 };
+
+/* Sampled slots' exact totals (struct offcpu_total), per CPU. */
+struct total_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct offcpu_key);
+	__type(value, struct offcpu_total);
+} totals0 SEC(".maps"), totals1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct total_map);
+} totals SEC(".maps") = {
+	.values = { &totals0, &totals1 },
+};
+
+/*
+ * Deferred user stack walks. A sampled thread's user stack is walked when it
+ * is current again: at its return to user mode, by a BPF task work (the
+ * callback runs in its context), or at its next switch-out if it blocks
+ * again in the kernel first. One entry per thread with a walk scheduled.
+ */
+struct deferred_walk {
+	struct bpf_task_work tw;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct deferred_walk);
+} deferred_walks SEC(".maps");
+
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+					      void *map__map, bpf_task_work_callback_t callback,
+					      void *aux__prog) __ksym __weak;
+
+/* Set by the loader: defer user walks of sampled slots (the kernel has BPF
+ * task work and the configuration allows it); else walk them at switch-out. */
+const volatile bool defer_walks = false;
 
 /* A thread's requests, one entry per slot. A slot's entry is valid only
  * while its start_ns equals the slot's: a request still open when its
@@ -350,6 +402,8 @@ static __always_inline void walk_stack(void *ctx, struct offcpu_stack *st, __u64
 {
 	long n = bpf_get_stack(ctx, st->ips, sizeof(st->ips), flags);
 
+	count(flags & BPF_F_USER_STACK ? OFFCPU_CNT_USER_STACK_WALKS
+				       : OFFCPU_CNT_KERNEL_STACK_WALKS);
 	if (n < 0) {
 		count(err_counter);
 		n = 0;
@@ -571,33 +625,53 @@ static long unwind_step(__u32 i, void *arg)
 	return 0;
 }
 
-/* prev's user stack, walked with its process's unwind tables. */
-static __always_inline void unwind_user_stack(struct task_struct *prev, __u32 tgid,
+/* A process with no mappings known: every frame is walked with frame
+ * pointers. Never written; not const, because a global function's pointer
+ * arguments must be writable memory. */
+struct offcpu_unwind_proc no_tables;
+
+/* t's user stack, walked with its process's unwind tables (proc), or with
+ * frame pointers alone (proc NULL). t's mm must be the current task's: user
+ * memory is read from there. */
+static __always_inline void unwind_user_stack(struct task_struct *t, __u32 tgid,
 					      const struct offcpu_unwind_proc *proc,
 					      struct offcpu_stack *st)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	struct user_walk s = { .st = st, .proc = proc, .bp_known = true };
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	struct user_walk s = { .st = st, .proc = proc ? proc : &no_tables, .bp_known = true };
 	__u32 depth = unwind_max_depth;
 
 	st->nr = 0;
-	st->flags = OFFCPU_STACK_DWARF;
+	st->flags = proc ? OFFCPU_STACK_DWARF : 0;
+	count(OFFCPU_CNT_USER_STACK_WALKS);
 	if (!regs)
 		return;
 	s.ip = BPF_CORE_READ(regs, ip);
 	s.sp = BPF_CORE_READ(regs, sp);
 	s.bp = BPF_CORE_READ(regs, bp);
-	s.ri = BPF_CORE_READ(prev, utask, return_instances);
+	s.ri = BPF_CORE_READ(t, utask, return_instances);
 	if (s.ri)
-		s.trampoline = BPF_CORE_READ(prev, mm, uprobes_state.xol_area, vaddr);
+		s.trampoline = BPF_CORE_READ(t, mm, uprobes_state.xol_area, vaddr);
 	if (depth > OFFCPU_MAX_STACK_DEPTH)
 		depth = OFFCPU_MAX_STACK_DEPTH;
 	bpf_loop(depth, unwind_step, &s, 0);
+	if (!proc)
+		return;
 	if (s.unknown_pc)
 		unwind_refresh(tgid);
 	count(OFFCPU_CNT_USTACK_TABLE_WALKS);
 	if (!(st->flags & OFFCPU_STACK_COMPLETE))
 		count(OFFCPU_CNT_USTACK_TRUNCATED);
+}
+
+/* The unwind tables of tgid; NULL (asking for them) if it has none yet. */
+static __always_inline const struct offcpu_unwind_proc *unwind_proc(__u32 tgid)
+{
+	const struct offcpu_unwind_proc *proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
+
+	if (!proc)
+		unwind_request(tgid);
+	return proc;
 }
 
 /* prev's user stack: with unwind tables when its process has them, else
@@ -608,14 +682,21 @@ static __always_inline void walk_user_stack(void *ctx, struct task_struct *prev,
 	const struct offcpu_unwind_proc *proc;
 
 	if (btf && unwind_dwarf) {
-		proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
+		proc = unwind_proc(tgid);
 		if (proc) {
 			unwind_user_stack(prev, tgid, proc, st);
 			return;
 		}
-		unwind_request(tgid);
 	}
 	walk_stack(ctx, st, BPF_F_USER_STACK, OFFCPU_CNT_DROP_USTACK_ERROR);
+}
+
+/* t's user stack where there is no program context to walk from (a task
+ * work, or t not current but of the current mm). tp_btf only. */
+static __always_inline void walk_task_user_stack(struct task_struct *t, __u32 tgid,
+						 struct offcpu_stack *st)
+{
+	unwind_user_stack(t, tgid, unwind_dwarf ? unwind_proc(tgid) : NULL, st);
 }
 
 /* Slots whose request r is inside; clears r's stale bits (see struct
@@ -684,6 +765,29 @@ static __always_inline __u64 switched_in_at(struct task_struct *t, const struct 
 }
 
 __noinline int block_end(struct start_rec *rec, __u64 now);
+__noinline int sample_account(struct start_rec *rec, __u32 slots);
+
+/*
+ * Completes the sample rec waits for with the user stack of t, the current
+ * task, if t has not been back in user mode since the block (its user
+ * registers are those of then); else the sample is lost, and counted.
+ */
+static __always_inline void sample_finish(struct start_rec *rec, struct task_struct *t,
+					  __u32 walk_counter)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	__u32 slots = rec->walk_pending;
+
+	rec->walk_pending = 0;
+	if (!regs || BPF_CORE_READ(regs, ip) != rec->walk_ip ||
+	    BPF_CORE_READ(regs, sp) != rec->walk_sp || (t->flags & PF_EXITING)) {
+		count(OFFCPU_CNT_DEFER_LOST);
+		return;
+	}
+	walk_task_user_stack(t, rec->tgid, &rec->ustack);
+	count(walk_counter);
+	sample_account(rec, slots);
+}
 
 /* Slots of the I/O kinds, which sched_switch leaves alone (offcpu_io.bpf.h). */
 static __always_inline __u32 io_kind_slots(void)
@@ -693,7 +797,7 @@ static __always_inline __u32 io_kind_slots(void)
 
 static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev, bool btf)
 {
-	__u32 pid, tgid, state, matched;
+	__u32 pid, tgid, state, matched, walk;
 	struct start_rec *rec;
 
 	pid = btf ? prev->pid : BPF_CORE_READ(prev, pid);
@@ -706,11 +810,16 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	 * back on a CPU (seen on VMs, after switches out of some host threads).
 	 * Count it, with an estimated end, before this block takes the record. */
 	rec = start_get(prev, pid, btf, false);
+	/* Blocking again before it went back to user mode: the user stack a
+	 * sample of its last block waits for is still there. */
+	if (btf && rec && rec->walk_pending)
+		sample_finish(rec, prev, OFFCPU_CNT_WALK_NEXT_SWITCH);
 	if (rec && rec->slots) {
 		count(OFFCPU_CNT_SWITCH_IN_UNSEEN);
 		rec->tgid = tgid;
 		rec->pid = pid;
-		block_end(rec, switched_in_at(prev, rec, btf));
+		if (block_end(rec, switched_in_at(prev, rec, btf)))
+			count(OFFCPU_CNT_DEFER_LOST); /* its kernel stack is gone */
 	}
 	state = state_class(preempt, task_state(prev));
 	matched = match_slots(tgid, pid, state) & ~io_kind_slots();
@@ -730,11 +839,19 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	rec->wake_ts = 0;
 	rec->chain.n = 0;
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm)); /* prev is current here */
-	if (matched & kernel_stack_slots)
+	/* Sampled slots take their stacks at switch-in, and only for the
+	 * blocks they sample (sample_stacks()), unless walks cannot wait. */
+	walk = matched;
+	if (btf && defer_walks)
+		walk &= ~sampled_slots;
+	else if (walk & sampled_slots)
+		count(OFFCPU_CNT_WALK_SWITCH_OUT);
+	if (walk & kernel_stack_slots)
 		walk_stack(ctx, &rec->kstack, 0, OFFCPU_CNT_DROP_KSTACK_ERROR);
-	if ((matched & user_stack_slots) &&
+	if ((walk & user_stack_slots) &&
 	    !((btf ? prev->flags : BPF_CORE_READ(prev, flags)) & PF_KTHREAD))
 		walk_user_stack(ctx, prev, tgid, &rec->ustack, btf);
+	rec->walked = walk;
 	rec->state = state;
 	rec->slots = matched;
 	rec->ts = bpf_ktime_get_ns();
@@ -983,7 +1100,7 @@ static __always_inline void hist_add(void *hist_map, __u32 slot, __u32 tgid, __u
 			return;
 		}
 	}
-	__sync_fetch_and_add(v, 1);
+	*v += 1; /* this CPU's copy */
 }
 
 /* The first depth levels of the block's chain, in the current buffer. */
@@ -1012,7 +1129,7 @@ static __always_inline __u64 intern_chain(void *chain_map, const struct offcpu_c
 
 /* Buffers of the current epoch. */
 struct buffers {
-	void *agg, *stacks, *chains, *hists;
+	void *agg, *stacks, *chains, *hists, *totals;
 };
 
 static __always_inline bool buffers_get(struct buffers *b)
@@ -1023,27 +1140,47 @@ static __always_inline bool buffers_get(struct buffers *b)
 	b->stacks = bpf_map_lookup_elem(&stacks, &buf);
 	b->chains = bpf_map_lookup_elem(&chains, &buf);
 	b->hists = bpf_map_lookup_elem(&hists, &buf);
-	if (b->agg && b->stacks && b->chains && b->hists)
+	b->totals = bpf_map_lookup_elem(&totals, &buf);
+	if (b->agg && b->stacks && b->chains && b->hists && b->totals)
 		return true;
 	count(OFFCPU_CNT_BUFFER_MISSING);
 	return false;
+}
+
+/* The part of a block a slot of this kind counts. */
+static __always_inline __u64 block_value(const struct start_rec *rec, __u32 kind)
+{
+	return kind == OFFCPU_KIND_OFFCPU ? rec->delta
+	       : kind == OFFCPU_KIND_RUNQ ? rec->runq
+					  : rec->blocked;
+}
+
+static __always_inline void slot_hist_add(void *hist_map, const struct start_rec *rec, __u32 slot)
+{
+	hist_add(hist_map, slot, rec->tgid, OFFCPU_HIST_OFFCPU, rec->delta);
+	if (rec->runq)
+		hist_add(hist_map, slot, rec->tgid, OFFCPU_HIST_RUNQ, rec->runq);
 }
 
 /*
  * Adds one block to slot's rows (and histograms), as the slot's kind wants
  * it. The block's values are in rec; value is the one the slot's kind
  * counts, already checked against the slot's filters by block_end(). A
- * global function, so the verifier checks it once rather than once per slot
- * of block_end()'s loop.
+ * sampled slot's rows get the sample's weight, and its histograms were
+ * kept by total_add(). A global function, so the verifier checks it once
+ * rather than once per slot of block_end()'s loop.
  */
 __noinline int slot_account(struct start_rec *rec, __u32 slot, __u64 value)
 {
 	__u32 i = slot & (OFFCPU_MAX_SLOTS - 1), bit = 1u << i, kind, depth;
+	__u64 period = slots[i].sample_period_ns, blocked, runq;
 	struct offcpu_key key = {};
 	struct buffers b = {};
 
 	if (!rec || !buffers_get(&b))
 		return 0;
+	if (!(sampled_slots & bit))
+		period = 0;
 	kind = slots[i].kind;
 	depth = slots[i].chain_depth;
 	key.slot = i;
@@ -1051,40 +1188,121 @@ __noinline int slot_account(struct start_rec *rec, __u32 slot, __u64 value)
 	key.pid = rec->pid;
 	key.state = rec->state;
 	key.kind = kind;
+	key.flags = period ? OFFCPU_KEY_SAMPLED : 0;
 	key.kstack = (kernel_stack_slots & bit) ? rec->khash : 0;
 	key.ustack = (user_stack_slots & bit) ? rec->uhash : 0;
 	if (kind == OFFCPU_KIND_WAKEUP || kind == OFFCPU_KIND_OFFWAKE)
 		key.chain = intern_chain(b.chains, &rec->chain, 1);
 	else if (kind == OFFCPU_KIND_CHAIN)
 		key.chain = intern_chain(b.chains, &rec->chain, depth);
+	value = sample_weight(value, rec->delta, period);
+	blocked = sample_weight(rec->blocked, rec->delta, period);
+	runq = sample_weight(rec->runq, rec->delta, period);
 	if (kind == OFFCPU_KIND_OFFCPU && (split_runq_slots & bit)) {
-		if (rec->blocked)
-			aggregate(b.agg, &key, rec->blocked, rec->comm);
+		if (blocked)
+			aggregate(b.agg, &key, blocked, rec->comm);
 		key.kind = OFFCPU_KIND_RUNQ;
-		if (rec->runq)
-			aggregate(b.agg, &key, rec->runq, rec->comm);
+		if (runq)
+			aggregate(b.agg, &key, runq, rec->comm);
 	} else {
 		aggregate(b.agg, &key, value, rec->comm);
 	}
-	if (hist_slots & bit) {
-		hist_add(b.hists, i, rec->tgid, OFFCPU_HIST_OFFCPU, rec->delta);
-		if (rec->runq)
-			hist_add(b.hists, i, rec->tgid, OFFCPU_HIST_RUNQ, rec->runq);
+	if ((hist_slots & bit) && !period)
+		slot_hist_add(b.hists, rec, i);
+	return 0;
+}
+
+/* Adds ns to a sampled slot's exact total under key, on this CPU. */
+static __always_inline void total_one(void *total_map, struct offcpu_key *key, __u64 ns,
+				      bool is_short, bool taken, const char *comm)
+{
+	struct offcpu_total *t, init = {};
+
+	t = bpf_map_lookup_elem(total_map, key);
+	if (!t) {
+		__builtin_memcpy(init.comm, comm, sizeof(init.comm));
+		init.sum_ns = ns;
+		init.count = 1;
+		init.short_ns = is_short ? ns : 0;
+		init.samples = taken;
+		if (!bpf_map_update_elem(total_map, key, &init, BPF_NOEXIST))
+			return;
+		t = bpf_map_lookup_elem(total_map, key); /* lost a race to another CPU */
+		if (!t) {
+			count(OFFCPU_CNT_DROP_TOTAL_FULL);
+			return;
+		}
 	}
+	t->sum_ns += ns; /* this CPU's copy: no other CPU writes it */
+	t->count++;
+	if (is_short)
+		t->short_ns += ns;
+	t->samples += taken;
+}
+
+/*
+ * Adds one block to a sampled slot's exact totals and histograms: keyed as
+ * slot_account() keys its rows, without stacks. Writes only per-CPU maps.
+ */
+__noinline int total_add(struct start_rec *rec, __u32 slot, __u64 value, __u32 taken)
+{
+	__u32 i = slot & (OFFCPU_MAX_SLOTS - 1), bit = 1u << i;
+	struct offcpu_key key = {};
+	struct buffers b = {};
+	bool is_short;
+
+	if (!rec || !buffers_get(&b))
+		return 0;
+	is_short = rec->delta < slots[i].sample_period_ns;
+	key.slot = i;
+	key.tgid = rec->tgid;
+	key.pid = rec->pid;
+	key.state = rec->state;
+	key.kind = slots[i].kind;
+	if (key.kind == OFFCPU_KIND_OFFCPU && (split_runq_slots & bit)) {
+		if (rec->blocked)
+			total_one(b.totals, &key, rec->blocked, is_short, taken, rec->comm);
+		key.kind = OFFCPU_KIND_RUNQ;
+		if (rec->runq)
+			total_one(b.totals, &key, rec->runq, is_short, taken && !rec->blocked,
+				  rec->comm); /* one sample per block */
+	} else {
+		total_one(b.totals, &key, value, is_short, taken, rec->comm);
+	}
+	if (hist_slots & bit)
+		slot_hist_add(b.hists, rec, i);
+	return 0;
+}
+
+/* Adds a sampled block, its stacks in rec, to the sampled slots in slots. */
+__noinline int sample_account(struct start_rec *rec, __u32 slots_mask)
+{
+	struct buffers b = {};
+
+	if (!rec || !buffers_get(&b))
+		return 0;
+	rec->khash = intern_stack(b.stacks, &rec->kstack);
+	rec->uhash = intern_stack(b.stacks, &rec->ustack);
+	for (__u32 i = 0; i < OFFCPU_MAX_SLOTS; i++)
+		if (slots_mask & (1u << i))
+			slot_account(rec, i, block_value(rec, slots[i].kind));
 	return 0;
 }
 
 /*
  * Ends rec's block at now: splits it into blocked and run-queue time and adds
  * it to every slot whose filters it passes. The caller has set rec->tgid and
- * rec->pid. A global function: switch_in() and switch_out() share one
- * verified copy.
+ * rec->pid. A sampled slot counts the block in its totals, and decides
+ * whether it takes the block's stacks (one random draw per block for all
+ * slots). Returns the sampled slots that took the block but have no stacks
+ * for it yet (not walked at switch-out), for the caller to walk. A global
+ * function: switch_in() and switch_out() share one verified copy.
  */
 __noinline int block_end(struct start_rec *rec, __u64 now)
 {
+	__u32 matched, rand = bpf_get_prandom_u32(), need = 0;
+	bool interned = false, seen = false, took = false;
 	struct buffers b = {};
-	bool interned = false;
-	__u32 matched;
 	__u64 delta;
 
 	if (!rec || !rec->slots)
@@ -1111,14 +1329,25 @@ __noinline int block_end(struct start_rec *rec, __u64 now)
 	}
 	for (__u32 i = 0; i < OFFCPU_MAX_SLOTS; i++) {
 		struct offcpu_slot *s = &slots[i];
-		__u32 kind = s->kind;
-		__u64 value = kind == OFFCPU_KIND_OFFCPU ? delta
-			      : kind == OFFCPU_KIND_RUNQ ? rec->runq
-							 : rec->blocked;
+		__u64 value = block_value(rec, s->kind);
+		__u32 bit = 1u << i;
 
-		if (!(matched & (1u << i)) || rec->ts < s->start_ns || !value ||
+		if (!(matched & bit) || rec->ts < s->start_ns || !value ||
 		    value < s->min_block_ns || (s->max_block_ns && value > s->max_block_ns))
 			continue;
+		if (sampled_slots & bit) {
+			bool take = sample_take(delta, s->sample_period_ns, rand);
+
+			total_add(rec, i, value, take);
+			seen = true;
+			took |= take;
+			if (!take)
+				continue;
+			if (!(rec->walked & bit)) {
+				need |= bit;
+				continue;
+			}
+		}
 		if (!interned) { /* the first slot that keeps this block interns its stacks */
 			if (!buffers_get(&b))
 				return 0;
@@ -1128,13 +1357,105 @@ __noinline int block_end(struct start_rec *rec, __u64 now)
 		}
 		slot_account(rec, i, value);
 	}
+	if (seen)
+		count(OFFCPU_CNT_SAMPLED_BLOCKS);
+	if (took)
+		count(OFFCPU_CNT_SAMPLES);
+	return need;
+}
+
+/*
+ * The callback of a deferred walk, in the sampled thread's context on its
+ * way back to user mode: its user registers and stack are those of the
+ * block. (Task work callbacks may sleep; nothing here does.)
+ */
+static int deferred_walk_cb(struct bpf_map *map, void *key, void *value)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct start_rec *rec = bpf_task_storage_get(&task_starts, t, NULL, 0);
+
+	if (rec && rec->walk_pending)
+		sample_finish(rec, t, OFFCPU_CNT_WALK_DEFERRED);
+	bpf_map_delete_elem(&deferred_walks, key);
 	return 0;
 }
 
-static __always_inline void switch_in(struct task_struct *next, bool btf)
+/* Schedules deferred_walk_cb for next, unless one is scheduled already
+ * (it will find rec's pending walk). Returns false if it cannot be. */
+static __always_inline bool walk_defer(struct task_struct *next, __u32 pid)
+{
+	struct deferred_walk *w;
+	__u64 zero = 0;
+
+	if (!defer_walks || !bpf_task_work_schedule_resume_impl) /* a __weak kfunc: 0 if missing */
+		return false;
+	if (bpf_map_update_elem(&deferred_walks, &pid, &zero, BPF_NOEXIST))
+		return bpf_map_lookup_elem(&deferred_walks, &pid) != NULL;
+	w = bpf_map_lookup_elem(&deferred_walks, &pid);
+	if (w && !bpf_task_work_schedule_resume_impl(next, &w->tw, &deferred_walks,
+						     deferred_walk_cb, NULL))
+		return true;
+	bpf_map_delete_elem(&deferred_walks, &pid);
+	return false;
+}
+
+/*
+ * The stacks of a block that sampled slots took, for next, the thread being
+ * switched in by prev. Its kernel stack is still there: it has not run yet.
+ * Its user stack stays as it was until it returns to user mode; it can be
+ * read now only if prev shares its memory, else it is walked when next is
+ * current again (sample_finish()).
+ */
+static __always_inline void sample_stacks(struct task_struct *prev, struct task_struct *next,
+					  struct start_rec *rec, __u32 need)
+{
+	struct pt_regs *regs;
+	struct mm_struct *mm;
+	long n = 0;
+
+	rec->kstack.nr = 0;
+	rec->kstack.flags = 0;
+	rec->ustack.nr = 0;
+	rec->ustack.flags = 0;
+	if (need & kernel_stack_slots) {
+		n = bpf_get_task_stack(next, rec->kstack.ips, sizeof(rec->kstack.ips), 0);
+		count(OFFCPU_CNT_KERNEL_STACK_WALKS);
+		if (n < 0) {
+			count(OFFCPU_CNT_DROP_KSTACK_ERROR);
+			n = 0;
+		}
+		rec->kstack.nr = n / sizeof(__u64);
+	}
+	mm = next->mm;
+	if (!(need & user_stack_slots) || !mm || (next->flags & PF_KTHREAD)) {
+		sample_account(rec, need);
+		return;
+	}
+	if (mm == prev->mm) {
+		walk_task_user_stack(next, rec->tgid, &rec->ustack);
+		count(OFFCPU_CNT_WALK_SAME_MM);
+		sample_account(rec, need);
+		return;
+	}
+	regs = (struct pt_regs *)bpf_task_pt_regs(next);
+	if (!regs) {
+		count(OFFCPU_CNT_DEFER_LOST);
+		return;
+	}
+	rec->walk_ip = BPF_CORE_READ(regs, ip);
+	rec->walk_sp = BPF_CORE_READ(regs, sp);
+	rec->walk_pending = need;
+	if (!walk_defer(next, rec->pid)) {
+		rec->walk_pending = 0;
+		count(OFFCPU_CNT_DEFER_LOST);
+	}
+}
+
+static __always_inline void switch_in(struct task_struct *prev, struct task_struct *next,
+				      bool btf)
 {
 	struct start_rec *rec;
-	__u32 pid;
+	__u32 pid, need;
 
 	if (!active_mask)
 		return; /* any start record left would not count anyway */
@@ -1148,7 +1469,9 @@ static __always_inline void switch_in(struct task_struct *next, bool btf)
 		return;
 	rec->tgid = btf ? next->tgid : BPF_CORE_READ(next, tgid);
 	rec->pid = pid;
-	block_end(rec, bpf_ktime_get_ns());
+	need = block_end(rec, bpf_ktime_get_ns());
+	if (btf && need) /* (only with defer_walks, which needs tp_btf) */
+		sample_stacks(prev, next, rec, need);
 }
 
 SEC("tp_btf/sched_switch")
@@ -1156,7 +1479,7 @@ int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct ta
 {
 	count(OFFCPU_CNT_SWITCHES);
 	switch_out(ctx, preempt, prev, true);
-	switch_in(next, true);
+	switch_in(prev, next, true);
 	return 0;
 }
 
@@ -1165,7 +1488,7 @@ int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct ta
 {
 	count(OFFCPU_CNT_SWITCHES);
 	switch_out(ctx, preempt, prev, false);
-	switch_in(next, false);
+	switch_in(prev, next, false);
 	return 0;
 }
 

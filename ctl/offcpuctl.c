@@ -74,6 +74,9 @@ static void usage(FILE *out)
 		"          --metric M          time (default), count or bytes (bio, fileio)\n"
 		"          --split-runq        offcpu: run-queue wait as [runqueue] leaves\n"
 		"          --with-filename     fileio: the file's name as the leaf ([file] NAME)\n"
+		"          --sampled[=T_US]    offcpu, runq: stacks of blocks sampled in\n"
+		"                              proportion to time (period T, default the\n"
+		"                              daemon's sample_period_us); totals stay exact\n"
 		"          --lines             source file:line on each user frame (from\n"
 		"                              DWARF; inlined functions are frames anyway)\n"
 		"          --chain-depth N     chain: waker levels, 1 to 8 (default 3)\n"
@@ -358,6 +361,32 @@ static void unwind_summary(const struct proto_status *st)
 	printf("\n");
 }
 
+/* The continuous profile's stacks: sampled (how, at what cost, how
+ * accurate the last window is) or exact. */
+static void sampling_summary(const struct proto_sampling_status *sm)
+{
+	if (!*sm->stacks)
+		return;
+	if (strcmp(sm->stacks, "sampled")) {
+		printf("always-on stacks: exact (every block's)\n");
+		return;
+	}
+	printf("always-on stacks: sampled, T = %" PRIu64 " us; user stacks walked %s%s%s\n",
+	       sm->period_us,
+	       !strcmp(sm->walk, "deferred") ? "when the thread is current again" : "at switch-out",
+	       *sm->walk_reason ? ": " : "", sm->walk_reason);
+	printf("  %.0f samples/s of %.0f blocks/s; %.0f user and %.0f kernel stack walks/s",
+	       sm->samples_per_s, sm->blocks_per_s, sm->user_walks_per_s, sm->kernel_walks_per_s);
+	if (sm->samples_lost)
+		printf("; %" PRIu64 " samples lost (their time kept)", sm->samples_lost);
+	printf("\n");
+	if (sm->window_blocks)
+		printf("  last window: %" PRIu64 " samples of %" PRIu64
+		       " blocks; a stack holding 1%% of it is within +-%.1f%% (one standard "
+		       "error)\n",
+		       sm->window_samples, sm->window_blocks, sm->window_error_pct);
+}
+
 static void pt_summary(const struct proto_pt_status *pt)
 {
 	if (!*pt->event)
@@ -444,6 +473,7 @@ static int cmd_status(int argc, char **argv)
 					       : "",
 		       st->store.last_error);
 		unwind_summary(st);
+		sampling_summary(&st->sampling);
 		pt_summary(&st->pt);
 		printf("slots: %u of %u in use, %u capture%s running\n", st->slots_active,
 		       st->slots_max, st->captures_running, st->captures_running == 1 ? "" : "s");
@@ -995,6 +1025,13 @@ static void capture_summary(const struct proto_capture_result *res, enum proto_k
 			res->loaded, res->load_ms / 1e3);
 	requests_summary(stderr, "", res->requests, res->n_requests);
 	user_stacks_summary(&res->user_stacks);
+	if (res->sampling.period_us)
+		fprintf(stderr,
+			"offcpuctl: note: sampled stacks (T = %" PRIu64 " us): %" PRIu64
+			" of %" PRIu64 " blocks; per-thread totals are exact, a stack holding 1%%"
+			" of the time is within +-%.1f%% (one standard error)\n",
+			res->sampling.period_us, res->sampling.samples, res->sampling.blocks,
+			res->sampling.error_pct);
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "captured %" PRIu64 " stacks, %.3f s %s in %.1f s\n",
 			res->n_samples, res->total_ns / 1e9, what, res->duration_ns / 1e9);
@@ -1013,6 +1050,7 @@ static int cmd_capture(int argc, char **argv)
 		OPT_REQUEST,
 		OPT_METRIC,
 		OPT_WITH_FILENAME,
+		OPT_SAMPLED,
 	};
 	static const struct option options[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -1027,6 +1065,7 @@ static int cmd_capture(int argc, char **argv)
 		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "split-runq", no_argument, NULL, OPT_SPLIT_RUNQ },
 		{ "with-filename", no_argument, NULL, OPT_WITH_FILENAME },
+		{ "sampled", optional_argument, NULL, OPT_SAMPLED },
 		{ "lines", no_argument, NULL, OPT_LINES },
 		{ "metric", required_argument, NULL, OPT_METRIC },
 		{ "chain-depth", required_argument, NULL, OPT_CHAIN_DEPTH },
@@ -1115,6 +1154,15 @@ static int cmd_capture(int argc, char **argv)
 		case OPT_WITH_FILENAME:
 			cap->with_filename = 1;
 			break;
+		case OPT_SAMPLED:
+			cap->sampled = 1;
+			if (optarg && (parse_u64(optarg, PROTO_MAX_SAMPLE_PERIOD_US, &v) < 0 || !v))
+				r = usage_error("--sampled: the period is 1 to 1000000 "
+						"microseconds, not '%s'",
+						optarg);
+			else if (optarg)
+				cap->sample_period_us = (uint32_t)v;
+			break;
 		case OPT_LINES:
 			cap->lines = 1;
 			break;
@@ -1162,6 +1210,12 @@ static int cmd_capture(int argc, char **argv)
 	}
 	if (cap->with_filename && cap->kind != PROTO_KIND_FILEIO) {
 		r = usage_error("--with-filename only applies to --kind fileio, not %s",
+				proto_kind_name(cap->kind));
+		free(req);
+		return r;
+	}
+	if (cap->sampled && cap->kind != PROTO_KIND_OFFCPU && cap->kind != PROTO_KIND_RUNQ) {
+		r = usage_error("--sampled only applies to --kind offcpu or runq, not %s",
 				proto_kind_name(cap->kind));
 		free(req);
 		return r;

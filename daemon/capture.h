@@ -17,6 +17,7 @@
 
 #include "collector.h"
 #include "profile.h"
+#include "sampling.h"
 #include "proto.h"
 #include "server.h"
 
@@ -42,6 +43,7 @@ struct capture {
 	uint64_t counters_start[OFFCPU_CNT_MAX];
 	uint32_t groups_loaded; /* program groups this capture loaded (1 << enum collector_group) */
 	uint64_t load_ns;	/* the time it waited for them */
+	struct sampling_summary sampling; /* of its slot's drains, if sampled */
 };
 
 /* Checks that every requested pid and tid exists under proc_root. Returns 0,
