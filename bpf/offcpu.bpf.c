@@ -1067,20 +1067,36 @@ static __always_inline void waking(void *ctx, struct task_struct *p, bool btf)
 		__builtin_memcpy(&rec->chain, &rec->last_chain, sizeof(rec->chain));
 }
 
-/* log2 of the microseconds, capped to the last bucket. A global function,
- * so its loop is verified once, not in every slot's iteration. */
-__noinline __u32 log2_bucket(__u64 ns)
+/* log2 of the microseconds (0 for 0 and 1), capped to the last bucket:
+ * the highest bit set, found by halving the width searched. */
+static __always_inline __u32 log2_bucket(__u64 ns)
 {
 	__u64 us = ns / 1000;
 	__u32 b = 0;
 
-	for (__u32 i = 0; i < OFFCPU_HIST_BUCKETS - 1; i++) {
-		if (us < 2)
-			break;
-		us >>= 1;
-		b++;
+	if (us >> 32) {
+		us >>= 32;
+		b += 32;
 	}
-	return b;
+	if (us >> 16) {
+		us >>= 16;
+		b += 16;
+	}
+	if (us >> 8) {
+		us >>= 8;
+		b += 8;
+	}
+	if (us >> 4) {
+		us >>= 4;
+		b += 4;
+	}
+	if (us >> 2) {
+		us >>= 2;
+		b += 2;
+	}
+	if (us >> 1)
+		b += 1;
+	return b < OFFCPU_HIST_BUCKETS - 1 ? b : OFFCPU_HIST_BUCKETS - 1;
 }
 
 static __always_inline void hist_add(void *hist_map, __u32 slot, __u32 tgid, __u32 type, __u64 ns)
@@ -1246,13 +1262,20 @@ static __always_inline void total_one(void *total_map, struct offcpu_key *key, _
  */
 __noinline int total_add(struct start_rec *rec, __u32 slot, __u64 value, __u32 taken)
 {
-	__u32 i = slot & (OFFCPU_MAX_SLOTS - 1), bit = 1u << i;
+	__u32 i = slot & (OFFCPU_MAX_SLOTS - 1), bit = 1u << i, buf = epoch & 1;
 	struct offcpu_key key = {};
 	struct buffers b = {};
 	bool is_short;
 
-	if (!rec || !buffers_get(&b))
+	if (!rec)
 		return 0;
+	/* Only the two buffers this needs: it runs for every block. */
+	b.totals = bpf_map_lookup_elem(&totals, &buf);
+	b.hists = bpf_map_lookup_elem(&hists, &buf);
+	if (!b.totals || !b.hists) {
+		count(OFFCPU_CNT_BUFFER_MISSING);
+		return 0;
+	}
 	is_short = rec->delta < slots[i].sample_period_ns;
 	key.slot = i;
 	key.tgid = rec->tgid;
