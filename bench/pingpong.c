@@ -3,18 +3,26 @@
  *
  * Two threads, both pinned to one CPU, pass one byte back and forth over two pipes. Each
  * round trip is two blocking reads, so about two context switches; compare ns_per_round_trip
- * with and without the profiler attached. Prints one JSON line on stdout.
+ * with and without the profiler attached. Prints one JSON line on stdout, with the
+ * workload's own context switches (getrusage).
+ *
+ * With --processes the peer is a forked child instead of a thread (same pipes, same CPU):
+ * every switch then changes the address space, as between a client and a server.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define ROUND_TRIPS_MAX 1000000000UL
@@ -81,11 +89,62 @@ static void *peer_thread(void *arg)
 	return NULL;
 }
 
+/* Context switches of both ends (all threads of this process, and the peer
+ * process once reaped): the workload's own, whatever else the host runs. */
+static unsigned long long own_switches(void)
+{
+	struct rusage self, children;
+
+	if (getrusage(RUSAGE_SELF, &self) < 0 || getrusage(RUSAGE_CHILDREN, &children) < 0)
+		die("getrusage", errno);
+	return (unsigned long long)(self.ru_nvcsw + self.ru_nivcsw + children.ru_nvcsw +
+				    children.ru_nivcsw);
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: pingpong [--round-trips N] [--cpu C]\n"
+	fprintf(f, "usage: pingpong [--round-trips N] [--cpu C] [--processes]\n"
 		   "Two threads pinned to CPU C (default 0) pass one byte over two pipes\n"
-		   "N times (default 200000); prints the time per round trip as JSON.\n");
+		   "N times (default 200000); prints the time per round trip as JSON.\n"
+		   "--processes: two processes (the peer is forked) instead of two threads.\n");
+}
+
+/* --processes: the peer is a child process, pinned like its parent (the mask is
+ * inherited across fork). Returns its pid. */
+static pid_t peer_process_start(const struct pingpong *pp, unsigned long cpu)
+{
+	cpu_set_t set;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		die("fork", errno);
+	if (pid == 0) {
+		for (unsigned long i = 0; i < pp->round_trips; i++)
+			pingpong_serve(pp);
+		_exit(0);
+	}
+	if (sched_getaffinity(pid, sizeof(set), &set) < 0)
+		die("sched_getaffinity", errno);
+	if (CPU_COUNT(&set) != 1 || !CPU_ISSET(cpu, &set)) {
+		fprintf(stderr, "pingpong: peer process is not pinned to CPU %lu\n", cpu);
+		kill(pid, SIGKILL);
+		exit(1);
+	}
+	return pid;
+}
+
+static void peer_process_wait(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			die("waitpid", errno);
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		fprintf(stderr, "pingpong: peer process failed (status 0x%x)\n", status);
+		exit(1);
+	}
 }
 
 /* Returns 0 and stores the value in *ret, or -EINVAL / -ERANGE leaving *ret unchanged. */
@@ -108,15 +167,18 @@ static int parse_ulong(const char *s, unsigned long min, unsigned long max, unsi
 
 int main(int argc, char **argv)
 {
-	enum { OPT_ROUND_TRIPS = 256, OPT_CPU };
+	enum { OPT_ROUND_TRIPS = 256, OPT_CPU, OPT_PROCESSES };
 	static const struct option options[] = {
 		{ "round-trips", required_argument, NULL, OPT_ROUND_TRIPS },
 		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "processes", no_argument, NULL, OPT_PROCESSES },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct pingpong pp = { .round_trips = 200000 };
 	unsigned long cpu = 0;
+	bool processes = false;
+	pid_t peer_pid = 0;
 	pthread_t peer;
 	cpu_set_t set;
 	uint64_t t0, elapsed_ns;
@@ -140,6 +202,9 @@ int main(int argc, char **argv)
 					CPU_SETSIZE - 1, optarg);
 				exit(2);
 			}
+			break;
+		case OPT_PROCESSES:
+			processes = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -166,15 +231,19 @@ int main(int argc, char **argv)
 
 	if (pipe(pp.to_peer) < 0 || pipe(pp.from_peer) < 0)
 		die("pipe", errno);
-	r = pthread_create(&peer, NULL, peer_thread, &pp);
-	if (r)
-		die("pthread_create", r);
-	r = pthread_getaffinity_np(peer, sizeof(set), &set);
-	if (r)
-		die("pthread_getaffinity_np", r);
-	if (CPU_COUNT(&set) != 1 || !CPU_ISSET(cpu, &set)) {
-		fprintf(stderr, "pingpong: peer thread is not pinned to CPU %lu\n", cpu);
-		exit(1);
+	if (processes) {
+		peer_pid = peer_process_start(&pp, cpu);
+	} else {
+		r = pthread_create(&peer, NULL, peer_thread, &pp);
+		if (r)
+			die("pthread_create", r);
+		r = pthread_getaffinity_np(peer, sizeof(set), &set);
+		if (r)
+			die("pthread_getaffinity_np", r);
+		if (CPU_COUNT(&set) != 1 || !CPU_ISSET(cpu, &set)) {
+			fprintf(stderr, "pingpong: peer thread is not pinned to CPU %lu\n", cpu);
+			exit(1);
+		}
 	}
 
 	t0 = now_ns();
@@ -183,10 +252,15 @@ int main(int argc, char **argv)
 		read_byte(pp.from_peer[0]);
 	}
 	elapsed_ns = now_ns() - t0;
-	pthread_join(peer, NULL);
+	if (processes)
+		peer_process_wait(peer_pid);
+	else
+		pthread_join(peer, NULL);
 
-	printf("{\"round_trips\":%lu,\"elapsed_ns\":%llu,\"ns_per_round_trip\":%llu}\n",
-	       pp.round_trips, (unsigned long long)elapsed_ns,
-	       (unsigned long long)(elapsed_ns / pp.round_trips));
+	printf("{\"round_trips\":%lu,\"peer\":\"%s\",\"elapsed_ns\":%llu,"
+	       "\"ns_per_round_trip\":%llu,\"switches\":%llu}\n",
+	       pp.round_trips, processes ? "process" : "thread", (unsigned long long)elapsed_ns,
+	       (unsigned long long)(elapsed_ns / pp.round_trips),
+	       (unsigned long long)own_switches());
 	return 0;
 }

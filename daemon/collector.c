@@ -270,6 +270,30 @@ static const char *no_defer_reason(const struct collector_options *opts, bool ra
 	return NULL;
 }
 
+/* Puts each double buffer's two maps into its outer map (epoch & 1 picks
+ * one): the linked object cannot carry them as initial values. */
+static int buffers_publish(struct offcpu_bpf *skel)
+{
+	const struct {
+		struct bpf_map *outer, *inner[2];
+	} pairs[] = {
+		{ skel->maps.aggs, { skel->maps.agg0, skel->maps.agg1 } },
+		{ skel->maps.stacks, { skel->maps.stacks0, skel->maps.stacks1 } },
+		{ skel->maps.chains, { skel->maps.chains0, skel->maps.chains1 } },
+		{ skel->maps.hists, { skel->maps.hists0, skel->maps.hists1 } },
+		{ skel->maps.totals, { skel->maps.totals0, skel->maps.totals1 } },
+	};
+
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+		for (uint32_t k = 0; k < 2; k++) {
+			int fd = bpf_map__fd(pairs[i].inner[k]);
+
+			if (bpf_map_update_elem(bpf_map__fd(pairs[i].outer), &k, &fd, BPF_ANY) < 0)
+				return -errno;
+		}
+	return 0;
+}
+
 /* Opens, loads and attaches the core, which creates every map. */
 static int load(struct collector *c, const struct collector_options *opts)
 {
@@ -300,6 +324,8 @@ static int load(struct collector *c, const struct collector_options *opts)
 	group_autoload(c, skel, GROUP_CORE);
 
 	r = offcpu_bpf__load(skel);
+	if (r == 0)
+		r = buffers_publish(skel);
 	if (r < 0) {
 		offcpu_bpf__destroy(skel);
 		return r;

@@ -1,11 +1,11 @@
 /*
- * collector: owns the BPF side. Loads and attaches the scheduler core of
- * bpf/offcpu.bpf.c at start (tp_btf/sched_switch, or raw_tp where tp_btf is
- * missing), and each other group of its programs (on-CPU, requests, bio,
- * fileio) when a slot first needs it, sharing the core's maps; manages the
- * filter slots that captures occupy, and drains the double-buffered
- * aggregation maps. Slot calls come from the event loop thread;
- * collector_drain() runs on a worker thread, one at a time;
+ * collector: owns the BPF side. Loads and attaches the scheduler core of the
+ * programs of bpf/ (linked into offcpu.bpf.o) at start (tp_btf/sched_switch,
+ * or raw_tp where tp_btf is missing), and each other group of its programs
+ * (on-CPU, requests, bio, fileio) when a slot first needs it, sharing the
+ * core's maps; manages the filter slots that captures occupy, and drains the
+ * double-buffered aggregation maps. Slot calls come from the event loop
+ * thread; collector_drain() runs on a worker thread, one at a time;
  * collector_group_load() may run on any thread. Does not log (libbpf prints
  * through the daemon's libbpf print callback).
  */

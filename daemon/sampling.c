@@ -18,9 +18,9 @@ static struct offcpu_key group_of(const struct offcpu_key *k)
 
 struct group {
 	const struct offcpu_total *total;
-	uint64_t weight_ns;	     /* the samples' estimated time, summed */
-	uint64_t seen_ns;	     /* of it, in rows scaled so far */
-	uint64_t given_ns, given_n;  /* what those rows were given */
+	uint64_t weight_ns;	    /* the samples' estimated time, summed */
+	uint64_t seen_ns;	    /* of it, in rows scaled so far */
+	uint64_t given_ns, given_n; /* what those rows were given */
 };
 
 /* Share of whole that part's cumulative weight gives, rounded: rows get

@@ -18,12 +18,12 @@
 
 /* What one drain saw of one sampled slot. */
 struct sampling_summary {
-	uint64_t blocks;     /* blocks counted (rows' counts: a block split into blocked
-				and run-queue time counts in each) */
-	uint64_t samples;    /* blocks whose stacks were taken */
-	uint64_t sum_ns;     /* exact off-CPU time */
-	uint64_t short_ns;   /* of it, in blocks shorter than the period: estimated */
-	uint64_t late_rows;  /* samples whose block's totals an earlier drain took */
+	uint64_t blocks;    /* blocks counted (rows' counts: a block split into blocked
+			       and run-queue time counts in each) */
+	uint64_t samples;   /* blocks whose stacks were taken */
+	uint64_t sum_ns;    /* exact off-CPU time */
+	uint64_t short_ns;  /* of it, in blocks shorter than the period: estimated */
+	uint64_t late_rows; /* samples whose block's totals an earlier drain took */
 };
 
 /*

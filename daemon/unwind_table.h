@@ -1,7 +1,7 @@
 /*
  * unwind_table: the compact unwind table of one ELF file, built from its
  * .eh_frame (else .debug_frame) with libdw's CFI API, for the in-kernel
- * unwinder (bpf/offcpu.bpf.c). One row per PC range with the same rules:
+ * unwinder (bpf/stack.bpf.c). One row per PC range with the same rules:
  * how to find the CFA (rsp + off, rbp + off, the PLT pattern), where the
  * caller's rbp was saved, or that the return address is undefined (the
  * outermost frame: _start, a thread's clone). The return address is at

@@ -1,5 +1,5 @@
 /*
- * unwinder: feeds the in-kernel unwinder (bpf/offcpu.bpf.c) its tables. For
+ * unwinder: feeds the in-kernel unwinder (bpf/stack.bpf.c) its tables. For
  * each process the BPF side asks about (unwind_requests ring buffer: a new
  * process, an exec, a walk that met code outside the known mappings), reads
  * /proc/PID/maps, builds the

@@ -7,10 +7,11 @@ cd "$(dirname "$0")/.."
 # golang-go: only for `go tool pprof`, the reference reader of --format pprof's test.
 # libc6-dbg: libc's DWARF, for bench/symbolize_bench (and nicer libc frames).
 # fio: the random-read load of bench/io_overhead.py.
+# bpftrace: the reference tracer of bench/overhead.py.
 packages=(build-essential cmake pkg-config clang bpftool libbpf-dev libelf-dev libdw-dev
 	  zlib1g-dev libuv1-dev libcjson-dev libsqlite3-dev libsystemd-dev python3 systemd
 	  chromium fonts-dejavu-core mariadb-server mariadb-client sysbench golang-go
-	  libclang-rt-14-dev libipt-dev libc6-dbg fio)
+	  libclang-rt-14-dev libipt-dev libc6-dbg fio bpftrace)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

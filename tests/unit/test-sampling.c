@@ -89,8 +89,13 @@ static void test_estimator(void)
 static struct collector_row row(uint32_t pid, uint32_t kind, uint64_t ustack, uint64_t ns,
 				uint64_t count, uint32_t flags)
 {
-	struct collector_row r = { .key = { .slot = 0, .tgid = 10, .pid = pid, .state = 1,
-					    .kind = kind, .flags = flags, .ustack = ustack },
+	struct collector_row r = { .key = { .slot = 0,
+					    .tgid = 10,
+					    .pid = pid,
+					    .state = 1,
+					    .kind = kind,
+					    .flags = flags,
+					    .ustack = ustack },
 				   .value = { .sum_ns = ns, .count = count } };
 
 	snprintf(r.value.comm, sizeof(r.value.comm), "t%u", pid);
@@ -100,10 +105,10 @@ static struct collector_row row(uint32_t pid, uint32_t kind, uint64_t ustack, ui
 static struct collector_total total(uint32_t pid, uint32_t kind, uint64_t ns, uint64_t count,
 				    uint64_t short_ns, uint64_t samples)
 {
-	struct collector_total t = { .key = { .slot = 0, .tgid = 10, .pid = pid, .state = 1,
-					      .kind = kind },
-				     .total = { .sum_ns = ns, .count = count, .short_ns = short_ns,
-						.samples = samples } };
+	struct collector_total t = {
+		.key = { .slot = 0, .tgid = 10, .pid = pid, .state = 1, .kind = kind },
+		.total = { .sum_ns = ns, .count = count, .short_ns = short_ns, .samples = samples }
+	};
 
 	snprintf(t.total.comm, sizeof(t.total.comm), "t%u", pid);
 	return t;
