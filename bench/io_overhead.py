@@ -9,8 +9,9 @@ fio reads 4 KiB blocks at random offsets of a file with the psync engine
            per block (fileio's cost per syscall at its worst)
 and, for each load, in these modes, alternating, --runs times each:
   none       no offcpud running: the baseline
-  attached   offcpud with continuous = false and no capture: the programs
-             are attached but no slot is on
+  attached   offcpud with continuous = false and no capture yet: its
+             scheduler programs are attached, no slot is on, and the I/O
+             programs are not loaded (they load on their kind's first capture)
   bio        offcpud (continuous off) with a system-wide --kind bio capture
   fileio     the same with a system-wide --kind fileio capture
   fileio50   the same with --min-us 50: calls faster than 50 us are dropped
@@ -75,7 +76,7 @@ def run_load(paths, load, ios, cpu):
 def with_capture(daemon, capture_args, fn):
     cap = daemon.ctl_popen("capture", "--seconds", "3600", "-o", os.devnull, *capture_args)
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a kind's first capture loads its programs
         while daemon.status()["captures_running"] < 1:
             if cap.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"capture {capture_args} did not start: {cap.communicate()[1]}")

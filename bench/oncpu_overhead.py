@@ -6,7 +6,8 @@ one CPU) runs in these modes, alternating, --runs times each:
   none       no offcpud running: the baseline
   idle99     offcpud (continuous = false) with its perf events at 99 Hz but
              no capture: the program runs 99 times a second per CPU and
-             returns at once
+             returns at once (a 1 s oncpu capture loads it first: the
+             on-CPU programs load on first use)
   oncpu99    the same plus a system-wide capture --kind oncpu: every sample
              walks the kernel and user stacks and is aggregated
   oncpu999   oncpu_frequency = 999 and the same capture
@@ -67,6 +68,10 @@ def main():
         results["none"].append(burn())
         daemon = Daemon("continuous = false\noncpu_frequency = 99\n")
         try:
+            # Load the on-CPU programs (on first use), then measure them idle.
+            r = daemon.ctl("capture", "--kind", "oncpu", "--seconds", "1", "-o", os.devnull)
+            if r.returncode != 0:
+                sys.exit(f"oncpu_overhead: the oncpu capture failed: {r.stderr.strip()}")
             time.sleep(1)  # past the daemon's start-up work
             results["idle99"].append(burn())
             before = sample_cost(daemon)

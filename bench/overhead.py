@@ -111,10 +111,10 @@ def run_with_capture(daemon, run, *capture_args):
     cap = daemon.ctl_popen("capture", "--seconds", "3600", "-o", os.devnull, *capture_args)
     result = None
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a kind's first capture loads its programs
         while daemon.status()["captures_running"] < 1 and cap.poll() is None:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{what} did not start in 10 s")
+                raise RuntimeError(f"{what} did not start in 60 s")
             time.sleep(0.02)
         if cap.poll() is None:
             result = run()

@@ -446,13 +446,29 @@ static int cmd_status(int argc, char **argv)
 			const struct proto_program *p = &st->programs[i];
 
 			printf("  %-18s %-9s %10.0f runs/s", p->name,
-			       p->attached ? "attached" : "idle", p->events_per_s);
+			       p->attached ? "attached"
+			       : p->loaded ? "idle"
+					   : "unloaded",
+			       p->events_per_s);
 			if (p->run_cnt && p->run_time_ns)
 				printf(", %6.0f ns/run, %5.2f%% of a CPU",
 				       (double)p->run_time_ns / p->run_cnt,
 				       p->events_per_s * p->run_time_ns / p->run_cnt / 1e7);
 			printf("\n");
 		}
+		for (size_t i = 0; i < st->n_groups; i++) {
+			const struct proto_program_group *g = &st->groups[i];
+
+			printf("%s %s", i ? ";" : "program groups:", g->name);
+			if (!strcmp(g->state, "loaded"))
+				printf(" loaded (%.1f s)", g->load_ms / 1e3);
+			else if (!strcmp(g->state, "on_demand"))
+				printf(" loads on first use");
+			else
+				printf(" unavailable: %s", g->reason);
+		}
+		if (st->n_groups)
+			printf("\n");
 		printf("maps (last drain):");
 		for (size_t i = 0; i < st->n_maps; i++)
 			printf(" %s %" PRIu64 "/%" PRIu64 " (%.0f%%)", st->maps[i].name,
@@ -1015,6 +1031,9 @@ static void capture_summary(const struct proto_capture_result *res, enum proto_k
 	}
 	if (res->target_exited)
 		fprintf(stderr, "offcpuctl: note: a target exited during the capture\n");
+	if (res->loaded && *res->loaded)
+		fprintf(stderr, "offcpuctl: note: loaded the %s programs in %.1f s (first use)\n",
+			res->loaded, res->load_ms / 1e3);
 	requests_summary(stderr, "", res->requests, res->n_requests);
 	user_stacks_summary(&res->user_stacks);
 	if (res->sampling.period_us)

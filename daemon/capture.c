@@ -178,7 +178,7 @@ static char *capture_reply_profile(const struct capture *c, const struct profile
 	bool want_user = c->req.stacks != PROTO_STACKS_KERNEL;
 	bool want_kernel = c->req.stacks != PROTO_STACKS_USER;
 	struct proto_sample *samples = NULL;
-	char *folded = NULL, *output = NULL, *line = NULL, err[128];
+	char *folded = NULL, *output = NULL, *line = NULL, err[128], loaded[64] = "";
 	size_t n_samples = 0;
 	int r;
 
@@ -192,6 +192,14 @@ static char *capture_reply_profile(const struct capture *c, const struct profile
 		.requests = requests,
 		.n_requests = n_requests,
 	};
+	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
+		if (!(c->groups_loaded & (1u << g)))
+			continue;
+		snprintf(loaded + strlen(loaded), sizeof(loaded) - strlen(loaded), "%s%s",
+			 *loaded ? "," : "", collector_group_name(g));
+		res.load_ms = c->load_ns / 1000000;
+	}
+	res.loaded = loaded;
 	profile_foreach(p, add_user_stack_time, &res.user_stacks);
 	for (size_t i = 0; i < OFFCPU_CNT_MAX; i++) {
 		if (!drop_names[i])

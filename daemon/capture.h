@@ -22,6 +22,7 @@
 #include "server.h"
 
 enum capture_phase {
+	CAPTURE_LOADING,   /* no slot yet: the programs it needs are loading (on a worker) */
 	CAPTURE_ATTACHING, /* its request probes are being attached (on a worker) */
 	CAPTURE_RUNNING,
 	CAPTURE_ENDING, /* slot deactivated, waiting for the drain that flushes it */
@@ -31,7 +32,7 @@ struct capture {
 	uint64_t id;
 	unsigned slot;
 	enum capture_phase phase;
-	bool stop_requested;	  /* a stop came while attaching: end once running */
+	bool stop_requested;	  /* a stop came while loading or attaching: end once running */
 	struct server_conn *conn; /* NULL once the client has gone: no reply */
 	struct proto_capture_request req;
 	struct profile *profile;
@@ -40,6 +41,8 @@ struct capture {
 	int64_t start_ms;	   /* CLOCK_REALTIME, for the stored window */
 	uint64_t final_drain;	   /* the drain whose completion makes the result whole */
 	uint64_t counters_start[OFFCPU_CNT_MAX];
+	uint32_t groups_loaded; /* program groups this capture loaded (1 << enum collector_group) */
+	uint64_t load_ns;	/* the time it waited for them */
 	struct sampling_summary sampling; /* of its slot's drains, if sampled */
 };
 

@@ -5,6 +5,9 @@
 #include <errno.h>
 #include <linux/membarrier.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -18,11 +21,29 @@
 #include "clock.h"
 #include "offcpu.skel.h"
 
+#define MAX_PROGRAMS 64 /* in the object */
+
+/* The core's programs have no group: the scheduler hooks, unwind_exec. */
+#define GROUP_CORE COLLECTOR_GROUP_COUNT
+
+/* One optional group: its own instance of the object, whose maps are the
+ * core instance's (see group_open()). */
+struct group {
+	struct offcpu_bpf *skel; /* NULL until loaded */
+	struct collector_group_status status;
+};
+
 struct collector {
-	struct offcpu_bpf *skel;
+	struct offcpu_bpf *skel; /* the core; its maps are every group's */
 	struct bpf_link *links[4];
 	size_t n_links;
-	/* The I/O kinds' links (see io_attach()): bio's for good, fileio's
+	/* groups[].skel and .status: written by collector_group_load() on
+	 * any thread, read on the event loop's. */
+	pthread_mutex_t lock;
+	pthread_mutex_t load_lock; /* one group load at a time */
+	struct group groups[COLLECTOR_GROUP_COUNT];
+	uint32_t oncpu_frequency;
+	/* The I/O kinds' links (see links_attach()): bio's for good, fileio's
 	 * only while a fileio slot is in use, since any syscall tracepoint
 	 * slows every syscall of every process down. */
 	struct bpf_link *io_links[2][16];
@@ -36,9 +57,70 @@ struct collector {
 	size_t n_request_links[OFFCPU_MAX_SLOTS];
 	int stats_fd;		       /* keeps the kernel's BPF run-time stats on; -1 if refused */
 	struct bpf_link **oncpu_links; /* one per CPU that has an event; NULL entries: none */
-	int oncpu_error;	       /* see collector_oncpu_error() */
 	const char *no_defer_why;      /* why sampled walks are not deferred; NULL if they are */
+	bool wanted[MAX_PROGRAMS]; /* by index in the object: a group's program that loads here */
 };
+
+static const char *const group_names[COLLECTOR_GROUP_COUNT] = {
+	[COLLECTOR_GROUP_ONCPU] = "oncpu",
+	[COLLECTOR_GROUP_REQUESTS] = "requests",
+	[COLLECTOR_GROUP_BIO] = "bio",
+	[COLLECTOR_GROUP_FILEIO] = "fileio",
+};
+
+const char *collector_group_name(unsigned group)
+{
+	return group < COLLECTOR_GROUP_COUNT ? group_names[group] : "core";
+}
+
+/* A program's group, by its name's prefix; any other program is the core's. */
+static unsigned program_group(const char *name)
+{
+	static const struct {
+		const char *prefix;
+		unsigned group;
+	} prefixes[] = {
+		{ "oncpu_", COLLECTOR_GROUP_ONCPU },
+		{ "request_", COLLECTOR_GROUP_REQUESTS },
+		{ "bio_", COLLECTOR_GROUP_BIO },
+		{ "fileio_", COLLECTOR_GROUP_FILEIO },
+	};
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(name, prefixes[i].prefix, strlen(prefixes[i].prefix)))
+			return prefixes[i].group;
+	return GROUP_CORE;
+}
+
+/* group's instance if it is loaded, else NULL. */
+static struct offcpu_bpf *group_skel(struct collector *c, unsigned group)
+{
+	struct offcpu_bpf *skel;
+
+	pthread_mutex_lock(&c->lock);
+	skel = c->groups[group].status.state == COLLECTOR_GROUP_LOADED ? c->groups[group].skel
+								       : NULL;
+	pthread_mutex_unlock(&c->lock);
+	return skel;
+}
+
+static void group_set_unavailable(struct collector *c, unsigned group, int error, const char *fmt,
+				  ...) __attribute__((format(printf, 4, 5)));
+
+static void group_set_unavailable(struct collector *c, unsigned group, int error, const char *fmt,
+				  ...)
+{
+	struct collector_group_status *st = &c->groups[group].status;
+	va_list ap;
+
+	pthread_mutex_lock(&c->lock);
+	st->state = COLLECTOR_GROUP_UNAVAILABLE;
+	st->error = error;
+	va_start(ap, fmt);
+	vsnprintf(st->reason, sizeof(st->reason), fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&c->lock);
+}
 
 static void oncpu_detach(struct collector *c)
 {
@@ -49,12 +131,12 @@ static void oncpu_detach(struct collector *c)
 }
 
 /*
- * One CPU-clock event per CPU, sampling at freq Hz, each running
- * oncpu_sample. The kernel turns a CPU-clock frequency into a fixed period
- * in ns, which each sample carries. CPUs that are offline (ENODEV) are
- * skipped; any other failure leaves no events. Returns 0 or -errno.
+ * One CPU-clock event per CPU, sampling at freq Hz, each running prog. The
+ * kernel turns a CPU-clock frequency into a fixed period in ns, which each
+ * sample carries. CPUs that are offline (ENODEV) are skipped; any other
+ * failure leaves no events. Returns 0 or -errno.
  */
-static int oncpu_attach(struct collector *c, uint32_t freq)
+static int oncpu_attach(struct collector *c, struct bpf_program *prog, uint32_t freq)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
@@ -65,8 +147,6 @@ static int oncpu_attach(struct collector *c, uint32_t freq)
 	};
 	int attached = 0, r = -ENODEV;
 
-	if (!freq)
-		return -ECANCELED;
 	c->oncpu_links = calloc(c->ncpus, sizeof(*c->oncpu_links));
 	if (!c->oncpu_links)
 		return -ENOMEM;
@@ -80,8 +160,7 @@ static int oncpu_attach(struct collector *c, uint32_t freq)
 			goto fail;
 		}
 		/* The link owns fd from here, and closes it. */
-		c->oncpu_links[cpu] =
-			bpf_program__attach_perf_event(c->skel->progs.oncpu_sample, fd);
+		c->oncpu_links[cpu] = bpf_program__attach_perf_event(prog, fd);
 		if (!c->oncpu_links[cpu]) {
 			r = -errno;
 			close(fd);
@@ -96,23 +175,30 @@ fail:
 	return r;
 }
 
-/* Whether the kernel's BTF has this tracepoint (tp_btf can attach to it). */
-static bool btf_tracepoint_exists(const char *name)
-{
-	return libbpf_find_vmlinux_btf_id(name, BPF_TRACE_RAW_TP) >= 0;
-}
-
 /* The block tracepoints the bio programs use: block_io_start/done (6.5+),
- * else block_rq_insert/issue/complete; none without BTF (tp_btf only). */
+ * else block_rq_insert/issue/complete; none without BTF (tp_btf only). A
+ * tracepoint tp_btf can attach to has a btf_trace_<name> typedef. */
 static const char *bio_path_probe(bool raw_tp)
 {
+	static const char *const names[] = { "btf_trace_block_io_start", "btf_trace_block_rq_issue",
+					     "btf_trace_block_rq_complete" };
+	const char *path = NULL;
+	bool has[3];
+	struct btf *btf;
+
 	if (raw_tp)
 		return NULL;
-	if (btf_tracepoint_exists("block_io_start") && btf_tracepoint_exists("block_rq_complete"))
-		return "block_io_start/block_rq_issue/block_rq_complete";
-	if (btf_tracepoint_exists("block_rq_issue") && btf_tracepoint_exists("block_rq_complete"))
-		return "block_rq_insert/block_rq_issue/block_rq_complete";
-	return NULL;
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return NULL;
+	for (int i = 0; i < 3; i++)
+		has[i] = btf__find_by_name_kind(btf, names[i], BTF_KIND_TYPEDEF) > 0;
+	btf__free(btf);
+	if (has[0] && has[2])
+		path = "block_io_start/block_rq_issue/block_rq_complete";
+	else if (has[1] && has[2])
+		path = "block_rq_insert/block_rq_issue/block_rq_complete";
+	return path;
 }
 
 static void bio_autoload(struct offcpu_bpf *skel, const char *path)
@@ -127,16 +213,28 @@ static void bio_autoload(struct offcpu_bpf *skel, const char *path)
 	bpf_program__set_autoload(skel->progs.bio_rq_complete, !!path);
 }
 
-static void io_autoload_off(struct offcpu_bpf *skel)
+/* Sets which of skel's programs load: group's, and of those the ones that
+ * work here (the sched hooks' flavour, the bio path). */
+static void group_autoload(const struct collector *c, struct offcpu_bpf *skel, unsigned group)
 {
 	struct bpf_program *prog;
 
 	bpf_object__for_each_program(prog, skel->obj)
 	{
-		const char *name = bpf_program__name(prog);
-
-		if (!strncmp(name, "bio_", 4) || !strncmp(name, "fileio_", 7))
-			bpf_program__set_autoload(prog, false);
+		bpf_program__set_autoload(prog, program_group(bpf_program__name(prog)) == group);
+	}
+	switch (group) {
+	case GROUP_CORE:
+		bpf_program__set_autoload(skel->progs.sched_switch_btf, !c->raw_tp);
+		bpf_program__set_autoload(skel->progs.sched_switch_raw, c->raw_tp);
+		bpf_program__set_autoload(skel->progs.sched_process_free_raw, c->raw_tp);
+		bpf_program__set_autoload(skel->progs.sched_waking_btf, !c->raw_tp);
+		bpf_program__set_autoload(skel->progs.sched_waking_raw, c->raw_tp);
+		bpf_program__set_autoload(skel->progs.unwind_exec, skel->rodata->unwind_dwarf);
+		break;
+	case COLLECTOR_GROUP_BIO:
+		bio_autoload(skel, c->bio_path);
+		break;
 	}
 }
 
@@ -196,7 +294,8 @@ static int buffers_publish(struct offcpu_bpf *skel)
 	return 0;
 }
 
-static int load(const struct collector_options *opts, bool raw_tp, bool io, struct offcpu_bpf **ret)
+/* Opens, loads and attaches the core, which creates every map. */
+static int load(struct collector *c, const struct collector_options *opts)
 {
 	struct offcpu_bpf *skel;
 	int r;
@@ -211,28 +310,18 @@ static int load(const struct collector_options *opts, bool raw_tp, bool io, stru
 	bpf_map__set_max_entries(skel->maps.agg1, opts->agg_map_entries);
 	bpf_map__set_max_entries(skel->maps.stacks0, opts->stack_map_entries);
 	bpf_map__set_max_entries(skel->maps.stacks1, opts->stack_map_entries);
-	bpf_program__set_autoload(skel->progs.sched_switch_btf, !raw_tp);
-	bpf_program__set_autoload(skel->progs.sched_switch_raw, raw_tp);
-	bpf_program__set_autoload(skel->progs.sched_process_free_raw, raw_tp);
-	bpf_program__set_autoload(skel->progs.sched_waking_btf, !raw_tp);
-	bpf_program__set_autoload(skel->progs.sched_waking_raw, raw_tp);
-	bpf_map__set_autocreate(skel->maps.task_starts, !raw_tp);
-	bpf_map__set_autocreate(skel->maps.hash_starts, raw_tp);
-	bpf_program__set_autoload(skel->progs.request_enter, !raw_tp);
-	bpf_program__set_autoload(skel->progs.request_exit, !raw_tp);
-	bpf_map__set_autocreate(skel->maps.request_threads, !raw_tp);
+	bpf_map__set_autocreate(skel->maps.task_starts, !c->raw_tp);
+	bpf_map__set_autocreate(skel->maps.hash_starts, c->raw_tp);
+	bpf_map__set_autocreate(skel->maps.request_threads, !c->raw_tp);
 	/* Tables need bpf_task_pt_regs(), which needs tp_btf's typed task. */
-	skel->rodata->unwind_dwarf = opts->unwind_dwarf && !raw_tp;
+	skel->rodata->unwind_dwarf = opts->unwind_dwarf && !c->raw_tp;
 	skel->rodata->unwind_max_depth = opts->unwind_max_depth;
-	skel->rodata->defer_walks = !no_defer_reason(opts, raw_tp);
-	bpf_program__set_autoload(skel->progs.unwind_exec, skel->rodata->unwind_dwarf);
+	skel->rodata->defer_walks = !no_defer_reason(opts, c->raw_tp);
 	bpf_map__set_max_entries(skel->maps.unwind_rows,
 				 skel->rodata->unwind_dwarf ? opts->unwind_rows : 1);
 	bpf_map__set_max_entries(skel->maps.unwind_procs, opts->unwind_processes);
 	bpf_map__set_max_entries(skel->maps.unwind_requested, opts->unwind_processes);
-	bio_autoload(skel, bio_path_probe(raw_tp));
-	if (!io)
-		io_autoload_off(skel);
+	group_autoload(c, skel, GROUP_CORE);
 
 	r = offcpu_bpf__load(skel);
 	if (r == 0)
@@ -241,46 +330,76 @@ static int load(const struct collector_options *opts, bool raw_tp, bool io, stru
 		offcpu_bpf__destroy(skel);
 		return r;
 	}
-	*ret = skel;
+	c->skel = skel;
 	return 0;
 }
 
-/* The I/O kinds are optional: a kernel whose verifier refuses their
- * programs still gets the off-CPU kinds. */
-static int load_with_io_fallback(const struct collector_options *opts, bool raw_tp,
-				 struct offcpu_bpf **ret)
+/*
+ * A second instance of the object for one group: only the group's programs
+ * load, and every map is the core's (bpf_map__reuse_fd: slots, masks,
+ * buffers and the frozen .rodata, whose values the verifier reads from the
+ * kernel's copy; a reused map is neither created nor written by libbpf).
+ */
+static int group_open(struct collector *c, unsigned group, struct offcpu_bpf **ret)
 {
-	int r = load(opts, raw_tp, true, ret);
+	struct offcpu_bpf *skel;
+	struct bpf_map *map;
+	int r;
 
+	skel = offcpu_bpf__open();
+	if (!skel)
+		return -errno;
+	group_autoload(c, skel, group);
+	bpf_object__for_each_map(map, skel->obj)
+	{
+		struct bpf_map *core =
+			bpf_object__find_map_by_name(c->skel->obj, bpf_map__name(map));
+		int fd = core ? bpf_map__fd(core) : -1;
+
+		if (fd < 0) {
+			/* Not created for this flavour (task_starts on raw_tp). */
+			bpf_map__set_autocreate(map, false);
+			continue;
+		}
+		r = bpf_map__reuse_fd(map, fd);
+		if (r < 0)
+			goto fail;
+	}
+	r = offcpu_bpf__load(skel);
 	if (r < 0)
-		r = load(opts, raw_tp, false, ret);
+		goto fail;
+	*ret = skel;
+	return 0;
+fail:
+	offcpu_bpf__destroy(skel);
 	return r;
 }
 
 enum { IO_BIO, IO_FILEIO };
 
-static void io_detach(struct collector *c, int which)
+static void links_destroy(struct bpf_link **links, size_t *n)
 {
-	while (c->n_io_links[which])
-		bpf_link__destroy(c->io_links[which][--c->n_io_links[which]]);
+	while (*n)
+		bpf_link__destroy(links[--*n]);
 }
 
-/* Attaches the loaded programs of one I/O kind, all or none. 0, or a
- * negative errno (-ENOENT: none loaded). */
-static int io_attach(struct collector *c, int which)
+/* Attaches every loaded program of obj whose name starts with prefix, all
+ * or none, into links (max of them). 0, or a negative errno (-ENOENT: none
+ * loaded). */
+static int links_attach(struct bpf_object *obj, const char *prefix, struct bpf_link **links,
+			size_t max, size_t *n)
 {
-	const char *prefix = which == IO_FILEIO ? "fileio_" : "bio_";
 	struct bpf_program *prog;
 	int r = 0;
 
-	bpf_object__for_each_program(prog, c->skel->obj)
+	bpf_object__for_each_program(prog, obj)
 	{
 		struct bpf_link *link;
 
 		if (strncmp(bpf_program__name(prog), prefix, strlen(prefix)) ||
 		    bpf_program__fd(prog) < 0)
 			continue;
-		if (c->n_io_links[which] == sizeof(c->io_links[0]) / sizeof(c->io_links[0][0])) {
+		if (*n == max) {
 			r = -E2BIG;
 			break;
 		}
@@ -289,26 +408,180 @@ static int io_attach(struct collector *c, int which)
 			r = -errno;
 			break;
 		}
-		c->io_links[which][c->n_io_links[which]++] = link;
+		links[(*n)++] = link;
 	}
-	if (r == 0 && !c->n_io_links[which])
+	if (r == 0 && !*n)
 		r = -ENOENT;
 	if (r < 0)
-		io_detach(c, which);
+		links_destroy(links, n);
 	return r;
 }
 
-/* Which I/O kinds work here: a kind whose programs did not load or attach
- * is unavailable, not fatal (its path stays NULL and captures of it are
- * refused). fileio is attached once to find out, then detached until a
- * slot wants it. */
-static void io_probe(struct collector *c)
+static void io_detach(struct collector *c, int which)
 {
-	if (io_attach(c, IO_BIO) == 0)
-		c->bio_path = bio_path_probe(c->raw_tp);
-	if (io_attach(c, IO_FILEIO) == 0)
-		c->fileio_path = "syscall tracepoints (fentry on vfs_* not used)";
-	io_detach(c, IO_FILEIO);
+	links_destroy(c->io_links[which], &c->n_io_links[which]);
+}
+
+/* Attaches the loaded fileio programs (their group is loaded). */
+static int fileio_attach(struct collector *c)
+{
+	return links_attach(group_skel(c, COLLECTOR_GROUP_FILEIO)->obj, "fileio_",
+			    c->io_links[IO_FILEIO], 16, &c->n_io_links[IO_FILEIO]);
+}
+
+/* Which of the groups' programs would load here (group_autoload() on an
+ * instance that is only opened), for collector_programs(). */
+static int wanted_probe(struct collector *c)
+{
+	struct offcpu_bpf *skel = offcpu_bpf__open();
+	struct bpf_program *prog;
+
+	if (!skel)
+		return -errno;
+	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
+		size_t i = 0;
+
+		group_autoload(c, skel, g);
+		bpf_object__for_each_program(prog, skel->obj)
+		{
+			if (i < MAX_PROGRAMS && program_group(bpf_program__name(prog)) == g)
+				c->wanted[i] = bpf_program__autoload(prog);
+			i++;
+		}
+	}
+	offcpu_bpf__destroy(skel);
+	return 0;
+}
+
+/* What can be known without loading: a group that cannot work here is
+ * unavailable from the start, the others load on first use. */
+static int groups_probe(struct collector *c)
+{
+	c->bio_path = bio_path_probe(c->raw_tp);
+	c->fileio_path = "syscall tracepoints (fentry on vfs_* not used)";
+	if (!c->oncpu_frequency)
+		group_set_unavailable(c, COLLECTOR_GROUP_ONCPU, -ECANCELED,
+				      "on-CPU sampling is off (oncpu_frequency = 0)");
+	if (c->raw_tp) {
+		group_set_unavailable(c, COLLECTOR_GROUP_REQUESTS, -EOPNOTSUPP,
+				      "it needs the tp_btf tracepoint (task storage); "
+				      "this daemon runs on raw_tp");
+		group_set_unavailable(
+			c, COLLECTOR_GROUP_BIO, -EOPNOTSUPP,
+			"the block tracepoints need tp_btf; this daemon runs on raw_tp");
+	} else if (!c->bio_path) {
+		group_set_unavailable(c, COLLECTOR_GROUP_BIO, -ENOENT,
+				      "no block tracepoints in the kernel's BTF");
+	}
+	return wanted_probe(c);
+}
+
+/* Attaches what a group keeps attached from its load on; fileio's is only
+ * tried (and detached), to find out now whether it attaches. On failure
+ * sets the group's reason. */
+static int group_attach(struct collector *c, unsigned group, struct offcpu_bpf *skel)
+{
+	struct bpf_link *probe[16];
+	size_t n_probe = 0;
+	int r = 0;
+
+	switch (group) {
+	case COLLECTOR_GROUP_ONCPU:
+		r = oncpu_attach(c, skel->progs.oncpu_sample, c->oncpu_frequency);
+		if (r < 0)
+			group_set_unavailable(
+				c, group, r, "perf_event_open failed: %s%s", strerror(-r),
+				r == -EACCES || r == -EPERM
+					? " (see /proc/sys/kernel/perf_event_paranoid)"
+					: "");
+		break;
+	case COLLECTOR_GROUP_BIO:
+		r = links_attach(skel->obj, "bio_", c->io_links[IO_BIO], 16,
+				 &c->n_io_links[IO_BIO]);
+		if (r < 0)
+			group_set_unavailable(c, group, r,
+					      "the block tracepoints (%s) did not attach: %s",
+					      c->bio_path, strerror(-r));
+		break;
+	case COLLECTOR_GROUP_FILEIO:
+		r = links_attach(skel->obj, "fileio_", probe, 16, &n_probe);
+		links_destroy(probe, &n_probe);
+		if (r < 0)
+			group_set_unavailable(
+				c, group, r,
+				"the syscall tracepoints did not attach: %s; is tracefs "
+				"mounted?",
+				strerror(-r));
+		break;
+	}
+	return r;
+}
+
+int collector_group_load(struct collector *c, unsigned group, uint64_t *ret_load_ns)
+{
+	struct collector_group_status st;
+	struct offcpu_bpf *skel = NULL;
+	uint64_t start_ns;
+	int r;
+
+	if (ret_load_ns)
+		*ret_load_ns = 0;
+	if (group >= COLLECTOR_GROUP_COUNT)
+		return -EINVAL;
+	/* Loaded already: no wait behind another group's load. */
+	collector_group_status(c, group, &st);
+	if (st.state != COLLECTOR_GROUP_ON_DEMAND)
+		return st.state == COLLECTOR_GROUP_LOADED ? 0 : st.error;
+	pthread_mutex_lock(&c->load_lock);
+	collector_group_status(c, group, &st);
+	if (st.state != COLLECTOR_GROUP_ON_DEMAND) {
+		pthread_mutex_unlock(&c->load_lock);
+		return st.state == COLLECTOR_GROUP_LOADED ? 0 : st.error;
+	}
+	start_ns = clock_monotonic_ns();
+	r = group_open(c, group, &skel);
+	if (r < 0)
+		group_set_unavailable(c, group, r,
+				      "loading its programs failed: %s (the daemon's log has the "
+				      "verifier's output)",
+				      strerror(-r));
+	else
+		r = group_attach(c, group, skel);
+	if (r < 0) {
+		offcpu_bpf__destroy(skel);
+	} else {
+		pthread_mutex_lock(&c->lock);
+		c->groups[group].skel = skel;
+		c->groups[group].status.state = COLLECTOR_GROUP_LOADED;
+		c->groups[group].status.load_ns = clock_monotonic_ns() - start_ns;
+		if (ret_load_ns)
+			*ret_load_ns = c->groups[group].status.load_ns;
+		pthread_mutex_unlock(&c->lock);
+	}
+	pthread_mutex_unlock(&c->load_lock);
+	return r;
+}
+
+void collector_group_status(struct collector *c, unsigned group, struct collector_group_status *ret)
+{
+	pthread_mutex_lock(&c->lock);
+	*ret = c->groups[group].status;
+	pthread_mutex_unlock(&c->lock);
+}
+
+uint32_t collector_filter_groups(const struct collector_filter *f)
+{
+	uint32_t groups = 0;
+
+	if (f->kind == OFFCPU_KIND_ONCPU || f->oncpu)
+		groups |= 1u << COLLECTOR_GROUP_ONCPU;
+	if (f->requests)
+		groups |= 1u << COLLECTOR_GROUP_REQUESTS;
+	if (f->kind == OFFCPU_KIND_BIO)
+		groups |= 1u << COLLECTOR_GROUP_BIO;
+	if (f->kind == OFFCPU_KIND_FILEIO)
+		groups |= 1u << COLLECTOR_GROUP_FILEIO;
+	return groups;
 }
 
 int collector_new(const struct collector_options *opts, struct collector **ret)
@@ -319,6 +592,9 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->load_lock, NULL);
+	c->oncpu_frequency = opts->oncpu_frequency;
 	c->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	c->ncpus = libbpf_num_possible_cpus();
 	if (c->ncpus <= 0) {
@@ -329,10 +605,10 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	/* tp_btf gives typed pointers and task storage; kernels before 5.5
 	 * (or without BTF) only have raw_tp. Probe by trying. */
 	c->raw_tp = opts->attach == COLLECTOR_ATTACH_RAW_TP;
-	r = load_with_io_fallback(opts, c->raw_tp, &c->skel);
+	r = load(c, opts);
 	if (r < 0 && r != -EPERM && opts->attach == COLLECTOR_ATTACH_AUTO) {
 		c->raw_tp = true;
-		r = load_with_io_fallback(opts, true, &c->skel);
+		r = load(c, opts);
 	}
 	if (r < 0)
 		goto fail;
@@ -354,10 +630,9 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 			goto fail;
 		}
 	}
-	/* Without perf events (perf_event_paranoid, no such event) only the
-	 * on-CPU kind is missing: slots that want it are refused. */
-	c->oncpu_error = oncpu_attach(c, opts->oncpu_frequency);
-	io_probe(c);
+	r = groups_probe(c);
+	if (r < 0)
+		goto fail;
 	*ret = c;
 	return 0;
 fail:
@@ -376,9 +651,14 @@ void collector_free(struct collector *c)
 		bpf_link__destroy(c->links[i]);
 	io_detach(c, IO_BIO);
 	io_detach(c, IO_FILEIO);
+	/* The groups' instances first: they hold the core's maps too. */
+	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++)
+		offcpu_bpf__destroy(c->groups[g].skel);
 	offcpu_bpf__destroy(c->skel);
 	if (c->stats_fd >= 0)
 		close(c->stats_fd);
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->load_lock);
 	free(c);
 }
 
@@ -401,21 +681,22 @@ const char *collector_tracepoint(const struct collector *c)
 	return c->raw_tp ? "raw_tp" : "tp_btf";
 }
 
-const char *collector_io_path(const struct collector *c, unsigned kind)
+const char *collector_io_path(struct collector *c, unsigned kind)
 {
-	return kind == OFFCPU_KIND_BIO	    ? c->bio_path
-	       : kind == OFFCPU_KIND_FILEIO ? c->fileio_path
-					    : NULL;
+	unsigned group = kind == OFFCPU_KIND_BIO ? COLLECTOR_GROUP_BIO : COLLECTOR_GROUP_FILEIO;
+	struct collector_group_status st;
+
+	if (kind != OFFCPU_KIND_BIO && kind != OFFCPU_KIND_FILEIO)
+		return NULL;
+	collector_group_status(c, group, &st);
+	if (st.state == COLLECTOR_GROUP_UNAVAILABLE)
+		return NULL;
+	return kind == OFFCPU_KIND_BIO ? c->bio_path : c->fileio_path;
 }
 
 const char *collector_program_name(const struct collector *c)
 {
 	return c->raw_tp ? "sched_switch_raw" : "sched_switch_btf";
-}
-
-int collector_oncpu_error(const struct collector *c)
-{
-	return c->oncpu_error;
 }
 
 /* Adds or removes slot's bit in the id -> slot mask filter map. */
@@ -471,8 +752,8 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	int tgid_fd = bpf_map__fd(c->skel->maps.filter_tgids);
 	int tid_fd = bpf_map__fd(c->skel->maps.filter_tids);
 	struct offcpu_bpf__bss *bss;
+	uint32_t bit, groups;
 	unsigned slot;
-	uint32_t bit;
 	int r;
 
 	for (slot = 0; slot < OFFCPU_MAX_SLOTS; slot++)
@@ -480,11 +761,13 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 			break;
 	if (slot == OFFCPU_MAX_SLOTS)
 		return -EBUSY;
-	if ((f->kind == OFFCPU_KIND_ONCPU || f->oncpu) && c->oncpu_error)
-		return -EOPNOTSUPP;
+	groups = collector_filter_groups(f);
+	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++)
+		if ((groups & (1u << g)) && collector_group_load(c, g, NULL) < 0)
+			return -EOPNOTSUPP;
 	bit = 1u << slot;
 	if (f->kind == OFFCPU_KIND_FILEIO && !c->fileio_slots) {
-		r = io_attach(c, IO_FILEIO);
+		r = fileio_attach(c);
 		if (r < 0)
 			return r;
 	}
@@ -557,15 +840,20 @@ int collector_request_attach(struct collector *c, unsigned slot, unsigned reques
 			     const char *path, uint64_t offset)
 {
 	uint64_t cookie = (uint64_t)slot * OFFCPU_MAX_REQUESTS + request;
+	struct offcpu_bpf *skel;
 	int r;
 
 	if (c->raw_tp)
 		return -EOPNOTSUPP;
 	if (slot >= OFFCPU_MAX_SLOTS || request >= OFFCPU_MAX_REQUESTS)
 		return -EINVAL;
-	r = request_probe(c, slot, c->skel->progs.request_exit, true, cookie, pid, path, offset);
+	r = collector_group_load(c, COLLECTOR_GROUP_REQUESTS, NULL);
+	if (r < 0)
+		return r;
+	skel = group_skel(c, COLLECTOR_GROUP_REQUESTS);
+	r = request_probe(c, slot, skel->progs.request_exit, true, cookie, pid, path, offset);
 	if (r == 0)
-		r = request_probe(c, slot, c->skel->progs.request_enter, false, cookie, pid, path,
+		r = request_probe(c, slot, skel->progs.request_enter, false, cookie, pid, path,
 				  offset);
 	return r;
 }
@@ -732,26 +1020,38 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 {
 	bool requests = false;
 	struct bpf_program *prog;
-	size_t n = 0;
+	size_t n = 0, i = 0;
 
 	for (unsigned slot = 0; slot < OFFCPU_MAX_SLOTS; slot++)
 		requests |= c->n_request_links[slot] > 0;
 	bpf_object__for_each_program(prog, c->skel->obj)
 	{
+		const char *name = bpf_program__name(prog);
+		unsigned group = program_group(name);
 		struct bpf_prog_info info = { 0 };
 		__u32 len = sizeof(info);
-		int fd = bpf_program__fd(prog);
+		bool wanted = i < MAX_PROGRAMS && c->wanted[i];
+		struct offcpu_bpf *skel;
+		int fd = -1;
 
-		if (fd < 0 || n == max)
-			continue; /* not loaded: the other tracepoint flavour */
-		ret[n].name = bpf_program__name(prog);
-		ret[n].attached =
-			bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE ? requests
-			: !strncmp(ret[n].name, "fileio_", 7) ? c->n_io_links[IO_FILEIO] > 0
-			: bpf_program__type(prog) == BPF_PROG_TYPE_PERF_EVENT ? !c->oncpu_error
-									      : true;
-		ret[n].run_cnt = ret[n].run_time_ns = 0;
-		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
+		i++;
+		if (group == GROUP_CORE) {
+			fd = bpf_program__fd(prog);
+			wanted = fd >= 0;
+		} else if (wanted && (skel = group_skel(c, group))) {
+			fd = bpf_program__fd(bpf_object__find_program_by_name(skel->obj, name));
+		}
+		if (n == max || !wanted)
+			continue; /* never loaded here: the other tracepoint flavour */
+		ret[n] = (struct collector_program){
+			.name = name,
+			.loaded = fd >= 0,
+			.attached = fd >= 0 && (group == COLLECTOR_GROUP_REQUESTS ? requests
+						: group == COLLECTOR_GROUP_FILEIO
+							? c->n_io_links[IO_FILEIO] > 0
+							: true),
+		};
+		if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
 			ret[n].run_cnt = info.run_cnt;
 			ret[n].run_time_ns = info.run_time_ns;
 		}

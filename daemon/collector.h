@@ -1,10 +1,13 @@
 /*
- * collector: owns the BPF side. Loads and attaches the BPF programs of bpf/ (linked into offcpu.bpf.o)
- * (tp_btf/sched_switch, or raw_tp where tp_btf is missing), manages the filter
- * slots that captures occupy, and drains the double-buffered aggregation maps.
- * Slot calls come from the event loop thread; collector_drain() runs on a
- * worker thread, one at a time. Does not log (libbpf prints through the
- * daemon's libbpf print callback).
+ * collector: owns the BPF side. Loads and attaches the scheduler core of the
+ * programs of bpf/ (linked into offcpu.bpf.o) at start (tp_btf/sched_switch,
+ * or raw_tp where tp_btf is missing), and each other group of its programs
+ * (on-CPU, requests, bio, fileio) when a slot first needs it, sharing the
+ * core's maps; manages the filter slots that captures occupy, and drains the
+ * double-buffered aggregation maps. Slot calls come from the event loop
+ * thread; collector_drain() runs on a worker thread, one at a time;
+ * collector_group_load() may run on any thread. Does not log (libbpf prints
+ * through the daemon's libbpf print callback).
  */
 #ifndef COLLECTOR_H
 #define COLLECTOR_H
@@ -110,8 +113,8 @@ struct collector_batch {
 	uint64_t counters[OFFCPU_CNT_MAX]; /* totals since load, read after the flip */
 };
 
-/* Opens, loads and attaches. Returns 0, or -errno: -EPERM without
- * privileges, other codes from libbpf. */
+/* Opens, loads and attaches the scheduler core (no optional group). Returns
+ * 0, or -errno: -EPERM without privileges, other codes from libbpf. */
 int collector_new(const struct collector_options *opts, struct collector **ret);
 void collector_free(struct collector *c); /* NULL-safe; detaches */
 
@@ -125,19 +128,60 @@ const char *collector_tracepoint(const struct collector *c);
 
 /* The tracepoints an I/O kind (OFFCPU_KIND_BIO or _FILEIO) is traced with,
  * e.g. "block_io_start/block_rq_issue/block_rq_complete"; NULL if that kind is
- * unavailable on this kernel (or kind is not an I/O kind). */
-const char *collector_io_path(const struct collector *c, unsigned kind);
+ * unavailable on this kernel (its group's status says why) or kind is not an
+ * I/O kind. Known before the kind's programs are loaded. */
+const char *collector_io_path(struct collector *c, unsigned kind);
 const char *collector_program_name(const struct collector *c);
 
-/* Why there are no on-CPU samples: 0 if the perf events are attached, else
- * the -errno of perf_event_open or of the attach (-ENOENT: no such event,
- * -EACCES: perf_event_paranoid), or -ECANCELED if the frequency is 0. */
-int collector_oncpu_error(const struct collector *c);
+/*
+ * The optional groups of programs. Each is loaded (and attached, where it
+ * is attached for good) the first time a slot needs it, then stays loaded:
+ * verifying programs nobody asked for made the start slow.
+ */
+enum collector_group {
+	COLLECTOR_GROUP_ONCPU,	  /* oncpu_sample on per-CPU perf events: kinds oncpu, hotcold */
+	COLLECTOR_GROUP_REQUESTS, /* request_enter/exit, uprobes per slot: requests */
+	COLLECTOR_GROUP_BIO,	  /* block tracepoints: kind bio */
+	COLLECTOR_GROUP_FILEIO,	  /* syscall tracepoints, attached while a fileio slot is on */
+	COLLECTOR_GROUP_COUNT,
+};
+
+enum collector_group_state {
+	COLLECTOR_GROUP_ON_DEMAND,   /* not loaded yet: loads when a slot first needs it */
+	COLLECTOR_GROUP_LOADED,	     /* loaded (and attached where it stays attached) */
+	COLLECTOR_GROUP_UNAVAILABLE, /* cannot work here, or its load failed (kept) */
+};
+
+struct collector_group_status {
+	enum collector_group_state state;
+	int error;	  /* UNAVAILABLE: -errno */
+	char reason[256]; /* UNAVAILABLE: why, for people */
+	uint64_t load_ns; /* LOADED: how long loading and attaching took */
+};
+
+/* "oncpu", "requests", "bio", "fileio". */
+const char *collector_group_name(unsigned group);
+void collector_group_status(struct collector *c, unsigned group,
+			    struct collector_group_status *ret);
+
+/* The groups (mask of 1 << enum collector_group) a slot of filter f needs. */
+uint32_t collector_filter_groups(const struct collector_filter *f);
+
+/*
+ * Loads and attaches group unless it is loaded already. Takes seconds (the
+ * verifier): call it off the event loop; returns at once for a group that
+ * is loaded or unavailable. Safe from any thread; loads run one at a time.
+ * Returns 0 with *ret_load_ns (may be NULL) the time this call
+ * spent loading (0 if it was loaded already), or the -errno that made it
+ * unavailable (then and for good: collector_group_status says why).
+ */
+int collector_group_load(struct collector *c, unsigned group, uint64_t *ret_load_ns);
 
 /* Publishes a filter in a free slot, counting only blocks that start from
- * now on. Returns 0 with *ret_slot set, -EBUSY if all slots are taken,
- * -ENOSPC if the id filter maps are full, -EOPNOTSUPP if it wants on-CPU
- * samples (kind ONCPU or oncpu) and there are none (collector_oncpu_error);
+ * now on; loads the groups it needs first (see collector_group_load: may
+ * take seconds if they are not loaded yet). Returns 0 with *ret_slot set,
+ * -EBUSY if all slots are taken, -ENOSPC if the id filter maps are full,
+ * -EOPNOTSUPP if a group it needs is unavailable (collector_group_status);
  * nothing is published then. */
 int collector_slot_add(struct collector *c, const struct collector_filter *f, unsigned *ret_slot);
 
@@ -180,14 +224,17 @@ int collector_waker_stack(struct collector *c, uint64_t hash, struct offcpu_stac
  * -ENOENT if it was evicted. */
 int collector_file_name(struct collector *c, uint64_t hash, struct offcpu_file_name *ret);
 
-/* A loaded program and the kernel's run statistics of it. */
+/* A program and the kernel's run statistics of it. */
 struct collector_program {
 	const char *name;
+	bool loaded; /* false: its group loads on first use */
 	bool attached;
 	uint64_t run_cnt, run_time_ns; /* 0 where the kernel keeps no BPF stats */
 };
 
-/* The programs loaded (at most max), in load order. Returns how many. */
+/* The programs loaded or to be loaded on first use (at most max), in the
+ * object's order; not those of the other tracepoint flavour. Returns how
+ * many. */
 size_t collector_programs(struct collector *c, struct collector_program *ret, size_t max);
 
 /* Whether the kernel measures the programs' run time (BPF_ENABLE_STATS,

@@ -31,7 +31,7 @@
 #include "unwinder.h"
 
 #define PROC_ROOT    "/proc"
-#define MAX_PROGRAMS 32 /* BPF programs loaded; status lists them */
+#define MAX_PROGRAMS 48 /* BPF programs loaded or loadable; status lists them */
 
 _Static_assert(CONFIG_MAX_CAPTURES == OFFCPU_MAX_SLOTS - 1, "a slot for each capture");
 
@@ -73,6 +73,7 @@ struct manager {
 	struct capture *captures[OFFCPU_MAX_SLOTS];	  /* by slot */
 	struct request_probes requests[OFFCPU_MAX_SLOTS]; /* of request-synchronous slots */
 	unsigned probe_works;				  /* attaching or detaching: see below */
+	unsigned load_works;				  /* captures loading program groups */
 	struct pt_work *pt_work;			  /* the PT session running, if any */
 	atomic_bool pt_stop;				  /* ends it early: shutting down */
 	uint64_t started_ns;
@@ -105,7 +106,7 @@ static unsigned captures_held(const struct manager *m)
 
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
 		n += m->captures[i] != NULL;
-	return n;
+	return n + m->load_works; /* and those waiting for their programs */
 }
 
 static void notify_status(struct manager *m)
@@ -447,7 +448,7 @@ static void drain_timer_cb(uv_timer_t *t)
 /* Stops counting; the reply follows the next drain. */
 static void capture_end(struct manager *m, struct capture *c)
 {
-	if (c->phase == CAPTURE_ATTACHING)
+	if (c->phase == CAPTURE_LOADING || c->phase == CAPTURE_ATTACHING)
 		c->stop_requested = true;
 	if (c->phase != CAPTURE_RUNNING)
 		return;
@@ -468,18 +469,28 @@ static void capture_timer_cb(uv_timer_t *t)
 	capture_end(m, c);
 }
 
-/* Why on-CPU samples are missing, for an 'unsupported' reply or the log. */
-static const char *oncpu_unsupported(struct manager *m, char *buf, size_t size)
+/* What a group of programs is needed for, in error messages. */
+static const char *group_what(unsigned group)
 {
-	int r = collector_oncpu_error(m->collector);
+	switch (group) {
+	case COLLECTOR_GROUP_ONCPU:
+		return "on-CPU sampling (kinds oncpu, hotcold)";
+	case COLLECTOR_GROUP_REQUESTS:
+		return "--request";
+	case COLLECTOR_GROUP_BIO:
+		return "kind bio";
+	default:
+		return "kind fileio";
+	}
+}
 
-	if (r == -ECANCELED)
-		snprintf(buf, size, "on-CPU sampling is off (oncpu_frequency = 0)");
-	else
-		snprintf(buf, size, "on-CPU sampling is unavailable: perf_event_open failed: %s%s",
-			 strerror(-r),
-			 r == -EACCES || r == -EPERM ? " (see /proc/sys/kernel/perf_event_paranoid)"
-						     : "");
+/* Why group is unavailable, for an 'unsupported' reply or the log. */
+static const char *group_unavailable(struct manager *m, unsigned group, char *buf, size_t size)
+{
+	struct collector_group_status st;
+
+	collector_group_status(m->collector, group, &st);
+	snprintf(buf, size, "%s unavailable: %s", group_what(group), st.reason);
 	return buf;
 }
 
@@ -579,13 +590,183 @@ static bool recording_allowed(struct manager *m, struct server_conn *conn,
 	return true;
 }
 
+/* The first of groups (a mask) that is unavailable, or COLLECTOR_GROUP_COUNT. */
+static unsigned group_first_unavailable(struct manager *m, uint32_t groups)
+{
+	struct collector_group_status st;
+	unsigned g;
+
+	for (g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
+		if (!(groups & (1u << g)))
+			continue;
+		collector_group_status(m->collector, g, &st);
+		if (st.state == COLLECTOR_GROUP_UNAVAILABLE)
+			break;
+	}
+	return g;
+}
+
+/* Logs how long each of groups (a mask) took to load. */
+static void log_groups_loaded(struct manager *m, uint32_t groups)
+{
+	struct collector_group_status st;
+
+	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
+		if (!(groups & (1u << g)))
+			continue;
+		collector_group_status(m->collector, g, &st);
+		log_info("loaded the %s programs in %.1f s", collector_group_name(g),
+			 st.load_ns / 1e9);
+	}
+}
+
+/* Frees a capture that never got a slot (loading, or refused). */
+static void capture_discard(struct capture *c)
+{
+	if (c->conn)
+		server_conn_set_data(c->conn, NULL);
+	profile_free(c->profile);
+	free(c);
+}
+
+/* Takes a slot for c, whose program groups are loaded, and runs it (after
+ * preparing it on a worker, if it has request probes or unwind tables to
+ * set up); replies and frees c if that fails. */
+static void capture_start(struct manager *m, struct capture *c)
+{
+	struct collector_filter filter;
+	char err[512];
+	unsigned group;
+	int r;
+
+	capture_filter(&c->req, &filter);
+	collector_counters(m->collector, c->counters_start);
+	r = collector_slot_add(m->collector, &filter, &c->slot);
+	if (r < 0) {
+		if (r == -EBUSY)
+			reply_error(c->conn, PROTO_ERR_BUSY, "all capture slots are in use");
+		else if (r == -EOPNOTSUPP &&
+			 (group = group_first_unavailable(m, collector_filter_groups(&filter))) <
+				 COLLECTOR_GROUP_COUNT)
+			reply_error(c->conn, PROTO_ERR_UNSUPPORTED,
+				    group_unavailable(m, group, err, sizeof(err)));
+		else if (r == -ENOSPC)
+			reply_error(c->conn, PROTO_ERR_BUSY, "the pid/tid filter maps are full");
+		else
+			reply_error(c->conn, PROTO_ERR_INTERNAL, strerror(-r));
+		capture_discard(c);
+		return;
+	}
+	c->id = ++m->next_capture_id;
+	uv_timer_init(m->loop, &c->timer);
+	c->timer.data = c;
+	m->captures[c->slot] = c;
+	if (!c->req.n_requests && !(m->unwinder && c->req.n_pids)) {
+		capture_run(m, c);
+		return;
+	}
+	c->phase = CAPTURE_ATTACHING;
+	r = probe_work_start(m, c, c->slot);
+	if (r < 0)
+		capture_attached(m, c, r, "cannot start preparing the capture");
+}
+
+/* ---- program groups loaded on first use ----
+ *
+ * A capture whose kind needs programs not loaded yet waits for them without
+ * a slot: the verifier takes seconds, on a worker thread, so the event
+ * loop keeps serving. Loads run one at a time (collector_group_load).
+ */
+
+struct load_work {
+	uv_work_t work;
+	struct manager *m;
+	struct capture *c;
+	uint32_t groups;
+	int error;
+	unsigned failed; /* the group that failed to load */
+};
+
+static void load_work_cb(uv_work_t *req)
+{
+	struct load_work *lw = req->data;
+	struct capture *c = lw->c;
+
+	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
+		uint64_t ns;
+
+		if (!(lw->groups & (1u << g)))
+			continue;
+		lw->error = collector_group_load(lw->m->collector, g, &ns);
+		if (lw->error < 0) {
+			lw->failed = g;
+			return;
+		}
+		if (ns)
+			c->groups_loaded |= 1u << g;
+		c->load_ns += ns;
+	}
+}
+
+static void load_after_cb(uv_work_t *req, int status)
+{
+	struct load_work *lw = req->data;
+	struct manager *m = lw->m;
+	struct capture *c = lw->c;
+	char err[512];
+
+	m->load_works--;
+	log_groups_loaded(m, c->groups_loaded);
+	if (status == 0 && lw->error < 0)
+		log_warning("%s", group_unavailable(m, lw->failed, err, sizeof(err)));
+	if (m->stopping) {
+		if (c->conn)
+			reply_error(c->conn, PROTO_ERR_INTERNAL, "offcpud is shutting down");
+		capture_discard(c);
+		free(lw);
+		shutdown_continue(m);
+		return;
+	}
+	if (!c->conn) {
+		capture_discard(c); /* the client has gone */
+	} else if (status < 0) {
+		reply_error(c->conn, PROTO_ERR_INTERNAL, "loading the programs was cancelled");
+		capture_discard(c);
+	} else if (lw->error < 0) {
+		reply_error(c->conn, PROTO_ERR_UNSUPPORTED, err);
+		capture_discard(c);
+	} else {
+		capture_start(m, c);
+	}
+	free(lw);
+}
+
+static int load_work_start(struct manager *m, struct capture *c, uint32_t groups)
+{
+	struct load_work *lw = calloc(1, sizeof(*lw));
+	int r;
+
+	if (!lw)
+		return -ENOMEM;
+	*lw = (struct load_work){ .m = m, .c = c, .groups = groups };
+	lw->work.data = lw;
+	r = uv_queue_work(m->loop, &lw->work, load_work_cb, load_after_cb);
+	if (r < 0) {
+		free(lw);
+		return r;
+	}
+	m->load_works++;
+	return 0;
+}
+
 static void handle_capture(struct manager *m, struct server_conn *conn,
 			   const struct proto_capture_request *req)
 {
 	struct collector_filter filter;
+	struct collector_group_status st;
+	uint32_t groups, missing = 0;
 	struct capture *c;
 	char err[512];
-	int r;
 
 	if (server_conn_get_data(conn)) {
 		reply_error(conn, PROTO_ERR_BUSY,
@@ -600,16 +781,6 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 	}
 	if (!recording_allowed(m, conn, req, req->seconds))
 		return;
-	if ((req->kind == PROTO_KIND_BIO || req->kind == PROTO_KIND_FILEIO) &&
-	    !collector_io_path(m->collector, req->kind)) {
-		snprintf(err, sizeof(err), "kind %s is not available on this kernel (%s)",
-			 proto_kind_name(req->kind),
-			 req->kind == PROTO_KIND_BIO
-				 ? "no block tracepoints in its BTF, or they did not attach"
-				 : "the syscall tracepoints did not attach; is tracefs mounted?");
-		reply_error(conn, PROTO_ERR_UNSUPPORTED, err);
-		return;
-	}
 	c = calloc(1, sizeof(*c));
 	if (!c || profile_new(&c->profile) < 0) {
 		free(c);
@@ -619,37 +790,32 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 	c->req = *req;
 	if (c->req.sampled && !c->req.sample_period_us)
 		c->req.sample_period_us = m->cfg.sample_period_us;
-	capture_filter(&c->req, &filter);
-	collector_counters(m->collector, c->counters_start);
-	r = collector_slot_add(m->collector, &filter, &c->slot);
-	if (r < 0) {
-		profile_free(c->profile);
-		free(c);
-		if (r == -EBUSY)
-			reply_error(conn, PROTO_ERR_BUSY, "all capture slots are in use");
-		else if (r == -EOPNOTSUPP)
-			reply_error(conn, PROTO_ERR_UNSUPPORTED,
-				    oncpu_unsupported(m, err, sizeof(err)));
-		else if (r == -ENOSPC)
-			reply_error(conn, PROTO_ERR_BUSY, "the pid/tid filter maps are full");
-		else
-			reply_error(conn, PROTO_ERR_INTERNAL, strerror(-r));
-		return;
-	}
-	c->id = ++m->next_capture_id;
 	c->conn = conn;
-	uv_timer_init(m->loop, &c->timer);
-	c->timer.data = c;
-	m->captures[c->slot] = c;
 	server_conn_set_data(conn, c);
-	if (!req->n_requests && !(m->unwinder && req->n_pids)) {
-		capture_run(m, c);
+	capture_filter(&c->req, &filter);
+	groups = collector_filter_groups(&filter);
+	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
+		if (!(groups & (1u << g)))
+			continue;
+		collector_group_status(m->collector, g, &st);
+		if (st.state == COLLECTOR_GROUP_UNAVAILABLE) {
+			reply_error(conn, PROTO_ERR_UNSUPPORTED,
+				    group_unavailable(m, g, err, sizeof(err)));
+			capture_discard(c);
+			return;
+		}
+		if (st.state == COLLECTOR_GROUP_ON_DEMAND)
+			missing |= 1u << g;
+	}
+	if (!missing) {
+		capture_start(m, c);
 		return;
 	}
-	c->phase = CAPTURE_ATTACHING;
-	r = probe_work_start(m, c, c->slot);
-	if (r < 0)
-		capture_attached(m, c, r, "cannot start preparing the capture");
+	c->phase = CAPTURE_LOADING;
+	if (load_work_start(m, c, missing) < 0) {
+		reply_error(conn, PROTO_ERR_INTERNAL, "cannot start loading the programs");
+		capture_discard(c);
+	}
 }
 
 /* ---- status ---- */
@@ -833,6 +999,7 @@ static void handle_latency(struct manager *m, struct server_conn *conn,
 static void handle_status(struct manager *m, struct server_conn *conn)
 {
 	struct proto_program programs[MAX_PROGRAMS];
+	struct collector_group_status groups[COLLECTOR_GROUP_COUNT];
 	struct proto_map_fill maps[4];
 	struct collector_map_sizes sizes;
 	struct proto_counter counters[OFFCPU_CNT_MAX];
@@ -904,9 +1071,26 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 			.requests = ustats.requests,
 		};
 	}
+	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT && g < PROTO_MAX_GROUPS; g++) {
+		static const char *const states[] = {
+			[COLLECTOR_GROUP_ON_DEMAND] = "on_demand",
+			[COLLECTOR_GROUP_LOADED] = "loaded",
+			[COLLECTOR_GROUP_UNAVAILABLE] = "unavailable",
+		};
+
+		collector_group_status(m->collector, g, &groups[g]);
+		st.groups[st.n_groups++] = (struct proto_program_group){
+			.name = collector_group_name(g),
+			.state = states[groups[g].state],
+			.reason = groups[g].state == COLLECTOR_GROUP_UNAVAILABLE ? groups[g].reason
+										 : "",
+			.load_ms = groups[g].load_ns / 1000000,
+		};
+	}
 	for (size_t i = 0; i < m->n_programs; i++)
 		programs[i] = (struct proto_program){
 			.name = m->programs[i].name,
+			.loaded = m->programs[i].loaded,
 			.attached = m->programs[i].attached,
 			.run_cnt = m->programs[i].run_cnt,
 			.run_time_ns = m->programs[i].run_time_ns,
@@ -1122,22 +1306,37 @@ static int continuous_start(struct manager *m)
 		};
 
 		bool io = kind == OFFCPU_KIND_BIO || kind == OFFCPU_KIND_FILEIO;
+		uint32_t groups, loaded = 0;
+		unsigned failed = 0;
 
 		if (!(m->cfg.continuous_kinds & (1u << kind)))
 			continue;
-		if (io && !collector_io_path(m->collector, kind)) {
-			log_warning("continuous kind %s is not available on this kernel: skipped",
-				    proto_kind_name(kind));
-			continue;
-		}
 		filter.requests = filter.requests && !io; /* requests gate off-CPU blocks */
 		filter.hist = filter.hist && !io;
-		r = collector_slot_add(m->collector, &filter, &slot);
-		if (r == -EOPNOTSUPP) {
-			log_warning("continuous_kinds: oncpu left out: %s",
-				    oncpu_unsupported(m, err, sizeof(err)));
+		/* Configured, so needed now: loaded before serving. */
+		groups = collector_filter_groups(&filter);
+		r = 0;
+		for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT && r == 0; g++) {
+			uint64_t ns = 0;
+
+			if (!(groups & (1u << g)))
+				continue;
+			r = collector_group_load(m->collector, g, &ns);
+			failed = g;
+			loaded |= ns ? 1u << g : 0;
+		}
+		log_groups_loaded(m, loaded);
+		if (r < 0 && failed == COLLECTOR_GROUP_REQUESTS) {
+			log_error("continuous_requests: %s",
+				  group_unavailable(m, failed, err, sizeof(err)));
+			return r;
+		}
+		if (r < 0) {
+			log_warning("continuous_kinds: %s left out: %s", proto_kind_name(kind),
+				    group_unavailable(m, failed, err, sizeof(err)));
 			continue;
 		}
+		r = collector_slot_add(m->collector, &filter, &slot);
 		if (r < 0) {
 			log_error("cannot start continuous profiling: %s", strerror(-r));
 			return r;
@@ -1189,7 +1388,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	struct server_ops ops = { .accept = accept_cb, .request = request_cb, .closed = closed_cb };
 	uint64_t watchdog_us = 0;
 	struct unwinder_maps umaps;
-	char warn[256];
+	char warn[512];
 	struct manager *m;
 	int r;
 
@@ -1216,11 +1415,17 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		goto fail;
 	}
 	log_info("sched_switch program attached (%s)", collector_tracepoint(m->collector));
-	if (collector_oncpu_error(m->collector))
-		log_warning("%s: captures of on-CPU time will be refused",
-			    oncpu_unsupported(m, warn, sizeof(warn)));
-	else
-		log_info("on-CPU sampling at %u Hz per CPU", cfg->oncpu_frequency);
+	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
+		struct collector_group_status st;
+
+		collector_group_status(m->collector, g, &st);
+		if (st.state == COLLECTOR_GROUP_UNAVAILABLE)
+			log_info("%s (captures that need it are refused)",
+				 group_unavailable(m, g, warn, sizeof(warn)));
+	}
+	log_info("the programs of other kinds load when a capture first needs them "
+		 "(on-CPU sampling at %u Hz per CPU)",
+		 cfg->oncpu_frequency);
 	m->n_programs = collector_programs(m->collector, m->programs, MAX_PROGRAMS);
 	if (!collector_bpf_stats(m->collector))
 		log_info(
@@ -1333,8 +1538,9 @@ static void store_idle_cb(void *arg)
 /* Stopping goes on when the drain under way and the store jobs are done. */
 static void shutdown_continue(struct manager *m)
 {
-	if (m->draining || m->probe_works || m->pt_work)
-		return; /* drain_after_cb, probe_after_cb or pt_after_cb calls again */
+	if (m->draining || m->probe_works || m->pt_work || m->load_works)
+		return; /* drain_after_cb, probe_after_cb, pt_after_cb or load_after_cb calls again
+			 */
 	if (m->store_queue && !store_queue_idle(m->store_queue)) {
 		store_queue_on_idle(m->store_queue, store_idle_cb, m);
 		return;

@@ -1620,7 +1620,7 @@ static bool proto__add_requests(cJSON *body, const struct proto_request_stats *r
 
 char *proto_reply_status(const struct proto_status *s)
 {
-	cJSON *body, *programs, *maps, *store, *daemon, *unwind, *pt, *sampling,
+	cJSON *body, *programs, *groups, *maps, *store, *daemon, *unwind, *pt, *sampling,
 		*root = proto__new_ok("status", &body);
 
 	if (!root)
@@ -1641,10 +1641,27 @@ char *proto_reply_status(const struct proto_status *s)
 			goto fail;
 		}
 		if (!proto__add_string(p, "name", s->programs[i].name) ||
+		    !proto__add_bool(p, "loaded", s->programs[i].loaded) ||
 		    !proto__add_bool(p, "attached", s->programs[i].attached) ||
 		    !proto__add_u64(p, "run_cnt", s->programs[i].run_cnt) ||
 		    !proto__add_u64(p, "run_time_ns", s->programs[i].run_time_ns) ||
 		    !proto__add_rate(p, "events_per_s", s->programs[i].events_per_s))
+			goto fail;
+	}
+	if (!(groups = cJSON_AddArrayToObject(body, "program_groups")))
+		goto fail;
+	for (size_t i = 0; i < s->n_groups && i < PROTO_MAX_GROUPS; i++) {
+		cJSON *g = cJSON_CreateObject();
+
+		if (!g || !cJSON_AddItemToArray(groups, g)) {
+			cJSON_Delete(g);
+			goto fail;
+		}
+		if (!proto__add_string(g, "name", s->groups[i].name) ||
+		    !proto__add_string(g, "state", s->groups[i].state) ||
+		    !proto__add_string(g, "reason",
+				       s->groups[i].reason ? s->groups[i].reason : "") ||
+		    !proto__add_u64(g, "load_ms", s->groups[i].load_ms))
 			goto fail;
 	}
 	if (!(maps = cJSON_AddArrayToObject(body, "maps")))
@@ -1786,7 +1803,10 @@ char *proto_reply_capture(const struct proto_capture_result *r, size_t n_samples
 	    !proto__add_counters(body, "drops", r->drops, r->n_drops) ||
 	    !proto__add_rows(body, r->folded, r->samples, n_samples) ||
 	    (r->output && !proto__add_string(body, "output", r->output)) ||
-	    !proto__add_requests(body, r->requests, r->n_requests))
+	    !proto__add_requests(body, r->requests, r->n_requests) ||
+	    (r->loaded && *r->loaded &&
+	     (!proto__add_string(body, "loaded", r->loaded) ||
+	      !proto__add_u64(body, "load_ms", r->load_ms))))
 		goto fail;
 	if (r->sampling.period_us &&
 	    (!(sm = cJSON_AddObjectToObject(body, "sampling")) ||
@@ -2164,9 +2184,12 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 		return -ENOMEM;
 	cJSON_ArrayForEach(item, programs)
 	{
+		r->programs[n].loaded = true; /* older daemons loaded every program at start */
 		if (!cJSON_IsObject(item) ||
 		    proto__reply_str(item, "name", &r->programs[n].name) < 0 ||
 		    proto__reply_bool(item, "attached", &r->programs[n].attached) < 0 ||
+		    (proto__has(item, "loaded") &&
+		     proto__reply_bool(item, "loaded", &r->programs[n].loaded) < 0) ||
 		    (proto__has(item, "run_cnt") &&
 		     (proto__reply_u64(item, "run_cnt", &r->programs[n].run_cnt) < 0 ||
 		      proto__reply_u64(item, "run_time_ns", &r->programs[n].run_time_ns) < 0 ||
@@ -2176,6 +2199,24 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	}
 	s->programs = r->programs;
 	s->n_programs = n;
+
+	/* Groups loaded on first use came later: absent from older daemons. */
+	list = cJSON_GetObjectItemCaseSensitive(o, "program_groups");
+	if (list && !cJSON_IsArray(list))
+		return -EINVAL;
+	cJSON_ArrayForEach(item, list)
+	{
+		struct proto_program_group *g = &s->groups[s->n_groups];
+
+		if (s->n_groups == PROTO_MAX_GROUPS)
+			break;
+		if (!cJSON_IsObject(item) || proto__reply_str(item, "name", &g->name) < 0 ||
+		    proto__reply_str(item, "state", &g->state) < 0 ||
+		    proto__reply_str(item, "reason", &g->reason) < 0 ||
+		    proto__reply_u64(item, "load_ms", &g->load_ms) < 0)
+			return -EINVAL;
+		s->n_groups++;
+	}
 
 	/* Self-accounting came later: a reply without it is still whole. */
 	list = cJSON_GetObjectItemCaseSensitive(o, "maps");
@@ -2308,7 +2349,9 @@ static int proto__reply_capture(struct proto__reply *r, const cJSON *o)
 	    proto__reply_bool(o, "target_exited", &c->target_exited) < 0)
 		return -EINVAL;
 	if (proto__reply_opt_str(o, "folded", &c->folded) < 0 ||
-	    proto__reply_opt_str(o, "output", &c->output) < 0)
+	    proto__reply_opt_str(o, "output", &c->output) < 0 ||
+	    proto__reply_opt_str(o, "loaded", &c->loaded) < 0 ||
+	    (c->loaded && proto__reply_u64(o, "load_ms", &c->load_ms) < 0))
 		return -EINVAL;
 	us = cJSON_GetObjectItemCaseSensitive(o, "user_stacks");
 	if (us && (!cJSON_IsObject(us) ||

@@ -254,6 +254,16 @@ struct proto_program {
 	uint64_t run_cnt;     /* runs since load (kernel BPF stats; 0 where they are off) */
 	uint64_t run_time_ns; /* their summed run time */
 	double events_per_s;  /* runs per second over the last drain interval */
+	bool loaded;	      /* false: its group loads on first use (true from older daemons) */
+};
+
+/* A group of BPF programs that loads when a capture first needs it. */
+#define PROTO_MAX_GROUPS 8
+struct proto_program_group {
+	const char *name;   /* "oncpu", "requests", "bio", "fileio" */
+	const char *state;  /* "loaded", "on_demand" or "unavailable" */
+	const char *reason; /* "unavailable": why; else "" */
+	uint64_t load_ms;   /* "loaded": how long loading and attaching took */
 };
 
 /* How full a kernel map was when last drained. */
@@ -325,6 +335,8 @@ struct proto_status {
 	const char *fileio_tracepoints;
 	const struct proto_program *programs;
 	size_t n_programs;
+	struct proto_program_group groups[PROTO_MAX_GROUPS]; /* none from older daemons */
+	size_t n_groups;
 	uint32_t slots_active;
 	uint32_t slots_max;
 	uint32_t captures_running;
@@ -408,6 +420,8 @@ struct proto_capture_result {
 	const struct proto_request_stats *requests; /* a request-synchronous capture's */
 	size_t n_requests;
 	struct proto_user_stacks user_stacks; /* all zero from older daemons */
+	const char *loaded; /* program groups this capture loaded ("fileio"); NULL or "": none */
+	uint64_t load_ms;   /* the time it waited for them */
 	struct proto_capture_sampling sampling; /* period_us 0: exact stacks */
 };
 

@@ -91,7 +91,7 @@ class CtlPopen(subprocess.Popen):
 class Daemon:
     """offcpud with its own config, socket and log in a temporary directory."""
 
-    def __init__(self, extra_config="", env=None):
+    def __init__(self, extra_config="", env=None, wrapper=()):
         self.dir = tempfile.mkdtemp(prefix="offcpud-test-")
         self.socket = os.path.join(self.dir, "offcpud.sock")
         self.config = os.path.join(self.dir, "offcpud.conf")
@@ -102,6 +102,7 @@ class Daemon:
                     f"{extra_config}")
         self.log = open(self.log_path, "w")
         self.env = env
+        self.wrapper = list(wrapper)  # a command offcpud runs under, e.g. unshare
         self.start()
 
     def start(self):
@@ -110,7 +111,7 @@ class Daemon:
             os.unlink(self.socket)  # a stale one from a killed daemon would look ready
         if self.log.closed:
             self.log = open(self.log_path, "a")
-        self.proc = subprocess.Popen([OFFCPUD, "--config", self.config], stdout=self.log, stderr=self.log,
+        self.proc = subprocess.Popen([*self.wrapper, OFFCPUD, "--config", self.config], stdout=self.log, stderr=self.log,
                                      env=self.env)
         deadline = time.monotonic() + 60
         while not os.path.exists(self.socket):
@@ -166,9 +167,11 @@ class Daemon:
         st = self.status()
         return st["slots_max"] - st["slots_active"]
 
-    def wait_captures(self, n, timeout=10):
+    def wait_captures(self, n, timeout=60):
         """Waits until n captures are running (a capture counts only blocks
-        that begin after it started, so tests start the workload after)."""
+        that begin after it started, so tests start the workload after). The
+        first capture of a kind waits for its programs to load: the fileio
+        group's 16 took 2-8 s on a busy 2-CPU VM."""
         deadline = time.monotonic() + timeout
         while self.status()["captures_running"] < n:
             if time.monotonic() > deadline:

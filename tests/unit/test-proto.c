@@ -2012,8 +2012,8 @@ static void test_reply_error(void)
 static void test_reply_status(void)
 {
 	const struct proto_program programs[] = {
-		{ "offcpu_switch", true, 1000, 2500000, 500.5 },
-		{ "offcpu_exit", false, 0, 0, 0 },
+		{ "offcpu_switch", true, 1000, 2500000, 500.5, true },
+		{ "offcpu_exit", false, 0, 0, 0, false },
 	};
 	const struct proto_map_fill maps[] = { { "aggregation", 16, 64, 25.0 } };
 	const struct proto_counter counters[] = {
@@ -2041,6 +2041,9 @@ static void test_reply_status(void)
 		.recorded_per_s = 0.1,
 		.counters = counters,
 		.n_counters = 3,
+		.groups = { { "oncpu", "loaded", "", 812 },
+			    { "fileio", "unavailable", "no tracefs", 0 } },
+		.n_groups = 2,
 	};
 	struct proto_reply *reply = NULL;
 	char *s = proto_reply_status(&st);
@@ -2063,6 +2066,16 @@ static void test_reply_status(void)
 			      p->programs[0].attached);
 			CHECK(!strcmp(p->programs[1].name, "offcpu_exit") &&
 			      !p->programs[1].attached);
+			CHECK(p->programs[0].loaded && !p->programs[1].loaded);
+		}
+		CHECK(p->n_groups == 2);
+		if (p->n_groups == 2) {
+			CHECK(!strcmp(p->groups[0].name, "oncpu") &&
+			      !strcmp(p->groups[0].state, "loaded") && !*p->groups[0].reason &&
+			      p->groups[0].load_ms == 812);
+			CHECK(!strcmp(p->groups[1].name, "fileio") &&
+			      !strcmp(p->groups[1].state, "unavailable") &&
+			      !strcmp(p->groups[1].reason, "no tracefs"));
 		}
 		CHECK(p->slots_active == 3 && p->slots_max == 64 && p->captures_running == 2);
 		CHECK(p->n_programs == 2 && p->programs[0].run_cnt == 1000 &&
@@ -2095,7 +2108,8 @@ static void test_reply_status(void)
 	/* Empty lists, NULL strings and non-finite rates still make a valid reply. */
 	memset(&st, 0, sizeof(st));
 	{
-		static const struct proto_program odd_programs[] = { { NULL, true, 0, 0, 0 } };
+		static const struct proto_program odd_programs[] = { { NULL, true, 0, 0, 0,
+								       true } };
 		static const struct proto_counter odd_counters[] = { { NULL, 1 }, { "\xfe", 2 } };
 
 		st.programs = odd_programs;
@@ -2201,7 +2215,21 @@ static void test_reply_capture(void)
 		CHECK(reply->capture.folded == NULL);
 		CHECK(reply->capture.n_drops == 0);
 		CHECK(!reply->capture.target_exited);
+		CHECK(reply->capture.loaded == NULL && reply->capture.load_ms == 0);
 	}
+	proto_reply_free(reply);
+	free(s);
+
+	/* A capture that loaded program groups says which and how long it took. */
+	res.loaded = "oncpu,fileio";
+	res.load_ms = 1900;
+	s = proto_reply_capture(&res, 0);
+	CHECK_MSG(s && strstr(s, "\"loaded\":\"oncpu,fileio\",\"load_ms\":1900"), "('%s')", STR(s));
+	reply = NULL;
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply)
+		CHECK(reply->capture.loaded && !strcmp(reply->capture.loaded, "oncpu,fileio") &&
+		      reply->capture.load_ms == 1900);
 	proto_reply_free(reply);
 	free(s);
 }
