@@ -101,6 +101,8 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	__u32 pid, tgid, state, matched, walk;
 	struct start_rec *rec;
 
+	if (!active_mask)
+		return; /* nothing counts: what a record holds is void */
 	pid = btf ? prev->pid : BPF_CORE_READ(prev, pid);
 	if (!pid)
 		return; /* the idle task */
@@ -139,7 +141,10 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	rec->ustack.nr = 0;
 	rec->wake_ts = 0;
 	rec->chain.n = 0;
-	bpf_get_current_comm(rec->comm, sizeof(rec->comm)); /* prev is current here */
+	if (btf) /* two loads, cheaper than the helper */
+		__builtin_memcpy(rec->comm, prev->comm, sizeof(rec->comm));
+	else
+		bpf_get_current_comm(rec->comm, sizeof(rec->comm)); /* prev is current here */
 	/* Sampled slots take their stacks at switch-in, and only for the
 	 * blocks they sample (sample_stacks()), unless walks cannot wait. */
 	walk = matched;
