@@ -33,6 +33,6 @@ if command -v npm >/dev/null; then
 		--loglevel=error >/dev/null) || echo "setup: npm install failed; browser tests will skip"
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOFFCPU_WERROR=ON >/dev/null
 echo "setup: building (log: build/build.log)"
 cmake --build build -j"$(nproc)" >build/build.log 2>&1 || { cat build/build.log; exit 1; }

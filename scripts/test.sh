@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 ctest --test-dir build --output-on-failure "$@"
 
-cmake -S . -B build-asan -DOFFCPU_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build-asan -DOFFCPU_SANITIZE=ON -DOFFCPU_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 echo "test: building build-asan (log: build-asan/build.log)"
 cmake --build build-asan -j"$(nproc)" >build-asan/build.log 2>&1 || { cat build-asan/build.log; exit 1; }
 # abort_on_error: a report ends the program with SIGABRT, so that no report
