@@ -259,6 +259,13 @@ struct proto_unwind_status {
 	uint64_t requests;	    /* process (re)loads asked for by the kernel side */
 };
 
+/* One kind of recording as status reports it (daemon/kind_status.h). */
+struct proto_kind_status {
+	const char *name;   /* "offcpu", ..., "fileio", "hotcold", "request", "latency" */
+	const char *state;  /* "ready", "in use" or "unavailable" */
+	const char *detail; /* what traces it, what uses it, or why it is unavailable */
+};
+
 /* Intel PT recording (latency --pid) on this host. */
 struct proto_pt_status {
 	const char *event;	    /* what a session records: "intel_pt" or "sideband" */
@@ -294,6 +301,8 @@ struct proto_status {
 	uint64_t rss_bytes; /* the daemon's resident memory */
 	struct proto_unwind_status unwind; /* mode NULL/"": not reported (older daemons) */
 	struct proto_pt_status pt;	   /* event NULL/"": not reported (older daemons) */
+	const struct proto_kind_status *kinds; /* none from older daemons */
+	size_t n_kinds;
 };
 
 /* One aggregated row; ustack and kstack are ordered root -> leaf. */

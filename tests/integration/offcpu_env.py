@@ -91,7 +91,8 @@ class CtlPopen(subprocess.Popen):
 class Daemon:
     """offcpud with its own config, socket and log in a temporary directory."""
 
-    def __init__(self, extra_config="", env=None):
+    def __init__(self, extra_config="", env=None, wrap=()):
+        self.wrap = list(wrap)  # a command offcpud runs under: unshare, setpriv...
         self.dir = tempfile.mkdtemp(prefix="offcpud-test-")
         self.socket = os.path.join(self.dir, "offcpud.sock")
         self.config = os.path.join(self.dir, "offcpud.conf")
@@ -110,7 +111,7 @@ class Daemon:
             os.unlink(self.socket)  # a stale one from a killed daemon would look ready
         if self.log.closed:
             self.log = open(self.log_path, "a")
-        self.proc = subprocess.Popen([OFFCPUD, "--config", self.config], stdout=self.log, stderr=self.log,
+        self.proc = subprocess.Popen([*self.wrap, OFFCPUD, "--config", self.config], stdout=self.log, stderr=self.log,
                                      env=self.env)
         deadline = time.monotonic() + 20
         while not os.path.exists(self.socket):
