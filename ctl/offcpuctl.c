@@ -392,8 +392,11 @@ static void kinds_summary(const struct proto_status *st)
 	}
 	printf("kinds:\n");
 	for (size_t i = 0; i < st->n_kinds; i++)
-		printf("  %-8s %-11s %s\n", st->kinds[i].name, st->kinds[i].state,
-		       st->kinds[i].detail);
+		if (*st->kinds[i].detail)
+			printf("  %-8s %-11s %s\n", st->kinds[i].name, st->kinds[i].state,
+			       st->kinds[i].detail);
+		else
+			printf("  %-8s %s\n", st->kinds[i].name, st->kinds[i].state);
 }
 
 static int cmd_status(int argc, char **argv)

@@ -45,13 +45,11 @@ int state_lock_acquire(const char *db_path, pid_t *ret_holder)
 		close(fd);
 		return r;
 	}
-	/* The pid as text, for people; the lock is what counts. */
+	/* The pid as text, for people; the lock is what counts, so a full
+	 * disk (the store copes with one) does not stop the start. */
 	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
-	errno = 0;
-	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, n, 0) != n) {
-		r = errno ? -errno : -EIO;
-		close(fd);
-		return r;
+	if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, n, 0) != n) {
+		/* no pid then: F_GETLK still names the holder to a second daemon */
 	}
 	return fd;
 }
