@@ -21,6 +21,8 @@ done
 for path in /var/lib/offcpud /etc/offcpud.conf; do
 	[[ ! -e $path ]] || skip "$path exists here and purging the package would delete it"
 done
+[[ -z $(find /etc/systemd/system -name '*offcpu*' 2>/dev/null) ]] ||
+	skip "/etc/systemd/system has offcpud units or drop-ins of its own here"
 
 work=$(mktemp -d /tmp/offcpud-package.XXXXXX)
 installed=0 daemon_pid=
@@ -98,7 +100,7 @@ conf=$work/offcpud.conf
 printf 'socket_path = %s\nsocket_mode = 0600\ndatabase = %s\n' "$work/offcpud.sock" "$work/offcpud.db" >"$conf"
 /usr/sbin/offcpud --config "$conf" >"$work/offcpud.log" 2>&1 &
 daemon_pid=$!
-for _ in $(seq 300); do
+for _ in $(seq 1200); do # 2 minutes: BPF loading is slow on a loaded host
 	[[ -S $work/offcpud.sock ]] && break
 	kill -0 "$daemon_pid" 2>/dev/null || { cat "$work/offcpud.log"; fail "the installed offcpud exited"; }
 	sleep 0.1
@@ -129,6 +131,11 @@ for f in /etc/offcpud.conf /var/lib/offcpud /etc/systemd/system/multi-user.targe
 	 /etc/systemd/system/sockets.target.wants/offcpud.socket; do
 	[[ ! -e $f && ! -L $f ]] || left+=("$f")
 done
+# deb-systemd-helper's record of what it enabled goes with the package too.
+while read -r f; do
+	[[ -z $f ]] || left+=("$f")
+done < <(find /etc/systemd/system /var/lib/systemd/deb-systemd-helper-enabled \
+	-name '*offcpu*' 2>/dev/null)
 ((${#left[@]} == 0)) || fail "purge left: ${left[*]}"
 # Left on purpose: the group offcpu (Debian leaves system groups).
 echo "package: ok ($(basename "$deb"); purge leaves only the group offcpu)"
