@@ -113,12 +113,15 @@ class Daemon:
             self.log = open(self.log_path, "a")
         self.proc = subprocess.Popen([*self.wrap, OFFCPUD, "--config", self.config], stdout=self.log, stderr=self.log,
                                      env=self.env)
-        deadline = time.monotonic() + 20
+        # Loading the BPF programs takes seconds, tens of them on a loaded host.
+        deadline = time.monotonic() + 60
         while not os.path.exists(self.socket):
             if self.proc.poll() is not None:
                 raise RuntimeError(f"offcpud exited with {self.proc.returncode}: {self.log_text()}")
             if time.monotonic() > deadline:
-                raise RuntimeError("offcpud did not create its socket in 20 s")
+                self.proc.kill()  # never left running behind a failed test
+                self.proc.wait()
+                raise RuntimeError(f"offcpud did not create its socket in 60 s: {self.log_text()}")
             time.sleep(0.05)
 
     def log_text(self):
