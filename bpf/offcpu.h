@@ -13,6 +13,7 @@
 #define OFFCPU_MAX_CHAIN       8  /* waker levels of a chain */
 #define OFFCPU_HIST_BUCKETS    32 /* log2 of microseconds */
 #define OFFCPU_MAX_REQUESTS    8  /* request symbols (specs) of one slot */
+#define OFFCPU_MAX_SAMPLE_PERIOD_NS 1000000000ull /* 1 s (bpf/sampling.h) */
 
 /* Thread state classes at switch-out, as bit numbers of a slot's state_mask. */
 enum offcpu_state {
@@ -109,9 +110,10 @@ struct offcpu_request_value {
 struct offcpu_slot {
 	__u64 start_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
 	__u64 min_block_ns;
-	__u64 max_block_ns; /* 0: unbounded */
-	__u32 kind;	    /* enum offcpu_kind */
-	__u32 chain_depth;  /* CHAIN: levels kept, 1..OFFCPU_MAX_CHAIN */
+	__u64 max_block_ns;	/* 0: unbounded */
+	__u64 sample_period_ns; /* sampled stacks (bpf/sampling.h); 0: every block's */
+	__u32 kind;		/* enum offcpu_kind */
+	__u32 chain_depth;	/* CHAIN: levels kept, 1..OFFCPU_MAX_CHAIN */
 };
 
 /* Aggregation key: one row of a capture's result. Stacks are named by hash. */
@@ -120,12 +122,16 @@ struct offcpu_key {
 	__u32 tgid;
 	__u32 pid;
 	__u32 state;
-	__u32 kind; /* enum offcpu_kind; RUNQ and ONCPU rows also come from OFFCPU slots */
-	__u32 pad;
+	__u32 kind;  /* enum offcpu_kind; RUNQ and ONCPU rows also come from OFFCPU slots */
+	__u32 flags; /* OFFCPU_KEY_* */
 	__u64 kstack; /* 0: none collected */
 	__u64 ustack; /* 0: none collected (kernel thread, or not requested) */
 	__u64 chain;  /* hash in the chains map; 0: none */
 };
+
+/* offcpu_key.flags */
+#define OFFCPU_KEY_SAMPLED   1u /* a sampled slot's row: an estimate, scaled to its totals */
+#define OFFCPU_KEY_UNSAMPLED 2u /* (user space) time of a sampled slot no sample stands for */
 
 /*
  * I/O kinds reuse the key's state for the phase of the time: a BIO request
@@ -142,6 +148,20 @@ struct offcpu_value {
 	__u64 count;
 	char comm[OFFCPU_COMM_LEN];
 	__u64 bytes; /* I/O kinds: bytes transferred; 0 for the others */
+};
+
+/*
+ * Exact totals of a sampled slot, per CPU (a per-CPU hash, so that a block
+ * whose stacks are not sampled writes no cache line another CPU reads), keyed
+ * like its rows with no stacks and no chain. The sampled rows carry estimates
+ * that user space scales to these totals (daemon/sampling.c).
+ */
+struct offcpu_total {
+	__u64 sum_ns;
+	__u64 count;
+	__u64 short_ns; /* of blocks shorter than the period: the estimate's error */
+	__u64 samples;	/* blocks whose stacks were taken */
+	char comm[OFFCPU_COMM_LEN];
 };
 
 struct offcpu_stack {
@@ -206,29 +226,49 @@ struct offcpu_file_name {
 #define OFFCPU_STACK_DWARF    1u /* walked with unwind tables (else bpf_get_stack) */
 #define OFFCPU_STACK_COMPLETE 2u /* reached the outermost frame (DWARF walks only) */
 
-/* Counters of what could not be recorded; per-CPU array indexed by this. */
+/*
+ * Counters, a per-CPU array indexed by enum offcpu_counter: one table for
+ * the enum, the names offcpuctl status shows and the names a capture
+ * reports its drops under (NULL: not a drop). X(NAME, status, drop).
+ */
+#define OFFCPU_COUNTERS(X)                                                                         \
+	X(SWITCHES, "switches", NULL)		      /* sched_switch events seen */               \
+	X(RECORDED, "recorded", NULL)		      /* blocks aggregated (per slot) */           \
+	X(DROP_START_ALLOC, "drop_start_alloc", "start_alloc") /* no room for a start record */   \
+	X(DROP_NEGATIVE_DELTA, "drop_negative_delta", "negative_delta") /* a clock oddity */      \
+	X(DROP_AGG_FULL, "drop_agg_map_full", "agg_map_full")	 /* time lost */                    \
+	X(DROP_STACK_FULL, "drop_stack_map_full", "stack_map_full") /* time kept, stack lost */  \
+	X(DROP_KSTACK_ERROR, "drop_kernel_stack_error", "kernel_stack_error") /* time kept */    \
+	X(DROP_USTACK_ERROR, "drop_user_stack_error", "user_stack_error")	/* time kept */    \
+	X(BUFFER_MISSING, "buffer_missing", "buffer_missing") /* epoch named no buffer */          \
+	X(WAKEUPS, "wakeups", NULL) /* sched_waking of a thread in a block we track */             \
+	X(DROP_CHAIN_FULL, "drop_chain_map_full", "chain_map_full") /* time kept, chain lost */  \
+	X(DROP_HIST_FULL, "drop_hist_map_full", "hist_map_full")				   \
+	X(REQUESTS, "requests", NULL) /* requests that ended (returned) */                         \
+	X(DROP_REQUEST_ALLOC, "drop_request_alloc", "request_alloc")				   \
+	X(DROP_REQUEST_FULL, "drop_request_map_full", "request_map_full")			   \
+	X(SWITCH_IN_UNSEEN, "switch_in_unseen", NULL) /* a block's end estimated */                \
+	X(USTACK_TABLE_WALKS, "ustack_table_walks", NULL) /* user stacks walked with tables */     \
+	X(USTACK_TRUNCATED, "ustack_truncated", NULL) /* ... that stopped before the first frame */ \
+	X(ONCPU_SAMPLES, "oncpu_samples", NULL) /* on-CPU samples kept (per sample) */             \
+	X(IO_EVENTS, "io_events", NULL) /* block requests and file I/O syscalls ended */           \
+	X(DROP_IO_ALLOC, "drop_io_alloc", "io_alloc") /* no room to track an I/O in flight */      \
+	/* Sampled slots (bpf/sampling.h), per block rather than per slot: */                     \
+	X(SAMPLED_BLOCKS, "sampled_blocks", NULL) /* blocks sampled slots counted */               \
+	X(SAMPLES, "samples", NULL) /* of those, blocks whose stacks were taken */                 \
+	X(WALK_SAME_MM, "walks_same_mm", NULL) /* user stack read at switch-in */                  \
+	X(WALK_DEFERRED, "walks_deferred", NULL) /* ... at the return to user mode */              \
+	X(WALK_NEXT_SWITCH, "walks_next_switch", NULL) /* ... at the next switch-out */            \
+	X(WALK_SWITCH_OUT, "walks_switch_out", NULL) /* fallback: at every switch-out */           \
+	X(DEFER_LOST, "samples_lost", NULL) /* a deferred walk not done: sample lost, time kept */ \
+	X(USER_STACK_WALKS, "user_stack_walks", NULL)	  /* every path and kind */                \
+	X(KERNEL_STACK_WALKS, "kernel_stack_walks", NULL) /* every path and kind */                \
+	X(DROP_TOTAL_FULL, "drop_total_map_full", "total_map_full") /* a sampled block lost */
+
 enum offcpu_counter {
-	OFFCPU_CNT_SWITCHES = 0,	/* sched_switch events seen */
-	OFFCPU_CNT_RECORDED,		/* blocks aggregated (per matching slot) */
-	OFFCPU_CNT_DROP_START_ALLOC,	/* no room to store a switch-out timestamp */
-	OFFCPU_CNT_DROP_NEGATIVE_DELTA, /* switch-in before switch-out: clock oddity */
-	OFFCPU_CNT_DROP_AGG_FULL,	/* aggregation map full */
-	OFFCPU_CNT_DROP_STACK_FULL,	/* stack map full: time kept, stack lost */
-	OFFCPU_CNT_DROP_KSTACK_ERROR,	/* kernel stack walk failed: time kept */
-	OFFCPU_CNT_DROP_USTACK_ERROR,	/* user stack walk failed: time kept */
-	OFFCPU_CNT_BUFFER_MISSING,	/* epoch selected a buffer that does not exist */
-	OFFCPU_CNT_WAKEUPS,		/* sched_waking of a thread in a block we track */
-	OFFCPU_CNT_DROP_CHAIN_FULL,	/* chain map full: time kept, chain lost */
-	OFFCPU_CNT_DROP_HIST_FULL,	/* histogram map full */
-	OFFCPU_CNT_REQUESTS,		/* requests that ended (returned) */
-	OFFCPU_CNT_DROP_REQUEST_ALLOC,	/* no room for a thread's request state */
-	OFFCPU_CNT_DROP_REQUEST_FULL,	/* request latency map full */
-	OFFCPU_CNT_SWITCH_IN_UNSEEN,	/* a block's switch-in was not traced: its end estimated */
-	OFFCPU_CNT_USTACK_TABLE_WALKS,	/* user stacks walked with unwind tables */
-	OFFCPU_CNT_USTACK_TRUNCATED,	/* such a walk stopped before the outermost frame */
-	OFFCPU_CNT_ONCPU_SAMPLES,	/* on-CPU samples kept (per sample, not per slot) */
-	OFFCPU_CNT_IO_EVENTS,	  /* block requests and file I/O syscalls ended while traced */
-	OFFCPU_CNT_DROP_IO_ALLOC, /* no room to track an I/O in flight */
+#define OFFCPU_COUNTER_ENUM(name, status, drop) OFFCPU_CNT_##name,
+	OFFCPU_COUNTERS(OFFCPU_COUNTER_ENUM)
+#undef OFFCPU_COUNTER_ENUM
 	OFFCPU_CNT_MAX,
 };
 

@@ -21,6 +21,7 @@
 #include "proto.h"
 #include "proto_samples.h"
 #include "elf_funcs.h"
+#include "flame_options.h"
 #include "help.h"
 #include "latency.h"
 #include "latency_plot.h"
@@ -76,6 +77,9 @@ static void usage(FILE *out)
 		"          --metric M          time (default), count or bytes (bio, fileio)\n"
 		"          --split-runq        offcpu: run-queue wait as [runqueue] leaves\n"
 		"          --with-filename     fileio: the file's name as the leaf ([file] NAME)\n"
+		"          --sampled[=T_US]    offcpu, runq: stacks of blocks sampled in\n"
+		"                              proportion to time (period T, default the\n"
+		"                              daemon's sample_period_us); totals stay exact\n"
 		"          --lines             source file:line on each user frame (from\n"
 		"                              DWARF; inlined functions are frames anyway)\n"
 		"          --chain-depth N     chain: waker levels, 1 to 8 (default 3)\n"
@@ -118,13 +122,18 @@ static void usage(FILE *out)
 		"                              differential) as an svg, offline; stdin by default\n"
 		"      --strip-hex, --negate, --diff-reverse-view as for export\n"
 		"      plus the stack filters below (not --pid, --state: a folded file has\n"
-		"      no pids or thread states) and the output options (--format svg or\n"
-		"      speedscope)\n"
+		"      no pids or thread states) and the output options (--format svg,\n"
+		"      speedscope or pprof)\n"
+		"      and flamegraph.pl's: --colors NAME, --hash, --random, --cp,\n"
+		"      --palette-map FILE, --bgcolors, --fonttype, --fontsize, --fontwidth,\n"
+		"      --nametype, --total, --factor, --encoding, --notes; --self-right\n"
+		"      keeps a frame's own time right of its callees\n"
 		"  diff BEFORE AFTER           compare two folded files: 'stack BEFORE AFTER'\n"
 		"                              lines, or with --svg a differential flame graph\n"
-		"      --normalize, --strip-hex, --negate, --diff-reverse-view as for export\n"
-		"      plus the stack filters, applied to both files as for flamegraph, and\n"
-		"      the output options below\n"
+		"      -n, --normalize, -s, --strip-hex (difffolded.pl's), --negate,\n"
+		"      --diff-reverse-view as for export, plus the stack filters, applied to\n"
+		"      both files as for flamegraph, the output options below and\n"
+		"      flamegraph's flamegraph.pl options\n"
 		"  latency --func SYMBOL       Intel PT function latency: calls, histogram,\n"
 		"                              children, on/off-CPU split\n"
 		"      -p, --pid P             offcpud records process P with Intel PT for\n"
@@ -360,6 +369,32 @@ static void unwind_summary(const struct proto_status *st)
 	printf("\n");
 }
 
+/* The continuous profile's stacks: sampled (how, at what cost, how
+ * accurate the last window is) or exact. */
+static void sampling_summary(const struct proto_sampling_status *sm)
+{
+	if (!*sm->stacks)
+		return;
+	if (strcmp(sm->stacks, "sampled")) {
+		printf("always-on stacks: exact (every block's)\n");
+		return;
+	}
+	printf("always-on stacks: sampled, T = %" PRIu64 " us; user stacks walked %s%s%s\n",
+	       sm->period_us,
+	       !strcmp(sm->walk, "deferred") ? "when the thread is current again" : "at switch-out",
+	       *sm->walk_reason ? ": " : "", sm->walk_reason);
+	printf("  %.0f samples/s of %.0f blocks/s; %.0f user and %.0f kernel stack walks/s",
+	       sm->samples_per_s, sm->blocks_per_s, sm->user_walks_per_s, sm->kernel_walks_per_s);
+	if (sm->samples_lost)
+		printf("; %" PRIu64 " samples lost (their time kept)", sm->samples_lost);
+	printf("\n");
+	if (sm->window_blocks)
+		printf("  last window: %" PRIu64 " samples of %" PRIu64
+		       " blocks; a stack holding 1%% of it is within +-%.1f%% (one standard "
+		       "error)\n",
+		       sm->window_samples, sm->window_blocks, sm->window_error_pct);
+}
+
 static void pt_summary(const struct proto_pt_status *pt)
 {
 	if (!*pt->event)
@@ -449,6 +484,7 @@ static int cmd_status(int argc, char **argv)
 					       : "",
 		       st->store.last_error);
 		unwind_summary(st);
+		sampling_summary(&st->sampling);
 		if (!st->n_kinds || st->pt.available) /* else kinds said why not */
 			pt_summary(&st->pt);
 		printf("slots: %u of %u in use, %u capture%s running\n", st->slots_active,
@@ -998,6 +1034,13 @@ static void capture_summary(const struct proto_capture_result *res, enum proto_k
 		fprintf(stderr, "offcpuctl: note: a target exited during the capture\n");
 	requests_summary(stderr, "", res->requests, res->n_requests);
 	user_stacks_summary(&res->user_stacks);
+	if (res->sampling.period_us)
+		fprintf(stderr,
+			"offcpuctl: note: sampled stacks (T = %" PRIu64 " us): %" PRIu64
+			" of %" PRIu64 " blocks; per-thread totals are exact, a stack holding 1%%"
+			" of the time is within +-%.1f%% (one standard error)\n",
+			res->sampling.period_us, res->sampling.samples, res->sampling.blocks,
+			res->sampling.error_pct);
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "captured %" PRIu64 " stacks, %.3f s %s in %.1f s\n",
 			res->n_samples, res->total_ns / 1e9, what, res->duration_ns / 1e9);
@@ -1016,6 +1059,7 @@ static int cmd_capture(int argc, char **argv)
 		OPT_REQUEST,
 		OPT_METRIC,
 		OPT_WITH_FILENAME,
+		OPT_SAMPLED,
 	};
 	static const struct option options[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -1030,6 +1074,7 @@ static int cmd_capture(int argc, char **argv)
 		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "split-runq", no_argument, NULL, OPT_SPLIT_RUNQ },
 		{ "with-filename", no_argument, NULL, OPT_WITH_FILENAME },
+		{ "sampled", optional_argument, NULL, OPT_SAMPLED },
 		{ "lines", no_argument, NULL, OPT_LINES },
 		{ "metric", required_argument, NULL, OPT_METRIC },
 		{ "chain-depth", required_argument, NULL, OPT_CHAIN_DEPTH },
@@ -1118,6 +1163,15 @@ static int cmd_capture(int argc, char **argv)
 		case OPT_WITH_FILENAME:
 			cap->with_filename = 1;
 			break;
+		case OPT_SAMPLED:
+			cap->sampled = 1;
+			if (optarg && (parse_u64(optarg, PROTO_MAX_SAMPLE_PERIOD_US, &v) < 0 || !v))
+				r = usage_error("--sampled: the period is 1 to 1000000 "
+						"microseconds, not '%s'",
+						optarg);
+			else if (optarg)
+				cap->sample_period_us = (uint32_t)v;
+			break;
 		case OPT_LINES:
 			cap->lines = 1;
 			break;
@@ -1165,6 +1219,12 @@ static int cmd_capture(int argc, char **argv)
 	}
 	if (cap->with_filename && cap->kind != PROTO_KIND_FILEIO) {
 		r = usage_error("--with-filename only applies to --kind fileio, not %s",
+				proto_kind_name(cap->kind));
+		free(req);
+		return r;
+	}
+	if (cap->sampled && cap->kind != PROTO_KIND_OFFCPU && cap->kind != PROTO_KIND_RUNQ) {
+		r = usage_error("--sampled only applies to --kind offcpu or runq, not %s",
 				proto_kind_name(cap->kind));
 		free(req);
 		return r;
@@ -1988,6 +2048,35 @@ static int offline_filter(const struct offline_args *a, struct stack_filter **re
 	return EXIT_OK;
 }
 
+/* flamegraph.pl's options (ctl/flame_options.c), and --palette with one
+ * of its palette names: true if opt was one (*r: EXIT_OK or the usage
+ * error). */
+static bool offline_pl_option(struct flame_pl_args *pl, int opt, const char *arg, int *r)
+{
+	char err[512];
+	int t;
+
+	if (opt == OPT_PALETTE && flame_pl_palette_option(pl, arg)) {
+		if (!pl->svg_only)
+			pl->svg_only = "--palette";
+		*r = EXIT_OK;
+		return true;
+	}
+	t = flame_pl_option(pl, opt, arg, err, sizeof(err));
+	if (!t)
+		return false;
+	*r = t < 0 ? usage_error("%s", err) : EXIT_OK;
+	return true;
+}
+
+/* flamegraph.pl's colour options without a palette: its default, hot. */
+static void offline_pl_default(struct flame_pl_args *pl, const struct result_opts *ro)
+{
+	if (!pl->svg.pl_palette && ro->render.palette == PROTO_PALETTE_AUTO &&
+	    (pl->svg.colour_key != FLAME_KEY_NAME || pl->map_path))
+		pl->svg.pl_palette = FLAME_PL_HOT;
+}
+
 /* Feeds path ("-": stdin) to f in chunks cut after a newline, so a large
  * input is never held whole; with a filter, only the lines it keeps.
  * Returns 0 or -errno. */
@@ -2046,18 +2135,29 @@ static int parse_file(struct flame *f, const char *path, const struct stack_filt
  */
 static int draw(const char *path, const struct stack_filter *filter, const char *text, size_t len,
 		const char *name, const struct result_opts *o, const struct render_input *input,
-		const char *default_title)
+		struct flame_pl_args *pl, const char *default_title)
 {
 	enum proto_format format = o->format >= 0 ? o->format : PROTO_FORMAT_SVG;
+	const char *svg_only = o->svg_only ? o->svg_only : pl->svg_only;
 	struct flame *f = NULL;
 	FILE *out = stdout;
 	char err[128];
-	int r;
+	int r, e;
 
-	if (format != PROTO_FORMAT_SVG && format != PROTO_FORMAT_SPEEDSCOPE)
-		return usage_error("%s", "this command draws: --format svg or speedscope");
-	if (o->svg_only && format != PROTO_FORMAT_SVG)
-		return usage_error("%s only applies to svg output", o->svg_only);
+	if (!o->pprof && format != PROTO_FORMAT_SVG && format != PROTO_FORMAT_SPEEDSCOPE)
+		return usage_error("%s", "this command draws: --format svg, speedscope or pprof");
+	if (svg_only && (o->pprof || format != PROTO_FORMAT_SVG))
+		return usage_error("%s only applies to svg output", svg_only);
+	if (o->pprof && !o->path && isatty(STDOUT_FILENO))
+		return usage_error("%s",
+				   "--format pprof writes a binary (gzipped) profile, not "
+				   "for a terminal: give -o FILE or redirect standard output");
+	if (o->pprof)
+		format = PROTO_FORMAT_SPEEDSCOPE; /* parsed as for speedscope: no layout options */
+	r = flame_pl_map_load(pl);
+	if (r < 0)
+		return fail(EXIT_ERROR, "input_error", "cannot read the palette map %s: %s",
+			    pl->map_path, strerror(-r));
 	if (render_flame_new(format, &o->render, input, &f) < 0)
 		return fail(EXIT_ERROR, "internal", "out of memory");
 	r = path ? parse_file(f, path, filter) : flame_parse(f, text, len);
@@ -2066,13 +2166,30 @@ static int draw(const char *path, const struct stack_filter *filter, const char 
 		return fail(EXIT_ERROR, "input_error", "cannot read %s: %s", name, strerror(-r));
 	}
 	warn_invalid(name, flame_stats(f));
+	/* As flamegraph.pl: a --total below the input's is ignored, with a word
+	 * unless it is about the same. */
+	if (pl->svg.total > 0 && pl->svg.total < flame_stats(f)->total &&
+	    pl->svg.total / flame_stats(f)->total > 0.02)
+		fprintf(stderr,
+			"offcpuctl: warning: --total %g is less than the input's total %g: "
+			"ignored\n",
+			pl->svg.total, flame_stats(f)->total);
 	if (o->path && !(out = fopen(o->path, "we"))) {
 		flame_free(f);
 		return fail(EXIT_ERROR, "output_error", "cannot open %s: %s", o->path,
 			    strerror(errno));
 	}
-	r = render_flame_write(f, format, &o->render, default_title, out, err, sizeof(err));
+	if (o->pprof) {
+		r = pprof_write_folded(f, NULL, out);
+		snprintf(err, sizeof(err), "nothing to draw: the input has no stacks");
+	} else {
+		r = render_flame_write_pl(f, format, &o->render, &pl->svg, default_title, out, err,
+					  sizeof(err));
+	}
 	flame_free(f);
+	if (r == 0 && (e = flame_pl_map_save(pl)) < 0)
+		fprintf(stderr, "offcpuctl: warning: cannot write the palette map %s: %s\n",
+			pl->map_path, strerror(-e));
 	if ((o->path ? fclose(out) : fflush(out)) != 0 && r == 0)
 		r = -errno;
 	if (r == -ENODATA)
@@ -2091,11 +2208,13 @@ static int cmd_flamegraph(int argc, char **argv)
 		{ "negate", no_argument, NULL, OPT_NEGATE },
 		{ "diff-reverse-view", no_argument, NULL, OPT_REVERSE_VIEW },
 		OFFLINE_FILTER_OPTIONS,
+		FLAME_PL_OPTIONS,
 		{ 0 },
 	};
 	struct result_opts ro = RESULT_OPTS_INIT;
 	struct render_input input = { 0 };
 	struct offline_args filters = { 0 };
+	struct flame_pl_args pl = { 0 };
 	struct stack_filter *filter;
 	const char *path = "-";
 	int opt, r;
@@ -2110,9 +2229,13 @@ static int cmd_flamegraph(int argc, char **argv)
 			input.negate = true;
 		else if (opt == OPT_REVERSE_VIEW)
 			input.widths_from_old = true;
-		else if ((r = result_option(&ro, "flamegraph", opt, optarg)) != EXIT_OK)
+		else if (offline_pl_option(&pl, opt, optarg, &r)) {
+			if (r != EXIT_OK)
+				return r;
+		} else if ((r = result_option(&ro, "flamegraph", opt, optarg)) != EXIT_OK)
 			return r;
 	}
+	offline_pl_default(&pl, &ro);
 	if (argc - optind > 1)
 		return usage_error("flamegraph takes one input file, got '%s' too",
 				   argv[optind + 1]);
@@ -2122,8 +2245,9 @@ static int cmd_flamegraph(int argc, char **argv)
 	if (r != EXIT_OK)
 		return r;
 	r = draw(path, filter, NULL, 0, strcmp(path, "-") ? path : "standard input", &ro, &input,
-		 "Flame Graph");
+		 &pl, "Flame Graph");
 	stack_filter_free(filter);
+	flame_pl_args_free(&pl);
 	return r;
 }
 
@@ -2136,10 +2260,12 @@ static int cmd_diff(int argc, char **argv)
 		{ "negate", no_argument, NULL, OPT_NEGATE },
 		{ "diff-reverse-view", no_argument, NULL, OPT_REVERSE_VIEW },
 		OFFLINE_FILTER_OPTIONS,
+		FLAME_PL_OPTIONS,
 		{ 0 },
 	};
 	struct result_opts ro = RESULT_OPTS_INIT;
 	struct render_input input = { 0 };
+	struct flame_pl_args pl = { 0 };
 	struct flame_parse_stats st_a, st_b;
 	struct offline_args filters = { 0 };
 	struct stack_filter *filter = NULL;
@@ -2149,20 +2275,25 @@ static int cmd_diff(int argc, char **argv)
 	int opt, r;
 
 	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
-	while ((opt = getopt_long(argc, argv, "p:" RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
+	/* -n and -s: difffolded.pl's --normalize and --strip-hex */
+	while ((opt = getopt_long(argc, argv, "nsp:" RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
 		if (offline_option(&filters, opt, optarg))
 			continue;
-		if (opt == OPT_NORMALIZE)
+		if (opt == OPT_NORMALIZE || opt == 'n')
 			normalize = true;
-		else if (opt == OPT_STRIP_HEX)
+		else if (opt == OPT_STRIP_HEX || opt == 's')
 			input.strip_hex = true;
 		else if (opt == OPT_NEGATE)
 			input.negate = true;
 		else if (opt == OPT_REVERSE_VIEW)
 			input.widths_from_old = true;
-		else if ((r = result_option(&ro, "diff", opt, optarg)) != EXIT_OK)
+		else if (offline_pl_option(&pl, opt, optarg, &r)) {
+			if (r != EXIT_OK)
+				return r;
+		} else if ((r = result_option(&ro, "diff", opt, optarg)) != EXIT_OK)
 			return r;
 	}
+	offline_pl_default(&pl, &ro);
 	if (argc - optind != 2)
 		return usage_error("%s", "diff takes two folded files: BEFORE AFTER");
 	if ((input.negate || input.widths_from_old) && ro.format != PROTO_FORMAT_SVG)
@@ -2188,8 +2319,9 @@ static int cmd_diff(int argc, char **argv)
 	if (!diff) {
 		r = fail(EXIT_ERROR, "internal", "out of memory");
 	} else if (ro.format < 0 || ro.format == PROTO_FORMAT_FOLDED) {
-		if (ro.svg_only)
-			r = usage_error("%s only applies to svg output", ro.svg_only);
+		if (ro.svg_only || pl.svg_only)
+			r = usage_error("%s only applies to svg output",
+					ro.svg_only ? ro.svg_only : pl.svg_only);
 		else {
 			warn_invalid(argv[optind], &st_a);
 			warn_invalid(argv[optind + 1], &st_b);
@@ -2197,9 +2329,10 @@ static int cmd_diff(int argc, char **argv)
 		}
 	} else {
 		input.strip_hex = false; /* already applied to the differential text */
-		r = draw(NULL, NULL, diff, strlen(diff), "the differential", &ro, &input,
+		r = draw(NULL, NULL, diff, strlen(diff), "the differential", &ro, &input, &pl,
 			 "Differential Flame Graph");
 	}
+	flame_pl_args_free(&pl);
 	free(a);
 	free(b);
 	free(diff);
@@ -2393,7 +2526,9 @@ static int cmd_latency(int argc, char **argv)
 	    (ro.format == PROTO_FORMAT_SVG || ro.format == PROTO_FORMAT_SPEEDSCOPE)) {
 		if (!ro.render.countname[0])
 			strcpy(ro.render.countname, "ns");
-		r = draw(NULL, NULL, text, strlen(text), lo.trace_path, &ro, NULL,
+		struct flame_pl_args pl = { 0 };
+
+		r = draw(NULL, NULL, text, strlen(text), lo.trace_path, &ro, NULL, &pl,
 			 "Latency Flame Graph");
 	} else {
 		r = write_output(ro.path, text);

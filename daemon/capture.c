@@ -19,30 +19,19 @@ _Static_assert((int)PROTO_KIND_OFFCPU == (int)OFFCPU_KIND_OFFCPU &&
 		       (int)PROTO_KIND_BIO == (int)OFFCPU_KIND_BIO &&
 		       (int)PROTO_KIND_FILEIO == (int)OFFCPU_KIND_FILEIO,
 	       "the protocol's kinds are the BPF program's");
+_Static_assert(PROTO_MAX_SAMPLE_PERIOD_US * 1000ull == OFFCPU_MAX_SAMPLE_PERIOD_NS,
+	       "the protocol's sample period limit is the BPF program's");
 _Static_assert(PROTO_MAX_REQUESTS == OFFCPU_MAX_REQUESTS &&
 		       PROTO_HIST_BUCKETS == OFFCPU_HIST_BUCKETS,
 	       "the protocol's request limit and buckets are the BPF program's");
 
-/* Names of the drop counters (enum offcpu_counter) reported with a capture. */
-static const struct {
-	unsigned idx;
-	const char *name;
-} drop_names[] = {
-	{ OFFCPU_CNT_DROP_START_ALLOC, "start_alloc" },
-	{ OFFCPU_CNT_DROP_NEGATIVE_DELTA, "negative_delta" },
-	{ OFFCPU_CNT_DROP_AGG_FULL, "agg_map_full" },
-	{ OFFCPU_CNT_DROP_STACK_FULL, "stack_map_full" },
-	{ OFFCPU_CNT_DROP_KSTACK_ERROR, "kernel_stack_error" },
-	{ OFFCPU_CNT_DROP_USTACK_ERROR, "user_stack_error" },
-	{ OFFCPU_CNT_BUFFER_MISSING, "buffer_missing" },
-	{ OFFCPU_CNT_DROP_CHAIN_FULL, "chain_map_full" },
-	{ OFFCPU_CNT_DROP_HIST_FULL, "hist_map_full" },
-	{ OFFCPU_CNT_DROP_REQUEST_ALLOC, "request_alloc" },
-	{ OFFCPU_CNT_DROP_REQUEST_FULL, "request_map_full" },
-	{ OFFCPU_CNT_DROP_IO_ALLOC, "io_alloc" },
+/* The names a capture reports drop counters (enum offcpu_counter) under;
+ * NULL for the counters that are not drops. */
+static const char *const drop_names[OFFCPU_CNT_MAX] = {
+#define DROP_NAME(name, status, drop) [OFFCPU_CNT_##name] = drop,
+	OFFCPU_COUNTERS(DROP_NAME)
+#undef DROP_NAME
 };
-
-#define N_DROPS (sizeof(drop_names) / sizeof(drop_names[0]))
 
 static bool id_exists(const char *proc_root, uint32_t pid, uint32_t tid)
 {
@@ -103,6 +92,7 @@ void capture_filter(const struct proto_capture_request *req, struct collector_fi
 		.filename = req->with_filename,
 		.oncpu = req->oncpu,
 		.requests = req->n_requests > 0,
+		.sample_period_ns = req->sampled ? (uint64_t)req->sample_period_us * 1000 : 0,
 	};
 }
 
@@ -182,7 +172,8 @@ static char *capture_reply_profile(const struct capture *c, const struct profile
 				   const uint64_t counters_now[OFFCPU_CNT_MAX], bool target_exited,
 				   const struct proto_request_stats *requests, size_t n_requests)
 {
-	struct proto_counter drops[N_DROPS];
+	struct proto_counter drops[OFFCPU_CNT_MAX];
+	size_t n_drops = 0;
 	struct proto_capture_result res;
 	bool want_user = c->req.stacks != PROTO_STACKS_KERNEL;
 	bool want_kernel = c->req.stacks != PROTO_STACKS_USER;
@@ -198,17 +189,26 @@ static char *capture_reply_profile(const struct capture *c, const struct profile
 		.n_samples = profile_rows(p),
 		.target_exited = target_exited,
 		.drops = drops,
-		.n_drops = N_DROPS,
 		.requests = requests,
 		.n_requests = n_requests,
 	};
 	profile_foreach(p, add_user_stack_time, &res.user_stacks);
-	for (size_t i = 0; i < N_DROPS; i++) {
-		unsigned idx = drop_names[i].idx;
-
-		drops[i].name = drop_names[i].name;
-		drops[i].value = counters_now[idx] - c->counters_start[idx];
+	for (size_t i = 0; i < OFFCPU_CNT_MAX; i++) {
+		if (!drop_names[i])
+			continue;
+		drops[n_drops].name = drop_names[i];
+		drops[n_drops++].value = counters_now[i] - c->counters_start[i];
 	}
+	res.n_drops = n_drops;
+	if (c->req.sampled)
+		res.sampling = (struct proto_capture_sampling){
+			.period_us = c->req.sample_period_us,
+			.blocks = c->sampling.blocks,
+			.samples = c->sampling.samples,
+			.error_pct = 100 * sampling_relative_error(
+						   (uint64_t)c->req.sample_period_us * 1000,
+						   c->sampling.short_ns, 0.01),
+		};
 	if (c->req.format == PROTO_FORMAT_JSON) {
 		if (profile_samples(p, &samples, &n_samples) < 0)
 			return NULL;

@@ -17,6 +17,7 @@
 
 #include "collector.h"
 #include "profile.h"
+#include "sampling.h"
 #include "proto.h"
 #include "server.h"
 
@@ -39,6 +40,7 @@ struct capture {
 	int64_t start_ms;	   /* CLOCK_REALTIME, for the stored window */
 	uint64_t final_drain;	   /* the drain whose completion makes the result whole */
 	uint64_t counters_start[OFFCPU_CNT_MAX];
+	struct sampling_summary sampling; /* of its slot's drains, if sampled */
 };
 
 /* Checks that every requested pid and tid exists under proc_root. Returns 0,

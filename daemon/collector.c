@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "clock.h"
@@ -36,6 +37,7 @@ struct collector {
 	int stats_fd;		       /* keeps the kernel's BPF run-time stats on; -1 if refused */
 	struct bpf_link **oncpu_links; /* one per CPU that has an event; NULL entries: none */
 	int oncpu_error;	       /* see collector_oncpu_error() */
+	const char *no_defer_why;      /* why sampled walks are not deferred; NULL if they are */
 };
 
 static void oncpu_detach(struct collector *c)
@@ -138,6 +140,62 @@ static void io_autoload_off(struct offcpu_bpf *skel)
 	}
 }
 
+const char *collector_walk_mode(const struct collector *c, const char **ret_why)
+{
+	*ret_why = c->no_defer_why ? c->no_defer_why : "";
+	return c->no_defer_why ? "switch-out" : "deferred";
+}
+
+/* Whether the kernel has the BPF task work kfunc deferred walks need. */
+static bool kernel_has_task_work(void)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	bool has;
+
+	if (!vmlinux)
+		return false;
+	has = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
+				     BTF_KIND_FUNC) > 0;
+	btf__free(vmlinux);
+	return has;
+}
+
+/* Why sampled slots cannot defer their user walks here; NULL if they can. */
+static const char *no_defer_reason(const struct collector_options *opts, bool raw_tp)
+{
+	if (!opts->defer_walks)
+		return "sampled_walk = switch-out";
+	if (raw_tp)
+		return "the raw_tp fallback has no task storage";
+	if (!kernel_has_task_work())
+		return "the kernel has no BPF task work (bpf_task_work_schedule_resume_impl, 6.18)";
+	return NULL;
+}
+
+/* Puts each double buffer's two maps into its outer map (epoch & 1 picks
+ * one): the linked object cannot carry them as initial values. */
+static int buffers_publish(struct offcpu_bpf *skel)
+{
+	const struct {
+		struct bpf_map *outer, *inner[2];
+	} pairs[] = {
+		{ skel->maps.aggs, { skel->maps.agg0, skel->maps.agg1 } },
+		{ skel->maps.stacks, { skel->maps.stacks0, skel->maps.stacks1 } },
+		{ skel->maps.chains, { skel->maps.chains0, skel->maps.chains1 } },
+		{ skel->maps.hists, { skel->maps.hists0, skel->maps.hists1 } },
+		{ skel->maps.totals, { skel->maps.totals0, skel->maps.totals1 } },
+	};
+
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+		for (uint32_t k = 0; k < 2; k++) {
+			int fd = bpf_map__fd(pairs[i].inner[k]);
+
+			if (bpf_map_update_elem(bpf_map__fd(pairs[i].outer), &k, &fd, BPF_ANY) < 0)
+				return -errno;
+		}
+	return 0;
+}
+
 static int load(const struct collector_options *opts, bool raw_tp, bool io, struct offcpu_bpf **ret)
 {
 	struct offcpu_bpf *skel;
@@ -166,6 +224,7 @@ static int load(const struct collector_options *opts, bool raw_tp, bool io, stru
 	/* Tables need bpf_task_pt_regs(), which needs tp_btf's typed task. */
 	skel->rodata->unwind_dwarf = opts->unwind_dwarf && !raw_tp;
 	skel->rodata->unwind_max_depth = opts->unwind_max_depth;
+	skel->rodata->defer_walks = !no_defer_reason(opts, raw_tp);
 	bpf_program__set_autoload(skel->progs.unwind_exec, skel->rodata->unwind_dwarf);
 	bpf_map__set_max_entries(skel->maps.unwind_rows,
 				 skel->rodata->unwind_dwarf ? opts->unwind_rows : 1);
@@ -176,6 +235,8 @@ static int load(const struct collector_options *opts, bool raw_tp, bool io, stru
 		io_autoload_off(skel);
 
 	r = offcpu_bpf__load(skel);
+	if (r == 0)
+		r = buffers_publish(skel);
 	if (r < 0) {
 		offcpu_bpf__destroy(skel);
 		return r;
@@ -275,6 +336,7 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	}
 	if (r < 0)
 		goto fail;
+	c->no_defer_why = no_defer_reason(opts, c->raw_tp);
 
 	if (c->raw_tp) {
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_switch_raw);
@@ -452,6 +514,8 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	mask_set(&bss->kernel_stack_slots, bit, f->kernel_stacks);
 	bss->slots[slot].kind = f->kind;
 	bss->slots[slot].chain_depth = f->chain_depth ? f->chain_depth : 1;
+	bss->slots[slot].sample_period_ns = f->sample_period_ns;
+	mask_set(&bss->sampled_slots, bit, f->sample_period_ns > 0);
 	for (unsigned k = 0; k < OFFCPU_KIND_COUNT; k++)
 		mask_set(&bss->kind_slots[k], bit, f->kind == k);
 	mask_set(&bss->split_runq_slots, bit, f->split_runq);
@@ -724,11 +788,86 @@ int collector_file_name(struct collector *c, uint64_t hash, struct offcpu_file_n
 	return 0;
 }
 
+/* Empties a per-CPU map of struct offcpu_total, summing each key's CPUs. */
+static int drain_totals(struct collector *c, int fd, struct collector_total **ret, size_t *ret_n)
+{
+	size_t value_size = sizeof(struct offcpu_total) * c->ncpus, n = 0;
+	struct collector_total *out = NULL;
+	char *items;
+	int r;
+
+	*ret = NULL;
+	*ret_n = 0;
+	r = drain_map(fd, sizeof(struct offcpu_key), value_size, (void **)&items, &n);
+	if (r < 0 || !n) {
+		free(items);
+		return r;
+	}
+	out = calloc(n, sizeof(*out));
+	if (!out) {
+		free(items);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *item = items + i * (sizeof(struct offcpu_key) + value_size);
+		const struct offcpu_total *cpu = (const void *)(item + sizeof(struct offcpu_key));
+		struct offcpu_total *t = &out[i].total;
+
+		memcpy(&out[i].key, item, sizeof(out[i].key));
+		for (int k = 0; k < c->ncpus; k++) {
+			t->sum_ns += cpu[k].sum_ns;
+			t->count += cpu[k].count;
+			t->short_ns += cpu[k].short_ns;
+			t->samples += cpu[k].samples;
+			if (!t->comm[0] && cpu[k].comm[0])
+				memcpy(t->comm, cpu[k].comm, sizeof(t->comm));
+		}
+	}
+	free(items);
+	*ret = out;
+	*ret_n = n;
+	return 0;
+}
+
+/* Empties a per-CPU histogram map, summing each bucket's CPUs. */
+static int drain_hists(struct collector *c, int fd, struct collector_hist **ret, size_t *ret_n)
+{
+	size_t value_size = sizeof(uint64_t) * c->ncpus, n = 0;
+	struct collector_hist *out;
+	char *items;
+	int r;
+
+	*ret = NULL;
+	*ret_n = 0;
+	r = drain_map(fd, sizeof(struct offcpu_hist_key), value_size, (void **)&items, &n);
+	if (r < 0 || !n) {
+		free(items);
+		return r;
+	}
+	out = calloc(n, sizeof(*out));
+	if (!out) {
+		free(items);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *item = items + i * (sizeof(struct offcpu_hist_key) + value_size);
+		const uint64_t *cpu = (const void *)(item + sizeof(struct offcpu_hist_key));
+
+		memcpy(&out[i].key, item, sizeof(out[i].key));
+		for (int k = 0; k < c->ncpus; k++)
+			out[i].count += cpu[k];
+	}
+	free(items);
+	*ret = out;
+	*ret_n = n;
+	return 0;
+}
+
 int collector_drain(struct collector *c, struct collector_batch *ret)
 {
 	uint32_t old;
-	struct bpf_map *agg, *stk, *chn, *hst;
-	void *rows = NULL, *stacks = NULL, *chains = NULL, *hists = NULL;
+	struct bpf_map *agg, *stk, *chn, *hst, *tot;
+	void *rows = NULL, *stacks = NULL, *chains = NULL;
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
@@ -741,6 +880,7 @@ int collector_drain(struct collector *c, struct collector_batch *ret)
 	stk = old ? c->skel->maps.stacks1 : c->skel->maps.stacks0;
 	chn = old ? c->skel->maps.chains1 : c->skel->maps.chains0;
 	hst = old ? c->skel->maps.hists1 : c->skel->maps.hists0;
+	tot = old ? c->skel->maps.totals1 : c->skel->maps.totals0;
 	r = drain_map(bpf_map__fd(agg), sizeof(struct offcpu_key), sizeof(struct offcpu_value),
 		      &rows, &ret->n_rows);
 	ret->rows = rows;
@@ -754,11 +894,10 @@ int collector_drain(struct collector *c, struct collector_batch *ret)
 			      &chains, &ret->n_chains);
 		ret->chains = chains;
 	}
-	if (r == 0) {
-		r = drain_map(bpf_map__fd(hst), sizeof(struct offcpu_hist_key), sizeof(uint64_t),
-			      &hists, &ret->n_hists);
-		ret->hists = hists;
-	}
+	if (r == 0)
+		r = drain_hists(c, bpf_map__fd(hst), &ret->hists, &ret->n_hists);
+	if (r == 0)
+		r = drain_totals(c, bpf_map__fd(tot), &ret->totals, &ret->n_totals);
 	collector_counters(c, ret->counters);
 	if (r < 0)
 		collector_batch_release(ret);
@@ -771,9 +910,11 @@ void collector_batch_release(struct collector_batch *b)
 	free(b->stacks);
 	free(b->chains);
 	free(b->hists);
+	free(b->totals);
 	b->rows = NULL;
 	b->stacks = NULL;
 	b->chains = NULL;
 	b->hists = NULL;
-	b->n_rows = b->n_stacks = b->n_chains = b->n_hists = 0; /* counters stay */
+	b->totals = NULL;
+	b->n_rows = b->n_stacks = b->n_chains = b->n_hists = b->n_totals = 0; /* counters stay */
 }

@@ -35,6 +35,8 @@ struct collector_options {
 	uint32_t unwind_rows;	   /* rows of all loaded unwind tables */
 	uint32_t unwind_processes; /* processes with tables at once */
 	uint32_t oncpu_frequency;  /* on-CPU samples per second and CPU; 0: no sampling */
+	bool defer_walks;	   /* sampled slots walk user stacks when threads are current
+				      again, where the kernel can (else at switch-out) */
 };
 
 /* One capture's filter. Empty id lists mean "all". */
@@ -55,6 +57,7 @@ struct collector_filter {
 	bool oncpu;	      /* OFFCPU: on-CPU samples beside, as ONCPU rows (hot/cold) */
 	bool hist;	      /* keep log2 histograms */
 	bool requests;	      /* count only inside the slot's request functions */
+	uint64_t sample_period_ns; /* sampled stacks (bpf/sampling.h); 0: every block's */
 };
 
 /* Probes (one per entry, one per return) that one slot may attach. */
@@ -86,6 +89,12 @@ struct collector_hist {
 	uint64_t count;
 };
 
+/* A sampled slot's exact total, summed over CPUs. */
+struct collector_total {
+	struct offcpu_key key;
+	struct offcpu_total total;
+};
+
 /* What one drain emptied out of the kernel. */
 struct collector_batch {
 	struct collector_row *rows;
@@ -96,6 +105,8 @@ struct collector_batch {
 	size_t n_chains;
 	struct collector_hist *hists;
 	size_t n_hists;
+	struct collector_total *totals;
+	size_t n_totals;
 	uint64_t counters[OFFCPU_CNT_MAX]; /* totals since load, read after the flip */
 };
 
@@ -103,6 +114,11 @@ struct collector_batch {
  * privileges, other codes from libbpf. */
 int collector_new(const struct collector_options *opts, struct collector **ret);
 void collector_free(struct collector *c); /* NULL-safe; detaches */
+
+/* Where sampled slots walk user stacks: "deferred" (when the thread is
+ * current again, by BPF task work) or "switch-out" (every block's, as exact
+ * slots do); *ret_why says why not deferred ("" if it is). */
+const char *collector_walk_mode(const struct collector *c, const char **ret_why);
 
 /* "tp_btf" or "raw_tp": which sched_switch program is attached. */
 const char *collector_tracepoint(const struct collector *c);

@@ -85,6 +85,8 @@ static const struct unit duration_units[] = {
 static const char *const tracepoint_names[] = { "auto", "tp_btf", "raw_tp", NULL };
 static const char *const unwind_names[] = { "dwarf", "fp", NULL };
 static const char *const pt_event_names[] = { "intel_pt", "sideband", NULL };
+static const char *const stacks_names[] = { "sampled", "exact", NULL };
+static const char *const sampled_walk_names[] = { "auto", "switch-out", NULL };
 
 /* The profile kinds as the protocol spells them (proto_kind_name() in
  * proto/proto.c); repeated here so the daemon's configuration does not pull
@@ -135,6 +137,16 @@ static const struct key keys[] = {
 	KEY(continuous_states, KEY_STATES, uint32_t, 0, 0),
 	KEY(continuous_min_block_us, KEY_U64, uint64_t, 0, 60000000),
 	KEY(continuous_requests, KEY_REQUESTS, char *, 0, FIELD_SIZE(continuous_requests)),
+	{ .name = "continuous_stacks",
+	  .type = KEY_CHOICE,
+	  .choices = stacks_names,
+	  .offset = offsetof(struct config, continuous_stacks) +
+		    TYPE_CHECK(continuous_stacks, unsigned) },
+	KEY(sample_period_us, KEY_U32, uint32_t, 1, 1000000), /* OFFCPU_MAX_SAMPLE_PERIOD_NS */
+	{ .name = "sampled_walk",
+	  .type = KEY_CHOICE,
+	  .choices = sampled_walk_names,
+	  .offset = offsetof(struct config, sampled_walk) + TYPE_CHECK(sampled_walk, unsigned) },
 	KEY(window_seconds, KEY_U32, uint32_t, 1, 3600),
 	KEY(database, KEY_PATH, char *, 0, FIELD_SIZE(database)),
 	KEY(max_db_bytes, KEY_BYTES, uint64_t, UINT64_C(1) << 20, UINT64_C(1) << 40),
@@ -178,6 +190,9 @@ static const struct config config_defaults = {
 	.oncpu_frequency = 99,
 	.continuous_states = THREAD_STATE_ALL,
 	.continuous_min_block_us = 0,
+	.continuous_stacks = CONFIG_STACKS_SAMPLED,
+	.sample_period_us = 1000,
+	.sampled_walk = CONFIG_SAMPLED_WALK_AUTO,
 	.window_seconds = 10,
 	.database = "/var/lib/offcpud/offcpud.db",
 	.max_db_bytes = UINT64_C(256) << 20,

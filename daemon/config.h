@@ -46,6 +46,9 @@ struct config {
 	uint32_t continuous_states;	  /* thread_state mask (THREAD_STATE_ALL: all) */
 	uint64_t continuous_min_block_us; /* its shortest block kept; 0: all */
 	char continuous_requests[1024];	  /* "SYMBOL@/PATH ..."; "": not request-synchronous */
+	unsigned continuous_stacks;	  /* enum config_stacks */
+	uint32_t sample_period_us;	  /* T of sampled stacks (bpf/sampling.h) */
+	unsigned sampled_walk;		  /* enum config_sampled_walk */
 	uint32_t window_seconds;	  /* length of one stored window */
 	char database[256];		  /* the SQLite file of the window ring */
 	uint64_t max_db_bytes;		  /* database plus WAL; oldest windows go first */
@@ -59,6 +62,18 @@ struct config {
 	uint64_t pt_max_bytes;	  /* trace kept per thread in a --seconds session */
 	uint32_t pt_max_threads;  /* threads of one traced process */
 	unsigned pt_event;	  /* enum config_pt_event */
+};
+
+/* Which blocks get their stacks walked. */
+enum config_stacks {
+	CONFIG_STACKS_SAMPLED, /* in proportion to time (sample_period_us) */
+	CONFIG_STACKS_EXACT,   /* every block */
+};
+
+/* Where sampled slots walk user stacks. */
+enum config_sampled_walk {
+	CONFIG_SAMPLED_WALK_AUTO,	/* when the thread is current again, if the kernel can */
+	CONFIG_SAMPLED_WALK_SWITCH_OUT, /* at every switch-out, as exact slots */
 };
 
 /* What a PT session records. */

@@ -355,6 +355,11 @@ int drain_run(struct collector *c, struct symbolizer *s, const uint32_t *tgids, 
 	memcpy(ret->counters, b.counters, sizeof(ret->counters));
 	if (r < 0)
 		return r;
+	r = sampling_calibrate(&b.rows, &b.n_rows, b.totals, b.n_totals, ret->sampling);
+	if (r < 0) {
+		collector_batch_release(&b);
+		return r;
+	}
 	ret->rows = calloc(b.n_rows ? b.n_rows : 1, sizeof(*ret->rows));
 	if (!ret->rows) {
 		collector_batch_release(&b);
@@ -374,6 +379,12 @@ int drain_run(struct collector *c, struct symbolizer *s, const uint32_t *tgids, 
 		row->key = b.rows[i].key;
 		row->value = b.rows[i].value;
 		row->value.comm[sizeof(row->value.comm) - 1] = '\0';
+		if (row->key.flags & OFFCPU_KEY_UNSAMPLED) {
+			row->kstack = "";
+			row->ustack = DRAIN_UNSAMPLED_FRAME;
+			row->chain = "";
+			continue;
+		}
 		row->kstack = name_get(ret, s, &b, row->key.kstack, row->key.tgid, true);
 		row->ustack = name_get(ret, s, &b, row->key.ustack, row->key.tgid, false);
 		ustack = row->key.ustack ? stack_find(&b, row->key.ustack) : NULL;

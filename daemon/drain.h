@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "collector.h"
+#include "sampling.h"
 #include "symbolizer.h"
 
 /* The leaf frame of a fileio --with-filename row: the prefix, then the
@@ -19,6 +20,9 @@
 
 /* The root frame of a user stack whose table walk stopped early. */
 #define DRAIN_TRUNCATED_FRAME "[truncated]"
+
+/* The stack of a sampled slot's time that no sample stands for. */
+#define DRAIN_UNSAMPLED_FRAME "[unsampled]"
 
 struct drain_row {
 	struct offcpu_key key;
@@ -36,6 +40,7 @@ struct drain_result {
 	size_t n_hists;
 	size_t n_stacks, n_chains;	   /* entries the stack and chain maps held */
 	uint64_t counters[OFFCPU_CNT_MAX]; /* totals since the programs were loaded */
+	struct sampling_summary sampling[OFFCPU_MAX_SLOTS]; /* of sampled slots */
 	/* private: */
 	struct hashtab *names;
 };

@@ -57,6 +57,8 @@ struct manager {
 	uint32_t continuous_slots; /* mask of slots */
 	struct profile *window;
 	struct hashtab *window_hists;		  /* struct offcpu_hist_key (slot 0) -> count */
+	struct sampling_summary window_sampling;  /* the open window's, continuous slots' */
+	struct sampling_summary last_window_sampling; /* the last closed window's */
 	int64_t window_start_ms, window_close_ms; /* CLOCK_REALTIME */
 	uint64_t windows_written, windows_failed;
 	struct store_stats store_stats; /* as of the last window write */
@@ -189,6 +191,8 @@ static void window_rotate(struct manager *m, bool reopen)
 
 	if (!m->window)
 		return;
+	m->last_window_sampling = m->window_sampling;
+	memset(&m->window_sampling, 0, sizeof(m->window_sampling));
 	if (history_write(m->store_queue, m->window, m->window_hists, &w, window_written, m) < 0)
 		log_warning("out of memory: a window was lost");
 	m->window = NULL;
@@ -376,6 +380,12 @@ static void drain_after_cb(uv_work_t *req, int status)
 	}
 	for (size_t i = 0; i < r->n_hists; i++)
 		window_hist_add(m, &r->hists[i]);
+	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
+		if (m->window && (m->continuous_slots & (1u << i)))
+			sampling_summary_add(&m->window_sampling, &r->sampling[i]);
+		else if (m->captures[i])
+			sampling_summary_add(&m->captures[i]->sampling, &r->sampling[i]);
+	}
 	drain_result_release(r);
 	if (m->window && clock_realtime_ms() >= m->window_close_ms)
 		window_rotate(m, true);
@@ -613,6 +623,8 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 		return;
 	}
 	c->req = *req;
+	if (c->req.sampled && !c->req.sample_period_us)
+		c->req.sample_period_us = m->cfg.sample_period_us;
 	capture_filter(&c->req, &filter);
 	collector_counters(m->collector, c->counters_start);
 	r = collector_slot_add(m->collector, &filter, &c->slot);
@@ -648,6 +660,34 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 
 /* ---- status ---- */
 
+static double rate(const struct manager *m, unsigned idx);
+
+static void sampling_status(const struct manager *m, struct proto_sampling_status *ret)
+{
+	const struct sampling_summary *w = &m->last_window_sampling;
+	bool sampled = m->cfg.continuous_stacks == CONFIG_STACKS_SAMPLED;
+	const char *why, *walk = collector_walk_mode(m->collector, &why);
+
+	*ret = (struct proto_sampling_status){
+		.stacks = sampled ? "sampled" : "exact",
+		.period_us = sampled ? m->cfg.sample_period_us : 0,
+		.walk = walk,
+		.walk_reason = why,
+		.blocks_per_s = rate(m, OFFCPU_CNT_SAMPLED_BLOCKS),
+		.samples_per_s = rate(m, OFFCPU_CNT_SAMPLES),
+		.user_walks_per_s = rate(m, OFFCPU_CNT_USER_STACK_WALKS),
+		.kernel_walks_per_s = rate(m, OFFCPU_CNT_KERNEL_STACK_WALKS),
+		.samples_lost = m->counters[OFFCPU_CNT_DEFER_LOST],
+		.window_blocks = w->blocks,
+		.window_samples = w->samples,
+		.window_error_pct = 100 * sampling_relative_error((uint64_t)m->cfg.sample_period_us *
+									  1000,
+								  w->short_ns, 0.01),
+	};
+	if (!sampled)
+		ret->window_error_pct = 0;
+}
+
 static const char *io_path_or_empty(const struct manager *m, unsigned kind)
 {
 	const char *path = collector_io_path(m->collector, kind);
@@ -655,31 +695,10 @@ static const char *io_path_or_empty(const struct manager *m, unsigned kind)
 	return path ? path : "";
 }
 
-static const struct {
-	unsigned idx;
-	const char *name;
-} counter_names[OFFCPU_CNT_MAX] = {
-	{ OFFCPU_CNT_SWITCHES, "switches" },
-	{ OFFCPU_CNT_RECORDED, "recorded" },
-	{ OFFCPU_CNT_DROP_START_ALLOC, "drop_start_alloc" },
-	{ OFFCPU_CNT_DROP_NEGATIVE_DELTA, "drop_negative_delta" },
-	{ OFFCPU_CNT_DROP_AGG_FULL, "drop_agg_map_full" },
-	{ OFFCPU_CNT_DROP_STACK_FULL, "drop_stack_map_full" },
-	{ OFFCPU_CNT_DROP_KSTACK_ERROR, "drop_kernel_stack_error" },
-	{ OFFCPU_CNT_DROP_USTACK_ERROR, "drop_user_stack_error" },
-	{ OFFCPU_CNT_BUFFER_MISSING, "buffer_missing" },
-	{ OFFCPU_CNT_WAKEUPS, "wakeups" },
-	{ OFFCPU_CNT_DROP_CHAIN_FULL, "drop_chain_map_full" },
-	{ OFFCPU_CNT_DROP_HIST_FULL, "drop_hist_map_full" },
-	{ OFFCPU_CNT_REQUESTS, "requests" },
-	{ OFFCPU_CNT_DROP_REQUEST_ALLOC, "drop_request_alloc" },
-	{ OFFCPU_CNT_DROP_REQUEST_FULL, "drop_request_map_full" },
-	{ OFFCPU_CNT_SWITCH_IN_UNSEEN, "switch_in_unseen" },
-	{ OFFCPU_CNT_USTACK_TABLE_WALKS, "ustack_table_walks" },
-	{ OFFCPU_CNT_USTACK_TRUNCATED, "ustack_truncated" },
-	{ OFFCPU_CNT_ONCPU_SAMPLES, "oncpu_samples" },
-	{ OFFCPU_CNT_IO_EVENTS, "io_events" },
-	{ OFFCPU_CNT_DROP_IO_ALLOC, "drop_io_alloc" },
+static const char *const counter_names[OFFCPU_CNT_MAX] = {
+#define COUNTER_NAME(name, status, drop) [OFFCPU_CNT_##name] = status,
+	OFFCPU_COUNTERS(COUNTER_NAME)
+#undef COUNTER_NAME
 };
 
 /* Per second, over the last drain interval. */
@@ -878,8 +897,8 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 
 	collector_counters(m->collector, now);
 	for (unsigned i = 0; i < OFFCPU_CNT_MAX; i++) {
-		counters[i].name = counter_names[i].name;
-		counters[i].value = now[counter_names[i].idx];
+		counters[i].name = counter_names[i];
+		counters[i].value = now[i];
 	}
 	st = (struct proto_status){
 		.version = OFFCPU_VERSION,
@@ -914,6 +933,7 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 		.unwind.mode = "fp", /* set whole below when tables are used */
 	};
 	pt_capture_status(&m->cfg, &st.pt, pt_reason, sizeof(pt_reason));
+	sampling_status(m, &st.sampling);
 	if (m->pt_work)
 		st.pt.recording_pid = m->pt_work->req.pid;
 	kinds_status(m, &st.pt, kinds, oncpu_why, sizeof(oncpu_why));
@@ -1136,6 +1156,17 @@ static size_t continuous_specs(const struct manager *m, char *buf, size_t size,
 	return n;
 }
 
+/* The continuous slot of kind samples its stacks (bpf/sampling.h) if so
+ * configured and it is a kind whose rows are blocks by the blocked thread's
+ * stacks. */
+static uint64_t continuous_sample_period_ns(const struct manager *m, unsigned kind)
+{
+	if (m->cfg.continuous_stacks != CONFIG_STACKS_SAMPLED ||
+	    (kind != OFFCPU_KIND_OFFCPU && kind != OFFCPU_KIND_RUNQ))
+		return 0;
+	return (uint64_t)m->cfg.sample_period_us * 1000;
+}
+
 static int continuous_start(struct manager *m)
 {
 	const char *specs[CONFIG_MAX_REQUESTS];
@@ -1156,6 +1187,7 @@ static int continuous_start(struct manager *m)
 			.kind = kind,
 			.chain_depth = 3,
 			.split_runq = kind == OFFCPU_KIND_OFFCPU && m->cfg.continuous_split_runq,
+			.sample_period_ns = continuous_sample_period_ns(m, kind),
 			.hist = kind == OFFCPU_KIND_OFFCPU,
 			/* On-CPU samples are not request-synchronous: all of them. */
 			.requests = n_specs > 0 && kind != OFFCPU_KIND_ONCPU,
@@ -1209,6 +1241,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		.trace_self = cfg->trace_self,
 		.unwind_dwarf = cfg->unwind == CONFIG_UNWIND_DWARF,
 		.unwind_max_depth = cfg->unwind_max_depth,
+		.defer_walks = cfg->sampled_walk == CONFIG_SAMPLED_WALK_AUTO,
 		.unwind_rows = cfg->unwind_rows,
 		.unwind_processes = cfg->unwind_processes,
 		.oncpu_frequency = cfg->oncpu_frequency,

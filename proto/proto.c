@@ -272,6 +272,14 @@ static const struct proto__field proto__capture_fields[] = {
 	},
 	{ .name = "split_runq", .kind = PROTO__KIND_BOOL, PROTO__CAP(split_runq) },
 	{ .name = "with_filename", .kind = PROTO__KIND_BOOL, PROTO__CAP(with_filename) },
+	{ .name = "sampled", .kind = PROTO__KIND_BOOL, PROTO__CAP(sampled) },
+	{
+		.name = "sample_period_us",
+		.kind = PROTO__KIND_UINT,
+		PROTO__CAP(sample_period_us),
+		.min = 0,
+		.max = PROTO_MAX_SAMPLE_PERIOD_US,
+	},
 	{ .name = "oncpu", .kind = PROTO__KIND_BOOL, PROTO__CAP(oncpu) },
 	{
 		.name = "chain_depth",
@@ -830,6 +838,11 @@ static int proto__capture_check(const void *args, const struct proto__command *c
 	if (c->with_filename && c->kind != PROTO_KIND_FILEIO)
 		return proto__fail(err, err_size, "field 'with_filename' needs kind fileio, not %s",
 				   proto_kind_name(c->kind));
+	if (c->sampled && c->kind != PROTO_KIND_OFFCPU && c->kind != PROTO_KIND_RUNQ)
+		return proto__fail(err, err_size, "field 'sampled' needs kind offcpu or runq, not %s",
+				   proto_kind_name(c->kind));
+	if (c->sample_period_us && !c->sampled)
+		return proto__fail(err, err_size, "field 'sample_period_us' needs 'sampled'");
 	if (c->oncpu && c->kind != PROTO_KIND_OFFCPU)
 		return proto__fail(err, err_size, "field 'oncpu' needs kind offcpu, not %s",
 				   proto_kind_name(c->kind));
@@ -1560,7 +1573,7 @@ static bool proto__add_kinds(cJSON *body, const struct proto_kind_status *k, siz
 
 char *proto_reply_status(const struct proto_status *s)
 {
-	cJSON *body, *programs, *maps, *store, *daemon, *unwind, *pt,
+	cJSON *body, *programs, *maps, *store, *daemon, *unwind, *pt, *sampling,
 		*root = proto__new_ok("status", &body);
 
 	if (!root)
@@ -1635,7 +1648,21 @@ char *proto_reply_status(const struct proto_status *s)
 	    !proto__add_bool(pt, "available", s->pt.available) ||
 	    !proto__add_string(pt, "reason", s->pt.reason ? s->pt.reason : "") ||
 	    !proto__add_u64(pt, "address_ranges", s->pt.address_ranges) ||
-	    !proto__add_u64(pt, "recording_pid", s->pt.recording_pid))
+	    !proto__add_u64(pt, "recording_pid", s->pt.recording_pid) ||
+	    !(sampling = cJSON_AddObjectToObject(body, "sampling")) ||
+	    !proto__add_string(sampling, "stacks", s->sampling.stacks ? s->sampling.stacks : "") ||
+	    !proto__add_u64(sampling, "period_us", s->sampling.period_us) ||
+	    !proto__add_string(sampling, "walk", s->sampling.walk ? s->sampling.walk : "") ||
+	    !proto__add_string(sampling, "walk_reason",
+			       s->sampling.walk_reason ? s->sampling.walk_reason : "") ||
+	    !proto__add_rate(sampling, "blocks_per_s", s->sampling.blocks_per_s) ||
+	    !proto__add_rate(sampling, "samples_per_s", s->sampling.samples_per_s) ||
+	    !proto__add_rate(sampling, "user_walks_per_s", s->sampling.user_walks_per_s) ||
+	    !proto__add_rate(sampling, "kernel_walks_per_s", s->sampling.kernel_walks_per_s) ||
+	    !proto__add_u64(sampling, "samples_lost", s->sampling.samples_lost) ||
+	    !proto__add_u64(sampling, "window_blocks", s->sampling.window_blocks) ||
+	    !proto__add_u64(sampling, "window_samples", s->sampling.window_samples) ||
+	    !proto__add_rate(sampling, "window_error_pct", s->sampling.window_error_pct))
 		goto fail;
 	if (!proto__add_u64(body, "slots_active", s->slots_active) ||
 	    !proto__add_u64(body, "slots_max", s->slots_max) ||
@@ -1696,7 +1723,7 @@ static bool proto__add_rows(cJSON *body, const char *folded, const struct proto_
 
 char *proto_reply_capture(const struct proto_capture_result *r, size_t n_samples)
 {
-	cJSON *body, *us, *root = proto__new_ok("capture", &body);
+	cJSON *body, *us, *sm, *root = proto__new_ok("capture", &body);
 
 	if (!root)
 		return NULL;
@@ -1714,6 +1741,13 @@ char *proto_reply_capture(const struct proto_capture_result *r, size_t n_samples
 	    !proto__add_rows(body, r->folded, r->samples, n_samples) ||
 	    (r->output && !proto__add_string(body, "output", r->output)) ||
 	    !proto__add_requests(body, r->requests, r->n_requests))
+		goto fail;
+	if (r->sampling.period_us &&
+	    (!(sm = cJSON_AddObjectToObject(body, "sampling")) ||
+	     !proto__add_u64(sm, "period_us", r->sampling.period_us) ||
+	     !proto__add_u64(sm, "blocks", r->sampling.blocks) ||
+	     !proto__add_u64(sm, "samples", r->sampling.samples) ||
+	     !proto__add_rate(sm, "error_pct", r->sampling.error_pct)))
 		goto fail;
 	return proto__finish(root);
 fail:
@@ -2180,6 +2214,22 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 		     proto__reply_u32(item, "address_ranges", &s->pt.address_ranges) < 0 ||
 		     proto__reply_u32(item, "recording_pid", &s->pt.recording_pid) < 0))
 		return -EINVAL;
+	item = cJSON_GetObjectItemCaseSensitive(o, "sampling");
+	s->sampling.stacks = s->sampling.walk = s->sampling.walk_reason = "";
+	if (item &&
+	    (!cJSON_IsObject(item) || proto__reply_str(item, "stacks", &s->sampling.stacks) < 0 ||
+	     proto__reply_u64(item, "period_us", &s->sampling.period_us) < 0 ||
+	     proto__reply_str(item, "walk", &s->sampling.walk) < 0 ||
+	     proto__reply_str(item, "walk_reason", &s->sampling.walk_reason) < 0 ||
+	     proto__reply_double(item, "blocks_per_s", &s->sampling.blocks_per_s) < 0 ||
+	     proto__reply_double(item, "samples_per_s", &s->sampling.samples_per_s) < 0 ||
+	     proto__reply_double(item, "user_walks_per_s", &s->sampling.user_walks_per_s) < 0 ||
+	     proto__reply_double(item, "kernel_walks_per_s", &s->sampling.kernel_walks_per_s) < 0 ||
+	     proto__reply_u64(item, "samples_lost", &s->sampling.samples_lost) < 0 ||
+	     proto__reply_u64(item, "window_blocks", &s->sampling.window_blocks) < 0 ||
+	     proto__reply_u64(item, "window_samples", &s->sampling.window_samples) < 0 ||
+	     proto__reply_double(item, "window_error_pct", &s->sampling.window_error_pct) < 0))
+		return -EINVAL;
 	item = cJSON_GetObjectItemCaseSensitive(o, "daemon");
 	if (item &&
 	    (!cJSON_IsObject(item) || proto__reply_double(item, "cpu_pct", &s->cpu_pct) < 0 ||
@@ -2230,7 +2280,7 @@ static int proto__reply_opt_str(const cJSON *o, const char *name, const char **r
 static int proto__reply_capture(struct proto__reply *r, const cJSON *o)
 {
 	struct proto_capture_result *c = &r->pub.capture;
-	const cJSON *us;
+	const cJSON *us, *sm;
 	int e;
 
 	if (!cJSON_IsObject(o))
@@ -2249,6 +2299,13 @@ static int proto__reply_capture(struct proto__reply *r, const cJSON *o)
 		   proto__reply_u64(us, "complete_ns", &c->user_stacks.complete_ns) < 0 ||
 		   proto__reply_u64(us, "truncated_ns", &c->user_stacks.truncated_ns) < 0 ||
 		   proto__reply_u64(us, "frame_pointer_ns", &c->user_stacks.frame_pointer_ns) < 0))
+		return -EINVAL;
+	sm = cJSON_GetObjectItemCaseSensitive(o, "sampling");
+	if (sm && (!cJSON_IsObject(sm) ||
+		   proto__reply_u64(sm, "period_us", &c->sampling.period_us) < 0 ||
+		   proto__reply_u64(sm, "blocks", &c->sampling.blocks) < 0 ||
+		   proto__reply_u64(sm, "samples", &c->sampling.samples) < 0 ||
+		   proto__reply_double(sm, "error_pct", &c->sampling.error_pct) < 0))
 		return -EINVAL;
 	e = proto__reply_counters(o, "drops", &r->drops, &c->n_drops);
 	if (e < 0)

@@ -29,6 +29,7 @@
 
 #define PROTO_CHAIN_DEPTH_DEFAULT 3   /* waker levels of a chain capture */
 #define PROTO_CHAIN_DEPTH_MAX	  8   /* OFFCPU_MAX_CHAIN */
+#define PROTO_MAX_SAMPLE_PERIOD_US 1000000 /* OFFCPU_MAX_SAMPLE_PERIOD_NS / 1000 */
 #define PROTO_HIST_BUCKETS	  32  /* log2 of microseconds; OFFCPU_HIST_BUCKETS */
 #define PROTO_MAX_REQUESTS	  8   /* request symbols of a capture; OFFCPU_MAX_REQUESTS */
 #define PROTO_REQUEST_SPEC_MAX	  511 /* bytes of one "SYMBOL[@BINARY]", without the NUL */
@@ -130,6 +131,9 @@ struct proto_capture_request {
 	enum proto_kind kind;	  /* default PROTO_KIND_OFFCPU */
 	enum proto_metric metric; /* default PROTO_METRIC_TIME; BYTES: I/O kinds only */
 	uint32_t split_runq;	  /* bool, kind OFFCPU only: run-queue wait as RUNQ rows */
+	uint32_t sampled;	  /* bool, kinds OFFCPU and RUNQ: stacks sampled in proportion
+				     to time (bpf/sampling.h), not every block's */
+	uint32_t sample_period_us; /* with sampled: T; 0: the daemon's sample_period_us */
 	uint32_t with_filename;	  /* bool, kind FILEIO only: the file's name as the leaf frame */
 	uint32_t oncpu;		  /* bool, kind OFFCPU only: on-CPU samples beside (hot/cold) */
 	uint32_t chain_depth;	  /* 1..PROTO_CHAIN_DEPTH_MAX; default 3; given only for CHAIN */
@@ -266,6 +270,24 @@ struct proto_kind_status {
 	const char *detail; /* what traces it, what uses it, or why it is unavailable */
 };
 
+/* Sampled stacks of the continuous profile (bpf/sampling.h). */
+struct proto_sampling_status {
+	const char *stacks;	  /* "sampled" or "exact"; NULL/"": not reported */
+	uint64_t period_us;	  /* T */
+	const char *walk;	  /* where user stacks of samples are walked: "deferred" or
+				     "switch-out" */
+	const char *walk_reason;  /* why not "deferred"; "" if it is */
+	double blocks_per_s;	  /* blocks the sampled slots counted (all, exactly) */
+	double samples_per_s;	  /* of them, blocks whose stacks were taken */
+	double user_walks_per_s;  /* user and kernel stack walks, every kind and path */
+	double kernel_walks_per_s;
+	uint64_t samples_lost;	  /* since start: deferred walks never done (time kept) */
+	/* The last stored window of the continuous profile: */
+	uint64_t window_blocks, window_samples;
+	double window_error_pct; /* relative standard error of a stack holding 1 % of
+				    the window's time, % (0: nothing estimated) */
+};
+
 /* Intel PT recording (latency --pid) on this host. */
 struct proto_pt_status {
 	const char *event;	    /* what a session records: "intel_pt" or "sideband" */
@@ -301,6 +323,7 @@ struct proto_status {
 	uint64_t rss_bytes; /* the daemon's resident memory */
 	struct proto_unwind_status unwind; /* mode NULL/"": not reported (older daemons) */
 	struct proto_pt_status pt;	   /* event NULL/"": not reported (older daemons) */
+	struct proto_sampling_status sampling; /* stacks NULL/"": not reported */
 	const struct proto_kind_status *kinds; /* none from older daemons */
 	size_t n_kinds;
 };
@@ -348,6 +371,13 @@ struct proto_user_stacks {
 	uint64_t frame_pointer_ns; /* frame pointers: where it ended is not known */
 };
 
+/* A sampled capture's stacks (bpf/sampling.h): how many blocks got them. */
+struct proto_capture_sampling {
+	uint64_t period_us; /* T; 0: every block's stacks (not sent) */
+	uint64_t blocks, samples;
+	double error_pct; /* relative standard error of a stack holding 1 % of the time */
+};
+
 struct proto_capture_result {
 	uint64_t id;
 	uint64_t duration_ns;
@@ -362,6 +392,7 @@ struct proto_capture_result {
 	const struct proto_request_stats *requests; /* a request-synchronous capture's */
 	size_t n_requests;
 	struct proto_user_stacks user_stacks; /* all zero from older daemons */
+	struct proto_capture_sampling sampling; /* period_us 0: exact stacks */
 };
 
 /* One stored window, as listed by "windows". */

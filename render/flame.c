@@ -5,12 +5,13 @@
  * no more memory at the peak than the final tree): frame names are interned
  * once; while parsing, the tree is a flat array of 16-byte build nodes (name
  * id, parent id, self), found through one hash table keyed by (parent, name)
- * whose slots hold the whole key. The frames a line shares with the last one
- * (input usually comes sorted) are found with one byte scan and skip the
- * table, as do the frames below a new node. flame_root() lays the nodes out
- * depth-first with each node's children contiguous, gathers them in that
- * order, grows that array to struct flame_node size and expands the nodes in
- * place, from the last one down.
+ * (8-byte slots: name and child; the node holds the parent). The frames a
+ * line shares with the last one (input usually comes sorted) are found with
+ * one byte scan and skip the table, as do the frames below a new node.
+ * flame_root() lays the nodes out depth-first with each node's children
+ * contiguous, gathers them in that order, grows that array to struct
+ * flame_node size (40 bytes) and expands the nodes in place, from the last
+ * one down.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "flame.h"
@@ -24,7 +25,9 @@
 #include <sys/types.h>
 
 #define KERNEL_BIT  0x80000000u /* in build_node.name */
-#define MAX_IDS	    0x7fffffffu /* names and nodes are uint32_t ids */
+#define DIFF_BIT    0x40000000u /* in build_node.name: on a 3-column line's path */
+#define NAME_MASK   0x3fffffffu /* build_node.name's string id */
+#define MAX_IDS	    0x7fffffffu /* nodes are uint32_t ids */
 #define CHUNK_BYTES (256 * 1024)
 #define PENDING	    32 /* child table inserts batched, to overlap their cache misses */
 
@@ -51,15 +54,24 @@ struct strtab {
 };
 
 struct build_node {
-	uint32_t name; /* string id, KERNEL_BIT if a kernel frame */
+	uint32_t name; /* string id, KERNEL_BIT if a kernel frame, DIFF_BIT */
 	uint32_t parent;
 	double self; /* width column's count (NEW, or 2-column count) */
 };
 
-/* The whole key in the slot: a lookup touches no node. child 0 (the root,
- * never a child) marks an empty slot. */
+/* A child not yet in the table: the whole key. */
 struct child_slot {
 	uint32_t parent;
+	uint32_t name;
+	uint32_t child;
+};
+
+/* A slot of the table: the name and the child, whose node holds the
+ * parent. 8 bytes, not 12: the table is the largest thing while parsing
+ * (doubled while it grows), and a lookup touches the node only when the
+ * name matches, which is nearly always the hit. child 0 (the root, never a
+ * child) marks an empty slot. */
+struct table_slot {
 	uint32_t name;
 	uint32_t child;
 };
@@ -73,7 +85,7 @@ struct flame {
 	struct flame_parse_opts opts;
 	struct flame_parse_stats stats;
 	uint64_t line_no;
-	int columns;   /* 0 until the first valid line, then 2 or 3 */
+	int columns;   /* 0 until the first valid line, then 2, or 3 after a 3-column one */
 	bool decimal;  /* a count had a fraction */
 	double sum[2]; /* [0] NEW (or the only count), [1] OLD */
 
@@ -83,7 +95,7 @@ struct flame {
 	struct build_node *nodes; /* [0] is the root */
 	double *self_old;	  /* 3 columns only, parallel to nodes */
 	uint32_t n_nodes, cap_nodes, cap_old;
-	struct child_slot *child_slots;	    /* (parent, name) -> child */
+	struct table_slot *child_slots;	    /* (parent, name) -> child */
 	size_t child_mask, n_children;	    /* n_children: in child_slots */
 	struct child_slot pending[PENDING]; /* not yet in child_slots */
 	unsigned n_pending;
@@ -276,7 +288,7 @@ static int strtab_intern(struct strtab *t, const char *p, size_t len, uint32_t *
 			}
 		}
 	}
-	if (t->n >= MAX_IDS)
+	if (t->n >= NAME_MASK)
 		return -ENOMEM;
 	if (!t->slots || (size_t)(t->n + 1) * 2 > t->mask + 1) {
 		if (strtab_rehash(t, t->slots ? (t->mask + 1) * 2 : 1024) < 0)
@@ -386,9 +398,11 @@ static bool parse_count(const char *p, size_t len, double *ret, bool *ret_decima
 	return true;
 }
 
-/* Takes the count off the end of p[0..*len) (no trailing whitespace): the
- * last token must be a count with whitespace before it; *len becomes the
- * length of what stands before that whitespace. */
+/* Takes the count off the end of p[0..*len): the last token must be a
+ * count with whitespace before it; *len becomes the length of what stands
+ * before that whitespace. As flamegraph.pl's /^(.*)\s+?(\d+...)$/, exactly
+ * one whitespace character goes: more belongs to the stack, so a frame may
+ * be named " " ("main;write0;  3"). */
 static bool take_count(const char *p, size_t *len, double *ret, bool *ret_decimal)
 {
 	size_t start = *len;
@@ -397,9 +411,7 @@ static bool take_count(const char *p, size_t *len, double *ret, bool *ret_decima
 		start--;
 	if (start == 0 || !parse_count(p + start, *len - start, ret, ret_decimal))
 		return false;
-	while (start > 0 && is_space(p[start - 1]))
-		start--;
-	*len = start;
+	*len = start - 1;
 	return true;
 }
 
@@ -409,19 +421,23 @@ struct line {
 	const char *stack;
 	size_t stack_len;
 	double count; /* the only or the NEW count */
-	double old;   /* 3 columns */
+	double old;   /* 3 columns; 2 columns: the same as count */
 	bool decimal;
+	bool differential;  /* 3 columns */
+	size_t two_col_len; /* the stack read as 2 columns: all before the last count */
 };
 
 /*
- * One line (without its '\n'). *columns is 0 until the first valid line
- * decides it: a line whose stack again ends in whitespace and a count has 3
- * columns, as flamegraph.pl reads it. Later lines must agree.
+ * One line (without its '\n'). Each line has 2 or 3 columns of its own, as
+ * flamegraph.pl reads them: a line whose stack again ends in whitespace and
+ * a count has 3 (*columns gets the larger count seen). Whitespace at the
+ * end of the line (CRLF included) is ignored, where flamegraph.pl would
+ * skip the line. An empty stack (" 5", ";; 5") counts for the root alone.
  */
 static enum line_kind parse_line(const char *p, size_t len, int *columns, struct line *ret)
 {
 	struct line l = { .stack = p };
-	size_t before_second, frames_end;
+	size_t before_second;
 	double second;
 	bool has_second, dec = false;
 
@@ -431,23 +447,19 @@ static enum line_kind parse_line(const char *p, size_t len, int *columns, struct
 		return LINE_EMPTY;
 	if (!take_count(p, &len, &l.count, &l.decimal))
 		return LINE_INVALID;
+	l.two_col_len = len;
 	before_second = len;
 	has_second = take_count(p, &before_second, &second, &dec);
-	if (has_second && *columns != 2) {
+	if (has_second) {
 		l.old = second;
 		l.decimal |= dec;
+		l.differential = true;
 		len = before_second;
-	} else if (has_second || *columns == 3) {
-		return LINE_INVALID;
+	} else {
+		l.old = l.count; /* in a differential graph: unchanged */
 	}
-	/* An empty stack, or one of empty frames only (";;"), is no stack. */
-	frames_end = len;
-	while (frames_end > 0 && p[frames_end - 1] == ';')
-		frames_end--;
-	if (frames_end == 0)
-		return LINE_INVALID;
 	l.stack_len = len;
-	if (!*columns)
+	if (*columns < (has_second ? 3 : 2))
 		*columns = has_second ? 3 : 2;
 	*ret = l;
 	return LINE_OK;
@@ -527,27 +539,28 @@ static size_t child_hash(uint32_t parent, uint32_t name, size_t mask)
 	return mix64((uint64_t)parent << 32 | name) & mask;
 }
 
-static void child_insert(struct child_slot *slots, size_t mask, uint32_t parent, uint32_t name,
+static void child_insert(struct table_slot *slots, size_t mask, uint32_t parent, uint32_t name,
 			 uint32_t child)
 {
 	size_t i = child_hash(parent, name, mask);
 
 	while (slots[i].child)
 		i = (i + 1) & mask;
-	slots[i] = (struct child_slot){ parent, name, child };
+	slots[i] = (struct table_slot){ name, child };
 }
 
 static int child_rehash(struct flame *f, size_t n_slots)
 {
-	struct child_slot *slots = table_alloc(n_slots * sizeof(*slots));
+	struct table_slot *slots = table_alloc(n_slots * sizeof(*slots));
 
 	if (!slots)
 		return -ENOMEM;
 	for (size_t i = 0; f->child_slots && i <= f->child_mask; i++) {
-		const struct child_slot *c = &f->child_slots[i];
+		const struct table_slot *c = &f->child_slots[i];
 
 		if (c->child)
-			child_insert(slots, n_slots - 1, c->parent, c->name, c->child);
+			child_insert(slots, n_slots - 1, f->nodes[c->child].parent, c->name,
+				     c->child);
 	}
 	child_table_free(f);
 	f->child_slots = slots;
@@ -578,7 +591,7 @@ static int child_flush(struct flame *f)
 
 		while (f->child_slots[j].child)
 			j = (j + 1) & f->child_mask;
-		f->child_slots[j] = f->pending[i];
+		f->child_slots[j] = (struct table_slot){ f->pending[i].name, f->pending[i].child };
 	}
 	f->n_children += f->n_pending;
 	f->n_pending = 0;
@@ -634,9 +647,9 @@ static uint32_t child_find(const struct flame *f, uint32_t parent, uint32_t name
 		return 0;
 	for (size_t i = child_hash(parent, name, f->child_mask); f->child_slots[i].child;
 	     i = (i + 1) & f->child_mask) {
-		const struct child_slot *c = &f->child_slots[i];
+		const struct table_slot *c = &f->child_slots[i];
 
-		if (c->parent == parent && c->name == name)
+		if (c->name == name && f->nodes[c->child].parent == parent)
 			return c->child;
 	}
 	return 0;
@@ -704,7 +717,14 @@ static int tree_add(struct flame *f, const struct line *l)
 
 	if (n < 0)
 		return -ENOMEM;
-	assert(n > 0); /* parse_line() saw a frame */
+	if (n == 0) { /* no frame: the root's own count, as flamegraph.pl adds it */
+		f->nodes[0].self += l->count;
+		if (f->self_old)
+			f->self_old[0] += l->old;
+		if (l->differential)
+			f->nodes[0].name |= DIFF_BIT;
+		return 0;
+	}
 	if ((size_t)n + 1 > f->path_cap) {
 		uint32_t *path = grow_array(f->path, &f->path_cap, (size_t)n + 1, sizeof(*path));
 
@@ -740,7 +760,7 @@ static int tree_add(struct flame *f, const struct line *l)
 			return -ENOMEM;
 		/* Bytes differ, the name may not: strip_hex made it equal. */
 		if (on_last && depth < last_len &&
-		    (f->nodes[f->path[depth]].name & ~KERNEL_BIT) == id)
+		    (f->nodes[f->path[depth]].name & NAME_MASK) == id)
 			child = f->path[depth];
 		else
 			on_last = false;
@@ -784,6 +804,12 @@ static int tree_add(struct flame *f, const struct line *l)
 	f->nodes[f->path[n]].self += l->count;
 	if (f->self_old)
 		f->self_old[f->path[n]] += l->old;
+	/* flamegraph.pl colours by change only the frames a 3-column line
+	 * passed through; the others of a mixed input by the palette. */
+	if (l->differential) {
+		for (depth = 0; depth <= (size_t)n; depth++)
+			f->nodes[f->path[depth]].name |= DIFF_BIT;
+	}
 	return 0;
 }
 
@@ -818,6 +844,9 @@ int flame_parse(struct flame *f, const char *text, size_t len)
 				return -ENOMEM;
 			f->cap_old = f->cap_nodes;
 			f->stats.differential = true;
+			/* 2-column lines before: unchanged */
+			for (uint32_t id = 0; id < f->n_nodes; id++)
+				f->self_old[id] = f->nodes[id].self;
 		}
 		f->decimal |= l.decimal;
 		f->sum[0] += l.count;
@@ -844,7 +873,26 @@ static int cmp_name(const void *a, const void *b, void *arg)
 	return strcmp(t->strs[*(const uint32_t *)a].s, t->strs[*(const uint32_t *)b].s);
 }
 
-/* rank[id]: the position of string id in strcmp order. */
+/* Sibling order. flamegraph.pl sorts whole lines, so frames compare as if
+ * each were followed by the ';' before its callee: "foo2" before "foo",
+ * "b c" before "b" (names hold no ';'). */
+static int cmp_frame(const void *a, const void *b, void *arg)
+{
+	const struct strtab *t = arg;
+	const unsigned char *p = (const unsigned char *)t->strs[*(const uint32_t *)a].s;
+	const unsigned char *q = (const unsigned char *)t->strs[*(const uint32_t *)b].s;
+
+	for (;; p++, q++) {
+		unsigned x = *p ? *p : ';', y = *q ? *q : ';';
+
+		if (x != y)
+			return x < y ? -1 : 1;
+		if (!*p)
+			return 0;
+	}
+}
+
+/* rank[id]: the position of string id in sibling order. */
 static uint32_t *names_rank(const struct strtab *t)
 {
 	uint32_t *order = malloc(((size_t)t->n + 1) * sizeof(*order));
@@ -857,7 +905,7 @@ static uint32_t *names_rank(const struct strtab *t)
 	}
 	for (uint32_t i = 0; i < t->n; i++)
 		order[i] = i;
-	qsort_r(order, t->n, sizeof(*order), cmp_name, (void *)t);
+	qsort_r(order, t->n, sizeof(*order), cmp_frame, (void *)t);
 	for (uint32_t i = 0; i < t->n; i++)
 		rank[order[i]] = i;
 	free(order);
@@ -872,8 +920,8 @@ struct sort_ctx {
 static int cmp_child(const void *a, const void *b, void *arg)
 {
 	const struct sort_ctx *c = arg;
-	uint32_t ra = c->rank[c->nodes[*(const uint32_t *)a].name & ~KERNEL_BIT];
-	uint32_t rb = c->rank[c->nodes[*(const uint32_t *)b].name & ~KERNEL_BIT];
+	uint32_t ra = c->rank[c->nodes[*(const uint32_t *)a].name & NAME_MASK];
+	uint32_t rb = c->rank[c->nodes[*(const uint32_t *)b].name & NAME_MASK];
 
 	return ra < rb ? -1 : ra > rb;
 }
@@ -1040,18 +1088,20 @@ const struct flame_node *flame_root(struct flame *f)
 		/* memcpy: the bytes change type. */
 		memcpy(&b, (char *)t + (size_t)k * sizeof(b), sizeof(b));
 		x = (struct flame_node){
-			.name = k ? f->names.strs[b.name & ~KERNEL_BIT].s : "",
-			.self = from_old ? old : b.self,
+			.name = k ? f->names.strs[b.name & NAME_MASK].s : "",
+			.value = from_old ? old : b.self, /* its own, for now */
 			.delta = from_old ? b.self : old, /* the other column, for now */
-			.depth = k ? b.parent : 0,	  /* the parent's position, for now */
-			.kernel = b.name & KERNEL_BIT,
+			/* the parent's position, for now */
+			.children = (struct flame_node *)(uintptr_t)(k ? b.parent : 0),
+			.kernel = !!(b.name & KERNEL_BIT),
+			.changed = !!(b.name & DIFF_BIT),
 		};
-		x.value = x.self;
 		memcpy(&t[k], &x, sizeof(x));
 	}
 	for (uint32_t k = 1; k < n; k++) {
-		struct flame_node *p = &t[t[k].depth];
+		struct flame_node *p = &t[(uintptr_t)t[k].children];
 
+		t[k].children = NULL; /* until its first child comes */
 		t[k].depth = p->depth + 1;
 		if (!p->n_children++)
 			p->children = &t[k];
@@ -1137,7 +1187,7 @@ static int diff_read(struct strtab *t, double **counts, size_t *cap, int side, c
 		ret->decimal |= l.decimal;
 		ret->stats.total += l.count;
 		stack = l.stack;
-		stack_len = l.stack_len;
+		stack_len = l.two_col_len; /* difffolded.pl reads one count */
 		if (strip && has_hex(stack, stack_len)) {
 			stack = strip_hex(stack, stack_len, &buf, &buf_cap, &stack_len);
 			if (!stack) {
@@ -1192,7 +1242,7 @@ char *flame_diff_folded(const char *old_text, size_t old_len, const char *new_te
 {
 	struct strtab t = { 0 };
 	struct diff_side side[2] = { 0 };
-	double *counts = NULL, scale = 1;
+	double *counts = NULL;
 	size_t cap = 0, size = 0, at = 0;
 	uint32_t *order = NULL;
 	char *out = NULL;
@@ -1202,8 +1252,9 @@ char *flame_diff_folded(const char *old_text, size_t old_len, const char *new_te
 	    diff_read(&t, &counts, &cap, 1, new_text, new_len, strip_hex, &side[1]) < 0)
 		goto fail;
 	integral = !side[0].decimal && !side[1].decimal;
-	if (normalize && side[0].stats.total > 0)
-		scale = side[1].stats.total / side[0].stats.total;
+	/* difffolded.pl -n: int(OLD * total NEW / total OLD), truncated. */
+	normalize =
+		normalize && side[0].stats.total > 0 && side[0].stats.total != side[1].stats.total;
 	order = malloc(((size_t)t.n + 1) * sizeof(*order));
 	if (!order)
 		goto fail;
@@ -1221,7 +1272,12 @@ char *flame_diff_folded(const char *old_text, size_t old_len, const char *new_te
 		memcpy(out + at, s->s, s->len);
 		at += s->len;
 		out[at++] = ' ';
-		at += format_count(out + at, c[0] * scale, integral);
+		if (normalize)
+			at += format_count(out + at,
+					   trunc(c[0] * side[1].stats.total / side[0].stats.total),
+					   true);
+		else
+			at += format_count(out + at, c[0], integral);
 		out[at++] = ' ';
 		at += format_count(out + at, c[1], integral);
 		out[at++] = '\n';

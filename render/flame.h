@@ -15,17 +15,28 @@
 #include <stdio.h>
 
 /* A frame in the merged tree. Children are sorted by name (flamegraph.pl's
- * order), or kept in input order for a flame chart. */
+ * order), or kept in input order for a flame chart. 40 bytes: the tree is
+ * most of the memory a big graph takes (flame_node_self() is computed). */
 struct flame_node {
 	const char *name; /* "" for the root */
 	double value;	  /* this frame and everything above it: the width */
-	double self;	  /* value not in any child */
 	double delta;	  /* differential input: new - old of value (after normalize) */
 	struct flame_node *children;
-	size_t n_children;
-	uint32_t depth; /* root 0 */
-	bool kernel;	/* after the "-" delimiter of offcpud's folded format */
+	uint32_t n_children;
+	uint32_t depth : 30;  /* root 0 */
+	uint32_t kernel : 1;  /* after the "-" delimiter of offcpud's folded format */
+	uint32_t changed : 1; /* differential: on a 3-column line's path (mixed input) */
 };
+
+/* The value not in any child: the frame's own count. */
+static inline double flame_node_self(const struct flame_node *n)
+{
+	double v = n->value;
+
+	for (uint32_t i = 0; i < n->n_children; i++)
+		v -= n->children[i].value;
+	return v > 0 ? v : 0;
+}
 
 struct flame_parse_opts {
 	bool strip_hex;	 /* rewrite 0x1234abcd addresses in names as 0x... */
@@ -91,6 +102,21 @@ struct flame_svg_opts {
 	double minwidth_pct;   /* if > 0, used instead of minwidth_px (% of total) */
 	bool inverted;	       /* icicle: root at the top */
 	enum flame_palette palette;
+	/* As flamegraph.pl draws (its options in offcpuctl flamegraph): */
+	bool self_right;   /* a frame's own time right of its callees; default left */
+	bool minwidth_set; /* minwidth_px given: 0 keeps every frame */
+	int pl_palette;	   /* enum flame_pl_palette (flame_palette.h): its colours */
+	int colour_key;	   /* enum flame_colour_key, with pl_palette */
+	struct flame_palette_map *palette_map; /* --cp: read and added to; NULL none */
+	const char *bgcolors;		       /* --bgcolors; NULL: the palette's */
+	double total;			       /* --total: the whole width, if above the input's */
+	double factor;			       /* --factor: titles' counts scaled; 0: 1 */
+	const char *fonttype;		       /* NULL: Verdana and fallbacks */
+	double fontsize;		       /* px of labels; 0: 12 at most, by frame height */
+	double fontwidth;		       /* average glyph width per px of size; 0: 0.59 */
+	const char *nametype;		       /* details line prefix; NULL: "Function:" */
+	const char *encoding;		       /* the XML declaration's; NULL: UTF-8 */
+	const char *notes;		       /* an XML comment; NULL: none */
 };
 
 /* Writes the SVG (self-contained, with its JavaScript) to out. 0 or -errno. */

@@ -58,7 +58,7 @@
 			area.addEventListener("mouseover", function (e) {
 				var i = frameOf(e.target);
 				if (i >= 0)
-					details.textContent = "Function: " + frames[i].firstChild.textContent;
+					details.textContent = FG.nametype + " " + frames[i].firstChild.textContent;
 			});
 			area.addEventListener("mouseout", function (e) {
 				if (frameOf(e.target) >= 0)

@@ -286,7 +286,7 @@ static int write_samples(const struct flame_node *root, struct frames *fr, struc
 		struct walk *w = &stack[depth - 1];
 		int64_t i;
 
-		if (w->next_child == 0 && depth > 1 && w->node->self > 0) {
+		if (w->next_child == 0 && depth > 1 && flame_node_self(w->node) > 0) {
 			if (wt->n == wt->cap) {
 				size_t c = wt->cap ? wt->cap * 2 : 1024;
 				double *v = reallocarray(wt->v, c, sizeof(*v));
@@ -298,7 +298,7 @@ static int write_samples(const struct flame_node *root, struct frames *fr, struc
 				wt->v = v;
 				wt->cap = c;
 			}
-			wt->v[wt->n++] = w->node->self;
+			wt->v[wt->n++] = flame_node_self(w->node);
 			out_mem(o, wt->n > 1 ? ",[" : "[", wt->n > 1 ? 2 : 1);
 			for (size_t d = 1; d < depth; d++) {
 				if (d > 1)

@@ -10,6 +10,11 @@
  */
 #include "pprof.h"
 
+#include <math.h>
+
+#include "flame.h"
+#include "flame_palette.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -512,5 +517,182 @@ int pprof_write(const struct proto_sample *rows, size_t n, const struct pprof_op
 	free(e.st.strs);
 	free(e.st.loc);
 	free(e.st.slots);
+	return r;
+}
+
+/* ---- folded stacks (offcpuctl flamegraph|diff --format pprof) ---------- */
+
+/* A count of folded text as pprof's int64: rounded, negative as 0. */
+static uint64_t folded_value(double v)
+{
+	if (!(v > 0))
+		return 0;
+	return v >= 9.2e18 ? (uint64_t)INT64_MAX : (uint64_t)llround(v);
+}
+
+/* One sample per frame with a count of its own: the path to it, leaf
+ * first, and its own count (before and after, differential). */
+static void enc_flame_sample(struct enc *e, size_t depth, const struct flame_node *n, bool diff)
+{
+	double change = n->delta, self = flame_node_self(n);
+
+	for (size_t i = 0; i < n->n_children; i++)
+		change -= n->children[i].delta;
+	if (self == 0 && (!diff || change == 0))
+		return; /* no count of its own */
+	for (size_t i = depth; i-- > 0;)
+		pb_varint(&e->sub, enc_loc(e, e->frames[i]));
+	if (depth)
+		pb_sub(&e->msg, SAMPLE_LOCATION_ID, &e->sub);
+	if (diff)
+		pb_varint(&e->sub, pprof_i64(folded_value(self - change)));
+	pb_varint(&e->sub, pprof_i64(folded_value(self)));
+	pb_sub(&e->msg, SAMPLE_VALUE, &e->sub);
+	pb_sub(&e->top, PROFILE_SAMPLE, &e->msg);
+	enc_flush(e, Z_NO_FLUSH);
+}
+
+/* pprof's unit for offcpuctl's and flamegraph.pl's usual count names. */
+static const char *folded_unit(const char *countname)
+{
+	static const char *const units[][2] = {
+		{ "us", "microseconds" }, { "ns", "nanoseconds" }, { "ms", "milliseconds" },
+		{ "s", "seconds" },	  { "bytes", "bytes" },	   { "samples", "count" },
+	};
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (!strcmp(countname, units[i][0]))
+			return units[i][1];
+	}
+	return "count";
+}
+
+int pprof_write_folded(struct flame *f, const char *countname, FILE *out)
+{
+	const struct flame_node *root = flame_root(f);
+	struct enc e = { 0 };
+	const struct flame_node **stack = NULL;
+	size_t *next = NULL, cap = 0, depth = 0;
+	uint32_t type, before = 0, unit;
+	bool diff = flame_stats(f)->differential;
+	char *name, **owned = NULL;
+	size_t n_owned = 0;
+	int r;
+
+	if (!root)
+		return flame_stats(f)->lines > flame_stats(f)->invalid ? -ENOMEM : -ENODATA;
+	e.gz = malloc(sizeof(*e.gz));
+	if (!e.gz)
+		return -ENOMEM;
+	memset(&e.gz->z, 0, sizeof(e.gz->z));
+	e.gz->out = out;
+	e.gz->err = 0;
+	if (deflateInit2(&e.gz->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(e.gz);
+		return -ENOMEM;
+	}
+	enc_str(&e, ""); /* string_table[0] must be "" */
+	countname = countname ? countname : "samples";
+	unit = enc_str(&e, folded_unit(countname));
+	if (diff) {
+		before = enc_str(&e, "before");
+		type = enc_str(&e, "after");
+		enc_value_type(&e, PROFILE_SAMPLE_TYPE, before, unit);
+	} else {
+		type = enc_str(&e, countname);
+	}
+	enc_value_type(&e, PROFILE_SAMPLE_TYPE, type, unit);
+
+	/* Depth first: stack[0..depth) the frames above the next one, next[]
+	 * their next child; e.frames[k] names stack[k + 1]. */
+	stack = malloc(64 * sizeof(*stack));
+	next = malloc(64 * sizeof(*next));
+	cap = 64;
+	if (!stack || !next)
+		e.err = -ENOMEM;
+	else
+		enc_flame_sample(&e, 0, root, diff);
+	if (!e.err) {
+		stack[0] = root;
+		next[0] = 0;
+		depth = 1;
+	}
+	while (depth && !e.err) {
+		const struct flame_node *p = stack[depth - 1], *n;
+		size_t len, d = depth - 1;
+
+		if (next[depth - 1] == p->n_children) {
+			depth--;
+			continue;
+		}
+		n = &p->children[next[depth - 1]++];
+		/* The frame's name without an annotation, as drawn; the
+		 * string table keeps pointers, so a cut name is kept too. */
+		len = flame_annotation_strip(n->name, strlen(n->name));
+		name = (char *)n->name;
+		if (n->name[len]) {
+			char **o = reallocarray(owned, n_owned + 1, sizeof(*o));
+
+			if (!o) {
+				e.err = -ENOMEM;
+				break;
+			}
+			owned = o;
+			name = strndup(n->name, len);
+			if (!name) {
+				e.err = -ENOMEM;
+				break;
+			}
+			owned[n_owned++] = name;
+		}
+		enc_push(&e, &d, name);
+		if (!e.err)
+			enc_flame_sample(&e, d, n, diff);
+		if (!n->n_children)
+			continue;
+		if (depth == cap) {
+			const struct flame_node **s2 = reallocarray(stack, cap * 2, sizeof(*s2));
+			size_t *n2;
+
+			if (!s2) {
+				e.err = -ENOMEM;
+				break;
+			}
+			stack = s2;
+			n2 = reallocarray(next, cap * 2, sizeof(*n2));
+			if (!n2) {
+				e.err = -ENOMEM;
+				break;
+			}
+			next = n2;
+			cap *= 2;
+		}
+		stack[depth] = n;
+		next[depth] = 0;
+		depth++;
+	}
+	if (!e.err)
+		enc_tail(&e, type, unit, 0);
+	if (e.msg.err || e.sub.err || e.top.err)
+		e.err = e.err ? e.err : -ENOMEM;
+	r = e.err;
+	if (!r && fflush(out) == EOF)
+		r = errno ? -errno : -EIO;
+	deflateEnd(&e.gz->z);
+	free(e.gz);
+	free(e.top.p);
+	free(e.msg.p);
+	free(e.sub.p);
+	free(e.frames);
+	free(e.loc_str);
+	free(e.st.strs);
+	free(e.st.loc);
+	free(e.st.slots);
+	free(stack);
+	free(next);
+	for (size_t i = 0; i < n_owned; i++)
+		free(owned[i]);
+	free(owned);
 	return r;
 }

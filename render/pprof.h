@@ -47,4 +47,16 @@ struct pprof_opts {
 int pprof_write(const struct proto_sample *rows, size_t n, const struct pprof_opts *opts,
 		FILE *out);
 
+/*
+ * Writes the merged folded stacks of f (flame.h) as a gzipped profile: one
+ * sample per frame with a count of its own, the path to it leaf first
+ * (annotations such as _[k] dropped, as drawn), values rounded to integers.
+ * One sample type, countname (NULL: "samples") in pprof's unit for it
+ * (us: microseconds, ns, ms, s, bytes; else count); a differential input
+ * has two, "before" and "after" (the default). 0, -ENODATA (nothing valid
+ * read), -ENOMEM or -errno of a write.
+ */
+struct flame;
+int pprof_write_folded(struct flame *f, const char *countname, FILE *out);
+
 #endif

@@ -37,6 +37,13 @@ int render_flame_new(enum proto_format format, const struct proto_render *opts,
 int render_flame_write(struct flame *f, enum proto_format format, const struct proto_render *opts,
 		       const char *default_title, FILE *out, char *err, size_t err_size)
 {
+	return render_flame_write_pl(f, format, opts, NULL, default_title, out, err, err_size);
+}
+
+int render_flame_write_pl(struct flame *f, enum proto_format format,
+			  const struct proto_render *opts, const struct flame_svg_opts *pl,
+			  const char *default_title, FILE *out, char *err, size_t err_size)
+{
 	const struct flame_parse_stats *st;
 	struct flame_svg_opts sopts = {
 		.title = opts->title[0] ? opts->title : default_title,
@@ -65,6 +72,26 @@ int render_flame_write(struct flame *f, enum proto_format format, const struct p
 			sopts.minwidth_pct = minwidth;
 		else
 			sopts.minwidth_px = minwidth;
+		sopts.minwidth_set = true; /* 0 keeps every frame */
+	}
+	if (pl) { /* flamegraph.pl's options, offline */
+		sopts.self_right = pl->self_right;
+		sopts.pl_palette = pl->pl_palette;
+		sopts.colour_key = pl->colour_key;
+		sopts.palette_map = pl->palette_map;
+		sopts.bgcolors = pl->bgcolors;
+		sopts.total = pl->total;
+		sopts.factor = pl->factor;
+		sopts.fonttype = pl->fonttype;
+		sopts.fontsize = pl->fontsize;
+		sopts.fontwidth = pl->fontwidth;
+		sopts.nametype = pl->nametype;
+		sopts.encoding = pl->encoding;
+		sopts.notes = pl->notes;
+		if (!opts->countname[0] && pl->countname)
+			sopts.countname = pl->countname;
+		if (!opts->title[0] && pl->title)
+			sopts.title = pl->title;
 	}
 	/* Values are microseconds, whatever the graph calls them. */
 	if (format == PROTO_FORMAT_SVG)

@@ -41,4 +41,11 @@ int render_flame_new(enum proto_format format, const struct proto_render *opts,
 int render_flame_write(struct flame *f, enum proto_format format, const struct proto_render *opts,
 		       const char *default_title, FILE *out, char *err, size_t err_size);
 
+/* render_flame_write() with flamegraph.pl's options of offcpuctl's offline
+ * flamegraph and diff: pl's fields from self_right on, and its countname
+ * and title where opts has none. pl NULL: render_flame_write(). */
+int render_flame_write_pl(struct flame *f, enum proto_format format,
+			  const struct proto_render *opts, const struct flame_svg_opts *pl,
+			  const char *default_title, FILE *out, char *err, size_t err_size);
+
 #endif

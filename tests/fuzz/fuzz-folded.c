@@ -12,6 +12,8 @@
  *   w/W width 200/100000   h/H frame_height 4/200   m/M minwidth 0.5%/2
  *   p0..p5 palette (auto, hot, io, wakeup, chain, diff)
  *   T TITLE is the title, subtitle and countname
+ *   P flamegraph.pl's drawing (offcpuctl flamegraph --colors java --hash
+ *     --self-right --minwidth 0)   X also pprof_write_folded()
  *   D the text is "OLD\n--\nNEW": render flame_diff_folded(OLD, NEW)
  *
  * Property checked (abort() if not): the merged tree does not depend on the
@@ -29,6 +31,8 @@
 #include <string.h>
 
 #include "flame.h"
+#include "flame_palette.h"
+#include "pprof.h"
 #include "proto.h"
 #include "render_output.h"
 
@@ -49,6 +53,7 @@ struct fuzz_opts {
 	struct render_input input;
 	bool normalize;
 	bool diff;
+	bool pl, pprof;
 };
 
 /* Reads the "#fuzz:" line, if any; returns the length it takes. */
@@ -111,6 +116,12 @@ static size_t fuzz_opts_parse(const char *p, size_t len, struct fuzz_opts *o)
 			break;
 		case 'D':
 			o->diff = true;
+			break;
+		case 'P':
+			o->pl = true;
+			break;
+		case 'X':
+			o->pprof = true;
 			break;
 		case 'T':
 			break;
@@ -294,8 +305,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_order_check(&o, f, text, len);
 	null = fopen("/dev/null", "w");
 	fuzz_check(null != NULL, "cannot open /dev/null");
-	r = render_flame_write(f, o.format, &o.render, "Flame Graph", null, err, sizeof(err));
+	if (o.pl) {
+		struct flame_svg_opts pl = {
+			.pl_palette = FLAME_PL_JAVA,
+			.colour_key = FLAME_KEY_HASH,
+			.self_right = true,
+		};
+
+		strcpy(o.render.minwidth, "0");
+		r = render_flame_write_pl(f, o.format, &o.render, &pl, "Flame Graph", null, err,
+					  sizeof(err));
+	} else {
+		r = render_flame_write(f, o.format, &o.render, "Flame Graph", null, err,
+				       sizeof(err));
+	}
 	fuzz_check(fuzz_render_ok(&o, r, flame_stats(f)), "render_flame_write() failed");
+	if (o.pprof) {
+		r = pprof_write_folded(f, NULL, null);
+		fuzz_check(r == 0 || r == -ENODATA, "pprof_write_folded() failed");
+	}
 	fclose(null);
 	flame_free(f);
 

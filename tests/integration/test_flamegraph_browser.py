@@ -98,7 +98,9 @@ class FlamegraphBrowserTest(unittest.TestCase):
         self.assertTrue(alpha["visible"] and not alpha["parent"])
         beta_in_alpha = frame(z, "beta", 1)  # main;alpha;beta
         self.assertAlmostEqual(beta_in_alpha["width"], full * 30 / 45, delta=0.01)
-        self.assertAlmostEqual(frame(z, "gamma")["x"], xpad + full * 30 / 45, delta=0.01)
+        # alpha's own 5 samples lie left of its callees, as in flamegraph.pl.
+        self.assertAlmostEqual(beta_in_alpha["x"], xpad + full * 5 / 45, delta=0.01)
+        self.assertAlmostEqual(frame(z, "gamma")["x"], xpad + full * 35 / 45, delta=0.01)
         self.assertAlmostEqual(frame(z, "beta", 2)["width"], full * 10 / 45, delta=0.01)
         for name in ("delta", "epsilon", "zeta", "BETA", "idle"):
             self.assertFalse(frame(z, name)["visible"], f"{name} still shows after zooming into alpha")

@@ -25,15 +25,16 @@ static const char tree_folded[] = "main;alpha;beta 30\n"
 				  "idle;beta 8\n"
 				  "idle 10\n";
 
-/* The same tree in document order (parents first, children by name). */
+/* The same tree in document order (parents first, children by name), a
+ * frame's own time left of its callees as in flamegraph.pl. */
 static const struct {
 	const char *name;
 	unsigned depth;
 	double start, value;
 } tree[] = {
-	{ "all", 0, 0, 100 },	  { "idle", 1, 0, 18 },	  { "beta", 2, 0, 8 },
-	{ "main", 1, 18, 82 },	  { "alpha", 2, 18, 45 }, { "beta", 3, 18, 30 },
-	{ "gamma", 3, 48, 10 },	  { "beta", 4, 48, 10 },  { "delta", 2, 63, 25 },
+	{ "all", 0, 0, 100 },	  { "idle", 1, 0, 18 },	  { "beta", 2, 10, 8 },
+	{ "main", 1, 18, 82 },	  { "alpha", 2, 18, 45 }, { "beta", 3, 23, 30 },
+	{ "gamma", 3, 53, 10 },	  { "beta", 4, 53, 10 },  { "delta", 2, 63, 25 },
 	{ "epsilon", 3, 63, 25 }, { "zeta", 2, 88, 12 },  { "BETA", 3, 88, 12 },
 };
 #define TREE_N (sizeof(tree) / sizeof(tree[0]))
@@ -247,7 +248,7 @@ static void test_minwidth(void)
 	CHECK(d.r == 0);
 	CHECK(d.n == TREE_N - 1);
 	CHECK(find(&d, "idle") && find(&d, "gamma"));
-	CHECK(get(&d, "beta")->data_x == 18); /* the first beta left is main;alpha;beta */
+	CHECK(get(&d, "beta")->data_x == 23); /* the first beta left is main;alpha;beta */
 	free(d.text);
 
 	/* 130 px: gamma (10) goes, and its child with it; zeta (12) stays. */
@@ -488,8 +489,9 @@ static void test_diff(void)
 	CHECK_STR(get(&d, "shrink")->fill, "#0000ff");
 	CHECK_STR(get(&d, "same")->fill, "#ffffff");
 	CHECK_STR(get(&d, "main")->fill, "#ffffff");
-	CHECK_STR(get(&d, "bit")->fill, "#ffa5a5"); /* a quarter: 220 * 3/4 */
-	CHECK_STR(get(&d, "less")->fill, "#a5a5ff");
+	CHECK_STR(get(&d, "bit")->fill,
+		  "#ff9d9d"); /* a quarter: int(210 * 3/4), as flamegraph.pl */
+	CHECK_STR(get(&d, "less")->fill, "#9d9dff");
 	CHECK_STR(get(&d, "grow")->title, "grow (30 samples, 35.29%; +23.53%)");
 	CHECK_STR(get(&d, "shrink")->title, "shrink (10 samples, 11.76%; -23.53%)");
 	CHECK_STR(get(&d, "main")->title, "main (85 samples, 100.00%; self 0.00%, total 0.00%)");

@@ -1,6 +1,6 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * I/O kinds, included at the end of offcpu.bpf.c: block requests (BIO) and
+ * I/O kinds: block requests (BIO) and
  * file I/O syscalls (FILEIO), aggregated into the same agg and stack maps as
  * off-CPU blocks, through the same slots.
  *
@@ -17,6 +17,7 @@
  * e.g. under lockdown). Entry keeps a timestamp per thread; the exit walks
  * the user stack, only if a slot's --min/--max filter keeps the call.
  */
+#include "stack.bpf.h"
 
 struct bio_rec {
 	__u64 start_ns;

@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What the BPF files of offcpud share: the slots, the start records, the
+ * double-buffered maps and the helpers that write them. Globals are defined
+ * once, in maps.bpf.c, and declared here; bpftool gen object links the
+ * files into one object, so the loader sees one set of programs over one
+ * set of maps.
+ *
+ * Aggregation and stack maps are double-buffered: "epoch" selects the buffer
+ * that receives new data, so user space can drain the other one completely.
+ * A start record carries its stacks by value, not by id, so a thread that
+ * blocks across an epoch flip lands whole in the new buffer.
+ */
+#ifndef OFFCPU_BPF_H
+#define OFFCPU_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "offcpu.h"
+#include "sampling.h"
+
+#define TASK_INTERRUPTIBLE   0x0001
+#define TASK_UNINTERRUPTIBLE 0x0002
+#define TASK_NOLOAD	     0x0400
+#define PF_EXITING	     0x00000004
+#define PF_KTHREAD	     0x00200000
+
+extern const volatile __u32 self_tgid; /* the daemon; not traced unless 0 */
+
+/*
+ * Written by user space through the mmapped .bss. Each mask has one bit per
+ * slot. A slot's bit is set in active_mask only after everything else about
+ * it is written, and cleared before it is reused; the other masks are always
+ * ANDed with active_mask, so stale bits in them are harmless.
+ */
+extern struct offcpu_slot slots[OFFCPU_MAX_SLOTS];
+extern __u32 active_mask;
+extern __u32 state_slots[OFFCPU_STATE_COUNT]; /* slots that accept each state class */
+extern __u32 tgid_filter_slots;	       /* slots limited to the tgids in filter_tgids */
+extern __u32 tid_filter_slots;		       /* slots limited to the tids in filter_tids */
+extern __u32 user_stack_slots;		       /* slots that want user stacks */
+extern __u32 kernel_stack_slots;	       /* slots that want kernel stacks */
+extern __u32 kind_slots[OFFCPU_KIND_COUNT];   /* slots of each kind */
+extern __u32 split_runq_slots;		       /* OFFCPU slots that count run-queue wait apart (as RUNQ) */
+extern __u32 hist_slots;		       /* slots that keep log2 histograms */
+extern __u32 request_slots;		       /* slots that count only inside a request */
+extern __u32 filename_slots;		       /* FILEIO slots that key rows by file name too */
+extern __u32 sampled_slots;		       /* slots that sample stacks (slot.sample_period_ns) */
+extern __u32 epoch;			       /* its low bit selects the buffer being written */
+
+struct start_rec {
+	__u64 ts;
+	__u64 wake_ts; /* first sched_waking of this block; 0: none yet */
+	__u32 slots;   /* matched at switch-out; 0 once consumed */
+	__u32 state;
+	__u32 walked;  /* slots whose stacks were walked at switch-out */
+	/* A sampled block waiting for its user stack (see sample_stacks()): its
+	 * slots, and the user registers it must still have when walked. */
+	__u32 walk_pending;
+	__u64 walk_ip, walk_sp;
+	__u64 tables_mm; /* the mm whose unwind tables this thread asked for */
+	/* Filled at switch-in for slot_account(): */
+	__u64 delta, blocked, runq;
+	__u64 khash, uhash;
+	__u32 tgid, pid;
+	char comm[OFFCPU_COMM_LEN];	/* at switch-out, when the thread is current */
+	struct offcpu_chain chain;	/* who woke this block */
+	struct offcpu_chain last_chain; /* who woke this thread last: its wakees' next levels */
+	struct offcpu_stack kstack;
+	struct offcpu_stack ustack;
+};
+
+/* The types of the shared maps (maps.bpf.c defines them). */
+struct task_starts_map {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct start_rec);
+};
+
+struct hash_starts_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct start_rec);
+};
+
+struct agg_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct offcpu_key);
+	__type(value, struct offcpu_value);
+};
+
+struct aggs_outer {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct agg_map);
+};
+
+struct stack_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, struct offcpu_stack);
+};
+
+struct stacks_outer {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct stack_map);
+};
+
+struct chain_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct offcpu_chain);
+};
+
+struct chains_outer {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct chain_map);
+};
+
+struct hist_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct offcpu_hist_key);
+	__type(value, __u64);
+};
+
+struct hists_outer {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct hist_map);
+};
+
+struct total_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct offcpu_key);
+	__type(value, struct offcpu_total);
+};
+
+struct totals_outer {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct total_map);
+};
+
+/* Scratch space too large for the 512-byte BPF stack. */
+struct scratch {
+	struct offcpu_stack stack;
+	struct offcpu_chain chain;
+};
+
+struct scratch_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+};
+
+struct counters_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, OFFCPU_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+};
+
+struct id_filter_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+};
+
+/*
+ * Map definitions name their key and value types through pointers, which
+ * clang's BTF may keep as forward declarations where nothing else names
+ * them whole; the static linker cannot size those. These name them whole.
+ * (Seen with clang 14.)
+ */
+static struct offcpu_key btf_key __attribute__((used));
+static struct offcpu_hist_key btf_hist_key __attribute__((used));
+static struct offcpu_total btf_total __attribute__((used));
+static struct offcpu_value btf_value __attribute__((used));
+static struct offcpu_stack btf_stack __attribute__((used));
+static struct offcpu_chain btf_chain __attribute__((used));
+
+/* The shared maps, defined in maps.bpf.c. */
+extern struct task_starts_map task_starts SEC(".maps"); /* tp_btf: start records by task */
+extern struct hash_starts_map hash_starts SEC(".maps"); /* raw_tp: by thread id */
+extern struct agg_map agg0 SEC(".maps"), agg1 SEC(".maps");
+extern struct aggs_outer aggs SEC(".maps");
+extern struct stack_map stacks0 SEC(".maps"), stacks1 SEC(".maps");
+extern struct stacks_outer stacks SEC(".maps");
+extern struct chain_map chains0 SEC(".maps"), chains1 SEC(".maps");
+extern struct chains_outer chains SEC(".maps");
+extern struct hist_map hists0 SEC(".maps"), hists1 SEC(".maps");
+extern struct hists_outer hists SEC(".maps");
+extern struct total_map totals0 SEC(".maps"), totals1 SEC(".maps");
+extern struct totals_outer totals SEC(".maps");
+extern struct scratch_map scratch SEC(".maps");
+extern struct counters_map counters SEC(".maps");
+extern struct id_filter_map filter_tgids SEC(".maps"), filter_tids SEC(".maps");
+
+struct task_struct___pre_5_14 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
+
+	if (c)
+		*c += 1;
+}
+
+static __always_inline __u32 task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre_5_14 *)t, state);
+}
+
+static __always_inline __u32 state_class(bool preempt, __u32 state)
+{
+	if (preempt || state == 0)
+		return OFFCPU_STATE_RUNNING;
+	if (state & TASK_UNINTERRUPTIBLE)
+		return (state & TASK_NOLOAD) ? OFFCPU_STATE_OTHER : OFFCPU_STATE_DISK;
+	if (state & TASK_INTERRUPTIBLE)
+		return OFFCPU_STATE_SLEEPING;
+	return OFFCPU_STATE_OTHER;
+}
+
+/* Those of slots whose task filters accept this thread. */
+static __always_inline __u32 task_filter(__u32 matched, __u32 tgid, __u32 pid)
+{
+	__u32 *allowed;
+
+	if (matched & tgid_filter_slots) {
+		allowed = bpf_map_lookup_elem(&filter_tgids, &tgid);
+		matched &= ~tgid_filter_slots | (allowed ? *allowed : 0);
+	}
+	if (matched & tid_filter_slots) {
+		allowed = bpf_map_lookup_elem(&filter_tids, &pid);
+		matched &= ~tid_filter_slots | (allowed ? *allowed : 0);
+	}
+	return matched;
+}
+
+/* Slots whose task and state filters accept this thread. */
+static __always_inline __u32 match_slots(__u32 tgid, __u32 pid, __u32 state)
+{
+	return task_filter(active_mask & state_slots[state & (OFFCPU_STATE_COUNT - 1)], tgid, pid);
+}
+
+static __always_inline struct start_rec *start_get(struct task_struct *t, __u32 pid, bool btf,
+						   bool create)
+{
+	static const struct start_rec zero_rec;
+	struct start_rec *rec;
+
+	if (btf)
+		return bpf_task_storage_get(&task_starts, t, NULL,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	rec = bpf_map_lookup_elem(&hash_starts, &pid);
+	if (rec || !create)
+		return rec;
+	bpf_map_update_elem(&hash_starts, &pid, &zero_rec, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&hash_starts, &pid);
+}
+
+/* Adds delta, n events and bytes to key's row. */
+static __always_inline void aggregate_io(void *agg_map, struct offcpu_key *key, __u64 delta,
+					 __u64 n, __u64 bytes, const char *comm)
+{
+	struct offcpu_value *v, init = {};
+
+	v = bpf_map_lookup_elem(agg_map, key);
+	if (!v) {
+		__builtin_memcpy(init.comm, comm, sizeof(init.comm));
+		init.sum_ns = delta;
+		init.count = n;
+		init.bytes = bytes;
+		if (!bpf_map_update_elem(agg_map, key, &init, BPF_NOEXIST))
+			goto recorded;
+		v = bpf_map_lookup_elem(agg_map, key); /* lost a race to another CPU */
+		if (!v) {
+			count(OFFCPU_CNT_DROP_AGG_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->sum_ns, delta);
+	if (n)
+		__sync_fetch_and_add(&v->count, n);
+	if (bytes)
+		__sync_fetch_and_add(&v->bytes, bytes);
+recorded:
+	count(OFFCPU_CNT_RECORDED);
+}
+
+static __always_inline void aggregate(void *agg_map, struct offcpu_key *key, __u64 delta,
+				      const char *comm)
+{
+	aggregate_io(agg_map, key, delta, 1, 0, comm);
+}
+
+/* log2 of the microseconds (0 for 0 and 1), capped to the last bucket:
+ * the highest bit set, found by halving the width searched. */
+static __always_inline __u32 log2_bucket(__u64 ns)
+{
+	__u64 us = ns / 1000;
+	__u32 b = 0;
+
+	if (us >> 32) {
+		us >>= 32;
+		b += 32;
+	}
+	if (us >> 16) {
+		us >>= 16;
+		b += 16;
+	}
+	if (us >> 8) {
+		us >>= 8;
+		b += 8;
+	}
+	if (us >> 4) {
+		us >>= 4;
+		b += 4;
+	}
+	if (us >> 2) {
+		us >>= 2;
+		b += 2;
+	}
+	if (us >> 1)
+		b += 1;
+	return b < OFFCPU_HIST_BUCKETS - 1 ? b : OFFCPU_HIST_BUCKETS - 1;
+}
+
+static __always_inline void hist_add(void *hist_map, __u32 slot, __u32 tgid, __u32 type, __u64 ns)
+{
+	struct offcpu_hist_key k = {
+		.slot = slot, .tgid = tgid, .type = type, .bucket = log2_bucket(ns)
+	};
+	__u64 one = 1, *v;
+
+	v = bpf_map_lookup_elem(hist_map, &k);
+	if (!v) {
+		if (!bpf_map_update_elem(hist_map, &k, &one, BPF_NOEXIST))
+			return;
+		v = bpf_map_lookup_elem(hist_map, &k); /* lost a race to another CPU */
+		if (!v) {
+			count(OFFCPU_CNT_DROP_HIST_FULL);
+			return;
+		}
+	}
+	*v += 1; /* this CPU's copy */
+}
+
+/* Buffers of the current epoch. */
+struct buffers {
+	void *agg, *stacks, *chains, *hists, *totals;
+};
+
+static __always_inline bool buffers_get(struct buffers *b)
+{
+	__u32 buf = epoch & 1;
+
+	b->agg = bpf_map_lookup_elem(&aggs, &buf);
+	b->stacks = bpf_map_lookup_elem(&stacks, &buf);
+	b->chains = bpf_map_lookup_elem(&chains, &buf);
+	b->hists = bpf_map_lookup_elem(&hists, &buf);
+	b->totals = bpf_map_lookup_elem(&totals, &buf);
+	if (b->agg && b->stacks && b->chains && b->hists && b->totals)
+		return true;
+	count(OFFCPU_CNT_BUFFER_MISSING);
+	return false;
+}
+
+#endif

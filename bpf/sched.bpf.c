@@ -1,0 +1,529 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Off-CPU time by stack, aggregated in the kernel: the scheduler hooks.
+ *
+ * At switch-out a thread that matches at least one active slot gets a start
+ * record (timestamp, state class, matched slots, and for exact slots its
+ * raw stacks) in task-local storage. At switch-in the block time is checked
+ * against each slot's min/max filter; only if one passes are the stacks
+ * interned (hashed into a stack map) and the time added to the aggregation
+ * map. An exact slot's stacks are read at switch-out because a thread's user
+ * stack can only be walked while it is current; a sampled slot
+ * (bpf/sampling.h) decides at switch-in, where the block's length is known,
+ * and reads the stacks of the blocks it takes then, or the user stack when
+ * the thread is current again.
+ */
+#include "requests.bpf.h"
+#include "stack.bpf.h"
+#include "wakers.bpf.h"
+
+/*
+ * Deferred user stack walks. A sampled thread's user stack is walked when it
+ * is current again: at its return to user mode, by a BPF task work (the
+ * callback runs in its context), or at its next switch-out if it blocks
+ * again in the kernel first. One entry per thread with a walk scheduled.
+ */
+struct deferred_walk {
+	struct bpf_task_work tw;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, struct deferred_walk);
+} deferred_walks SEC(".maps");
+
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+					      void *map__map, bpf_task_work_callback_t callback,
+					      void *aux__prog) __ksym __weak;
+
+/* Set by the loader: defer user walks of sampled slots (the kernel has BPF
+ * task work and the configuration allows it); else walk them at switch-out. */
+const volatile bool defer_walks = false;
+
+/*
+ * When the current thread t, about to be switched out, was switched in, for
+ * a block whose switch-in was not seen: now less the CPU time t has had since
+ * the scheduler last picked it (CFS restarts that count at every switch-in).
+ * Never before the block began or before its wakeup; now if the count does
+ * not fit (other scheduling classes do not restart it).
+ */
+static __always_inline __u64 switched_in_at(struct task_struct *t, const struct start_rec *rec,
+					    bool btf)
+{
+	__u64 now = bpf_ktime_get_ns(), ran, at;
+
+	ran = btf ? t->se.sum_exec_runtime - t->se.prev_sum_exec_runtime
+		  : BPF_CORE_READ(t, se.sum_exec_runtime) -
+			      BPF_CORE_READ(t, se.prev_sum_exec_runtime);
+	at = ran < now - rec->ts ? now - ran : now;
+	if (rec->wake_ts > at && rec->wake_ts <= now)
+		at = rec->wake_ts;
+	return at;
+}
+
+__noinline int block_end(struct start_rec *rec, __u64 now);
+
+__noinline int sample_account(struct start_rec *rec, __u32 slots);
+
+/*
+ * Completes the sample rec waits for with the user stack of t, the current
+ * task, if t has not been back in user mode since the block (its user
+ * registers are those of then); else the sample is lost, and counted.
+ */
+static __always_inline void sample_finish(struct start_rec *rec, struct task_struct *t,
+					  __u32 walk_counter)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	__u32 slots = rec->walk_pending;
+
+	rec->walk_pending = 0;
+	if (!regs || BPF_CORE_READ(regs, ip) != rec->walk_ip ||
+	    BPF_CORE_READ(regs, sp) != rec->walk_sp || (t->flags & PF_EXITING)) {
+		count(OFFCPU_CNT_DEFER_LOST);
+		return;
+	}
+	walk_task_user_stack(t, rec->tgid, &rec->ustack);
+	count(walk_counter);
+	sample_account(rec, slots);
+}
+
+/* Slots of the I/O kinds, which sched_switch leaves alone (offcpu_io.bpf.h). */
+static __always_inline __u32 io_kind_slots(void)
+{
+	return kind_slots[OFFCPU_KIND_BIO] | kind_slots[OFFCPU_KIND_FILEIO];
+}
+
+static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev, bool btf)
+{
+	__u32 pid, tgid, state, matched, walk;
+	struct start_rec *rec;
+
+	pid = btf ? prev->pid : BPF_CORE_READ(prev, pid);
+	if (!pid)
+		return; /* the idle task */
+	tgid = btf ? prev->tgid : BPF_CORE_READ(prev, tgid);
+	if (self_tgid && tgid == self_tgid)
+		return;
+	/* A block still open: the kernel did not trace the switch that put prev
+	 * back on a CPU (seen on VMs, after switches out of some host threads).
+	 * Count it, with an estimated end, before this block takes the record. */
+	rec = start_get(prev, pid, btf, false);
+	/* Blocking again before it went back to user mode: the user stack a
+	 * sample of its last block waits for is still there. */
+	if (btf && rec && rec->walk_pending)
+		sample_finish(rec, prev, OFFCPU_CNT_WALK_NEXT_SWITCH);
+	if (rec && rec->slots) {
+		count(OFFCPU_CNT_SWITCH_IN_UNSEEN);
+		rec->tgid = tgid;
+		rec->pid = pid;
+		if (block_end(rec, switched_in_at(prev, rec, btf)))
+			count(OFFCPU_CNT_DEFER_LOST); /* its kernel stack is gone */
+	}
+	state = state_class(preempt, task_state(prev));
+	matched = match_slots(tgid, pid, state) & ~io_kind_slots();
+	if (btf && (active_mask & request_slots))
+		matched = request_switch_out(prev, matched);
+	if (!matched)
+		return;
+
+	if (!rec)
+		rec = start_get(prev, pid, btf, true);
+	if (!rec) {
+		count(OFFCPU_CNT_DROP_START_ALLOC);
+		return;
+	}
+	rec->kstack.nr = 0;
+	rec->ustack.nr = 0;
+	rec->wake_ts = 0;
+	rec->chain.n = 0;
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm)); /* prev is current here */
+	/* Sampled slots take their stacks at switch-in, and only for the
+	 * blocks they sample (sample_stacks()), unless walks cannot wait. */
+	walk = matched;
+	if (btf && defer_walks)
+		walk &= ~sampled_slots;
+	else if (walk & sampled_slots)
+		count(OFFCPU_CNT_WALK_SWITCH_OUT);
+	if (walk & kernel_stack_slots)
+		walk_stack(ctx, &rec->kstack, 0, OFFCPU_CNT_DROP_KSTACK_ERROR);
+	if ((walk & user_stack_slots) &&
+	    !((btf ? prev->flags : BPF_CORE_READ(prev, flags)) & PF_KTHREAD))
+		walk_user_stack(ctx, prev, tgid, &rec->ustack, btf);
+	else if (btf && unwind_dwarf && (matched & user_stack_slots) &&
+		 rec->tables_mm != (__u64)prev->mm) {
+		/* Ask for the process's unwind tables now, not at its first
+		 * sampled block: once per thread and program image (an exec
+		 * gives a new mm), so that its first samples are whole. */
+		unwind_proc(tgid);
+		rec->tables_mm = (__u64)prev->mm;
+	}
+	rec->walked = walk;
+	rec->state = state;
+	rec->slots = matched;
+	rec->ts = bpf_ktime_get_ns();
+}
+
+/* The part of a block a slot of this kind counts. */
+static __always_inline __u64 block_value(const struct start_rec *rec, __u32 kind)
+{
+	return kind == OFFCPU_KIND_OFFCPU ? rec->delta
+	       : kind == OFFCPU_KIND_RUNQ ? rec->runq
+					  : rec->blocked;
+}
+
+static __always_inline void slot_hist_add(void *hist_map, const struct start_rec *rec, __u32 slot)
+{
+	hist_add(hist_map, slot, rec->tgid, OFFCPU_HIST_OFFCPU, rec->delta);
+	if (rec->runq)
+		hist_add(hist_map, slot, rec->tgid, OFFCPU_HIST_RUNQ, rec->runq);
+}
+
+/*
+ * Adds one block to slot's rows (and histograms), as the slot's kind wants
+ * it. The block's values are in rec; value is the one the slot's kind
+ * counts, already checked against the slot's filters by block_end(). A
+ * sampled slot's rows get the sample's weight, and its histograms were
+ * kept by total_add(). A global function, so the verifier checks it once
+ * rather than once per slot of block_end()'s loop.
+ */
+__noinline int slot_account(struct start_rec *rec, __u32 slot, __u64 value)
+{
+	__u32 i = slot & (OFFCPU_MAX_SLOTS - 1), bit = 1u << i, kind, depth;
+	__u64 period = slots[i].sample_period_ns, blocked, runq;
+	struct offcpu_key key = {};
+	struct buffers b = {};
+
+	if (!rec || !buffers_get(&b))
+		return 0;
+	if (!(sampled_slots & bit))
+		period = 0;
+	kind = slots[i].kind;
+	depth = slots[i].chain_depth;
+	key.slot = i;
+	key.tgid = rec->tgid;
+	key.pid = rec->pid;
+	key.state = rec->state;
+	key.kind = kind;
+	key.flags = period ? OFFCPU_KEY_SAMPLED : 0;
+	key.kstack = (kernel_stack_slots & bit) ? rec->khash : 0;
+	key.ustack = (user_stack_slots & bit) ? rec->uhash : 0;
+	if (kind == OFFCPU_KIND_WAKEUP || kind == OFFCPU_KIND_OFFWAKE)
+		key.chain = intern_chain(b.chains, &rec->chain, 1);
+	else if (kind == OFFCPU_KIND_CHAIN)
+		key.chain = intern_chain(b.chains, &rec->chain, depth);
+	value = sample_weight(value, rec->delta, period);
+	blocked = sample_weight(rec->blocked, rec->delta, period);
+	runq = sample_weight(rec->runq, rec->delta, period);
+	if (kind == OFFCPU_KIND_OFFCPU && (split_runq_slots & bit)) {
+		if (blocked)
+			aggregate(b.agg, &key, blocked, rec->comm);
+		key.kind = OFFCPU_KIND_RUNQ;
+		if (runq)
+			aggregate(b.agg, &key, runq, rec->comm);
+	} else {
+		aggregate(b.agg, &key, value, rec->comm);
+	}
+	if ((hist_slots & bit) && !period)
+		slot_hist_add(b.hists, rec, i);
+	return 0;
+}
+
+/* Adds ns to a sampled slot's exact total under key, on this CPU. */
+static __always_inline void total_one(void *total_map, struct offcpu_key *key, __u64 ns,
+				      bool is_short, bool taken, const char *comm)
+{
+	struct offcpu_total *t, init = {};
+
+	t = bpf_map_lookup_elem(total_map, key);
+	if (!t) {
+		__builtin_memcpy(init.comm, comm, sizeof(init.comm));
+		init.sum_ns = ns;
+		init.count = 1;
+		init.short_ns = is_short ? ns : 0;
+		init.samples = taken;
+		if (!bpf_map_update_elem(total_map, key, &init, BPF_NOEXIST))
+			return;
+		t = bpf_map_lookup_elem(total_map, key); /* lost a race to another CPU */
+		if (!t) {
+			count(OFFCPU_CNT_DROP_TOTAL_FULL);
+			return;
+		}
+	}
+	t->sum_ns += ns; /* this CPU's copy: no other CPU writes it */
+	t->count++;
+	if (is_short)
+		t->short_ns += ns;
+	t->samples += taken;
+}
+
+/*
+ * Adds one block to a sampled slot's exact totals and histograms: keyed as
+ * slot_account() keys its rows, without stacks. Writes only per-CPU maps.
+ */
+__noinline int total_add(struct start_rec *rec, __u32 slot, __u64 value, __u32 taken)
+{
+	__u32 i = slot & (OFFCPU_MAX_SLOTS - 1), bit = 1u << i, buf = epoch & 1;
+	struct offcpu_key key = {};
+	struct buffers b = {};
+	bool is_short;
+
+	if (!rec)
+		return 0;
+	/* Only the two buffers this needs: it runs for every block. */
+	b.totals = bpf_map_lookup_elem(&totals, &buf);
+	b.hists = bpf_map_lookup_elem(&hists, &buf);
+	if (!b.totals || !b.hists) {
+		count(OFFCPU_CNT_BUFFER_MISSING);
+		return 0;
+	}
+	is_short = rec->delta < slots[i].sample_period_ns;
+	key.slot = i;
+	key.tgid = rec->tgid;
+	key.pid = rec->pid;
+	key.state = rec->state;
+	key.kind = slots[i].kind;
+	if (key.kind == OFFCPU_KIND_OFFCPU && (split_runq_slots & bit)) {
+		if (rec->blocked)
+			total_one(b.totals, &key, rec->blocked, is_short, taken, rec->comm);
+		key.kind = OFFCPU_KIND_RUNQ;
+		if (rec->runq)
+			total_one(b.totals, &key, rec->runq, is_short, taken && !rec->blocked,
+				  rec->comm); /* one sample per block */
+	} else {
+		total_one(b.totals, &key, value, is_short, taken, rec->comm);
+	}
+	if (hist_slots & bit)
+		slot_hist_add(b.hists, rec, i);
+	return 0;
+}
+
+/* Adds a sampled block, its stacks in rec, to the sampled slots in slots. */
+__noinline int sample_account(struct start_rec *rec, __u32 slots_mask)
+{
+	struct buffers b = {};
+
+	if (!rec || !buffers_get(&b))
+		return 0;
+	rec->khash = intern_stack(b.stacks, &rec->kstack);
+	rec->uhash = intern_stack(b.stacks, &rec->ustack);
+	for (__u32 i = 0; i < OFFCPU_MAX_SLOTS; i++)
+		if (slots_mask & (1u << i))
+			slot_account(rec, i, block_value(rec, slots[i].kind));
+	return 0;
+}
+
+/*
+ * Ends rec's block at now: splits it into blocked and run-queue time and adds
+ * it to every slot whose filters it passes. The caller has set rec->tgid and
+ * rec->pid. A sampled slot counts the block in its totals, and decides
+ * whether it takes the block's stacks (one random draw per block for all
+ * slots). Returns the sampled slots that took the block but have no stacks
+ * for it yet (not walked at switch-out), for the caller to walk. A global
+ * function: switch_in() and switch_out() share one verified copy.
+ */
+__noinline int block_end(struct start_rec *rec, __u64 now)
+{
+	__u32 matched, rand = bpf_get_prandom_u32(), need = 0;
+	bool interned = false, seen = false, took = false;
+	struct buffers b = {};
+	__u64 delta;
+
+	if (!rec || !rec->slots)
+		return 0;
+	matched = rec->slots & active_mask;
+	rec->slots = 0; /* consumed: a record counts once */
+	delta = now - rec->ts;
+	if ((__s64)delta < 0) {
+		count(OFFCPU_CNT_DROP_NEGATIVE_DELTA);
+		return 0;
+	}
+	/* Blocked until woken, then waiting for a CPU. A preempted thread was
+	 * runnable all along; without a wakeup seen, all of it counts as blocked. */
+	rec->delta = delta;
+	if (rec->state == OFFCPU_STATE_RUNNING) {
+		rec->blocked = 0;
+		rec->runq = delta;
+	} else if (rec->wake_ts >= rec->ts && rec->wake_ts <= now) {
+		rec->blocked = rec->wake_ts - rec->ts;
+		rec->runq = now - rec->wake_ts;
+	} else {
+		rec->blocked = delta;
+		rec->runq = 0;
+	}
+	for (__u32 i = 0; i < OFFCPU_MAX_SLOTS; i++) {
+		struct offcpu_slot *s = &slots[i];
+		__u64 value = block_value(rec, s->kind);
+		__u32 bit = 1u << i;
+
+		if (!(matched & bit) || rec->ts < s->start_ns || !value ||
+		    value < s->min_block_ns || (s->max_block_ns && value > s->max_block_ns))
+			continue;
+		if (sampled_slots & bit) {
+			bool take = sample_take(delta, s->sample_period_ns, rand);
+
+			total_add(rec, i, value, take);
+			seen = true;
+			took |= take;
+			if (!take)
+				continue;
+			if (!(rec->walked & bit)) {
+				need |= bit;
+				continue;
+			}
+		}
+		if (!interned) { /* the first slot that keeps this block interns its stacks */
+			if (!buffers_get(&b))
+				return 0;
+			rec->khash = intern_stack(b.stacks, &rec->kstack);
+			rec->uhash = intern_stack(b.stacks, &rec->ustack);
+			interned = true;
+		}
+		slot_account(rec, i, value);
+	}
+	if (seen)
+		count(OFFCPU_CNT_SAMPLED_BLOCKS);
+	if (took)
+		count(OFFCPU_CNT_SAMPLES);
+	return need;
+}
+
+/*
+ * The callback of a deferred walk, in the sampled thread's context on its
+ * way back to user mode: its user registers and stack are those of the
+ * block. (Task work callbacks may sleep; nothing here does.)
+ */
+static int deferred_walk_cb(struct bpf_map *map, void *key, void *value)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct start_rec *rec = bpf_task_storage_get(&task_starts, t, NULL, 0);
+
+	if (rec && rec->walk_pending)
+		sample_finish(rec, t, OFFCPU_CNT_WALK_DEFERRED);
+	bpf_map_delete_elem(&deferred_walks, key);
+	return 0;
+}
+
+/* Schedules deferred_walk_cb for next, unless one is scheduled already
+ * (it will find rec's pending walk). Returns false if it cannot be. */
+static __always_inline bool walk_defer(struct task_struct *next, __u32 pid)
+{
+	struct deferred_walk *w;
+	__u64 zero = 0;
+
+	if (!defer_walks || !bpf_task_work_schedule_resume_impl) /* a __weak kfunc: 0 if missing */
+		return false;
+	if (bpf_map_update_elem(&deferred_walks, &pid, &zero, BPF_NOEXIST))
+		return bpf_map_lookup_elem(&deferred_walks, &pid) != NULL;
+	w = bpf_map_lookup_elem(&deferred_walks, &pid);
+	if (w && !bpf_task_work_schedule_resume_impl(next, &w->tw, &deferred_walks,
+						     deferred_walk_cb, NULL))
+		return true;
+	bpf_map_delete_elem(&deferred_walks, &pid);
+	return false;
+}
+
+/*
+ * The stacks of a block that sampled slots took, for next, the thread being
+ * switched in by prev. Its kernel stack is still there: it has not run yet.
+ * Its user stack stays as it was until it returns to user mode; it can be
+ * read now only if prev shares its memory, else it is walked when next is
+ * current again (sample_finish()).
+ */
+static __always_inline void sample_stacks(struct task_struct *prev, struct task_struct *next,
+					  struct start_rec *rec, __u32 need)
+{
+	struct pt_regs *regs;
+	struct mm_struct *mm;
+	long n = 0;
+
+	rec->kstack.nr = 0;
+	rec->kstack.flags = 0;
+	rec->ustack.nr = 0;
+	rec->ustack.flags = 0;
+	if (need & kernel_stack_slots) {
+		n = bpf_get_task_stack(next, rec->kstack.ips, sizeof(rec->kstack.ips), 0);
+		count(OFFCPU_CNT_KERNEL_STACK_WALKS);
+		if (n < 0) {
+			count(OFFCPU_CNT_DROP_KSTACK_ERROR);
+			n = 0;
+		}
+		rec->kstack.nr = n / sizeof(__u64);
+	}
+	mm = next->mm;
+	if (!(need & user_stack_slots) || !mm || (next->flags & PF_KTHREAD)) {
+		sample_account(rec, need);
+		return;
+	}
+	if (mm == prev->mm) {
+		walk_task_user_stack(next, rec->tgid, &rec->ustack);
+		count(OFFCPU_CNT_WALK_SAME_MM);
+		sample_account(rec, need);
+		return;
+	}
+	regs = (struct pt_regs *)bpf_task_pt_regs(next);
+	if (!regs) {
+		count(OFFCPU_CNT_DEFER_LOST);
+		return;
+	}
+	rec->walk_ip = BPF_CORE_READ(regs, ip);
+	rec->walk_sp = BPF_CORE_READ(regs, sp);
+	rec->walk_pending = need;
+	if (!walk_defer(next, rec->pid)) {
+		rec->walk_pending = 0;
+		count(OFFCPU_CNT_DEFER_LOST);
+	}
+}
+
+static __always_inline void switch_in(struct task_struct *prev, struct task_struct *next,
+				      bool btf)
+{
+	struct start_rec *rec;
+	__u32 pid, need;
+
+	if (!active_mask)
+		return; /* any start record left would not count anyway */
+	pid = btf ? next->pid : BPF_CORE_READ(next, pid);
+	if (!pid)
+		return;
+	if (btf && (active_mask & request_slots))
+		request_switch_in(next);
+	rec = start_get(next, pid, btf, false);
+	if (!rec || !rec->slots)
+		return;
+	rec->tgid = btf ? next->tgid : BPF_CORE_READ(next, tgid);
+	rec->pid = pid;
+	need = block_end(rec, bpf_ktime_get_ns());
+	if (btf && need) /* (only with defer_walks, which needs tp_btf) */
+		sample_stacks(prev, next, rec, need);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	count(OFFCPU_CNT_SWITCHES);
+	switch_out(ctx, preempt, prev, true);
+	switch_in(prev, next, true);
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	count(OFFCPU_CNT_SWITCHES);
+	switch_out(ctx, preempt, prev, false);
+	switch_in(prev, next, false);
+	return 0;
+}
+
+/* raw_tp fallback only: task storage frees itself, the hash does not. */
+SEC("raw_tp/sched_process_free")
+int BPF_PROG(sched_process_free_raw, struct task_struct *t)
+{
+	__u32 pid = BPF_CORE_READ(t, pid);
+
+	bpf_map_delete_elem(&hash_starts, &pid);
+	return 0;
+}

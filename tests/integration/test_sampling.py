@@ -1,0 +1,201 @@
+"""Sampled stacks (bpf/sampling.h): the always-on profile and capture --sampled
+take a block's stacks with probability min(1, d/T) and scale each thread's
+samples to its exact total.
+
+Ground truth: offcpu_workload's threads block in known functions for known
+times. With T far above their blocks' lengths, most blocks get no stacks,
+yet each thread's total, and so the stack of a thread that blocks in one
+function only, is exact. Each mode of walking user stacks is run: deferred
+(BPF task work, where the kernel has it) and the forced switch-out fallback.
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+from offcpu_env import Daemon, Workload
+from test_daemon import TOLERANCE, capture_json, per_thread
+from test_windows import export_json, now_ms, wait_stored
+
+FAST = "window_seconds = 1\ndrain_interval_ms = 250\n"
+# 3 ms sleeps against a 20 ms period: about one block in six gets stacks.
+SHORT_SLEEPS = ("--only", "sleeper", "--sleeps", "400", "--sleep-ms", "3")
+PERIOD_US = 20000
+
+
+def counters(d):
+    return d.status()["counters"]
+
+
+def grew(before, after, name):
+    return after[name] - before[name]
+
+
+class SampledTest(unittest.TestCase):
+    """The default: user walks deferred where the kernel can."""
+    walk_config = ""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon(FAST + f"sample_period_us = {PERIOD_US}\n" + cls.walk_config)
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.daemon.stop()
+        assert code == 0, cls.daemon.log_text()
+
+    def tearDown(self):
+        self.assertIsNone(self.daemon.proc.poll(), self.daemon.log_text())
+
+    def expected_walk(self):
+        st = self.daemon.status()["sampling"]
+        return st["walk"], st["walk_reason"]
+
+    def test_status(self):
+        st = self.daemon.status()["sampling"]
+        self.assertEqual(st["stacks"], "sampled")
+        self.assertEqual(st["period_us"], PERIOD_US)
+        self.assertIn(st["walk"], ("deferred", "switch-out"))
+        self.assertEqual(st["walk"] == "deferred", st["walk_reason"] == "", st)
+        text = self.daemon.ctl("status").stdout
+        self.assertIn(f"always-on stacks: sampled, T = {PERIOD_US} us", text)
+
+    def test_capture_ground_truth(self):
+        """capture --sampled: blocks of 3 ms against T = 20 ms."""
+        d = self.daemon
+        before = counters(d)
+        w = Workload(*SHORT_SLEEPS)
+        cap, truth = capture_json(d, w, "--sampled", seconds=6)
+        after = counters(d)
+        got = per_thread(cap, w.tids["ow-sleeper"], lambda s: "block_in_sleep" in s["ustack"])
+        want = truth["ow-sleeper"]["blocked_ns"]
+        self.assertAlmostEqual(got / want, 1.0, delta=TOLERANCE,
+                               msg=f"sampled capture {got} ns, workload measured {want} ns")
+        # Sampling did happen: far fewer samples than blocks (about 400 / 6).
+        sm = cap["sampling"]
+        self.assertEqual(sm["period_us"], PERIOD_US)
+        self.assertGreaterEqual(sm["blocks"], 400)
+        self.assertTrue(0 < sm["samples"] < sm["blocks"] / 2, sm)
+        self.assertGreater(sm["error_pct"], 0)
+        walk, _ = self.expected_walk()
+        walked = {k: grew(before, after, k) for k in
+                  ("walks_same_mm", "walks_deferred", "walks_next_switch", "walks_switch_out")}
+        if walk == "deferred":
+            # The sleeper is woken by a timer, from the idle task: a deferred walk.
+            self.assertGreater(walked["walks_deferred"], 0, walked)
+            self.assertEqual(walked["walks_switch_out"], 0, walked)
+        else:
+            self.assertGreater(walked["walks_switch_out"], 0, walked)
+            self.assertEqual(walked["walks_deferred"] + walked["walks_same_mm"], 0, walked)
+
+    def test_windows_ground_truth(self):
+        """The always-on windows: the sleeper's stack is its exact total."""
+        d = self.daemon
+        w = Workload(*SHORT_SLEEPS)
+        begin = now_ms()
+        truth = w.go()
+        wait_stored(d, now_ms())
+        exp = export_json(d, "--from", str(begin / 1000 - 2), "--to", str(now_ms() / 1000 + 1),
+                          "--pid", str(w.pid))
+        got = per_thread(exp, w.tids["ow-sleeper"], lambda s: "sleeper_thread" in s["ustack"]
+                         and not any(f.startswith("wait_") for f in s["ustack"]))
+        want = truth["ow-sleeper"]["blocked_ns"]
+        self.assertAlmostEqual(got / want, 1.0, delta=TOLERANCE,
+                               msg=f"windows {got} ns, workload measured {want} ns")
+        # Every row is a block's stack, or time no sample stood for.
+        for s in exp["samples"]:
+            self.assertTrue(s["ustack"] or s["kstack"], s)
+        st = d.status()["sampling"]
+        self.assertGreater(st["window_blocks"], st["window_samples"])
+
+    def test_exact_capture_beside(self):
+        """An exact capture and the sampled profile count the same threads'
+        totals: per thread, the sampled windows equal the exact capture."""
+        d = self.daemon
+        w = Workload(*SHORT_SLEEPS)
+        begin = now_ms()
+        cap, truth = capture_json(d, w, seconds=6)
+        wait_stored(d, now_ms())
+        exp = export_json(d, "--from", str(begin / 1000 - 2), "--to", str(now_ms() / 1000 + 1),
+                          "--pid", str(w.pid))
+
+        def sleeps(rows):
+            return per_thread(rows, w.tids["ow-sleeper"], lambda s: "block_in_sleep" in s["ustack"])
+
+        self.assertAlmostEqual(sleeps(exp) / sleeps(cap), 1.0, delta=TOLERANCE)
+        self.assertNotIn("sampling", cap)  # an exact capture
+
+    def test_killed_process_keeps_its_time(self):
+        """kill -9 of a process whose sample may still wait for its user
+        stack: its time is in the windows; a sample it lost is counted."""
+        d = self.daemon
+        before = counters(d)
+        begin = now_ms()
+        killed = []
+        for _ in range(3):
+            p = subprocess.Popen(["sleep", "30"])
+            started = time.monotonic()
+            time.sleep(0.5)
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            killed.append((p.pid, time.monotonic() - started))
+        wait_stored(d, now_ms())
+        after = counters(d)
+        for pid, wall_s in killed:
+            exp = export_json(d, "--from", str(begin / 1000 - 2), "--to",
+                              str(now_ms() / 1000 + 1), "--pid", str(pid))
+            total = sum(s["value_ns"] for s in exp["samples"])
+            # Sleeping from shortly after its start to the kill.
+            self.assertAlmostEqual(total / 1e9 / wall_s, 1.0, delta=0.1, msg=exp["samples"])
+            # The sleep (longer than T: always sampled) has its stacks,
+            # unless its sample was lost, which is then counted; the rest
+            # is start-up's short blocks, sampled or not ([unsampled]).
+            sleep = sum(s["value_ns"] for s in exp["samples"]
+                        if "hrtimer_nanosleep" in s["kstack"] and s["ustack"])
+            if sleep < 0.9 * total:
+                self.assertGreater(grew(before, after, "samples_lost"), 0, exp["samples"])
+        self.assertIsNone(d.proc.poll())
+
+
+class SwitchOutFallbackTest(SampledTest):
+    """sampled_walk = switch-out: the fallback of kernels without BPF task
+    work, forced here; status says so and why."""
+    walk_config = "sampled_walk = switch-out\n"
+
+    def test_status_says_why(self):
+        st = self.daemon.status()["sampling"]
+        self.assertEqual(st["walk"], "switch-out")
+        self.assertEqual(st["walk_reason"], "sampled_walk = switch-out")
+        self.assertIn("at switch-out: sampled_walk = switch-out", self.daemon.ctl("status").stdout)
+
+
+class SampledRequestErrorsTest(unittest.TestCase):
+    """--sampled applies to offcpu and runq; the daemon refuses the rest."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon("continuous = false\n")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.stop()
+
+    def test_refused(self):
+        r = self.daemon.ctl("capture", "--kind", "wakeup", "--sampled", "--seconds", "1")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--sampled only applies to --kind offcpu or runq", r.stderr)
+        r = self.daemon.ctl("capture", "--sampled=0", "--seconds", "1")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("the period is 1 to 1000000 microseconds, not '0'", r.stderr)
+        reply = self.daemon.raw(b'{"v":1,"cmd":"capture","seconds":1,"kind":"bio","sampled":true}\n')
+        self.assertIn("field 'sampled' needs kind offcpu or runq", reply[0]["error"]["message"])
+        reply = self.daemon.raw(b'{"v":1,"cmd":"capture","seconds":1,"sample_period_us":5}\n')
+        self.assertIn("field 'sample_period_us' needs 'sampled'", reply[0]["error"]["message"])
+        st = self.daemon.status()["sampling"]
+        self.assertEqual(st["stacks"], "sampled")  # the configuration's, continuous or not
+
+
+if __name__ == "__main__":
+    unittest.main()
