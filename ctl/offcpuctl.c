@@ -23,6 +23,7 @@
 #include "proto_samples.h"
 #include "elf_funcs.h"
 #include "flame_options.h"
+#include "help.h"
 #include "latency.h"
 #include "latency_plot.h"
 #include "render_output.h"
@@ -52,8 +53,9 @@ static void usage(FILE *out)
 		"Usage: offcpuctl [--socket PATH] [--json] COMMAND [OPTIONS]\n"
 		"\n"
 		"Commands:\n"
-		"  status                      daemon version, uptime, programs, slots, rates, "
-		"drops\n"
+		"  status [--verbose]          daemon version, uptime, each kind (ready, in use or\n"
+		"                              unavailable, and why), store, slots, rates, drops\n"
+		"      -v, --verbose           also the BPF programs (--json: always)\n"
 		"  capture [OPTIONS]           capture off-CPU stacks; folded output\n"
 		"      -p, --pid PID[,PID...]  processes to capture (default: all)\n"
 		"      -t, --tid TID[,TID...]  only these threads\n"
@@ -152,7 +154,7 @@ static void usage(FILE *out)
 		"                              flame graphs, diffs, histograms) and its HTTP\n"
 		"                              API (offcpuctl(8), SERVE); default\n"
 		"                              127.0.0.1:9274; not loopback: --allow-remote\n"
-		"  help                        this text\n"
+		"  help [COMMAND]              this text, or one command's (COMMAND --help too)\n"
 		"\n"
 		"Stack filters of capture, export, flamegraph and diff (FILTERS in\n"
 		"offcpuctl(8)); all given must pass:\n"
@@ -417,16 +419,39 @@ static void pt_summary(const struct proto_pt_status *pt)
 	printf("\n");
 }
 
+/* Each kind: ready, in use or unavailable, and why (daemon/kind_status.c). */
+static void kinds_summary(const struct proto_status *st)
+{
+	if (!st->n_kinds) { /* an older daemon: its I/O paths */
+		printf("block I/O (--kind bio): %s\n",
+		       *st->bio_tracepoints ? st->bio_tracepoints : "unavailable on this kernel");
+		printf("file I/O (--kind fileio): %s\n",
+		       *st->fileio_tracepoints ? st->fileio_tracepoints
+					       : "unavailable on this kernel");
+		return;
+	}
+	printf("kinds:\n");
+	for (size_t i = 0; i < st->n_kinds; i++)
+		if (*st->kinds[i].detail)
+			printf("  %-8s %-11s %s\n", st->kinds[i].name, st->kinds[i].state,
+			       st->kinds[i].detail);
+		else
+			printf("  %-8s %s\n", st->kinds[i].name, st->kinds[i].state);
+}
+
 static int cmd_status(int argc, char **argv)
 {
 	const struct proto_status *st;
 	struct proto_request req = { .cmd = PROTO_CMD_STATUS };
 	struct proto_reply *reply;
+	size_t n_loaded;
 	char *raw;
 	int r;
 
-	if (argc > 1)
-		return usage_error("status takes no arguments, got '%s'", argv[1]);
+	bool verbose = argc == 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose"));
+
+	if (argc > 1 && !verbose)
+		return usage_error("status takes only --verbose, got '%s'", argv[1]);
 	r = transact(&req, NULL, NULL, &reply, &raw);
 	if (r != EXIT_OK)
 		return r;
@@ -436,13 +461,13 @@ static int cmd_status(int argc, char **argv)
 		st = &reply->status;
 		printf("offcpud %s, pid %u, up %" PRIu64 " s\n", st->version, st->pid,
 		       st->uptime_s);
-		printf("block I/O (--kind bio): %s\n",
-		       *st->bio_tracepoints ? st->bio_tracepoints : "unavailable on this kernel");
-		printf("file I/O (--kind fileio): %s\n", *st->fileio_tracepoints
-								 ? st->fileio_tracepoints
-								 : "unavailable on this kernel");
-		printf("programs (via %s):\n", st->tracepoint);
-		for (size_t i = 0; i < st->n_programs; i++) {
+		kinds_summary(st);
+		n_loaded = 0;
+		for (size_t i = 0; i < st->n_programs; i++)
+			n_loaded += st->programs[i].loaded;
+		printf("programs (via %s): %zu of %zu loaded%s\n", st->tracepoint, n_loaded,
+		       st->n_programs, verbose ? "" : "; --verbose lists them");
+		for (size_t i = 0; verbose && i < st->n_programs; i++) {
 			const struct proto_program *p = &st->programs[i];
 
 			printf("  %-18s %-9s %10.0f runs/s", p->name,
@@ -485,7 +510,8 @@ static int cmd_status(int argc, char **argv)
 		       st->store.last_error);
 		unwind_summary(st);
 		sampling_summary(&st->sampling);
-		pt_summary(&st->pt);
+		if (!st->n_kinds || st->pt.available) /* else kinds said why not */
+			pt_summary(&st->pt);
 		printf("slots: %u of %u in use, %u capture%s running\n", st->slots_active,
 		       st->slots_max, st->captures_running, st->captures_running == 1 ? "" : "s");
 		printf("events: %.0f context switches/s, %.0f blocks recorded/s\n",
@@ -2341,10 +2367,31 @@ static int cmd_diff(int argc, char **argv)
 	return r;
 }
 
+/* One command's part of usage() (ctl/help.c). */
+static int command_help(const char *cmd)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	int r;
+
+	if (!mem)
+		return fail(EXIT_ERROR, "internal", "out of memory");
+	usage(mem);
+	fclose(mem);
+	r = text ? help_command(text, cmd, stdout) : -ENOMEM;
+	free(text);
+	if (r == -ENOENT)
+		return usage_error("unknown command '%s'", cmd);
+	return r < 0 ? fail(EXIT_ERROR, "internal", "out of memory") : EXIT_OK;
+}
+
 static int cmd_help(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
+	if (argc > 2)
+		return usage_error("help takes one command, got '%s' too", argv[2]);
+	if (argc == 2)
+		return command_help(argv[1]);
 	usage(stdout);
 	return EXIT_OK;
 }
@@ -2570,6 +2617,8 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[optind], commands[i].name))
-			return commands[i].fn(argc - optind, argv + optind);
+			return help_requested(argc - optind, argv + optind)
+				       ? command_help(argv[optind])
+				       : commands[i].fn(argc - optind, argv + optind);
 	return usage_error("unknown command '%s'", argv[optind]);
 }

@@ -19,6 +19,7 @@
 #include "collector.h"
 #include "drain.h"
 #include "hashtab.h"
+#include "kind_status.h"
 #include "history.h"
 #include "log.h"
 #include "proto.h"
@@ -26,7 +27,9 @@
 #include "server.h"
 #include "pt_capture.h"
 #include "store.h"
+#include "state_lock.h"
 #include "store_queue.h"
+#include "tracefs.h"
 #include "symbolizer.h"
 #include "unwinder.h"
 
@@ -46,6 +49,8 @@ struct manager {
 	uv_timer_t drain_timer;
 	uv_timer_t watchdog_timer;
 	struct store *store;
+	int state_lock_fd; /* held for life: one daemon per database (state_lock.h) */
+	char tracefs_why[256]; /* "" or why tracefs is missing (fileio's status) */
 	struct store_queue *store_queue;
 	/* The always-on captures: a slot per kind, whose rows fill the window. */
 	bool continuous;
@@ -996,6 +1001,59 @@ static void handle_latency(struct manager *m, struct server_conn *conn,
 	m->pt_work = pw;
 }
 
+/*
+ * Each kind's state for status: the one place that decides whether a kind
+ * is ready, in use or unavailable (and why), from what the collector, the
+ * configuration and the running captures say.
+ */
+static void kinds_status(struct manager *m, const struct proto_pt_status *pt,
+			 struct kind_status ret[KIND_STATUS_COUNT],
+			 struct collector_group_status groups[COLLECTOR_GROUP_COUNT])
+{
+	/* The kinds whose programs are a group of their own (loaded on first use). */
+	static const struct {
+		unsigned kind, group;
+	} grouped[] = {
+		{ OFFCPU_KIND_ONCPU, COLLECTOR_GROUP_ONCPU },
+		{ KIND_STATUS_HOTCOLD, COLLECTOR_GROUP_ONCPU },
+		{ OFFCPU_KIND_BIO, COLLECTOR_GROUP_BIO },
+		{ OFFCPU_KIND_FILEIO, COLLECTOR_GROUP_FILEIO },
+		{ KIND_STATUS_REQUEST, COLLECTOR_GROUP_REQUESTS },
+	};
+	struct kind_status_input in = { 0 };
+
+	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++)
+		collector_group_status(m->collector, g, &groups[g]);
+	for (size_t i = 0; i < sizeof(grouped) / sizeof(grouped[0]); i++) {
+		const struct collector_group_status *st = &groups[grouped[i].group];
+
+		if (st->state == COLLECTOR_GROUP_UNAVAILABLE)
+			in.unavailable[grouped[i].kind] =
+				grouped[i].kind == OFFCPU_KIND_FILEIO && *m->tracefs_why
+					? m->tracefs_why
+					: st->reason;
+		in.on_demand[grouped[i].kind] = st->state == COLLECTOR_GROUP_ON_DEMAND;
+	}
+	if (!pt->available)
+		in.unavailable[KIND_STATUS_LATENCY] = pt->reason;
+	in.traced_with[OFFCPU_KIND_BIO] = collector_io_path(m->collector, OFFCPU_KIND_BIO);
+	in.traced_with[OFFCPU_KIND_FILEIO] = collector_io_path(m->collector, OFFCPU_KIND_FILEIO);
+	for (unsigned kind = 0; kind < OFFCPU_KIND_COUNT; kind++)
+		in.continuous[kind] = m->continuous && (m->cfg.continuous_kinds & (1u << kind)) &&
+				      !in.unavailable[kind]; /* continuous_start skipped those */
+	in.continuous[KIND_STATUS_REQUEST] = m->continuous && *m->cfg.continuous_requests;
+	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
+		const struct capture *c = m->captures[i];
+
+		if (!c)
+			continue;
+		in.captures[c->req.oncpu ? KIND_STATUS_HOTCOLD : c->req.kind]++;
+		in.captures[KIND_STATUS_REQUEST] += c->req.n_requests > 0;
+	}
+	in.captures[KIND_STATUS_LATENCY] = m->pt_work != NULL;
+	kind_status_fill(&in, ret);
+}
+
 static void handle_status(struct manager *m, struct server_conn *conn)
 {
 	struct proto_program programs[MAX_PROGRAMS];
@@ -1009,6 +1067,8 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 	unsigned first_continuous;
 	struct unwinder_stats ustats;
 	char pt_reason[512];
+	struct kind_status kinds[KIND_STATUS_COUNT];
+	struct proto_kind_status pkinds[KIND_STATUS_COUNT];
 	struct proto_status st;
 
 	collector_counters(m->collector, now);
@@ -1052,6 +1112,13 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 	sampling_status(m, &st.sampling);
 	if (m->pt_work)
 		st.pt.recording_pid = m->pt_work->req.pid;
+	kinds_status(m, &st.pt, kinds, groups);
+	for (unsigned i = 0; i < KIND_STATUS_COUNT; i++)
+		pkinds[i] = (struct proto_kind_status){ .name = kinds[i].name,
+							.state = kind_state_name(kinds[i].state),
+							.detail = kinds[i].detail };
+	st.kinds = pkinds;
+	st.n_kinds = KIND_STATUS_COUNT;
 	if (m->unwinder) {
 		unwinder_stats(m->unwinder, &ustats);
 		st.unwind = (struct proto_unwind_status){
@@ -1231,6 +1298,7 @@ static int store_start(struct manager *m)
 		.max_age_ms = m->cfg.max_age_s * 1000,
 	};
 	char msg[512], *dir, *slash;
+	pid_t holder = 0;
 	int r;
 
 	dir = strdup(m->cfg.database);
@@ -1242,6 +1310,23 @@ static int store_start(struct manager *m)
 		mkdir(dir, 0750); /* StateDirectory= makes it under systemd */
 	}
 	free(dir);
+	r = state_lock_acquire(m->cfg.database, &holder);
+	if (r < 0) {
+		state_lock_path(m->cfg.database, msg, sizeof(msg));
+		if (r == -EBUSY && holder)
+			log_error("another offcpud (pid %ld) is using the database %s (it holds %s): "
+				  "one daemon per database; give this one another 'database'",
+				  (long)holder, m->cfg.database, msg);
+		else if (r == -EBUSY)
+			log_error("another process holds %s: the database %s is in use by another "
+				  "offcpud; give this one another 'database'",
+				  msg, m->cfg.database);
+		else
+			log_error("cannot lock %s for the database %s: %s", msg, m->cfg.database,
+				  strerror(-r));
+		return r;
+	}
+	m->state_lock_fd = r;
 	r = store_open(m->cfg.database, &limits, &m->store, msg, sizeof(msg));
 	if (r < 0) {
 		log_error("cannot open the profile store %s: %s", m->cfg.database, msg);
@@ -1397,6 +1482,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		return log_error("out of memory"), -ENOMEM;
 	m->loop = loop;
 	m->cfg = *cfg;
+	m->state_lock_fd = -1;
 	m->started_ns = clock_monotonic_ns();
 	loop->data = m;
 	uv_timer_init(loop, &m->drain_timer);
@@ -1408,6 +1494,12 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	if (r < 0)
 		goto fail;
 	libbpf_set_print(libbpf_print_cb);
+	/* Before the programs load: fileio attaches through tracefs. */
+	r = tracefs_ensure(TRACEFS_DIR, m->tracefs_why, sizeof(m->tracefs_why));
+	if (r == 1)
+		log_info("mounted tracefs on %s (it was not mounted)", TRACEFS_DIR);
+	else if (r < 0)
+		log_warning("%s: file I/O (--kind fileio) is unavailable", m->tracefs_why);
 	r = collector_new(&copts, &m->collector);
 	if (r < 0) {
 		log_error("cannot load the BPF programs: %s%s", strerror(-r),
@@ -1525,6 +1617,7 @@ static void manager_free(struct manager *m)
 	hashtab_free(m->window_hists);
 	store_queue_free(m->store_queue);
 	store_close(m->store);
+	state_lock_release(m->state_lock_fd);
 	m->handles_open = 2;
 	uv_close((uv_handle_t *)&m->drain_timer, manager_free_cb);
 	uv_close((uv_handle_t *)&m->watchdog_timer, manager_free_cb);

@@ -1167,7 +1167,7 @@ static int store__db_bytes(struct store *s, uint64_t *ret)
 {
 	const char *wal = sqlite3_filename_wal(sqlite3_db_filename(s->db, "main"));
 	struct stat st;
-	int64_t pages;
+	int64_t pages = 0; /* stmt_int fails < 0, which gcc cannot see */
 	int r;
 
 	r = pragma_get(s, STMT_PAGE_COUNT, &pages);
@@ -1182,7 +1182,7 @@ static int store__db_bytes(struct store *s, uint64_t *ret)
 /* Bytes of the pages in use: what is left once the free pages are vacuumed. */
 static int store__used_bytes(struct store *s, uint64_t *ret)
 {
-	int64_t pages, free_pages;
+	int64_t pages = 0, free_pages = 0; /* as in store__db_bytes */
 	int r;
 
 	r = pragma_get(s, STMT_PAGE_COUNT, &pages);
@@ -1206,7 +1206,7 @@ static int store__checkpoint(struct store *s)
 static int store__evict_old(struct store *s, int64_t keep_id)
 {
 	struct id_list ids = { 0 };
-	int64_t now = now_ms(), windows;
+	int64_t now = now_ms(), windows = 0; /* as in store__db_bytes */
 	sqlite3_stmt *st;
 	int r;
 

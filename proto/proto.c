@@ -1618,6 +1618,27 @@ static bool proto__add_requests(cJSON *body, const struct proto_request_stats *r
 	return list != NULL;
 }
 
+static bool proto__add_kinds(cJSON *body, const struct proto_kind_status *k, size_t n)
+{
+	cJSON *kinds = cJSON_AddArrayToObject(body, "kinds");
+
+	if (!kinds)
+		return false;
+	for (size_t i = 0; k && i < n; i++) {
+		cJSON *ko = cJSON_CreateObject();
+
+		if (!ko || !cJSON_AddItemToArray(kinds, ko)) {
+			cJSON_Delete(ko);
+			return false;
+		}
+		if (!proto__add_string(ko, "name", k[i].name) ||
+		    !proto__add_string(ko, "state", k[i].state) ||
+		    !proto__add_string(ko, "detail", k[i].detail ? k[i].detail : ""))
+			return false;
+	}
+	return true;
+}
+
 char *proto_reply_status(const struct proto_status *s)
 {
 	cJSON *body, *programs, *groups, *maps, *store, *daemon, *unwind, *pt, *sampling,
@@ -1734,7 +1755,8 @@ char *proto_reply_status(const struct proto_status *s)
 	    !proto__add_rate(body, "switches_per_s", s->switches_per_s) ||
 	    !proto__add_rate(body, "recorded_per_s", s->recorded_per_s) ||
 	    !proto__add_counters(body, "counters", s->counters, s->n_counters) ||
-	    !proto__add_requests(body, s->requests, s->n_requests))
+	    !proto__add_requests(body, s->requests, s->n_requests) ||
+	    !proto__add_kinds(body, s->kinds, s->n_kinds))
 		goto fail;
 	return proto__finish(root);
 fail:
@@ -2002,6 +2024,7 @@ struct proto__reply {
 	struct proto_hist_process *processes;
 	struct proto_request_stats *requests;
 	struct proto_map_fill *maps;
+	struct proto_kind_status *kinds;
 };
 
 static int proto__reply_str(const cJSON *obj, const char *name, const char **ret)
@@ -2167,6 +2190,32 @@ static bool proto__has(const cJSON *obj, const char *name)
 	return cJSON_GetObjectItemCaseSensitive(obj, name) != NULL;
 }
 
+/* Optional: daemons before per-kind status did not send "kinds". */
+static int proto__reply_kinds(struct proto__reply *r, const cJSON *o)
+{
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "kinds"), *item;
+	struct proto_status *s = &r->pub.status;
+	size_t n = 0;
+
+	if (list && !cJSON_IsArray(list))
+		return -EINVAL;
+	r->kinds = calloc(cJSON_GetArraySize(list) + 1, sizeof(*r->kinds));
+	if (!r->kinds)
+		return -ENOMEM;
+	cJSON_ArrayForEach(item, list)
+	{
+		struct proto_kind_status *k = &r->kinds[n++];
+
+		if (!cJSON_IsObject(item) || proto__reply_str(item, "name", &k->name) < 0 ||
+		    proto__reply_str(item, "state", &k->state) < 0 ||
+		    proto__reply_str(item, "detail", &k->detail) < 0)
+			return -EINVAL;
+	}
+	s->kinds = r->kinds;
+	s->n_kinds = n;
+	return 0;
+}
+
 static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 {
 	struct proto_status *s = &r->pub.status;
@@ -2317,6 +2366,9 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	if (e < 0)
 		return e;
 	s->counters = r->counters;
+	e = proto__reply_kinds(r, o);
+	if (e < 0)
+		return e;
 	return proto__reply_requests(r, o, &s->requests, &s->n_requests);
 }
 
@@ -2600,6 +2652,7 @@ void proto_reply_free(struct proto_reply *reply)
 	free(r->processes);
 	free(r->requests);
 	free(r->maps);
+	free(r->kinds);
 	free(r);
 }
 

@@ -298,6 +298,13 @@ struct proto_unwind_status {
 	uint64_t requests;	    /* process (re)loads asked for by the kernel side */
 };
 
+/* One kind of recording as status reports it (daemon/kind_status.h). */
+struct proto_kind_status {
+	const char *name;   /* "offcpu", ..., "fileio", "hotcold", "request", "latency" */
+	const char *state;  /* "ready", "in use" or "unavailable" */
+	const char *detail; /* what traces it, what uses it, or why it is unavailable */
+};
+
 /* Sampled stacks of the continuous profile (bpf/sampling.h). */
 struct proto_sampling_status {
 	const char *stacks;	  /* "sampled" or "exact"; NULL/"": not reported */
@@ -354,6 +361,8 @@ struct proto_status {
 	struct proto_unwind_status unwind; /* mode NULL/"": not reported (older daemons) */
 	struct proto_pt_status pt;	   /* event NULL/"": not reported (older daemons) */
 	struct proto_sampling_status sampling; /* stacks NULL/"": not reported */
+	const struct proto_kind_status *kinds; /* none from older daemons */
+	size_t n_kinds;
 };
 
 /* One aggregated row; ustack and kstack are ordered root -> leaf. */

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Sets up (packages, build) and runs the whole test suite: unit tests and the
-# integration tests against the real daemon and real BPF. Then the same suite
+# Sets up (packages, build; then what the tests need) and runs the whole test
+# suite: unit tests, the integration tests against the real daemon and real
+# BPF, and the Debian package's test (scripts/test-package.sh). Then the same suite
 # again on build-asan, built with ASan and UBSan (-DOFFCPU_SANITIZE=ON), where
 # any sanitizer report, leaks at exit included, fails the test that caused it.
 # Arguments go to both ctest runs. Run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+scripts/setup-tests.sh
 ctest --test-dir build --output-on-failure "$@"
 
-cmake -S . -B build-asan -DOFFCPU_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build-asan -DOFFCPU_SANITIZE=ON -DOFFCPU_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 echo "test: building build-asan (log: build-asan/build.log)"
 cmake --build build-asan -j"$(nproc)" >build-asan/build.log 2>&1 || { cat build-asan/build.log; exit 1; }
 # abort_on_error: a report ends the program with SIGABRT, so that no report

@@ -27,7 +27,7 @@ def missing_tools():
     missing = [name for name, path in tools.items() if not path]
     if missing:
         return (f"skipped: {', '.join(missing)} not installed "
-                "(scripts/setup.sh installs mariadb-server mariadb-client sysbench)")
+                "(scripts/setup-tests.sh installs mariadb-server mariadb-client sysbench)")
     return None
 
 

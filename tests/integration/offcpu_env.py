@@ -20,7 +20,7 @@ OFFCPUCTL = os.path.join(BUILD, "ctl", "offcpuctl")
 WORKLOAD = os.path.join(BUILD, "tests", "offcpu_workload")
 REQUEST_LIB = os.path.join(BUILD, "tests", "librequest_workload.so")
 
-# The browser tests' node tools (scripts/setup.sh): headless Chromium through
+# The browser tests' node tools (scripts/setup-tests.sh): headless Chromium through
 # playwright-core from tests/integration/node_modules, or the node_modules
 # that OFFCPU_NODE_MODULES names (a git worktree has none of its own); node
 # finds it through NODE_PATH.
@@ -32,11 +32,11 @@ NODE_MODULES = os.environ.get("OFFCPU_NODE_MODULES",
 def browser_missing():
     """Why node, Chromium and playwright-core cannot drive a page here, or None."""
     if not shutil.which("node"):
-        return "node is not installed (scripts/setup.sh installs nodejs)"
+        return "node is not installed (the machine image brings it; Debian's is too old)"
     if not os.access(CHROMIUM, os.X_OK):
-        return f"no Chromium at {CHROMIUM} (scripts/setup.sh installs chromium)"
+        return f"no Chromium at {CHROMIUM} (scripts/setup-tests.sh installs chromium)"
     if not os.path.isdir(os.path.join(NODE_MODULES, "playwright-core")):
-        return (f"{NODE_MODULES} lacks playwright-core (scripts/setup.sh runs npm ci in "
+        return (f"{NODE_MODULES} lacks playwright-core (scripts/setup-tests.sh runs npm in "
                 "tests/integration; OFFCPU_NODE_MODULES may name another)")
     return None
 
@@ -102,7 +102,7 @@ class Daemon:
                     f"{extra_config}")
         self.log = open(self.log_path, "w")
         self.env = env
-        self.wrapper = list(wrapper)  # a command offcpud runs under, e.g. unshare
+        self.wrapper = list(wrapper)  # a command offcpud runs under: unshare, setpriv...
         self.start()
 
     def start(self):

@@ -406,7 +406,11 @@ class LifecycleTest(unittest.TestCase):
     def test_second_daemon_refuses_a_live_socket(self):
         d = Daemon()
         try:
-            r = subprocess.run([OFFCPUD, "--config", d.config], capture_output=True, text=True, timeout=30)
+            # the same socket, another database (the same one: test_state_lock)
+            config = os.path.join(d.dir, "second.conf")
+            with open(config, "w") as f:
+                f.write(f"socket_path = {d.socket}\ndatabase = {d.dir}/second.db\n")
+            r = subprocess.run([OFFCPUD, "--config", config], capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 1)
             self.assertIn("already listening", r.stderr)
             self.assertTrue(d.status())

@@ -3,7 +3,7 @@ whose tree is known, and headless Chromium (flame_browser.js, through
 playwright-core) hovers, clicks, searches and reloads it as a person would.
 
 Skipped, with the reason, when node, Chromium or playwright-core is missing
-(offcpu_env.browser_missing: scripts/setup.sh installs them) or when this
+(offcpu_env.browser_missing: scripts/setup-tests.sh installs them) or when this
 offcpuctl has no flamegraph command yet.
 """
 import json

@@ -9,6 +9,7 @@ a block device): the test skips if it is not one.
 """
 import json
 import os
+import re
 import subprocess
 import time
 import unittest
@@ -107,8 +108,8 @@ class IoTest(unittest.TestCase):
     def test_status_names_the_tracepoints(self):
         r = self.daemon.ctl("status")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn(f"block I/O (--kind bio): {self.bio}", r.stdout)
-        self.assertIn("file I/O (--kind fileio): syscall tracepoints", r.stdout)
+        self.assertRegex(r.stdout, rf"\n  bio +(ready|in use) +.*{re.escape(self.bio)}")
+        self.assertRegex(r.stdout, r"\n  fileio +(ready|in use) +.*syscall tracepoints")
 
     def test_bio_direct_reads_by_issuing_stack(self):
         d = self.daemon

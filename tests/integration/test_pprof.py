@@ -1,7 +1,7 @@
 """--format pprof: offcpuctl encodes the daemon's JSON rows as a gzipped
 pprof profile (render/pprof.c). The files are read by an independent
 decoder, Go's own pprof (`go tool pprof -raw`, from Debian's golang-go,
-which scripts/setup.sh installs), and must say what the folded export of
+which scripts/setup-tests.sh installs), and must say what the folded export of
 the same stored capture says: the same stacks with the same times, the same
 total as the daemon's total_ns. The capture's own pprof must also match the
 workload's ground truth."""
@@ -100,7 +100,7 @@ class PprofTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if not GO:
-            raise unittest.SkipTest("go is not installed (scripts/setup.sh installs golang-go): "
+            raise unittest.SkipTest("go is not installed (scripts/setup-tests.sh installs golang-go): "
                                     "no reference pprof reader")
         cls.daemon = Daemon()
         cls.tmp = tempfile.mkdtemp(prefix="offcpud-pprof-")

@@ -404,8 +404,8 @@ static void test_states(void)
 		"1",
 		"S , ,D",
 		/* longer than any list worth writing: refused, not cut */
-		"R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,"
-		"R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O",
+		("R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,"
+		 "R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O,R,S,D,O"),
 	};
 	const char *want = "test.conf:1: bad value for 'continuous_states': must be a "
 			   "comma-separated list of thread states: R (running), S (sleeping), D "

@@ -2016,6 +2016,11 @@ static void test_reply_status(void)
 		{ "offcpu_exit", false, 0, 0, 0, false },
 	};
 	const struct proto_map_fill maps[] = { { "aggregation", 16, 64, 25.0 } };
+	const struct proto_kind_status kinds[] = {
+		{ "offcpu", "in use", "by the continuous profile" },
+		{ "fileio", "unavailable", "tracefs is not mounted at /sys/kernel/tracing" },
+		{ "wakeup", "ready", NULL },
+	};
 	const struct proto_counter counters[] = {
 		{ "switches", 123456789012ull },
 		{ "drop_agg_full", 0 },
@@ -2044,6 +2049,8 @@ static void test_reply_status(void)
 		.groups = { { "oncpu", "loaded", "", 812 },
 			    { "fileio", "unavailable", "no tracefs", 0 } },
 		.n_groups = 2,
+		.kinds = kinds,
+		.n_kinds = 3,
 	};
 	struct proto_reply *reply = NULL;
 	char *s = proto_reply_status(&st);
@@ -2090,6 +2097,15 @@ static void test_reply_status(void)
 		      p->store.disk_full &&
 		      !strcmp(p->store.last_error, "database or disk is full"));
 		CHECK(p->cpu_pct == 1.5 && p->rss_bytes == 12345678);
+		CHECK(p->n_kinds == 3);
+		if (p->n_kinds == 3) {
+			CHECK_STR(p->kinds[0].name, "offcpu");
+			CHECK_STR(p->kinds[0].state, "in use");
+			CHECK_STR(p->kinds[0].detail, "by the continuous profile");
+			CHECK_STR(p->kinds[1].state, "unavailable");
+			CHECK_STR(p->kinds[1].detail, "tracefs is not mounted at /sys/kernel/tracing");
+			CHECK_STR(p->kinds[2].detail, ""); /* NULL: no detail */
+		}
 		CHECK(p->switches_per_s == 12345.5);
 		CHECK(p->recorded_per_s == 0.1);
 		CHECK(p->n_counters == 3);
@@ -2140,6 +2156,7 @@ static void test_reply_status(void)
 	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
 	if (reply) {
 		CHECK(reply->status.n_programs == 0 && reply->status.n_counters == 0);
+		CHECK(reply->status.n_kinds == 0);
 		CHECK(!strcmp(reply->status.version, ""));
 		CHECK(reply->status.switches_per_s == 0 && reply->status.recorded_per_s == 0);
 	}

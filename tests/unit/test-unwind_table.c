@@ -15,7 +15,7 @@
 
 /* push %rbp; mov %rsp,%rbp: CFA = rsp+8, then rsp+16 with rbp saved at
  * CFA-16, then rbp+16. */
-__attribute__((noinline, optimize("no-omit-frame-pointer"))) int framed(int x)
+__attribute__((noinline)) int framed(int x) /* -fno-omit-frame-pointer: tests/CMakeLists.txt */
 {
 	volatile int v = x;
 

@@ -31,7 +31,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__has_attribute)
+#if __has_attribute(noipa)
 #define WORKLOAD_FRAME __attribute__((noinline, noipa))
+#endif
+#endif
+#ifndef WORKLOAD_FRAME
+#define WORKLOAD_FRAME __attribute__((noinline)) /* clang: no noipa */
+#endif
 #define BLOCK	       4096
 #define FILE_BYTES     (16u << 20)
 
