@@ -798,6 +798,12 @@ static void handle_capture(struct manager *m, struct server_conn *conn,
 	c->conn = conn;
 	server_conn_set_data(conn, c);
 	capture_filter(&c->req, &filter);
+	if (req->kind == PROTO_KIND_FILEIO && *m->tracefs_why) {
+		snprintf(err, sizeof(err), "kind fileio unavailable: %s", m->tracefs_why);
+		reply_error(conn, PROTO_ERR_UNSUPPORTED, err);
+		capture_discard(c);
+		return;
+	}
 	groups = collector_filter_groups(&filter);
 	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
 		if (!(groups & (1u << g)))
@@ -1034,6 +1040,8 @@ static void kinds_status(struct manager *m, const struct proto_pt_status *pt,
 					: st->reason;
 		in.on_demand[grouped[i].kind] = st->state == COLLECTOR_GROUP_ON_DEMAND;
 	}
+	if (*m->tracefs_why) /* the syscall tracepoints cannot even be named */
+		in.unavailable[OFFCPU_KIND_FILEIO] = m->tracefs_why;
 	if (!pt->available)
 		in.unavailable[KIND_STATUS_LATENCY] = pt->reason;
 	in.traced_with[OFFCPU_KIND_BIO] = collector_io_path(m->collector, OFFCPU_KIND_BIO);

@@ -117,7 +117,7 @@ class StatusTest(unittest.TestCase):
         self.assertIn(f"{len(names)} loaded; --verbose lists them", plain)
         for name in names:
             self.assertIsNone(re.search(rf"^  {re.escape(name)} ", plain, re.M), name)
-            self.assertRegex(verbose, rf"(?m)^  {re.escape(name)} +(attached|idle)")
+            self.assertRegex(verbose, rf"(?m)^  {re.escape(name)} +(attached|idle|unloaded)")
         self.assertEqual(d.ctl("status", "-v").stdout.count("\n"), verbose.count("\n"))
         r = d.ctl("status", "--nonsense")
         self.assertEqual(r.returncode, 2)
