@@ -3,6 +3,7 @@
 #include "unwinder.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <linux/membarrier.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
@@ -1088,40 +1089,41 @@ int collector_file_name(struct collector *c, uint64_t hash, struct offcpu_file_n
 	return 0;
 }
 
-/* Empties a per-CPU map of struct offcpu_total, summing each key's CPUs. */
-static int drain_totals(struct collector *c, int fd, struct collector_total **ret, size_t *ret_n)
+_Static_assert(offsetof(struct collector_hist, count) == sizeof(struct offcpu_hist_key) &&
+		       offsetof(struct collector_total, total) == sizeof(struct offcpu_key),
+	       "drain_percpu_map's records: the value right after the key");
+
+/*
+ * Empties a per-CPU map into records of record_size bytes: the key, then at
+ * key_size the value (value_size per CPU) summed over the CPUs by add().
+ */
+static int drain_percpu_map(struct collector *c, int fd, size_t key_size, size_t value_size,
+			    size_t record_size, void (*add)(void *sum, const void *cpu),
+			    void **ret, size_t *ret_n)
 {
-	size_t value_size = sizeof(struct offcpu_total) * c->ncpus, n = 0;
-	struct collector_total *out = NULL;
-	char *items;
+	size_t stride = key_size + value_size * c->ncpus, n = 0;
+	char *items, *out;
 	int r;
 
 	*ret = NULL;
 	*ret_n = 0;
-	r = drain_map(fd, sizeof(struct offcpu_key), value_size, (void **)&items, &n);
+	r = drain_map(fd, key_size, value_size * c->ncpus, (void **)&items, &n);
 	if (r < 0 || !n) {
 		free(items);
 		return r;
 	}
-	out = calloc(n, sizeof(*out));
+	out = calloc(n, record_size);
 	if (!out) {
 		free(items);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const char *item = items + i * (sizeof(struct offcpu_key) + value_size);
-		const struct offcpu_total *cpu = (const void *)(item + sizeof(struct offcpu_key));
-		struct offcpu_total *t = &out[i].total;
+		const char *item = items + i * stride;
+		char *rec = out + i * record_size;
 
-		memcpy(&out[i].key, item, sizeof(out[i].key));
-		for (int k = 0; k < c->ncpus; k++) {
-			t->sum_ns += cpu[k].sum_ns;
-			t->count += cpu[k].count;
-			t->short_ns += cpu[k].short_ns;
-			t->samples += cpu[k].samples;
-			if (!t->comm[0] && cpu[k].comm[0])
-				memcpy(t->comm, cpu[k].comm, sizeof(t->comm));
-		}
+		memcpy(rec, item, key_size);
+		for (int k = 0; k < c->ncpus; k++)
+			add(rec + key_size, item + key_size + k * value_size);
 	}
 	free(items);
 	*ret = out;
@@ -1129,38 +1131,22 @@ static int drain_totals(struct collector *c, int fd, struct collector_total **re
 	return 0;
 }
 
-/* Empties a per-CPU histogram map, summing each bucket's CPUs. */
-static int drain_hists(struct collector *c, int fd, struct collector_hist **ret, size_t *ret_n)
+static void total_sum(void *sum, const void *cpu)
 {
-	size_t value_size = sizeof(uint64_t) * c->ncpus, n = 0;
-	struct collector_hist *out;
-	char *items;
-	int r;
+	struct offcpu_total *t = sum;
+	const struct offcpu_total *v = cpu;
 
-	*ret = NULL;
-	*ret_n = 0;
-	r = drain_map(fd, sizeof(struct offcpu_hist_key), value_size, (void **)&items, &n);
-	if (r < 0 || !n) {
-		free(items);
-		return r;
-	}
-	out = calloc(n, sizeof(*out));
-	if (!out) {
-		free(items);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const char *item = items + i * (sizeof(struct offcpu_hist_key) + value_size);
-		const uint64_t *cpu = (const void *)(item + sizeof(struct offcpu_hist_key));
+	t->sum_ns += v->sum_ns;
+	t->count += v->count;
+	t->short_ns += v->short_ns;
+	t->samples += v->samples;
+	if (!t->comm[0] && v->comm[0])
+		memcpy(t->comm, v->comm, sizeof(t->comm));
+}
 
-		memcpy(&out[i].key, item, sizeof(out[i].key));
-		for (int k = 0; k < c->ncpus; k++)
-			out[i].count += cpu[k];
-	}
-	free(items);
-	*ret = out;
-	*ret_n = n;
-	return 0;
+static void count_sum(void *sum, const void *cpu)
+{
+	*(uint64_t *)sum += *(const uint64_t *)cpu;
 }
 
 int collector_drain(struct collector *c, struct collector_batch *ret)
@@ -1195,9 +1181,13 @@ int collector_drain(struct collector *c, struct collector_batch *ret)
 		ret->chains = chains;
 	}
 	if (r == 0)
-		r = drain_hists(c, bpf_map__fd(hst), &ret->hists, &ret->n_hists);
+		r = drain_percpu_map(c, bpf_map__fd(hst), sizeof(struct offcpu_hist_key),
+				     sizeof(uint64_t), sizeof(struct collector_hist), count_sum,
+				     (void **)&ret->hists, &ret->n_hists);
 	if (r == 0)
-		r = drain_totals(c, bpf_map__fd(tot), &ret->totals, &ret->n_totals);
+		r = drain_percpu_map(c, bpf_map__fd(tot), sizeof(struct offcpu_key),
+				     sizeof(struct offcpu_total), sizeof(struct collector_total),
+				     total_sum, (void **)&ret->totals, &ret->n_totals);
 	collector_counters(c, ret->counters);
 	if (r < 0)
 		collector_batch_release(ret);
