@@ -148,11 +148,6 @@ int flame_pl_option(struct flame_pl_args *a, int opt, const char *arg, char *err
 			 "SVG attributes or links; use --grep/--exclude to pick frames, and the "
 			 "graph's search (Ctrl-F) to find them");
 		return -EINVAL;
-	case OPT_PL_HELP:
-		snprintf(err, err_size,
-			 "--help is 'offcpuctl help' here; flamegraph.pl's options are in "
-			 "offcpuctl(8), flamegraph");
-		return -EINVAL;
 	default:
 		return 0;
 	}

@@ -32,7 +32,6 @@ enum {
 	OPT_PL_FACTOR,
 	OPT_PL_SELF_RIGHT,
 	OPT_PL_NAMEATTR,
-	OPT_PL_HELP,
 };
 
 /* Their getopt_long() entries. */
@@ -54,8 +53,7 @@ enum {
 	{ "total", required_argument, NULL, OPT_PL_TOTAL },                                        \
 	{ "factor", required_argument, NULL, OPT_PL_FACTOR },                                      \
 	{ "self-right", no_argument, NULL, OPT_PL_SELF_RIGHT },                                    \
-	{ "nameattr", required_argument, NULL, OPT_PL_NAMEATTR },                                  \
-	{ "help", no_argument, NULL, OPT_PL_HELP }
+	{ "nameattr", required_argument, NULL, OPT_PL_NAMEATTR }
 /* clang-format on */
 
 struct flame_pl_args {
