@@ -457,8 +457,15 @@ class MapsFullTest(unittest.TestCase):
             finds = Background("for i in 1 2 3; do find / -xdev >/dev/null 2>&1 & done; wait")
             text = d.ctl_popen("capture", "--seconds", "4")
             js = d.ctl_popen("--json", "capture", "--seconds", "4")
+            # Their output is read while they run: a reply larger than a pipe
+            # holds would otherwise block them, and this loop, for ever.
+            outs = {}
+            readers = [threading.Thread(target=lambda n=n, p=p: outs.__setitem__(n, p.communicate(timeout=120)))
+                       for n, p in (("text", text), ("js", js))]
+            for r in readers:
+                r.start()
             agg_fill, maps_seen, st = 0.0, {}, d.status()
-            while text.poll() is None or js.poll() is None:
+            while any(r.is_alive() for r in readers):
                 st = d.status()
                 self.assertIn("maps", st, f"status has no 'maps' array (the status contract adds it): {sorted(st)}")
                 for m in st["maps"]:
@@ -466,8 +473,8 @@ class MapsFullTest(unittest.TestCase):
                     if "agg" in m["name"]:
                         agg_fill = max(agg_fill, m["fill_pct"])
                 time.sleep(0.1)
-            text_out, text_err = text.communicate(timeout=30)
-            js_out, js_err = js.communicate(timeout=30)
+            text_out, text_err = outs["text"]
+            js_out, js_err = outs["js"]
             churn.wait(timeout=30)
             st = d.status()
         finally:
