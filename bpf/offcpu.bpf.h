@@ -282,11 +282,33 @@ static __always_inline struct start_rec *start_get(struct task_struct *t, __u32 
 	return bpf_map_lookup_elem(&hash_starts, &pid);
 }
 
+/*
+ * Inserts init, the first values, as key's in map, where a lookup found
+ * none. Returns 1 if it went in; 0 with *ret the value another CPU put in
+ * meanwhile, for the caller to add to; -1 if the map is full (counted).
+ */
+static __always_inline int map_insert(void *map, const void *key, const void *init,
+				      __u32 full_counter, void **ret)
+{
+	void *v;
+
+	if (!bpf_map_update_elem(map, key, init, BPF_NOEXIST))
+		return 1;
+	v = bpf_map_lookup_elem(map, key); /* lost a race to another CPU */
+	if (!v) {
+		count(full_counter);
+		return -1;
+	}
+	*ret = v;
+	return 0;
+}
+
 /* Adds delta, n events and bytes to key's row. */
 static __always_inline void aggregate_io(void *agg_map, struct offcpu_key *key, __u64 delta,
 					 __u64 n, __u64 bytes, const char *comm)
 {
 	struct offcpu_value *v, init = {};
+	int r;
 
 	v = bpf_map_lookup_elem(agg_map, key);
 	if (!v) {
@@ -294,13 +316,11 @@ static __always_inline void aggregate_io(void *agg_map, struct offcpu_key *key, 
 		init.sum_ns = delta;
 		init.count = n;
 		init.bytes = bytes;
-		if (!bpf_map_update_elem(agg_map, key, &init, BPF_NOEXIST))
-			goto recorded;
-		v = bpf_map_lookup_elem(agg_map, key); /* lost a race to another CPU */
-		if (!v) {
-			count(OFFCPU_CNT_DROP_AGG_FULL);
+		r = map_insert(agg_map, key, &init, OFFCPU_CNT_DROP_AGG_FULL, (void **)&v);
+		if (r < 0)
 			return;
-		}
+		if (r)
+			goto recorded;
 	}
 	__sync_fetch_and_add(&v->sum_ns, delta);
 	if (n)
@@ -357,15 +377,8 @@ static __always_inline void hist_add(void *hist_map, __u32 slot, __u32 tgid, __u
 	__u64 one = 1, *v;
 
 	v = bpf_map_lookup_elem(hist_map, &k);
-	if (!v) {
-		if (!bpf_map_update_elem(hist_map, &k, &one, BPF_NOEXIST))
-			return;
-		v = bpf_map_lookup_elem(hist_map, &k); /* lost a race to another CPU */
-		if (!v) {
-			count(OFFCPU_CNT_DROP_HIST_FULL);
-			return;
-		}
-	}
+	if (!v && map_insert(hist_map, &k, &one, OFFCPU_CNT_DROP_HIST_FULL, (void **)&v))
+		return; /* in, as 1, or no room */
 	*v += 1; /* this CPU's copy */
 }
 

@@ -38,15 +38,8 @@ static __always_inline void request_add(__u32 slot, __u32 request, __u32 measure
 	struct offcpu_request_value *v, init = { .count = 1, .sum_ns = ns };
 
 	v = bpf_map_lookup_elem(&request_stats, &k);
-	if (!v) {
-		if (!bpf_map_update_elem(&request_stats, &k, &init, BPF_NOEXIST))
-			return;
-		v = bpf_map_lookup_elem(&request_stats, &k); /* lost a race to another CPU */
-		if (!v) {
-			count(OFFCPU_CNT_DROP_REQUEST_FULL);
-			return;
-		}
-	}
+	if (!v && map_insert(&request_stats, &k, &init, OFFCPU_CNT_DROP_REQUEST_FULL, (void **)&v))
+		return; /* in, with this request, or no room */
 	__sync_fetch_and_add(&v->count, 1);
 	__sync_fetch_and_add(&v->sum_ns, ns);
 }

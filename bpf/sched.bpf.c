@@ -249,13 +249,8 @@ static __always_inline void total_one(void *total_map, struct offcpu_key *key, _
 		init.count = 1;
 		init.short_ns = is_short ? ns : 0;
 		init.samples = taken;
-		if (!bpf_map_update_elem(total_map, key, &init, BPF_NOEXIST))
-			return;
-		t = bpf_map_lookup_elem(total_map, key); /* lost a race to another CPU */
-		if (!t) {
-			count(OFFCPU_CNT_DROP_TOTAL_FULL);
-			return;
-		}
+		if (map_insert(total_map, key, &init, OFFCPU_CNT_DROP_TOTAL_FULL, (void **)&t))
+			return; /* in, with this block, or no room */
 	}
 	t->sum_ns += ns; /* this CPU's copy: no other CPU writes it */
 	t->count++;
