@@ -27,6 +27,15 @@ static int64_t query_to_ms(int64_t to_ms, uint64_t capture_id)
 	return to_ms ? to_ms : clock_realtime_ms() + 1;
 }
 
+/* The row kinds an export of kind sums, and the heatmap of it: an offcpu
+ * export includes the run-queue part kept apart (split), and on-CPU samples
+ * if asked (hot/cold). */
+static uint32_t export_kind_mask(uint32_t kind, bool oncpu)
+{
+	return (1u << kind) | (kind == PROTO_KIND_OFFCPU ? 1u << PROTO_KIND_RUNQ : 0) |
+	       (oncpu ? 1u << PROTO_KIND_ONCPU : 0);
+}
+
 /* ---- writing a window ---- */
 
 struct write_job {
@@ -328,11 +337,7 @@ static int export_select(struct export_job *j, struct store *store, int64_t from
 		.n_pids = j->req.n_pids,
 		.comm = j->req.comm,
 		.state_mask = j->req.state_mask,
-		/* An offcpu export includes the run-queue part kept apart (split),
-		 * and on-CPU samples if asked (hot/cold). */
-		.kind_mask = (1u << j->req.kind) |
-			     (j->req.kind == PROTO_KIND_OFFCPU ? 1u << PROTO_KIND_RUNQ : 0) |
-			     (j->req.oncpu ? 1u << PROTO_KIND_ONCPU : 0),
+		.kind_mask = export_kind_mask(j->req.kind, j->req.oncpu),
 	};
 	int r;
 
@@ -596,10 +601,7 @@ static void heatmap_work(struct store_job *job, struct store *store)
 		.n_pids = j->req.n_pids,
 		.comm = j->req.comm,
 		.state_mask = j->req.state_mask,
-		/* The rows an export of the same kind sums (export_select()). */
-		.kind_mask = (1u << j->req.kind) |
-			     (j->req.kind == PROTO_KIND_OFFCPU ? 1u << PROTO_KIND_RUNQ : 0) |
-			     (j->req.oncpu ? 1u << PROTO_KIND_ONCPU : 0),
+		.kind_mask = export_kind_mask(j->req.kind, j->req.oncpu),
 		.key = keys[j->req.rows],
 		.max_rows = j->req.max_rows,
 	};
