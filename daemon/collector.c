@@ -317,7 +317,8 @@ static int load(struct collector *c, const struct collector_options *opts)
 	/* Tables need bpf_task_pt_regs(), which needs tp_btf's typed task. */
 	skel->rodata->unwind_dwarf = opts->unwind_dwarf && !c->raw_tp;
 	skel->rodata->unwind_max_depth = opts->unwind_max_depth;
-	skel->rodata->defer_walks = !no_defer_reason(opts, c->raw_tp);
+	c->no_defer_why = no_defer_reason(opts, c->raw_tp); /* parses the kernel's BTF: once */
+	skel->rodata->defer_walks = !c->no_defer_why;
 	bpf_map__set_max_entries(skel->maps.unwind_rows,
 				 skel->rodata->unwind_dwarf ? opts->unwind_rows : 1);
 	bpf_map__set_max_entries(skel->maps.unwind_procs, opts->unwind_processes);
@@ -613,7 +614,6 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	}
 	if (r < 0)
 		goto fail;
-	c->no_defer_why = no_defer_reason(opts, c->raw_tp);
 
 	if (c->raw_tp) {
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_switch_raw);
