@@ -411,6 +411,29 @@ static void enc_value_type(struct enc *e, unsigned field, uint32_t type, uint32_
 }
 
 /* Everything after the samples: the tables and the profile's own fields. */
+/* Ends an encoding: its first error, or the flush's; frees what it holds. */
+static int enc_finish(struct enc *e, FILE *out)
+{
+	int r;
+
+	if (e->msg.err || e->sub.err || e->top.err)
+		e->err = e->err ? e->err : -ENOMEM;
+	r = e->err;
+	if (!r && fflush(out) == EOF)
+		r = errno ? -errno : -EIO;
+	deflateEnd(&e->gz->z);
+	free(e->gz);
+	free(e->top.p);
+	free(e->msg.p);
+	free(e->sub.p);
+	free(e->frames);
+	free(e->loc_str);
+	free(e->st.strs);
+	free(e->st.loc);
+	free(e->st.slots);
+	return r;
+}
+
 static void enc_tail(struct enc *e, uint32_t type, uint32_t unit, uint32_t comment)
 {
 	/* One mapping that says the frames are symbolized already, or pprof
@@ -502,21 +525,7 @@ int pprof_write(const struct proto_sample *rows, size_t n, const struct pprof_op
 		enc_sample(&e, &rows[i]);
 	if (!e.err)
 		enc_tail(&e, type, unit, comment);
-	if (e.msg.err || e.sub.err || e.top.err)
-		e.err = e.err ? e.err : -ENOMEM;
-	r = e.err;
-	if (!r && fflush(out) == EOF)
-		r = errno ? -errno : -EIO;
-	deflateEnd(&e.gz->z);
-	free(e.gz);
-	free(e.top.p);
-	free(e.msg.p);
-	free(e.sub.p);
-	free(e.frames);
-	free(e.loc_str);
-	free(e.st.strs);
-	free(e.st.loc);
-	free(e.st.slots);
+	r = enc_finish(&e, out);
 	return r;
 }
 
@@ -674,21 +683,7 @@ int pprof_write_folded(struct flame *f, const char *countname, FILE *out)
 	}
 	if (!e.err)
 		enc_tail(&e, type, unit, 0);
-	if (e.msg.err || e.sub.err || e.top.err)
-		e.err = e.err ? e.err : -ENOMEM;
-	r = e.err;
-	if (!r && fflush(out) == EOF)
-		r = errno ? -errno : -EIO;
-	deflateEnd(&e.gz->z);
-	free(e.gz);
-	free(e.top.p);
-	free(e.msg.p);
-	free(e.sub.p);
-	free(e.frames);
-	free(e.loc_str);
-	free(e.st.strs);
-	free(e.st.loc);
-	free(e.st.slots);
+	r = enc_finish(&e, out);
 	free(stack);
 	free(next);
 	for (size_t i = 0; i < n_owned; i++)
