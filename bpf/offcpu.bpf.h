@@ -303,9 +303,9 @@ static __always_inline int map_insert(void *map, const void *key, const void *in
 	return 0;
 }
 
-/* Adds delta, n events and bytes to key's row. */
-static __always_inline void aggregate_io(void *agg_map, struct offcpu_key *key, __u64 delta,
-					 __u64 n, __u64 bytes, const char *comm)
+/* Adds delta, n events, bytes and short_ns (struct offcpu_value) to key's row. */
+static __always_inline void aggregate_add(void *agg_map, struct offcpu_key *key, __u64 delta,
+					  __u64 n, __u64 bytes, __u64 short_ns, const char *comm)
 {
 	struct offcpu_value *v, init = {};
 	int r;
@@ -316,6 +316,7 @@ static __always_inline void aggregate_io(void *agg_map, struct offcpu_key *key, 
 		init.sum_ns = delta;
 		init.count = n;
 		init.bytes = bytes;
+		init.short_ns = short_ns;
 		r = map_insert(agg_map, key, &init, OFFCPU_CNT_DROP_AGG_FULL, (void **)&v);
 		if (r < 0)
 			return;
@@ -327,14 +328,22 @@ static __always_inline void aggregate_io(void *agg_map, struct offcpu_key *key, 
 		__sync_fetch_and_add(&v->count, n);
 	if (bytes)
 		__sync_fetch_and_add(&v->bytes, bytes);
+	if (short_ns)
+		__sync_fetch_and_add(&v->short_ns, short_ns);
 recorded:
 	count(OFFCPU_CNT_RECORDED);
+}
+
+static __always_inline void aggregate_io(void *agg_map, struct offcpu_key *key, __u64 delta,
+					 __u64 n, __u64 bytes, const char *comm)
+{
+	aggregate_add(agg_map, key, delta, n, bytes, 0, comm);
 }
 
 static __always_inline void aggregate(void *agg_map, struct offcpu_key *key, __u64 delta,
 				      const char *comm)
 {
-	aggregate_io(agg_map, key, delta, 1, 0, comm);
+	aggregate_add(agg_map, key, delta, 1, 0, 0, comm);
 }
 
 /* log2 of the microseconds (0 for 0 and 1), capped to the last bucket:

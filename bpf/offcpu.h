@@ -148,6 +148,10 @@ struct offcpu_value {
 	__u64 count;
 	char comm[OFFCPU_COMM_LEN];
 	__u64 bytes; /* I/O kinds: bytes transferred; 0 for the others */
+	/* A sampled slot's rows: of sum_ns, the weight of samples of blocks
+	 * shorter than the period, which user space scales to their exact
+	 * total; the rest is long blocks at their true length. */
+	__u64 short_ns;
 };
 
 /*

@@ -200,6 +200,7 @@ __noinline int slot_account(struct start_rec *rec, __u32 slot, __u64 value)
 	__u64 period = slots[i].sample_period_ns, blocked, runq;
 	struct offcpu_key key = {};
 	struct buffers b = {};
+	bool estimated;
 
 	if (!rec || !buffers_get(&b))
 		return 0;
@@ -222,14 +223,17 @@ __noinline int slot_account(struct start_rec *rec, __u32 slot, __u64 value)
 	value = sample_weight(value, rec->delta, period);
 	blocked = sample_weight(rec->blocked, rec->delta, period);
 	runq = sample_weight(rec->runq, rec->delta, period);
+	/* A short block's sample stands for T: its weight is the estimate user
+	 * space scales. A long one is taken always, at its true length. */
+	estimated = period && rec->delta < period;
 	if (kind == OFFCPU_KIND_OFFCPU && (split_runq_slots & bit)) {
 		if (blocked)
-			aggregate(b.agg, &key, blocked, rec->comm);
+			aggregate_add(b.agg, &key, blocked, 1, 0, estimated ? blocked : 0, rec->comm);
 		key.kind = OFFCPU_KIND_RUNQ;
 		if (runq)
-			aggregate(b.agg, &key, runq, rec->comm);
+			aggregate_add(b.agg, &key, runq, 1, 0, estimated ? runq : 0, rec->comm);
 	} else {
-		aggregate(b.agg, &key, value, rec->comm);
+		aggregate_add(b.agg, &key, value, 1, 0, estimated ? value : 0, rec->comm);
 	}
 	if ((hist_slots & bit) && !period)
 		slot_hist_add(b.hists, rec, i);

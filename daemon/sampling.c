@@ -18,16 +18,51 @@ static struct offcpu_key group_of(const struct offcpu_key *k)
 
 struct group {
 	const struct offcpu_total *total;
-	uint64_t weight_ns;	    /* the samples' estimated time, summed */
-	uint64_t seen_ns;	    /* of it, in rows scaled so far */
+	uint64_t weight_ns;	    /* the samples' weight, summed */
+	uint64_t short_weight_ns;   /* of it, samples of short blocks: the estimate */
+	uint64_t seen_ns, seen_short_ns, seen_long_ns; /* of these, in rows scaled so far */
 	uint64_t given_ns, given_n; /* what those rows were given */
+	uint64_t given_short_ns, given_long_ns;
 };
 
 /* Share of whole that part's cumulative weight gives, rounded: rows get
  * the differences, so they add up to whole exactly. */
 static uint64_t scaled(uint64_t whole, uint64_t part, uint64_t of)
 {
+	if (!of)
+		return 0;
 	return (uint64_t)(((unsigned __int128)whole * part + of / 2) / of);
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * A sampled row's time: its long blocks at their true length (never more,
+ * summed over the group's rows, than the group's long time: a late sample
+ * could repeat one), and its short samples' share of the group's exact
+ * short time. Its count, the group's count by the row's share of weight.
+ */
+static void scale_row(struct group *g, struct offcpu_value *v)
+{
+	const struct offcpu_total *t = g->total;
+	uint64_t row_short = min_u64(v->short_ns, v->sum_ns), short_ns, long_ns, count;
+
+	g->seen_ns += v->sum_ns;
+	g->seen_short_ns += row_short;
+	g->seen_long_ns += v->sum_ns - row_short;
+	short_ns = scaled(t->short_ns, g->seen_short_ns, g->short_weight_ns) - g->given_short_ns;
+	long_ns = min_u64(g->seen_long_ns, t->sum_ns - t->short_ns) - g->given_long_ns;
+	count = scaled(t->count, g->seen_ns, g->weight_ns) - g->given_n;
+	g->given_short_ns += short_ns;
+	g->given_long_ns += long_ns;
+	g->given_ns += short_ns + long_ns;
+	g->given_n += count;
+	v->sum_ns = short_ns + long_ns;
+	v->count = count;
+	v->short_ns = 0;
 }
 
 int sampling_calibrate(struct collector_row **rows, size_t *n_rows,
@@ -67,12 +102,14 @@ int sampling_calibrate(struct collector_row **rows, size_t *n_rows,
 		if (!(r[i].key.flags & OFFCPU_KEY_SAMPLED))
 			continue;
 		g = hashtab_get(groups, &k);
-		if (g)
+		if (g) {
 			g->weight_ns += r[i].value.sum_ns;
+			g->short_weight_ns += min_u64(r[i].value.short_ns, r[i].value.sum_ns);
+		}
 	}
-	pos = 0;
-	while (hashtab_next(groups, &pos, (const void **)&key, (void **)&g))
-		extra += !g->weight_ns; /* a row each, appended below */
+	/* Each group may need a row for the time its samples do not stand for:
+	 * all of it, or long blocks whose samples were lost. */
+	extra = hashtab_count(groups);
 	grown = realloc(r, (n + extra ? n + extra : 1) * sizeof(*r));
 	if (!grown) {
 		hashtab_free(groups);
@@ -81,7 +118,6 @@ int sampling_calibrate(struct collector_row **rows, size_t *n_rows,
 	r = grown;
 	for (size_t i = 0; i < n; i++) {
 		struct offcpu_key k = group_of(&r[i].key);
-		uint64_t ns, count;
 
 		if (r[i].key.flags & OFFCPU_KEY_SAMPLED) {
 			g = hashtab_get(groups, &k);
@@ -89,15 +125,9 @@ int sampling_calibrate(struct collector_row **rows, size_t *n_rows,
 				ret[k.slot % OFFCPU_MAX_SLOTS].late_rows++;
 				continue;
 			}
-			g->seen_ns += r[i].value.sum_ns;
-			ns = scaled(g->total->sum_ns, g->seen_ns, g->weight_ns) - g->given_ns;
-			count = scaled(g->total->count, g->seen_ns, g->weight_ns) - g->given_n;
-			g->given_ns += ns;
-			g->given_n += count;
-			if (!ns && !count)
+			scale_row(g, &r[i].value);
+			if (!r[i].value.sum_ns && !r[i].value.count)
 				continue;
-			r[i].value.sum_ns = ns;
-			r[i].value.count = count;
 		}
 		r[kept++] = r[i];
 	}
@@ -105,14 +135,14 @@ int sampling_calibrate(struct collector_row **rows, size_t *n_rows,
 	while (hashtab_next(groups, &pos, (const void **)&key, (void **)&g)) {
 		struct collector_row *u;
 
-		if (g->weight_ns)
+		if (g->given_ns >= g->total->sum_ns)
 			continue;
 		u = &r[kept++];
 		memset(u, 0, sizeof(*u));
 		u->key = *key;
 		u->key.flags = OFFCPU_KEY_UNSAMPLED;
-		u->value.sum_ns = g->total->sum_ns;
-		u->value.count = g->total->count;
+		u->value.sum_ns = g->total->sum_ns - g->given_ns;
+		u->value.count = g->total->count - min_u64(g->given_n, g->total->count);
 		memcpy(u->value.comm, g->total->comm, sizeof(u->value.comm));
 	}
 	hashtab_free(groups);

@@ -1,11 +1,14 @@
 /*
  * sampling: makes a window's rows of a sampled slot out of the kernel's
- * samples and exact totals (bpf/sampling.h). The samples of one (slot,
- * thread, state, kind) are scaled so that they add up to that group's exact
- * total, which the kernel keeps for every block: totals per thread and state
- * are exact, and only how a thread's time divides among its stacks is
- * estimated. Time of a group that no sample stands for becomes one row
- * without stacks (OFFCPU_KEY_UNSAMPLED). Called by drain_run() on the worker
+ * samples and exact totals (bpf/sampling.h). A block as long as the period
+ * is always sampled, at its true length; the samples of shorter blocks of
+ * one (slot, thread, state, kind) are scaled to that group's exact time in
+ * short blocks, which the kernel keeps for every block. Totals per thread
+ * and state are exact, long blocks' stacks are exact, and only how a
+ * thread's short blocks divide among its stacks is estimated. Time of a
+ * group that no sample stands for (short blocks none of which was sampled,
+ * long blocks whose samples were lost) becomes one row without stacks
+ * (OFFCPU_KEY_UNSAMPLED). Called by drain_run() on the worker
  * thread. Does not log.
  */
 #ifndef SAMPLING_H

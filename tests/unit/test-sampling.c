@@ -98,6 +98,9 @@ static struct collector_row row(uint32_t pid, uint32_t kind, uint64_t ustack, ui
 					    .ustack = ustack },
 				   .value = { .sum_ns = ns, .count = count } };
 
+	if (flags & OFFCPU_KEY_SAMPLED) /* samples of short blocks, unless changed */
+		r.value.short_ns = ns;
+
 	snprintf(r.value.comm, sizeof(r.value.comm), "t%u", pid);
 	return r;
 }
@@ -163,9 +166,46 @@ static void test_calibrate(void)
 	free(rows);
 }
 
+/* Long blocks keep their true length: only the short samples are scaled,
+ * to the short time; long time whose sample was lost, or short time no
+ * sample stands for, is unsampled. */
+static void test_calibrate_long_blocks(void)
+{
+	struct collector_row *rows = malloc(4 * sizeof(*rows));
+	struct collector_total totals[] = {
+		/* thread 1: a 50 ms block (stack w) and 10 ms of short ones (stack s) */
+		total(1, 0, 60000000, 11, 10000000, 2),
+		/* thread 2: 80 ms in long blocks, of which 30 ms lost their samples */
+		total(2, 0, 80000000, 2, 0, 2),
+	};
+	struct sampling_summary sum[OFFCPU_MAX_SLOTS] = { { 0 } };
+	const struct collector_row *r;
+	size_t n = 3;
+
+	rows[0] = row(1, 0, 0xa, 50000000, 1, OFFCPU_KEY_SAMPLED);
+	rows[0].value.short_ns = 0;
+	/* one sample of T = 20 ms stands for the 10 ms of short blocks */
+	rows[1] = row(1, 0, 0xb, 20000000, 1, OFFCPU_KEY_SAMPLED);
+	rows[2] = row(2, 0, 0xa, 50000000, 1, OFFCPU_KEY_SAMPLED);
+	rows[2].value.short_ns = 0;
+	CHECK(sampling_calibrate(&rows, &n, totals, 2, sum) == 0);
+	CHECK(n == 4);
+	r = find(rows, n, 1, 0xa, OFFCPU_KEY_SAMPLED);
+	CHECK(r && r->value.sum_ns == 50000000); /* not scaled by the short samples' luck */
+	r = find(rows, n, 1, 0xb, OFFCPU_KEY_SAMPLED);
+	CHECK(r && r->value.sum_ns == 10000000);
+	CHECK(!find(rows, n, 1, 0, OFFCPU_KEY_UNSAMPLED));
+	r = find(rows, n, 2, 0xa, OFFCPU_KEY_SAMPLED);
+	CHECK(r && r->value.sum_ns == 50000000);
+	r = find(rows, n, 2, 0, OFFCPU_KEY_UNSAMPLED);
+	CHECK(r && r->value.sum_ns == 30000000);
+	free(rows);
+}
+
 int main(void)
 {
 	test_estimator();
 	test_calibrate();
+	test_calibrate_long_blocks();
 	return check_failures ? 1 : 0;
 }
