@@ -43,6 +43,33 @@ extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct b
  * task work and the configuration allows it); else walk them at switch-out. */
 const volatile bool defer_walks = false;
 
+/* Set by the loader where the kernel counts each task's wait on its run
+ * queue (sched_info.last_queued, CONFIG_SCHED_INFO) and a task's run queue
+ * is reachable (se.cfs_rq->rq, CONFIG_FAIR_GROUP_SCHED; tp_btf; the per-CPU
+ * runqueues symbol is not, where kallsyms lists no data): a block's
+ * run-queue part is read at switch-in, and
+ * sched_waking runs only for the waker kinds (daemon/collector.c). */
+const volatile bool runq_from_sched_info = false;
+
+/*
+ * Sets rec->wake_ts, which block_end() splits a block at, to when next was
+ * queued to run, as the scheduler counts it: now less the time since
+ * sched_info_enqueue() stamped it with the run queue's clock (both clocks
+ * count nanoseconds; the wait is what the scheduler adds to run_delay).
+ * Keeps what sched_waking set where the scheduler stamped nothing.
+ */
+static __always_inline void queued_at(struct start_rec *rec, struct task_struct *next, __u64 now)
+{
+	/* next is on this CPU's run queue, which every class's task's
+	 * se.cfs_rq points into (set_task_rq()). */
+	__u64 queued = next->sched_info.last_queued, clock = next->se.cfs_rq->rq->clock, wait;
+
+	if (!queued || clock < queued)
+		return;
+	wait = clock - queued;
+	rec->wake_ts = wait < now - rec->ts ? now - wait : rec->ts;
+}
+
 /*
  * When the current thread t, about to be switched out, was switched in, for
  * a block whose switch-in was not seen: now less the CPU time t has had since
@@ -182,7 +209,10 @@ static __always_inline __u64 block_value(const struct start_rec *rec, __u32 kind
 static __always_inline void slot_hist_add(void *hist_map, const struct start_rec *rec, __u32 slot)
 {
 	hist_add(hist_map, slot, rec->tgid, OFFCPU_HIST_OFFCPU, rec->delta);
-	if (rec->runq)
+	/* A wakeup is followed by a wait for the CPU, if only one the
+	 * scheduler's clock calls 0 (it skips its update when the woken task
+	 * preempts at once). */
+	if (rec->runq || rec->wake_ts)
 		hist_add(hist_map, slot, rec->tgid, OFFCPU_HIST_RUNQ, rec->runq);
 }
 
@@ -485,6 +515,7 @@ static __always_inline void switch_in(struct task_struct *prev, struct task_stru
 {
 	struct start_rec *rec;
 	__u32 pid, need;
+	__u64 now;
 
 	if (!active_mask)
 		return; /* any start record left would not count anyway */
@@ -498,7 +529,10 @@ static __always_inline void switch_in(struct task_struct *prev, struct task_stru
 		return;
 	rec->tgid = btf ? next->tgid : BPF_CORE_READ(next, tgid);
 	rec->pid = pid;
-	need = block_end(rec, bpf_ktime_get_ns());
+	now = bpf_ktime_get_ns();
+	if (btf && runq_from_sched_info)
+		queued_at(rec, next, now);
+	need = block_end(rec, now);
 	if (btf && need) /* (only with defer_walks, which needs tp_btf) */
 		sample_stacks(prev, next, rec, need);
 }

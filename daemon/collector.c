@@ -38,6 +38,12 @@ struct collector {
 	struct offcpu_bpf *skel; /* the core; its maps are every group's */
 	struct bpf_link *links[4];
 	size_t n_links;
+	/* sched_switch and sched_waking run at every context switch: attached
+	 * only while a slot needs them (sched_links_update()), so an idle
+	 * daemon costs the switch nothing. A record a thread kept from before
+	 * counts for no later slot: its start is older than the slot's. */
+	struct bpf_program *sched_progs[2];
+	struct bpf_link *sched_links[2];
 	/* groups[].skel and .status: written by collector_group_load() on
 	 * any thread, read on the event loop's. */
 	pthread_mutex_t lock;
@@ -51,6 +57,8 @@ struct collector {
 	size_t n_io_links[2];
 	const char *bio_path, *fileio_path;
 	uint32_t fileio_slots; /* slots of kind FILEIO handed out */
+	uint32_t waker_slots;  /* of kinds WAKEUP, OFFWAKE and CHAIN */
+	bool runq_clock;       /* the programs read run-queue waits at switch-in */
 	bool raw_tp;
 	uint32_t used_mask; /* slots handed out, as seen by this thread */
 	int ncpus;
@@ -245,28 +253,50 @@ const char *collector_walk_mode(const struct collector *c, const char **ret_why)
 	return c->no_defer_why ? "switch-out" : "deferred";
 }
 
-/* Whether the kernel has the BPF task work kfunc deferred walks need. */
-static bool kernel_has_task_work(void)
+/* What the loader asks of the running kernel's BTF, parsed once. */
+struct kernel_features {
+	bool task_work;	  /* the BPF task work kfunc deferred walks need */
+	bool runq_clock;  /* sched_info.last_queued and a task's run queue (queued_at()) */
+};
+
+static bool btf_has_member(const struct btf *btf, const char *type, const char *member)
+{
+	int id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	const struct btf_member *m = t ? btf_members(t) : NULL;
+
+	for (unsigned i = 0; t && i < btf_vlen(t); i++)
+		if (!strcmp(btf__name_by_offset(btf, m[i].name_off), member))
+			return true;
+	return false;
+}
+
+static struct kernel_features kernel_features(void)
 {
 	struct btf *vmlinux = btf__load_vmlinux_btf();
-	bool has;
+	struct kernel_features f = { 0 };
 
 	if (!vmlinux)
-		return false;
-	has = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
-				     BTF_KIND_FUNC) > 0;
+		return f;
+	f.task_work = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
+					     BTF_KIND_FUNC) > 0;
+	f.runq_clock = btf_has_member(vmlinux, "task_struct", "sched_info") &&
+		       btf_has_member(vmlinux, "sched_info", "last_queued") &&
+		       btf_has_member(vmlinux, "sched_entity", "cfs_rq") &&
+		       btf_has_member(vmlinux, "cfs_rq", "rq") && btf_has_member(vmlinux, "rq", "clock");
 	btf__free(vmlinux);
-	return has;
+	return f;
 }
 
 /* Why sampled slots cannot defer their user walks here; NULL if they can. */
-static const char *no_defer_reason(const struct collector_options *opts, bool raw_tp)
+static const char *no_defer_reason(const struct collector_options *opts, bool raw_tp,
+				   const struct kernel_features *kernel)
 {
 	if (!opts->defer_walks)
 		return "sampled_walk = switch-out";
 	if (raw_tp)
 		return "the raw_tp fallback has no task storage";
-	if (!kernel_has_task_work())
+	if (!kernel->task_work)
 		return "the kernel has no BPF task work (bpf_task_work_schedule_resume_impl, 6.18)";
 	return NULL;
 }
@@ -298,6 +328,7 @@ static int buffers_publish(struct offcpu_bpf *skel)
 /* Opens, loads and attaches the core, which creates every map. */
 static int load(struct collector *c, const struct collector_options *opts)
 {
+	struct kernel_features kernel = kernel_features();
 	struct offcpu_bpf *skel;
 	int r;
 
@@ -317,8 +348,10 @@ static int load(struct collector *c, const struct collector_options *opts)
 	/* Tables need bpf_task_pt_regs(), which needs tp_btf's typed task. */
 	skel->rodata->unwind_dwarf = opts->unwind_dwarf && !c->raw_tp;
 	skel->rodata->unwind_max_depth = opts->unwind_max_depth;
-	c->no_defer_why = no_defer_reason(opts, c->raw_tp); /* parses the kernel's BTF: once */
+	c->no_defer_why = no_defer_reason(opts, c->raw_tp, &kernel);
 	skel->rodata->defer_walks = !c->no_defer_why;
+	c->runq_clock = kernel.runq_clock && !c->raw_tp;
+	skel->rodata->runq_from_sched_info = c->runq_clock;
 	bpf_map__set_max_entries(skel->maps.unwind_rows,
 				 skel->rodata->unwind_dwarf ? opts->unwind_rows : 1);
 	bpf_map__set_max_entries(skel->maps.unwind_procs, opts->unwind_processes);
@@ -378,6 +411,46 @@ fail:
 }
 
 enum { IO_BIO, IO_FILEIO };
+
+static void sched_link_set(struct collector *c, unsigned i, bool on)
+{
+	if (!on) {
+		bpf_link__destroy(c->sched_links[i]);
+		c->sched_links[i] = NULL;
+	} else if (!c->sched_links[i]) {
+		c->sched_links[i] = bpf_program__attach(c->sched_progs[i]);
+	}
+}
+
+/*
+ * Attaches the scheduler's programs that slots used and waker_slots need,
+ * and detaches the rest: sched_switch while any slot is in use,
+ * sched_waking while a slot splits blocks at their wakeup and the kernel
+ * cannot tell when a task was queued (queued_at()), or a waker kind's slot
+ * is in use.
+ */
+static int sched_links_update(struct collector *c, uint32_t used, uint32_t waker_slots)
+{
+	bool want[2] = { used != 0, used && (!c->runq_clock || waker_slots) };
+
+	for (unsigned i = 0; i < 2; i++) {
+		sched_link_set(c, i, want[i]);
+		if (want[i] && !c->sched_links[i]) {
+			int r = -errno;
+
+			sched_link_set(c, 0, c->used_mask);
+			sched_link_set(c, 1, c->used_mask && (!c->runq_clock || c->waker_slots));
+			return r;
+		}
+	}
+	return 0;
+}
+
+static void sched_detach(struct collector *c)
+{
+	sched_link_set(c, 0, false);
+	sched_link_set(c, 1, false);
+}
 
 static void links_destroy(struct bpf_link **links, size_t *n)
 {
@@ -616,12 +689,12 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 		goto fail;
 
 	if (c->raw_tp) {
-		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_switch_raw);
-		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_waking_raw);
+		c->sched_progs[0] = c->skel->progs.sched_switch_raw;
+		c->sched_progs[1] = c->skel->progs.sched_waking_raw;
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_process_free_raw);
 	} else {
-		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_switch_btf);
-		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_waking_btf);
+		c->sched_progs[0] = c->skel->progs.sched_switch_btf;
+		c->sched_progs[1] = c->skel->progs.sched_waking_btf;
 	}
 	if (c->skel->rodata->unwind_dwarf)
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.unwind_exec);
@@ -648,6 +721,7 @@ void collector_free(struct collector *c)
 	for (unsigned slot = 0; slot < OFFCPU_MAX_SLOTS; slot++)
 		collector_request_detach(c, slot);
 	oncpu_detach(c);
+	sched_detach(c);
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
 	io_detach(c, IO_BIO);
@@ -680,6 +754,11 @@ bool collector_unwind_maps(const struct collector *c, struct unwinder_maps *ret)
 const char *collector_tracepoint(const struct collector *c)
 {
 	return c->raw_tp ? "raw_tp" : "tp_btf";
+}
+
+const char *collector_runq_clock(const struct collector *c)
+{
+	return c->runq_clock ? "sched_info" : "sched_waking";
 }
 
 const char *collector_io_path(struct collector *c, unsigned kind)
@@ -755,6 +834,7 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	struct offcpu_bpf__bss *bss;
 	uint32_t bit, groups;
 	unsigned slot;
+	bool waker;
 	int r;
 
 	for (slot = 0; slot < OFFCPU_MAX_SLOTS; slot++)
@@ -767,6 +847,11 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 		if ((groups & (1u << g)) && collector_group_load(c, g, NULL) < 0)
 			return -EOPNOTSUPP;
 	bit = 1u << slot;
+	waker = f->kind == OFFCPU_KIND_WAKEUP || f->kind == OFFCPU_KIND_OFFWAKE ||
+		f->kind == OFFCPU_KIND_CHAIN;
+	r = sched_links_update(c, c->used_mask | bit, c->waker_slots | (waker ? bit : 0));
+	if (r < 0)
+		return r;
 	if (f->kind == OFFCPU_KIND_FILEIO && !c->fileio_slots) {
 		r = fileio_attach(c);
 		if (r < 0)
@@ -781,6 +866,7 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 		filter_ids_update(tid_fd, f->tids, f->n_tids, slot, false);
 		if (!c->fileio_slots)
 			io_detach(c, IO_FILEIO);
+		sched_links_update(c, c->used_mask, c->waker_slots);
 		return r == -E2BIG ? -ENOSPC : r;
 	}
 
@@ -809,6 +895,8 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	mask_set(&bss->filename_slots, bit, f->filename);
 	if (f->kind == OFFCPU_KIND_FILEIO)
 		c->fileio_slots |= bit;
+	if (waker)
+		c->waker_slots |= bit;
 	/* Publish: the slot must be complete before a program sees its bit. */
 	__atomic_fetch_or(&bss->active_mask, bit, __ATOMIC_SEQ_CST);
 	c->used_mask |= 1u << slot;
@@ -917,6 +1005,8 @@ void collector_slot_release(struct collector *c, unsigned slot)
 		if (!c->fileio_slots)
 			io_detach(c, IO_FILEIO);
 	}
+	c->waker_slots &= ~(1u << slot);
+	sched_links_update(c, c->used_mask, c->waker_slots);
 }
 
 unsigned collector_slots_active(const struct collector *c)
@@ -1050,7 +1140,9 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 			.attached = fd >= 0 && (group == COLLECTOR_GROUP_REQUESTS ? requests
 						: group == COLLECTOR_GROUP_FILEIO
 							? c->n_io_links[IO_FILEIO] > 0
-							: true),
+						: prog == c->sched_progs[0] ? c->sched_links[0] != NULL
+						: prog == c->sched_progs[1] ? c->sched_links[1] != NULL
+									    : true),
 		};
 		if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
 			ret[n].run_cnt = info.run_cnt;

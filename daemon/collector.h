@@ -126,6 +126,11 @@ const char *collector_walk_mode(const struct collector *c, const char **ret_why)
 /* "tp_btf" or "raw_tp": which sched_switch program is attached. */
 const char *collector_tracepoint(const struct collector *c);
 
+/* Where blocks' run-queue parts come from: "sched_info" (the scheduler's
+ * own count, read at switch-in: sched_waking then runs only for the waker
+ * kinds) or "sched_waking". */
+const char *collector_runq_clock(const struct collector *c);
+
 /* The tracepoints an I/O kind (OFFCPU_KIND_BIO or _FILEIO) is traced with,
  * e.g. "block_io_start/block_rq_issue/block_rq_complete"; NULL if that kind is
  * unavailable on this kernel (its group's status says why) or kind is not an

@@ -1089,6 +1089,7 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 		.uptime_s = (clock_monotonic_ns() - m->started_ns) / 1000000000ULL,
 		.pid = getpid(),
 		.tracepoint = collector_tracepoint(m->collector),
+		.runq_clock = collector_runq_clock(m->collector),
 		.bio_tracepoints = io_path_or_empty(m, OFFCPU_KIND_BIO),
 		.fileio_tracepoints = io_path_or_empty(m, OFFCPU_KIND_FILEIO),
 		.programs = programs,

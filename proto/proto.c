@@ -1650,6 +1650,7 @@ char *proto_reply_status(const struct proto_status *s)
 	    !proto__add_u64(body, "uptime_s", s->uptime_s) ||
 	    !proto__add_u64(body, "pid", s->pid) ||
 	    !proto__add_string(body, "tracepoint", s->tracepoint) ||
+	    !proto__add_string(body, "runq_clock", s->runq_clock ? s->runq_clock : "") ||
 	    !proto__add_string(body, "bio_tracepoints", s->bio_tracepoints) ||
 	    !proto__add_string(body, "fileio_tracepoints", s->fileio_tracepoints) ||
 	    !(programs = cJSON_AddArrayToObject(body, "programs")))
@@ -2346,8 +2347,10 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 		return -EINVAL;
 
 	/* Optional: daemons before the I/O kinds did not send them. */
-	s->bio_tracepoints = s->fileio_tracepoints = "";
-	if ((cJSON_GetObjectItemCaseSensitive(o, "bio_tracepoints") &&
+	s->bio_tracepoints = s->fileio_tracepoints = s->runq_clock = "";
+	if ((cJSON_GetObjectItemCaseSensitive(o, "runq_clock") &&
+	     proto__reply_str(o, "runq_clock", &s->runq_clock) < 0) ||
+	    (cJSON_GetObjectItemCaseSensitive(o, "bio_tracepoints") &&
 	     proto__reply_str(o, "bio_tracepoints", &s->bio_tracepoints) < 0) ||
 	    (cJSON_GetObjectItemCaseSensitive(o, "fileio_tracepoints") &&
 	     proto__reply_str(o, "fileio_tracepoints", &s->fileio_tracepoints) < 0))

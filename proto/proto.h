@@ -337,6 +337,10 @@ struct proto_status {
 	uint64_t uptime_s;
 	uint32_t pid;
 	const char *tracepoint; /* "tp_btf" or "raw_tp" */
+	/* Where a block's run-queue part comes from: "sched_info" (the wait
+	 * the scheduler itself counts, read at switch-in) or "sched_waking"
+	 * (from the wakeup on); "" from older daemons. */
+	const char *runq_clock;
 	/* What each I/O kind is traced with; "" if it is unavailable here. */
 	const char *bio_tracepoints;
 	const char *fileio_tracepoints;

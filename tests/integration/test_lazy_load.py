@@ -67,7 +67,14 @@ class StartTest(unittest.TestCase):
             state = {g["name"]: g["state"] for g in st["program_groups"]}
             self.assertEqual(state, dict.fromkeys(GROUPS, "on_demand"), st["program_groups"])
             progs = {p["name"]: p for p in st["programs"]}
-            self.assertTrue(progs["sched_switch_btf"]["loaded"] and progs["sched_switch_btf"]["attached"])
+            self.assertTrue(progs["sched_switch_btf"]["loaded"])
+            # Attached with the continuous slot (status's program list may
+            # lag it by a drain).
+            deadline = time.monotonic() + 5
+            while not progs["sched_switch_btf"]["attached"] and time.monotonic() < deadline:
+                time.sleep(0.2)
+                progs = {p["name"]: p for p in d.status()["programs"]}
+            self.assertTrue(progs["sched_switch_btf"]["attached"])
             for name, p in progs.items():
                 optional = any(name.startswith(prefix) for prefix in PREFIXES.values())
                 self.assertEqual(p["loaded"], not optional, p)
@@ -82,6 +89,40 @@ class StartTest(unittest.TestCase):
 
 
 @unittest.skipUnless(shutil.which("bpftool"), "bpftool is not installed (scripts/setup.sh installs it)")
+class IdleTest(unittest.TestCase):
+    """The scheduler's programs run at every context switch: a daemon with
+    no slot in use keeps them loaded but not attached, so it costs a switch
+    nothing (bench/overhead.py's "attached" mode)."""
+
+    def sched_programs(self, d):
+        return {p["name"]: p for p in d.status()["programs"] if p["name"].startswith("sched_")}
+
+    def wait_attached(self, d, want):
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            progs = self.sched_programs(d)
+            if all(progs[n]["attached"] == want for n in ("sched_switch_btf", "sched_waking_btf")):
+                return progs
+            time.sleep(0.2)
+        self.fail(f"sched programs attached != {want}: {progs}")
+
+    def test_attached_only_while_a_slot_is_used(self):
+        d = Daemon("continuous = false\n")
+        try:
+            idle = self.wait_attached(d, False)
+            time.sleep(0.5)  # switches happen all the time; none may run them
+            still = self.wait_attached(d, False)
+            for name in ("sched_switch_btf", "sched_waking_btf"):
+                self.assertEqual(still[name]["run_cnt"], idle[name]["run_cnt"], name)
+            r = d.ctl("capture", "--seconds", "1")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            after = self.wait_attached(d, False)  # detached again when it ended
+            self.assertGreater(after["sched_switch_btf"]["run_cnt"],
+                               idle["sched_switch_btf"]["run_cnt"])
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+
 class FirstUseTest(unittest.TestCase):
     """Each group loads on its first capture, once, sharing the core's maps."""
 

@@ -415,6 +415,60 @@ def hist_counts(h, tgid):
     return procs[0]["counts"]
 
 
+class RunQueueGroundTruthTest(unittest.TestCase):
+    """The run-queue part of blocks against the kernel's own count of a
+    thread's run-queue waits (run_delay in /proc/thread-self/schedstat, read
+    by offcpu_workload at each worker's start and end). The workload's
+    threads are pinned to one CPU, so that ow-sleeper queues behind the
+    spinner after each of its wakeups. Run with the run-queue clock this
+    kernel offers (the scheduler's sched_info, read at switch-in) and with
+    the raw_tp fallback, which times the wait from sched_waking."""
+
+    def check(self, config, want_clock):
+        d = Daemon("continuous = false\n" + config)
+        try:
+            st = d.status()
+            if want_clock == "sched_info" and st["runq_clock"] != "sched_info":
+                self.skipTest(f"this kernel offers no sched_info run-queue clock ({st['runq_clock']})")
+            self.assertEqual(st["runq_clock"], want_clock)
+            w = Workload("--sleeps", "100", "--sleep-ms", "5")
+            for tid in w.tids.values():
+                subprocess.run(["taskset", "-pc", "0", str(tid)], check=True, capture_output=True)
+            out = d.ctl_popen("--json", "capture", "--kind", "runq", "--pid", str(w.pid), "--seconds", "4")
+            try:
+                d.wait_captures(1)
+                truth = w.go()
+                stdout, _ = out.communicate(timeout=60)
+            finally:
+                w.kill()
+            self.assertEqual(out.returncode, 0)
+            cap = json.loads(stdout)["capture"]
+            # ow-sleeper wakes from its nanosleeps 100 times, each time to
+            # queue behind the spinner: its waits after a wakeup, the split
+            # the run-queue clock decides, are its rows in state S. (It
+            # barely runs, so it is hardly ever preempted; its way out,
+            # after its count ended, is.)
+            want = truth["ow-sleeper"]["run_delay_ns"]
+            got = sum(s["value_ns"] for s in cap["samples"] if s["pid"] == w.tids["ow-sleeper"]
+                      and "do_exit" not in s["kstack"])
+            self.assertGreater(want, 0, truth)
+            # From sched_waking on, the wait also holds the wakeup's own
+            # way to the run queue (about 25 us per wakeup on this VM).
+            from_waking = want_clock == "sched_waking"
+            self.assertGreaterEqual(got, want - TOLERANCE * want - 1e6,
+                                    f"ow-sleeper: run-queue rows {got} ns, the kernel counted {want} ns")
+            self.assertLessEqual(got, want + TOLERANCE * want + 1e6 + (100 * 40e3 if from_waking else 0),
+                                 f"ow-sleeper: run-queue rows {got} ns, the kernel counted {want} ns")
+        finally:
+            self.assertEqual(d.stop(), 0)
+
+    def test_sched_info(self):
+        self.check("", "sched_info")
+
+    def test_sched_waking_fallback(self):
+        self.check("tracepoint = raw_tp\n", "sched_waking")
+
+
 class HistTest(unittest.TestCase):
     """log2 histograms of the continuous profile, per process and window."""
 

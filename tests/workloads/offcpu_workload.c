@@ -125,6 +125,8 @@ struct worker {
 	uint64_t cpu_ns;
 	uint64_t start_ns;
 	uint64_t start_cpu_ns;
+	uint64_t run_delay_ns; /* the kernel's own count of run-queue waits */
+	uint64_t start_run_delay_ns;
 };
 
 static struct worker workers[N_WORKERS];
@@ -227,6 +229,22 @@ static WORKLOAD_FRAME void wait_for_holder(void)
 	wait_on_sem(&held_sem);
 }
 
+/* The time this thread waited on a run queue, as the scheduler counts it
+ * (sched_info's run_delay, the second field of schedstat); 0 if the kernel
+ * does not say. */
+static uint64_t run_delay_ns(void)
+{
+	unsigned long long cpu = 0, delay = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu %llu", &cpu, &delay) != 2)
+		delay = 0;
+	fclose(f);
+	return delay;
+}
+
 static void worker_begin(struct worker *w)
 {
 	pthread_setname_np(pthread_self(), w->spec->name);
@@ -234,12 +252,14 @@ static void worker_begin(struct worker *w)
 	wait_for_start();
 	w->start_ns = now_ns(CLOCK_MONOTONIC);
 	w->start_cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	w->start_run_delay_ns = run_delay_ns();
 }
 
 static void worker_end(struct worker *w)
 {
 	w->wall_ns = now_ns(CLOCK_MONOTONIC) - w->start_ns;
 	w->cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - w->start_cpu_ns;
+	w->run_delay_ns = run_delay_ns() - w->start_run_delay_ns;
 }
 
 static WORKLOAD_FRAME void *sleeper_thread(void *arg)
@@ -497,9 +517,10 @@ static void print_result(void)
 		if (!w->active)
 			continue;
 		printf("%s{\"name\":\"%s\",\"tid\":%d,\"function\":\"%s\",\"blocked_ns\":%" PRIu64
-		       ",\"blocks\":%" PRIu64 ",\"wall_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64 "}",
+		       ",\"blocks\":%" PRIu64 ",\"wall_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64
+		       ",\"run_delay_ns\":%" PRIu64 "}",
 		       sep, w->spec->name, (int)w->tid, w->spec->function, w->blocked_ns, w->blocks,
-		       w->wall_ns, w->cpu_ns);
+		       w->wall_ns, w->cpu_ns, w->run_delay_ns);
 		sep = ",";
 	}
 	printf("]}\n");
