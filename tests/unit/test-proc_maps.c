@@ -1,4 +1,4 @@
-/* Unit test of daemon/proc_maps.c: /proc/PID/maps lines as the kernel
+/* Unit test of symbols/proc_maps.c: /proc/PID/maps lines as the kernel
  * writes them, and lines that are not mappings. */
 #include <string.h>
 

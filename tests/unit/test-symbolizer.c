@@ -1,5 +1,5 @@
 /*
- * Unit test for daemon/symbolizer.c. Builds a fixture proc root in a
+ * Unit test for symbols/symbolizer.c. Builds a fixture proc root in a
  * temporary directory: a made-up kallsyms, and maps files that list this
  * test's own executable and libc (so real functions resolve by name) next to
  * special, missing, non-ELF, corrupt and garbage mappings.
