@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "elf_build_id.h"
 #include "offcpu.h"
+#include "proc_files.h"
 #include "proc_maps.h"
 #include "unwind_table.h"
 
@@ -68,6 +69,7 @@ struct pending {
 struct unwinder {
 	struct unwinder_maps maps;
 	char proc_root[64];
+	struct proc_files *files; /* NULL, or told each process read */
 	struct offcpu_unwind_row *rows; /* the BPF array, mmapped */
 	size_t rows_bytes;
 	struct ring_buffer *rb;
@@ -412,6 +414,9 @@ static int prepare(struct unwinder *u, uint32_t tgid)
 		return -ENOSPC;
 	}
 	*p = fresh;
+	/* Its mappings and files kept, for naming its stacks once it exits. */
+	if (u->files)
+		proc_files_note(u->files, tgid);
 	return 0;
 }
 
@@ -542,7 +547,8 @@ static void *unwinder_thread(void *arg)
 	return NULL;
 }
 
-int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct unwinder **ret)
+int unwinder_new(const struct unwinder_maps *maps, const char *proc_root,
+		 struct proc_files *files, struct unwinder **ret)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
 	long page = sysconf(_SC_PAGESIZE);
@@ -552,6 +558,7 @@ int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct
 	if (!u)
 		return -ENOMEM;
 	u->maps = *maps;
+	u->files = files;
 	u->stop_fd = u->epoll_fd = -1;
 	pthread_mutex_init(&u->lock, NULL);
 	snprintf(u->proc_root, sizeof(u->proc_root), "%s", proc_root);

@@ -28,6 +28,13 @@ struct symbolizer;
 int symbolizer_new(const char *proc_root, const char *debug_root, struct symbolizer **ret);
 void symbolizer_free(struct symbolizer *s); /* NULL-safe */
 
+struct proc_files;
+
+/* Names the stacks of a process that has exited from what files kept of
+ * it (proc_files.h: its last-known mappings, their files held open) when
+ * its own maps and map_files are gone. files must outlive s. */
+void symbolizer_use_proc_files(struct symbolizer *s, struct proc_files *files);
+
 /* Writes the name of the kernel function containing addr into buf (always
  * NUL-terminated, truncated to size). Returns 0 if found, -ENOENT if written
  * as a raw address. */
