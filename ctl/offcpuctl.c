@@ -368,6 +368,8 @@ static void unwind_summary(const struct proto_status *st)
 		printf("; %" PRIu64 " files without room, %" PRIu64 " without CFI, %" PRIu64
 		       " evicted",
 		       u->no_room, u->failed, u->evictions);
+	if (u->given_up)
+		printf(" (%" PRIu64 " not built again for a minute: no room)", u->given_up);
 	if (walks)
 		printf("; %" PRIu64 " walks, %.1f%% reached the thread's first frame", walks,
 		       100.0 * (walks - truncated) / walks);

@@ -1144,6 +1144,7 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 			.build_max_path = ustats.build_max_path,
 			.evictions = ustats.evictions,
 			.no_room = ustats.no_room,
+			.given_up = ustats.given_up,
 			.failed = ustats.failed,
 			.requests = ustats.requests,
 		};

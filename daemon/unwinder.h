@@ -37,6 +37,7 @@ struct unwinder_stats {
 	char build_max_path[128]; /* the file that took longest */
 	uint64_t evictions;	  /* tables dropped to make room */
 	uint64_t no_room;	  /* mappings left to frame pointers: rows full */
+	uint32_t given_up;	  /* files not built again for a while: no room last time */
 	uint64_t failed;	  /* mappings without a usable table (no .eh_frame...) */
 	uint64_t requests;	  /* process (re)loads asked for by the BPF side */
 };

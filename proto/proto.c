@@ -1726,6 +1726,7 @@ char *proto_reply_status(const struct proto_status *s)
 			       s->unwind.build_max_path ? s->unwind.build_max_path : "") ||
 	    !proto__add_u64(unwind, "evictions", s->unwind.evictions) ||
 	    !proto__add_u64(unwind, "no_room", s->unwind.no_room) ||
+	    !proto__add_u64(unwind, "given_up", s->unwind.given_up) ||
 	    !proto__add_u64(unwind, "failed", s->unwind.failed) ||
 	    !proto__add_u64(unwind, "requests", s->unwind.requests) ||
 	    !(pt = cJSON_AddObjectToObject(body, "pt")) ||
@@ -2314,6 +2315,10 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 		     proto__reply_u64(item, "no_room", &s->unwind.no_room) < 0 ||
 		     proto__reply_u64(item, "failed", &s->unwind.failed) < 0 ||
 		     proto__reply_u64(item, "requests", &s->unwind.requests) < 0))
+		return -EINVAL;
+	/* absent from daemons before it */
+	if (item && cJSON_GetObjectItemCaseSensitive(item, "given_up") &&
+	    proto__reply_u64(item, "given_up", &s->unwind.given_up) < 0)
 		return -EINVAL;
 	item = cJSON_GetObjectItemCaseSensitive(o, "pt");
 	s->pt.event = s->pt.reason = "";

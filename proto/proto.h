@@ -294,6 +294,7 @@ struct proto_unwind_status {
 	const char *build_max_path; /* the longest build's file */
 	uint64_t evictions;	    /* tables dropped to make room */
 	uint64_t no_room;	    /* files left to frame pointers: rows full */
+	uint64_t given_up;	    /* of those, files not built again for a while */
 	uint64_t failed;	    /* files without usable CFI */
 	uint64_t requests;	    /* process (re)loads asked for by the kernel side */
 };
