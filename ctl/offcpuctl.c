@@ -374,6 +374,12 @@ static void unwind_summary(const struct proto_status *st)
 		printf("; %" PRIu64 " walks, %.1f%% reached the thread's first frame", walks,
 		       100.0 * (walks - truncated) / walks);
 	printf("\n");
+	printf("user frames: names kept for %" PRIu64 " processes (%" PRIu64 " files held)",
+	       u->kept_processes, u->kept_files);
+	if (u->unknown_exited || u->unknown_unmapped || u->unknown_anonymous)
+		printf("; [unknown]: %" PRIu64 " exited, %" PRIu64 " unmapped, %" PRIu64 " anonymous",
+		       u->unknown_exited, u->unknown_unmapped, u->unknown_anonymous);
+	printf("\n");
 }
 
 /* The continuous profile's stacks: sampled (how, at what cost, how

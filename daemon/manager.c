@@ -1149,6 +1149,18 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 			.requests = ustats.requests,
 		};
 	}
+	if (m->symbolizer && m->proc_files) { /* user frames left unnamed, names kept */
+		uint64_t unnamed[SYMBOLIZER_UNNAMED_COUNT];
+		struct proc_files_stats fst;
+
+		symbolizer_unnamed(m->symbolizer, unnamed);
+		proc_files_stats(m->proc_files, &fst);
+		st.unwind.unknown_exited = unnamed[SYMBOLIZER_UNNAMED_EXITED];
+		st.unwind.unknown_unmapped = unnamed[SYMBOLIZER_UNNAMED_UNMAPPED];
+		st.unwind.unknown_anonymous = unnamed[SYMBOLIZER_UNNAMED_ANONYMOUS];
+		st.unwind.kept_processes = fst.processes;
+		st.unwind.kept_files = fst.files;
+	}
 	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT && g < PROTO_MAX_GROUPS; g++) {
 		static const char *const states[] = {
 			[COLLECTOR_GROUP_ON_DEMAND] = "on_demand",

@@ -111,7 +111,7 @@ struct sym_map {
 
 struct sym_proc {
 	uint32_t tgid;
-	int err;    /* maps unreadable: every lookup is [unknown] */
+	int err;    /* maps unreadable: every lookup is [unknown: exited] */
 	bool stale; /* re-read the maps on next use, keeping these if that fails */
 	struct sym_proc *hash_next;
 	struct sym_proc *lru_prev, *lru_next;
@@ -135,6 +135,7 @@ struct symbolizer {
 	size_t n_procs;
 
 	struct proc_files *files; /* NULL: none; else exited processes' maps and files */
+	uint64_t unnamed[SYMBOLIZER_UNNAMED_COUNT]; /* read from other threads: atomics */
 
 	struct sym_elf *elfs; /* SYM_ELFS_MAX slots */
 	uint64_t elf_clock;
@@ -1013,6 +1014,19 @@ static const char *sym_proc_jit_name(struct symbolizer *s, struct sym_proc *p, u
 	return p->jit ? perfmap_find(p->jit, addr) : NULL;
 }
 
+static const char *const unnamed_frames[SYMBOLIZER_UNNAMED_COUNT] = {
+	[SYMBOLIZER_UNNAMED_EXITED] = "[unknown: exited]",
+	[SYMBOLIZER_UNNAMED_UNMAPPED] = "[unknown: unmapped]",
+	[SYMBOLIZER_UNNAMED_ANONYMOUS] = "[unknown: anonymous]",
+};
+
+static int sym_unnamed(struct symbolizer *s, enum symbolizer_unnamed why, char *buf, size_t size)
+{
+	__atomic_fetch_add(&s->unnamed[why], 1, __ATOMIC_RELAXED);
+	snprintf(buf, size, "%s", unnamed_frames[why]);
+	return -ENOENT;
+}
+
 int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *buf, size_t size)
 {
 	struct sym_elf *e;
@@ -1022,11 +1036,11 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
 	const char *path;
 
 	p = sym_proc_get(s, tgid);
-	m = p && !p->err ? sym_proc_find_map(p, addr) : NULL;
-	if (!m) {
-		snprintf(buf, size, "[unknown]");
-		return -ENOENT;
-	}
+	if (!p || p->err)
+		return sym_unnamed(s, SYMBOLIZER_UNNAMED_EXITED, buf, size);
+	m = sym_proc_find_map(p, addr);
+	if (!m)
+		return sym_unnamed(s, SYMBOLIZER_UNNAMED_UNMAPPED, buf, size);
 	path = p->paths + m->path;
 	/* Anonymous code may be a JIT's, named in its perf map. Else "[vdso]",
 	 * "[anon:name]" are shown as they are; no path, "//anon",
@@ -1040,7 +1054,9 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
 			frame_format(buf, size, jit, false, NULL, 0);
 			return 0;
 		}
-		snprintf(buf, size, "%s", path[0] == '[' ? path : "[unknown]");
+		if (path[0] != '[')
+			return sym_unnamed(s, SYMBOLIZER_UNNAMED_ANONYMOUS, buf, size);
+		snprintf(buf, size, "%s", path);
 		return -ENOENT;
 	}
 	offset = addr - m->start + m->pgoff;
@@ -1075,6 +1091,12 @@ void symbolizer_prime(struct symbolizer *s, uint32_t tgid)
 		if (path[0] == '/' && path[1] != '/')
 			sym_map_elf(s, tgid, &p->maps[i], path);
 	}
+}
+
+void symbolizer_unnamed(struct symbolizer *s, uint64_t ret[SYMBOLIZER_UNNAMED_COUNT])
+{
+	for (unsigned i = 0; i < SYMBOLIZER_UNNAMED_COUNT; i++)
+		ret[i] = __atomic_load_n(&s->unnamed[i], __ATOMIC_RELAXED);
 }
 
 void symbolizer_use_proc_files(struct symbolizer *s, struct proc_files *files)

@@ -166,7 +166,38 @@ class ShortLivedTest(unittest.TestCase):
                 exp = export_json(d, "--from", str(begin / 1000 - 1), "--to", str(time.time() + 1),
                                   "--pid", str(pid))
                 self.check(exp["samples"], {pid: truth[pid]}, "windows")
+            # Status: what is kept for names, what could not be named.
+            u = d.status()["unwind"]
+            self.assertGreaterEqual(u["kept_processes"], PROCESSES, u)
+            self.assertGreater(u["kept_files"], 0, u)
+            for why in ("exited", "unmapped", "anonymous"):
+                self.assertIn(f"unknown_{why}", u)
+            self.assertIn("user frames: names kept for", d.ctl("status").stdout)
         finally:
+            self.assertEqual(d.stop(), 0, d.log_text())
+
+    def test_without_unwinder_frames_say_why(self):
+        # unwind = fp: no unwinder reads the processes' mappings, nothing
+        # keeps them; their frames say why they are not named, and status
+        # counts them.
+        d = Daemon(SLOW_DRAINS + "unwind = fp\n")
+        proc = d.ctl_popen("--json", "capture", "--seconds", "3", "-U", "--state", "S")
+        try:
+            d.wait_captures(1)
+            truth, _ = run_processes()
+            out, err = proc.communicate(timeout=60)
+            self.assertEqual(proc.returncode, 0, f"capture failed: {out} {err}")
+            tids = {tid for threads in truth.values() for tid in threads}
+            frames = [f for s in json.loads(out)["capture"]["samples"] if s["pid"] in tids
+                      for f in s["ustack"]]
+            self.assertTrue(frames)
+            self.assertIn("[unknown: exited]", frames)
+            self.assertNotIn("[unknown]", frames)
+            self.assertGreater(d.status()["unwind"]["unknown_exited"], 0)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
             self.assertEqual(d.stop(), 0, d.log_text())
 
 
