@@ -377,7 +377,8 @@ static void unwind_summary(const struct proto_status *st)
 	printf("user frames: names kept for %" PRIu64 " processes (%" PRIu64 " files held)",
 	       u->kept_processes, u->kept_files);
 	if (u->unknown_exited || u->unknown_unmapped || u->unknown_anonymous)
-		printf("; [unknown]: %" PRIu64 " exited, %" PRIu64 " unmapped, %" PRIu64 " anonymous",
+		printf("; [unknown]: %" PRIu64 " exited, %" PRIu64 " unmapped, %" PRIu64
+		       " anonymous",
 		       u->unknown_exited, u->unknown_unmapped, u->unknown_anonymous);
 	printf("\n");
 }

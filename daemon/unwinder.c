@@ -37,7 +37,7 @@
 #define PROCESSES_MAX	  65536
 /* A file whose table found no room is not built again for this long: each
  * build costs the CFI parse (cc1's: 0.3 s) and would find no room again. */
-#define NO_ROOM_RETRY_NS (60 * 1000 * 1000 * 1000ull)
+#define NO_ROOM_RETRY_NS  (60 * 1000 * 1000 * 1000ull)
 
 struct elf_load {
 	uint64_t offset, vaddr, filesz;
@@ -73,7 +73,7 @@ struct pending {
 struct unwinder {
 	struct unwinder_maps maps;
 	char proc_root[64];
-	struct proc_files *files; /* NULL, or told each process read */
+	struct proc_files *files;	/* NULL, or told each process read */
 	struct offcpu_unwind_row *rows; /* the BPF array, mmapped */
 	size_t rows_bytes;
 	struct ring_buffer *rb;
@@ -454,7 +454,8 @@ static void update_counts(struct unwinder *u)
 			tables++;
 			rows += u->tables[i].n_rows;
 		}
-		given_up += u->tables[i].live && u->tables[i].no_room && now < u->tables[i].retry_ns;
+		given_up +=
+			u->tables[i].live && u->tables[i].no_room && now < u->tables[i].retry_ns;
 	}
 	pthread_mutex_lock(&u->stats_lock);
 	u->stats.tables = tables;
@@ -555,8 +556,8 @@ static void *unwinder_thread(void *arg)
 	return NULL;
 }
 
-int unwinder_new(const struct unwinder_maps *maps, const char *proc_root,
-		 struct proc_files *files, struct unwinder **ret)
+int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct proc_files *files,
+		 struct unwinder **ret)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
 	long page = sysconf(_SC_PAGESIZE);

@@ -47,8 +47,8 @@ struct proc_files;
 /* proc_root is usually "/proc". files, if not NULL, is told each process
  * whose maps are read (proc_files_note()), and must outlive u. Starts the
  * thread. Returns 0 or -errno. */
-int unwinder_new(const struct unwinder_maps *maps, const char *proc_root,
-		 struct proc_files *files, struct unwinder **ret);
+int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct proc_files *files,
+		 struct unwinder **ret);
 void unwinder_free(struct unwinder *u); /* NULL-safe; stops the thread */
 
 /* Loads tgid's tables now, before a capture of it starts, so that its

@@ -24,9 +24,9 @@
 
 #include "proc_maps.h"
 
-#define PF_SWEEP_NS    (5 * 1000000000ull)
-#define PF_LINE_MAX    (PATH_MAX + 128)
-#define PF_MAPS_BYTES  (1u << 20) /* executable maps text kept per process */
+#define PF_SWEEP_NS   (5 * 1000000000ull)
+#define PF_LINE_MAX   (PATH_MAX + 128)
+#define PF_MAPS_BYTES (1u << 20) /* executable maps text kept per process */
 
 struct pf_file {
 	uint64_t dev, ino;
@@ -42,7 +42,7 @@ struct pf_proc {
 	size_t len;
 	struct pf_file_ref {
 		uint64_t dev, ino;
-	} *files; /* the files it holds a reference on */
+	} * files; /* the files it holds a reference on */
 	size_t n_files;
 };
 
@@ -221,7 +221,8 @@ static bool pf_file_ref(struct proc_files *pf, uint32_t tgid, const struct proc_
 		close(fd);
 		return false;
 	}
-	pf->files[pf->n_files++] = (struct pf_file){ .dev = m->dev, .ino = m->ino, .fd = fd, .refs = 1 };
+	pf->files[pf->n_files++] =
+		(struct pf_file){ .dev = m->dev, .ino = m->ino, .fd = fd, .refs = 1 };
 	return true;
 }
 

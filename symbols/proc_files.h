@@ -20,9 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROC_FILES_KEEP_S     60
-#define PROC_FILES_PROCS_MAX  4096
-#define PROC_FILES_FILES_MAX  256
+#define PROC_FILES_KEEP_S    60
+#define PROC_FILES_PROCS_MAX 4096
+#define PROC_FILES_FILES_MAX 256
 
 struct proc_files;
 

@@ -11,7 +11,8 @@ has exited, and its /proc/PID/maps and map_files are gone by then.
 Each process first blocks in wait_for_go (its start line), where its
 unwind tables are built: naps are counted, not that first block. Whole
 stacks from a process's very first block are the unwinder's part of
-issue 16, not checked here.
+issue 16, not checked here. With unwind = fp nothing keeps their mappings:
+their frames say so ([unknown: exited]) and status counts them.
 """
 import json
 import os

@@ -127,7 +127,10 @@ int main(int argc, char **argv)
 	fd = proc_files_open(pf, f.exe_map.dev, f.exe_map.ino);
 	CHECK(fd >= 0);
 	CHECK(fstat(fd, &sb) == 0 && sb.st_nlink == 0 && sb.st_ino == f.exe_map.ino);
-	CHECK(pread(fd, magic, sizeof(magic), 0) == 4 && !memcmp(magic, "\x7f" "ELF", 4));
+	CHECK(pread(fd, magic, sizeof(magic), 0) == 4 && !memcmp(magic,
+								 "\x7f"
+								 "ELF",
+								 4));
 	close(fd);
 	CHECK(proc_files_open(pf, f.exe_map.dev, f.exe_map.ino + 1) == -ENOENT);
 	proc_files_stats(pf, &st);

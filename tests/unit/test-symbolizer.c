@@ -535,8 +535,8 @@ static void test_jit(void)
 	CHECK_USER(s, TGID_JIT, 0x7f0000000150, -ENOENT, "[unknown: anonymous]");
 	uint64_t unnamed[SYMBOLIZER_UNNAMED_COUNT];
 	symbolizer_unnamed(s, unnamed); /* each [unknown: WHY] counted by WHY */
-	CHECK(unnamed[SYMBOLIZER_UNNAMED_ANONYMOUS] == 2 && unnamed[SYMBOLIZER_UNNAMED_EXITED] == 0 &&
-	      unnamed[SYMBOLIZER_UNNAMED_UNMAPPED] == 0);
+	CHECK(unnamed[SYMBOLIZER_UNNAMED_ANONYMOUS] == 2 &&
+	      unnamed[SYMBOLIZER_UNNAMED_EXITED] == 0 && unnamed[SYMBOLIZER_UNNAMED_UNMAPPED] == 0);
 	symbolizer_refresh_processes(s);
 	CHECK_USER(s, TGID_JIT, 0x7f0000000150, 0, "compiled_loop");
 	/* the process exited (its root is gone): the last map still names */

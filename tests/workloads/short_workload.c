@@ -81,8 +81,8 @@ static unsigned parse_uint(const char *opt, const char *s, unsigned max)
 	unsigned long v = strtoul(s, &end, 10);
 
 	if (!*s || *end || v < 1 || v > max) {
-		fprintf(stderr, "short_workload: --%s wants an integer from 1 to %u, got '%s'\n", opt,
-			max, s);
+		fprintf(stderr, "short_workload: --%s wants an integer from 1 to %u, got '%s'\n",
+			opt, max, s);
 		exit(2);
 	}
 	return v;
