@@ -368,9 +368,18 @@ static void unwind_summary(const struct proto_status *st)
 		printf("; %" PRIu64 " files without room, %" PRIu64 " without CFI, %" PRIu64
 		       " evicted",
 		       u->no_room, u->failed, u->evictions);
+	if (u->given_up)
+		printf(" (%" PRIu64 " not built again for a minute: no room)", u->given_up);
 	if (walks)
 		printf("; %" PRIu64 " walks, %.1f%% reached the thread's first frame", walks,
 		       100.0 * (walks - truncated) / walks);
+	printf("\n");
+	printf("user frames: names kept for %" PRIu64 " processes (%" PRIu64 " files held)",
+	       u->kept_processes, u->kept_files);
+	if (u->unknown_exited || u->unknown_unmapped || u->unknown_anonymous)
+		printf("; [unknown]: %" PRIu64 " exited, %" PRIu64 " unmapped, %" PRIu64
+		       " anonymous",
+		       u->unknown_exited, u->unknown_unmapped, u->unknown_anonymous);
 	printf("\n");
 }
 

@@ -30,6 +30,7 @@
 #include "state_lock.h"
 #include "store_queue.h"
 #include "tracefs.h"
+#include "proc_files.h"
 #include "symbolizer.h"
 #include "unwinder.h"
 
@@ -45,6 +46,7 @@ struct manager {
 	struct collector *collector;
 	struct symbolizer *symbolizer;
 	struct unwinder *unwinder; /* NULL: user stacks by frame pointers only */
+	struct proc_files *proc_files; /* exited processes' maps and files, for names */
 	struct server *server;
 	uv_timer_t drain_timer;
 	uv_timer_t watchdog_timer;
@@ -1143,9 +1145,22 @@ static void handle_status(struct manager *m, struct server_conn *conn)
 			.build_max_path = ustats.build_max_path,
 			.evictions = ustats.evictions,
 			.no_room = ustats.no_room,
+			.given_up = ustats.given_up,
 			.failed = ustats.failed,
 			.requests = ustats.requests,
 		};
+	}
+	if (m->symbolizer && m->proc_files) { /* user frames left unnamed, names kept */
+		uint64_t unnamed[SYMBOLIZER_UNNAMED_COUNT];
+		struct proc_files_stats fst;
+
+		symbolizer_unnamed(m->symbolizer, unnamed);
+		proc_files_stats(m->proc_files, &fst);
+		st.unwind.unknown_exited = unnamed[SYMBOLIZER_UNNAMED_EXITED];
+		st.unwind.unknown_unmapped = unnamed[SYMBOLIZER_UNNAMED_UNMAPPED];
+		st.unwind.unknown_anonymous = unnamed[SYMBOLIZER_UNNAMED_ANONYMOUS];
+		st.unwind.kept_processes = fst.processes;
+		st.unwind.kept_files = fst.files;
 	}
 	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT && g < PROTO_MAX_GROUPS; g++) {
 		static const char *const states[] = {
@@ -1531,8 +1546,13 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	if (!collector_bpf_stats(m->collector))
 		log_info(
 			"the kernel refused BPF run-time stats: status shows no program run times");
+	r = proc_files_new(PROC_ROOT, &m->proc_files);
+	if (r < 0) {
+		log_error("out of memory");
+		goto fail;
+	}
 	if (collector_unwind_maps(m->collector, &umaps)) {
-		r = unwinder_new(&umaps, PROC_ROOT, &m->unwinder);
+		r = unwinder_new(&umaps, PROC_ROOT, m->proc_files, &m->unwinder);
 		if (r < 0) {
 			log_error("cannot start the unwinder: %s", strerror(-r));
 			goto fail;
@@ -1548,6 +1568,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		log_error("cannot set up the symbolizer: %s", strerror(-r));
 		goto fail;
 	}
+	symbolizer_use_proc_files(m->symbolizer, m->proc_files);
 	if (cfg->continuous) {
 		r = continuous_start(m);
 		if (r < 0)
@@ -1622,6 +1643,7 @@ static void manager_free(struct manager *m)
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
 		request_probes_free(&m->requests[i]);
 	symbolizer_free(m->symbolizer);
+	proc_files_free(m->proc_files); /* after the unwinder and symbolizer that use it */
 	profile_free(m->window);
 	hashtab_free(m->window_hists);
 	store_queue_free(m->store_queue);

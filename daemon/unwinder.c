@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "elf_build_id.h"
 #include "offcpu.h"
+#include "proc_files.h"
 #include "proc_maps.h"
 #include "unwind_table.h"
 
@@ -34,6 +35,9 @@
 #define SETTLE_NS	  (20 * 1000 * 1000ull)	      /* let an mmap under way finish */
 #define SWEEP_INTERVAL_NS (5 * 1000 * 1000 * 1000ull) /* forget processes that are gone */
 #define PROCESSES_MAX	  65536
+/* A file whose table found no room is not built again for this long: each
+ * build costs the CFI parse (cc1's: 0.3 s) and would find no room again. */
+#define NO_ROOM_RETRY_NS  (60 * 1000 * 1000 * 1000ull)
 
 struct elf_load {
 	uint64_t offset, vaddr, filesz;
@@ -49,7 +53,8 @@ struct table {
 	size_t n_loads;
 	uint32_t first_row, n_rows; /* n_rows 0: no table (none built, or no room) */
 	uint32_t refs;		    /* processes whose published mappings use it */
-	bool no_room;		    /* rows were full: built again when next asked for */
+	bool no_room;		    /* rows were full: built again when asked for after retry_ns */
+	uint64_t retry_ns;
 	uint64_t last_used;
 	bool live; /* false: a free entry of u->tables */
 };
@@ -68,6 +73,7 @@ struct pending {
 struct unwinder {
 	struct unwinder_maps maps;
 	char proc_root[64];
+	struct proc_files *files;	/* NULL, or told each process read */
 	struct offcpu_unwind_row *rows; /* the BPF array, mmapped */
 	size_t rows_bytes;
 	struct ring_buffer *rb;
@@ -242,7 +248,8 @@ static ssize_t table_get(struct unwinder *u, int fd, const char *path)
 	if (!read_identity(fd, &key))
 		return -1;
 	for (idx = 0; idx < u->n_tables; idx++)
-		if (u->tables[idx].live && !u->tables[idx].no_room &&
+		if (u->tables[idx].live &&
+		    (!u->tables[idx].no_room || clock_monotonic_ns() < u->tables[idx].retry_ns) &&
 		    same_file(&u->tables[idx], &key))
 			goto found;
 	for (idx = 0; idx < u->n_tables && u->tables[idx].live; idx++)
@@ -260,6 +267,7 @@ static ssize_t table_get(struct unwinder *u, int fd, const char *path)
 	t->live = true;
 	/* On failure the file keeps a table of 0 rows (frame pointers). */
 	t->no_room = load_rows(u, fd, t, path) == -ENOSPC;
+	t->retry_ns = clock_monotonic_ns() + NO_ROOM_RETRY_NS;
 found:
 	u->tables[idx].last_used = ++u->clock;
 	return (ssize_t)idx;
@@ -412,6 +420,9 @@ static int prepare(struct unwinder *u, uint32_t tgid)
 		return -ENOSPC;
 	}
 	*p = fresh;
+	/* Its mappings and files kept, for naming its stacks once it exits. */
+	if (u->files)
+		proc_files_note(u->files, tgid);
 	return 0;
 }
 
@@ -435,20 +446,23 @@ static void sweep(struct unwinder *u)
 
 static void update_counts(struct unwinder *u)
 {
-	uint64_t rows = 0;
-	uint32_t tables = 0;
+	uint64_t rows = 0, now = clock_monotonic_ns();
+	uint32_t tables = 0, given_up = 0;
 
 	for (size_t i = 0; i < u->n_tables; i++) {
 		if (u->tables[i].live && u->tables[i].n_rows) {
 			tables++;
 			rows += u->tables[i].n_rows;
 		}
+		given_up +=
+			u->tables[i].live && u->tables[i].no_room && now < u->tables[i].retry_ns;
 	}
 	pthread_mutex_lock(&u->stats_lock);
 	u->stats.tables = tables;
 	u->stats.rows_used = rows;
 	u->stats.table_bytes = rows * sizeof(struct offcpu_unwind_row);
 	u->stats.processes = (uint32_t)u->n_procs;
+	u->stats.given_up = given_up;
 	pthread_mutex_unlock(&u->stats_lock);
 }
 
@@ -542,7 +556,8 @@ static void *unwinder_thread(void *arg)
 	return NULL;
 }
 
-int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct unwinder **ret)
+int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct proc_files *files,
+		 struct unwinder **ret)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
 	long page = sysconf(_SC_PAGESIZE);
@@ -552,6 +567,7 @@ int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct
 	if (!u)
 		return -ENOMEM;
 	u->maps = *maps;
+	u->files = files;
 	u->stop_fd = u->epoll_fd = -1;
 	pthread_mutex_init(&u->lock, NULL);
 	snprintf(u->proc_root, sizeof(u->proc_root), "%s", proc_root);

@@ -37,12 +37,18 @@ struct unwinder_stats {
 	char build_max_path[128]; /* the file that took longest */
 	uint64_t evictions;	  /* tables dropped to make room */
 	uint64_t no_room;	  /* mappings left to frame pointers: rows full */
+	uint32_t given_up;	  /* files not built again for a while: no room last time */
 	uint64_t failed;	  /* mappings without a usable table (no .eh_frame...) */
 	uint64_t requests;	  /* process (re)loads asked for by the BPF side */
 };
 
-/* proc_root is usually "/proc". Starts the thread. Returns 0 or -errno. */
-int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct unwinder **ret);
+struct proc_files;
+
+/* proc_root is usually "/proc". files, if not NULL, is told each process
+ * whose maps are read (proc_files_note()), and must outlive u. Starts the
+ * thread. Returns 0 or -errno. */
+int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct proc_files *files,
+		 struct unwinder **ret);
 void unwinder_free(struct unwinder *u); /* NULL-safe; stops the thread */
 
 /* Loads tgid's tables now, before a capture of it starts, so that its

@@ -1727,8 +1727,14 @@ char *proto_reply_status(const struct proto_status *s)
 			       s->unwind.build_max_path ? s->unwind.build_max_path : "") ||
 	    !proto__add_u64(unwind, "evictions", s->unwind.evictions) ||
 	    !proto__add_u64(unwind, "no_room", s->unwind.no_room) ||
+	    !proto__add_u64(unwind, "given_up", s->unwind.given_up) ||
 	    !proto__add_u64(unwind, "failed", s->unwind.failed) ||
 	    !proto__add_u64(unwind, "requests", s->unwind.requests) ||
+	    !proto__add_u64(unwind, "unknown_exited", s->unwind.unknown_exited) ||
+	    !proto__add_u64(unwind, "unknown_unmapped", s->unwind.unknown_unmapped) ||
+	    !proto__add_u64(unwind, "unknown_anonymous", s->unwind.unknown_anonymous) ||
+	    !proto__add_u64(unwind, "kept_processes", s->unwind.kept_processes) ||
+	    !proto__add_u64(unwind, "kept_files", s->unwind.kept_files) ||
 	    !(pt = cJSON_AddObjectToObject(body, "pt")) ||
 	    !proto__add_string(pt, "event", s->pt.event ? s->pt.event : "intel_pt") ||
 	    !proto__add_bool(pt, "available", s->pt.available) ||
@@ -2315,6 +2321,15 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 		     proto__reply_u64(item, "no_room", &s->unwind.no_room) < 0 ||
 		     proto__reply_u64(item, "failed", &s->unwind.failed) < 0 ||
 		     proto__reply_u64(item, "requests", &s->unwind.requests) < 0))
+		return -EINVAL;
+	/* absent from daemons before them (issue 16) */
+	if (item && cJSON_GetObjectItemCaseSensitive(item, "given_up") &&
+	    (proto__reply_u64(item, "given_up", &s->unwind.given_up) < 0 ||
+	     proto__reply_u64(item, "unknown_exited", &s->unwind.unknown_exited) < 0 ||
+	     proto__reply_u64(item, "unknown_unmapped", &s->unwind.unknown_unmapped) < 0 ||
+	     proto__reply_u64(item, "unknown_anonymous", &s->unwind.unknown_anonymous) < 0 ||
+	     proto__reply_u64(item, "kept_processes", &s->unwind.kept_processes) < 0 ||
+	     proto__reply_u64(item, "kept_files", &s->unwind.kept_files) < 0))
 		return -EINVAL;
 	item = cJSON_GetObjectItemCaseSensitive(o, "pt");
 	s->pt.event = s->pt.reason = "";

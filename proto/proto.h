@@ -294,8 +294,13 @@ struct proto_unwind_status {
 	const char *build_max_path; /* the longest build's file */
 	uint64_t evictions;	    /* tables dropped to make room */
 	uint64_t no_room;	    /* files left to frame pointers: rows full */
+	uint64_t given_up;	    /* of those, files not built again for a while */
 	uint64_t failed;	    /* files without usable CFI */
 	uint64_t requests;	    /* process (re)loads asked for by the kernel side */
+	/* User frames written [unknown: WHY] since start, by WHY; processes
+	 * kept for naming after they exit, and the files held for them. */
+	uint64_t unknown_exited, unknown_unmapped, unknown_anonymous;
+	uint64_t kept_processes, kept_files;
 };
 
 /* One kind of recording as status reports it (daemon/kind_status.h). */

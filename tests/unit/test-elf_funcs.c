@@ -1,5 +1,5 @@
 /*
- * Unit test for daemon/elf_funcs.c. Builds its fixtures at run time with the
+ * Unit test for symbols/elf_funcs.c. Builds its fixtures at run time with the
  * machine's compilers in a temporary directory: C executables (PIE, non-PIE,
  * stripped with only .dynsym), a C++ program, a shared library and an ELF
  * without symbols. Offsets are checked independently of any ELF parsing: each

@@ -1,4 +1,4 @@
-/* Unit test of daemon/perfmap.c: perf's /tmp/perf-PID.map format. */
+/* Unit test of symbols/perfmap.c: perf's /tmp/perf-PID.map format. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

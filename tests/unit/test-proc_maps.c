@@ -1,6 +1,7 @@
-/* Unit test of daemon/proc_maps.c: /proc/PID/maps lines as the kernel
+/* Unit test of symbols/proc_maps.c: /proc/PID/maps lines as the kernel
  * writes them, and lines that are not mappings. */
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include "check.h"
 #include "proc_maps.h"
@@ -46,6 +47,11 @@ int main(void)
 	}
 	strcpy(line, "1000-2000 r-xp 0 08:01 7 /bin/x\n");
 	CHECK(proc_maps_parse(line, &m) && proc_map_exec(&m));
+	CHECK(m.dev == makedev(8, 1));
+	strcpy(line, "1000-2000 r-xp 0 103:0a 7 /bin/x\n"); /* hex, more than 2 digits */
+	CHECK(proc_maps_parse(line, &m) && m.dev == makedev(0x103, 0xa));
+	strcpy(line, "1000-2000 r-xp 0 0801 7 /bin/x\n");
+	CHECK(!proc_maps_parse(line, &m));
 	strcpy(line, "1000-2000 r--p 0 08:01 7 /bin/x\n");
 	CHECK(proc_maps_parse(line, &m) && !proc_map_exec(&m));
 	return check_failures ? 1 : 0;

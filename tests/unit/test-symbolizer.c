@@ -1,5 +1,5 @@
 /*
- * Unit test for daemon/symbolizer.c. Builds a fixture proc root in a
+ * Unit test for symbols/symbolizer.c. Builds a fixture proc root in a
  * temporary directory: a made-up kallsyms, and maps files that list this
  * test's own executable and libc (so real functions resolve by name) next to
  * special, missing, non-ELF, corrupt and garbage mappings.
@@ -385,7 +385,7 @@ static void test_user(void)
 	CHECK_USER(s, TGID, (uintptr_t)test_local_function + 1, 0, "test_local_function");
 	CHECK_USER(s, TGID, (uintptr_t)main, 0, "main");
 	/* read-only data of the executable: not an executable mapping */
-	CHECK_USER(s, TGID, (uintptr_t)rodata, -ENOENT, "[unknown]");
+	CHECK_USER(s, TGID, (uintptr_t)rodata, -ENOENT, "[unknown: unmapped]");
 
 	/* (b) libc: .dynsym only, "read" preferred over "__read" */
 	CHECK_USER(s, TGID, (uintptr_t)fn_read, 0, "read");
@@ -401,13 +401,13 @@ static void test_user(void)
 		CHECK_USER(s, TGID, vdso + 0x10, -ENOENT, "[vdso]");
 
 	/* (d) no mapping at all */
-	CHECK_USER(s, TGID, 0x1000, -ENOENT, "[unknown]");
-	CHECK_USER(s, TGID, 0x20010, -ENOENT, "[unknown]"); /* truncated lines */
-	CHECK_USER(s, TGID, 0x21010, -ENOENT, "[unknown]");
-	CHECK_USER(s, TGID, 0x22010, -ENOENT, "[unknown]");
-	CHECK_USER(s, TGID, 0x23010, -ENOENT, "[unknown]");
-	CHECK_USER(s, TGID, 0x24010, -ENOENT, "[unknown]"); /* over-long line */
-	CHECK_USER(s, TGID, 0x16010, -ENOENT, "[unknown]"); /* not executable */
+	CHECK_USER(s, TGID, 0x1000, -ENOENT, "[unknown: unmapped]");
+	CHECK_USER(s, TGID, 0x20010, -ENOENT, "[unknown: unmapped]"); /* truncated lines */
+	CHECK_USER(s, TGID, 0x21010, -ENOENT, "[unknown: unmapped]");
+	CHECK_USER(s, TGID, 0x22010, -ENOENT, "[unknown: unmapped]");
+	CHECK_USER(s, TGID, 0x23010, -ENOENT, "[unknown: unmapped]");
+	CHECK_USER(s, TGID, 0x24010, -ENOENT, "[unknown: unmapped]"); /* over-long line */
+	CHECK_USER(s, TGID, 0x16010, -ENOENT, "[unknown: unmapped]"); /* not executable */
 
 	/* (e) not ELF: module + file offset */
 	CHECK_USER(s, TGID, 0x10010, -ENOENT, "not elf.txt+0x1010");
@@ -416,9 +416,9 @@ static void test_user(void)
 	CHECK_USER(s, TGID, 0x15010, -ENOENT, "gone.so+0x2010");
 
 	/* special and anonymous mappings */
-	CHECK_USER(s, TGID, 0x12010, -ENOENT, "[unknown]");
+	CHECK_USER(s, TGID, 0x12010, -ENOENT, "[unknown: anonymous]");
 	CHECK_USER(s, TGID, 0x13010, -ENOENT, "[anon:jit]");
-	CHECK_USER(s, TGID, 0x14010, -ENOENT, "[unknown]");
+	CHECK_USER(s, TGID, 0x14010, -ENOENT, "[unknown: anonymous]");
 	CHECK_USER(s, TGID, 0x25010, -ENOENT, "[vdso-like]");
 
 	/* the three ways to the file */
@@ -460,13 +460,13 @@ static void test_processes(void)
 
 	CHECK(symbolizer_new(dir, "/usr/lib/debug", &s) == 0);
 
-	/* a process never seen alive stays [unknown] until the next refresh */
-	CHECK_USER(s, TGID_MISSING, 0x10010, -ENOENT, "[unknown]");
+	/* a process never seen alive stays [unknown: exited] until the next refresh */
+	CHECK_USER(s, TGID_MISSING, 0x10010, -ENOENT, "[unknown: exited]");
 	CHECK(mkdir(path_in("%d", TGID_MISSING), 0700) == 0);
 	snprintf(line, sizeof(line), "10000-11000 r-xp 00000000 fd:01 0 %s\n",
 		 path_in("not elf.txt"));
 	write_text(path_in("%d/maps", TGID_MISSING), line);
-	CHECK_USER(s, TGID_MISSING, 0x10010, -ENOENT, "[unknown]");
+	CHECK_USER(s, TGID_MISSING, 0x10010, -ENOENT, "[unknown: exited]");
 	symbolizer_refresh_processes(s);
 	CHECK_USER(s, TGID_MISSING, 0x10010, -ENOENT, "not elf.txt+0x10");
 
@@ -526,13 +526,17 @@ static void test_jit(void)
 		   "7f2000000000 10 not_the_vdso\n");
 	CHECK(symbolizer_new(dir, "/usr/lib/debug", &s) == 0);
 	CHECK_USER(s, TGID_JIT, 0x7f0000000120, 0, "Interpreter");
-	CHECK_USER(s, TGID_JIT, 0x7f0000000140, -ENOENT, "[unknown]");
+	CHECK_USER(s, TGID_JIT, 0x7f0000000140, -ENOENT, "[unknown: anonymous]");
 	CHECK_USER(s, TGID_JIT, 0x7f1000000008, 0, "LambdaForm:invoke");
 	CHECK_USER(s, TGID_JIT, 0x7f2000000004, -ENOENT, "[vdso]");
 	/* new code: seen at the next refresh (drain) */
 	write_text(path_in("%d/root/tmp/perf-7.map", TGID_JIT),
 		   "7f0000000100 40 Interpreter\n7f0000000140 40 compiled_loop\n");
-	CHECK_USER(s, TGID_JIT, 0x7f0000000150, -ENOENT, "[unknown]");
+	CHECK_USER(s, TGID_JIT, 0x7f0000000150, -ENOENT, "[unknown: anonymous]");
+	uint64_t unnamed[SYMBOLIZER_UNNAMED_COUNT];
+	symbolizer_unnamed(s, unnamed); /* each [unknown: WHY] counted by WHY */
+	CHECK(unnamed[SYMBOLIZER_UNNAMED_ANONYMOUS] == 2 &&
+	      unnamed[SYMBOLIZER_UNNAMED_EXITED] == 0 && unnamed[SYMBOLIZER_UNNAMED_UNMAPPED] == 0);
 	symbolizer_refresh_processes(s);
 	CHECK_USER(s, TGID_JIT, 0x7f0000000150, 0, "compiled_loop");
 	/* the process exited (its root is gone): the last map still names */

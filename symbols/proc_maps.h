@@ -15,6 +15,7 @@
 struct proc_map {
 	uint64_t start, end; /* start < end */
 	uint64_t pgoff;	     /* file offset of start */
+	uint64_t dev;	     /* makedev(major, minor) of "major:minor" */
 	uint64_t ino;
 	char perms[5];	     /* "r-xp" */
 	bool deleted;	     /* the path ended in " (deleted)" */

@@ -13,7 +13,7 @@
  *
  * A frame is never dropped: what cannot be named is written as
  * "module+0xOFFSET" (OFFSET: the ELF virtual address, as addr2line takes it),
- * or "[unknown]" if no mapping covers the address.
+ * or "[unknown: WHY]" when there is no module: see enum symbolizer_unnamed.
  */
 #ifndef SYMBOLIZER_H
 #define SYMBOLIZER_H
@@ -28,6 +28,25 @@ struct symbolizer;
 int symbolizer_new(const char *proc_root, const char *debug_root, struct symbolizer **ret);
 void symbolizer_free(struct symbolizer *s); /* NULL-safe */
 
+/* Why a user frame is [unknown: WHY], counted by symbolizer_unnamed(). */
+enum symbolizer_unnamed {
+	SYMBOLIZER_UNNAMED_EXITED,    /* "exited": the process's mappings were never read */
+	SYMBOLIZER_UNNAMED_UNMAPPED,  /* "unmapped": no executable mapping at the address */
+	SYMBOLIZER_UNNAMED_ANONYMOUS, /* "anonymous": anonymous code no perf map names */
+	SYMBOLIZER_UNNAMED_COUNT,
+};
+
+/* The user frames written [unknown: WHY] since s was made, by WHY. May be
+ * called from any thread. */
+void symbolizer_unnamed(struct symbolizer *s, uint64_t ret[SYMBOLIZER_UNNAMED_COUNT]);
+
+struct proc_files;
+
+/* Names the stacks of a process that has exited from what files kept of
+ * it (proc_files.h: its last-known mappings, their files held open) when
+ * its own maps and map_files are gone. files must outlive s. */
+void symbolizer_use_proc_files(struct symbolizer *s, struct proc_files *files);
+
 /* Writes the name of the kernel function containing addr into buf (always
  * NUL-terminated, truncated to size). Returns 0 if found, -ENOENT if written
  * as a raw address. */
@@ -40,7 +59,7 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t siz
  * inlined ones marked and each with its source line (proto/frame.h); else
  * the ELF symbol. C++ names are demangled. A name holds no ';'. Results are
  * cached per ELF file and address. Returns 0 if named, -ENOENT if written as
- * module+0xOFFSET or [unknown].
+ * module+0xOFFSET, [vdso] (a special mapping's name) or [unknown: WHY].
  */
 int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *buf, size_t size);
 

@@ -29,6 +29,7 @@
 #include "frame.h"
 #include "hashtab.h"
 #include "perfmap.h"
+#include "proc_files.h"
 #include "proc_maps.h"
 
 #define SYM_KALLSYMS_LINE_MAX	  1024 /* KSYM_NAME_LEN is 512 */
@@ -101,7 +102,7 @@ enum sym_map_elf_state {
 };
 
 struct sym_map {
-	uint64_t start, end, pgoff, ino;
+	uint64_t start, end, pgoff, dev, ino;
 	uint32_t path; /* offset in sym_proc.paths */
 	enum sym_map_elf_state elf_state;
 	struct sym_elf *elf; /* valid while elf->serial == elf_serial */
@@ -110,7 +111,7 @@ struct sym_map {
 
 struct sym_proc {
 	uint32_t tgid;
-	int err;    /* maps unreadable: every lookup is [unknown] */
+	int err;    /* maps unreadable: every lookup is [unknown: exited] */
 	bool stale; /* re-read the maps on next use, keeping these if that fails */
 	struct sym_proc *hash_next;
 	struct sym_proc *lru_prev, *lru_next;
@@ -132,6 +133,9 @@ struct symbolizer {
 	struct sym_proc *procs[SYM_PROC_BUCKETS];
 	struct sym_proc *lru_oldest, *lru_newest;
 	size_t n_procs;
+
+	struct proc_files *files; /* NULL: none; else exited processes' maps and files */
+	uint64_t unnamed[SYMBOLIZER_UNNAMED_COUNT]; /* read from other threads: atomics */
 
 	struct sym_elf *elfs; /* SYM_ELFS_MAX slots */
 	uint64_t elf_clock;
@@ -615,6 +619,14 @@ static int sym_map_open(struct symbolizer *s, uint32_t tgid, const struct sym_ma
 	if (snprintf(buf, sizeof(buf), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64,
 		     s->proc_root, tgid, m->start, m->end) < (int)sizeof(buf))
 		fd = sym_open_regular(buf, 0, st);
+	if (fd < 0 && s->files && m->ino) {
+		/* the process has exited: the file it mapped, held for it */
+		fd = proc_files_open(s->files, m->dev, m->ino);
+		if (fd >= 0 && (fstat(fd, st) < 0 || !S_ISREG(st->st_mode))) {
+			close(fd);
+			fd = -ENOENT;
+		}
+	}
 	if (fd < 0 && snprintf(buf, sizeof(buf), "%s/%" PRIu32 "/root%s", s->proc_root, tgid,
 			       path) < (int)sizeof(buf))
 		fd = sym_open_regular(buf, m->ino, st);
@@ -721,6 +733,7 @@ static int sym_proc_parse_line(void *arg, char *line)
 		.start = m.start,
 		.end = m.end,
 		.pgoff = m.pgoff,
+		.dev = m.dev,
 		.ino = m.ino,
 		.path = off,
 	};
@@ -734,17 +747,22 @@ static int sym_map_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Returns 0, -ENOENT if the maps cannot be read, or -ENOMEM. */
-static int sym_proc_read_maps(struct symbolizer *s, struct sym_proc *p)
+/* Returns 0, -ENOENT if the maps cannot be read (or hold no executable
+ * mapping: a zombie's are empty), or -ENOMEM. With kept, a process that
+ * has exited is read from what s->files kept of it. */
+static int sym_proc_read_maps(struct symbolizer *s, struct sym_proc *p, bool kept)
 {
 	char path[PATH_MAX], line[SYM_MAPS_LINE_MAX];
-	int r;
+	int r = ENOENT;
 
-	if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", s->proc_root, p->tgid) >=
+	if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", s->proc_root, p->tgid) <
 	    (int)sizeof(path))
-		return -ENOENT;
-	r = sym_read_lines(path, line, sizeof(line), sym_proc_parse_line, p);
-	if (r > 0)
+		r = sym_read_lines(path, line, sizeof(line), sym_proc_parse_line, p);
+	if (r == 0 && !p->n_maps)
+		r = ENOENT;
+	if (r > 0 && kept && s->files)
+		r = proc_files_maps(s->files, p->tgid, sym_proc_parse_line, p);
+	if (r > 0 || (r == 0 && !p->n_maps))
 		return -ENOENT;
 	if (r < 0)
 		return r;
@@ -828,7 +846,7 @@ static void sym_proc_refresh(struct symbolizer *s, struct sym_proc *p)
 	struct sym_proc fresh = { .tgid = p->tgid };
 
 	p->stale = false;
-	fresh.err = sym_proc_read_maps(s, &fresh);
+	fresh.err = sym_proc_read_maps(s, &fresh, p->err != 0);
 	if (fresh.err < 0 && !p->err) {
 		free(fresh.maps);
 		free(fresh.paths);
@@ -864,7 +882,7 @@ static struct sym_proc *sym_proc_get(struct symbolizer *s, uint32_t tgid)
 	if (!p)
 		return NULL;
 	p->tgid = tgid;
-	p->err = sym_proc_read_maps(s, p);
+	p->err = sym_proc_read_maps(s, p, true);
 	if (p->err == -ENOMEM) {
 		sym_proc_free(p);
 		return NULL;
@@ -996,6 +1014,19 @@ static const char *sym_proc_jit_name(struct symbolizer *s, struct sym_proc *p, u
 	return p->jit ? perfmap_find(p->jit, addr) : NULL;
 }
 
+static const char *const unnamed_frames[SYMBOLIZER_UNNAMED_COUNT] = {
+	[SYMBOLIZER_UNNAMED_EXITED] = "[unknown: exited]",
+	[SYMBOLIZER_UNNAMED_UNMAPPED] = "[unknown: unmapped]",
+	[SYMBOLIZER_UNNAMED_ANONYMOUS] = "[unknown: anonymous]",
+};
+
+static int sym_unnamed(struct symbolizer *s, enum symbolizer_unnamed why, char *buf, size_t size)
+{
+	__atomic_fetch_add(&s->unnamed[why], 1, __ATOMIC_RELAXED);
+	snprintf(buf, size, "%s", unnamed_frames[why]);
+	return -ENOENT;
+}
+
 int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *buf, size_t size)
 {
 	struct sym_elf *e;
@@ -1005,11 +1036,11 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
 	const char *path;
 
 	p = sym_proc_get(s, tgid);
-	m = p && !p->err ? sym_proc_find_map(p, addr) : NULL;
-	if (!m) {
-		snprintf(buf, size, "[unknown]");
-		return -ENOENT;
-	}
+	if (!p || p->err)
+		return sym_unnamed(s, SYMBOLIZER_UNNAMED_EXITED, buf, size);
+	m = sym_proc_find_map(p, addr);
+	if (!m)
+		return sym_unnamed(s, SYMBOLIZER_UNNAMED_UNMAPPED, buf, size);
 	path = p->paths + m->path;
 	/* Anonymous code may be a JIT's, named in its perf map. Else "[vdso]",
 	 * "[anon:name]" are shown as they are; no path, "//anon",
@@ -1023,7 +1054,9 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
 			frame_format(buf, size, jit, false, NULL, 0);
 			return 0;
 		}
-		snprintf(buf, size, "%s", path[0] == '[' ? path : "[unknown]");
+		if (path[0] != '[')
+			return sym_unnamed(s, SYMBOLIZER_UNNAMED_ANONYMOUS, buf, size);
+		snprintf(buf, size, "%s", path);
 		return -ENOENT;
 	}
 	offset = addr - m->start + m->pgoff;
@@ -1058,6 +1091,17 @@ void symbolizer_prime(struct symbolizer *s, uint32_t tgid)
 		if (path[0] == '/' && path[1] != '/')
 			sym_map_elf(s, tgid, &p->maps[i], path);
 	}
+}
+
+void symbolizer_unnamed(struct symbolizer *s, uint64_t ret[SYMBOLIZER_UNNAMED_COUNT])
+{
+	for (unsigned i = 0; i < SYMBOLIZER_UNNAMED_COUNT; i++)
+		ret[i] = __atomic_load_n(&s->unnamed[i], __ATOMIC_RELAXED);
+}
+
+void symbolizer_use_proc_files(struct symbolizer *s, struct proc_files *files)
+{
+	s->files = files;
 }
 
 int symbolizer_new(const char *proc_root, const char *debug_root, struct symbolizer **ret)

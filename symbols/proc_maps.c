@@ -3,12 +3,14 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 bool proc_maps_parse(char *line, struct proc_map *ret)
 {
 	static const char deleted[] = " (deleted)";
 	struct proc_map m = { 0 };
 	char *q = line, *e;
+	unsigned long major, minor;
 	size_t len;
 
 	m.start = strtoull(q, &e, 16);
@@ -26,10 +28,16 @@ bool proc_maps_parse(char *line, struct proc_map *ret)
 	m.pgoff = strtoull(q, &e, 16);
 	if (e == q || *e != ' ')
 		return false;
-	q = strchr(e + 1, ' '); /* after dev */
-	if (!q)
+	q = e + 1;
+	major = strtoul(q, &e, 16);
+	if (e == q || *e != ':')
 		return false;
-	q++;
+	q = e + 1;
+	minor = strtoul(q, &e, 16);
+	if (e == q || *e != ' ')
+		return false;
+	m.dev = makedev(major, minor);
+	q = e + 1;
 	m.ino = strtoull(q, &e, 10);
 	if (e == q || (*e != ' ' && *e != '\n' && *e))
 		return false;

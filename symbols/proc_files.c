@@ -1,0 +1,391 @@
+/*
+ * proc_files: see proc_files.h.
+ *
+ * Two small arrays under one lock: kept processes (their executable maps
+ * lines, and the files they hold a reference on) and held files. Both are
+ * searched linearly: a process is looked up once per drain that names it,
+ * noted once per exec or dlopen.
+ */
+#define _GNU_SOURCE
+#include "proc_files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc_maps.h"
+
+#define PF_SWEEP_NS   (5 * 1000000000ull)
+#define PF_LINE_MAX   (PATH_MAX + 128)
+#define PF_MAPS_BYTES (1u << 20) /* executable maps text kept per process */
+
+struct pf_file {
+	uint64_t dev, ino;
+	int fd;
+	uint32_t refs; /* kept processes that map it */
+};
+
+struct pf_proc {
+	uint32_t tgid;
+	uint64_t noted_ns;
+	uint64_t exited_ns; /* 0: alive when last looked at */
+	char *lines;	    /* its executable maps lines, '\n'-terminated */
+	size_t len;
+	struct pf_file_ref {
+		uint64_t dev, ino;
+	} * files; /* the files it holds a reference on */
+	size_t n_files;
+};
+
+struct proc_files {
+	char proc_root[64];
+	pthread_mutex_t lock;
+	struct pf_proc *procs;
+	size_t n_procs, cap_procs;
+	struct pf_file files[PROC_FILES_FILES_MAX];
+	size_t n_files;
+	uint64_t last_sweep_ns;
+	uint64_t files_not_held;
+};
+
+static uint64_t pf_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct pf_file *pf_file_find(struct proc_files *pf, uint64_t dev, uint64_t ino)
+{
+	for (size_t i = 0; i < pf->n_files; i++)
+		if (pf->files[i].dev == dev && pf->files[i].ino == ino)
+			return &pf->files[i];
+	return NULL;
+}
+
+static void pf_file_unref(struct proc_files *pf, uint64_t dev, uint64_t ino)
+{
+	struct pf_file *f = pf_file_find(pf, dev, ino);
+
+	if (!f || --f->refs)
+		return;
+	close(f->fd);
+	*f = pf->files[--pf->n_files];
+}
+
+static void pf_proc_release(struct proc_files *pf, struct pf_proc *p)
+{
+	for (size_t i = 0; i < p->n_files; i++)
+		pf_file_unref(pf, p->files[i].dev, p->files[i].ino);
+	free(p->files);
+	free(p->lines);
+}
+
+static void pf_proc_drop(struct proc_files *pf, size_t i)
+{
+	pf_proc_release(pf, &pf->procs[i]);
+	pf->procs[i] = pf->procs[--pf->n_procs];
+}
+
+static struct pf_proc *pf_proc_find(struct proc_files *pf, uint32_t tgid)
+{
+	for (size_t i = 0; i < pf->n_procs; i++)
+		if (pf->procs[i].tgid == tgid)
+			return &pf->procs[i];
+	return NULL;
+}
+
+static bool pf_alive(struct proc_files *pf, uint32_t tgid)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(path, sizeof(path), "%s/%" PRIu32, pf->proc_root, tgid) >= (int)sizeof(path))
+		return false;
+	return stat(path, &st) == 0;
+}
+
+/* Notices exits, and forgets processes exited PROC_FILES_KEEP_S ago. */
+static void pf_sweep(struct proc_files *pf, uint64_t now)
+{
+	if (now - pf->last_sweep_ns < PF_SWEEP_NS)
+		return;
+	pf->last_sweep_ns = now;
+	for (size_t i = 0; i < pf->n_procs;) {
+		struct pf_proc *p = &pf->procs[i];
+
+		if (!p->exited_ns && !pf_alive(pf, p->tgid))
+			p->exited_ns = now;
+		if (p->exited_ns && now - p->exited_ns > PROC_FILES_KEEP_S * 1000000000ull) {
+			pf_proc_drop(pf, i);
+			continue;
+		}
+		i++;
+	}
+}
+
+/* The oldest exited process if any, else the oldest noted. */
+static void pf_evict_one(struct proc_files *pf)
+{
+	size_t victim = 0;
+
+	for (size_t i = 1; i < pf->n_procs; i++) {
+		const struct pf_proc *p = &pf->procs[i], *v = &pf->procs[victim];
+
+		if ((!!p->exited_ns > !!v->exited_ns) ||
+		    (!!p->exited_ns == !!v->exited_ns && p->noted_ns < v->noted_ns))
+			victim = i;
+	}
+	pf_proc_drop(pf, victim);
+}
+
+/* Reads tgid's executable mappings into *ret (lines, len). Returns 0,
+ * -ESRCH (gone, or no executable mapping: a zombie's maps are empty) or
+ * -ENOMEM. */
+static int pf_read_maps(struct proc_files *pf, uint32_t tgid, struct pf_proc *ret)
+{
+	char path[PATH_MAX], line[PF_LINE_MAX], copy[PF_LINE_MAX];
+	size_t cap = 0;
+	FILE *f;
+
+	if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", pf->proc_root, tgid) >=
+	    (int)sizeof(path))
+		return -ESRCH;
+	f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f)) {
+		size_t n = strlen(line);
+		struct proc_map m;
+
+		if (!n || line[n - 1] != '\n' || ret->len + n > PF_MAPS_BYTES)
+			continue; /* too long for the buffer, or too many */
+		memcpy(copy, line, n + 1);
+		if (!proc_maps_parse(copy, &m) || !proc_map_exec(&m))
+			continue;
+		if (ret->len + n + 1 > cap) {
+			size_t c = cap ? cap * 2 : 4096;
+			char *q;
+
+			while (c < ret->len + n + 1)
+				c *= 2;
+			q = realloc(ret->lines, c);
+			if (!q) {
+				fclose(f);
+				return -ENOMEM;
+			}
+			ret->lines = q;
+			cap = c;
+		}
+		memcpy(ret->lines + ret->len, line, n + 1);
+		ret->len += n;
+	}
+	fclose(f);
+	return ret->len ? 0 : -ESRCH;
+}
+
+/* Takes a reference on the file of mapping m, opening it through
+ * map_files if it is not held yet. Returns false if it is not held. */
+static bool pf_file_ref(struct proc_files *pf, uint32_t tgid, const struct proc_map *m)
+{
+	struct pf_file *f = pf_file_find(pf, m->dev, m->ino);
+	char path[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	if (f) {
+		f->refs++;
+		return true;
+	}
+	if (pf->n_files >= PROC_FILES_FILES_MAX) {
+		pf->files_not_held++;
+		return false;
+	}
+	if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64,
+		     pf->proc_root, tgid, m->start, m->end) >= (int)sizeof(path))
+		return false;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != m->ino) {
+		close(fd);
+		return false;
+	}
+	pf->files[pf->n_files++] =
+		(struct pf_file){ .dev = m->dev, .ino = m->ino, .fd = fd, .refs = 1 };
+	return true;
+}
+
+/* References the files of p's file-backed mappings, once each. */
+static int pf_proc_hold(struct proc_files *pf, struct pf_proc *p)
+{
+	char *line = p->lines, *end = p->lines + p->len;
+	char copy[PF_LINE_MAX];
+
+	while (line < end) {
+		char *nl = memchr(line, '\n', end - line);
+		size_t n = nl - line;
+		struct proc_map m;
+		bool seen = false;
+		void *q;
+
+		memcpy(copy, line, n);
+		copy[n] = '\0';
+		line = nl + 1;
+		if (!proc_maps_parse(copy, &m) || m.path[0] != '/' || !m.ino)
+			continue;
+		for (size_t i = 0; i < p->n_files && !seen; i++)
+			seen = p->files[i].dev == m.dev && p->files[i].ino == m.ino;
+		if (seen)
+			continue;
+		q = reallocarray(p->files, p->n_files + 1, sizeof(*p->files));
+		if (!q)
+			return -ENOMEM;
+		p->files = q;
+		if (pf_file_ref(pf, p->tgid, &m))
+			p->files[p->n_files++] = (struct pf_file_ref){ m.dev, m.ino };
+	}
+	return 0;
+}
+
+int proc_files_note(struct proc_files *pf, uint32_t tgid)
+{
+	struct pf_proc fresh = { .tgid = tgid }, *p;
+	uint64_t now = pf_now_ns();
+	int r;
+
+	r = pf_read_maps(pf, tgid, &fresh);
+	if (r < 0) {
+		free(fresh.lines);
+		return r;
+	}
+	fresh.noted_ns = now;
+	pthread_mutex_lock(&pf->lock);
+	pf_sweep(pf, now);
+	/* Hold the new references before the old go: an exec'd or re-noted
+	 * process keeps the files it shares with its old image open. */
+	r = pf_proc_hold(pf, &fresh);
+	p = pf_proc_find(pf, tgid);
+	if (r < 0) {
+		pf_proc_release(pf, &fresh);
+	} else if (p) {
+		pf_proc_release(pf, p);
+		*p = fresh;
+	} else {
+		if (pf->n_procs >= PROC_FILES_PROCS_MAX)
+			pf_evict_one(pf);
+		if (pf->n_procs == pf->cap_procs) {
+			size_t cap = pf->cap_procs ? pf->cap_procs * 2 : 64;
+			void *q = reallocarray(pf->procs, cap, sizeof(*pf->procs));
+
+			if (!q) {
+				pf_proc_release(pf, &fresh);
+				pthread_mutex_unlock(&pf->lock);
+				return -ENOMEM;
+			}
+			pf->procs = q;
+			pf->cap_procs = cap;
+		}
+		pf->procs[pf->n_procs++] = fresh;
+	}
+	pthread_mutex_unlock(&pf->lock);
+	return r;
+}
+
+int proc_files_maps(struct proc_files *pf, uint32_t tgid, int (*parse)(void *arg, char *line),
+		    void *arg)
+{
+	char *lines = NULL, *line, *end;
+	struct pf_proc *p;
+	size_t len = 0;
+	int r = 0;
+
+	pthread_mutex_lock(&pf->lock);
+	pf_sweep(pf, pf_now_ns());
+	p = pf_proc_find(pf, tgid);
+	if (p) {
+		len = p->len;
+		lines = malloc(len + 1);
+		if (lines)
+			memcpy(lines, p->lines, len + 1);
+	}
+	pthread_mutex_unlock(&pf->lock);
+	if (!p)
+		return -ENOENT;
+	if (!lines)
+		return -ENOMEM;
+	for (line = lines, end = lines + len; r >= 0 && line < end;) {
+		char *nl = memchr(line, '\n', end - line);
+
+		*nl = '\0';
+		r = parse(arg, line);
+		line = nl + 1;
+	}
+	free(lines);
+	return r < 0 ? r : 0;
+}
+
+int proc_files_open(struct proc_files *pf, uint64_t dev, uint64_t ino)
+{
+	char path[64];
+	struct pf_file *f;
+	int fd = -ENOENT;
+
+	pthread_mutex_lock(&pf->lock);
+	f = pf_file_find(pf, dev, ino);
+	/* Through /proc/self/fd, not dup(): a reader of its own (libelf and
+	 * libdw read with offsets), and it reaches a file deleted since. */
+	if (f) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fd);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+	}
+	pthread_mutex_unlock(&pf->lock);
+	return fd;
+}
+
+void proc_files_stats(struct proc_files *pf, struct proc_files_stats *ret)
+{
+	*ret = (struct proc_files_stats){ 0 };
+	pthread_mutex_lock(&pf->lock);
+	ret->processes = pf->n_procs;
+	for (size_t i = 0; i < pf->n_procs; i++)
+		ret->exited += !!pf->procs[i].exited_ns;
+	ret->files = pf->n_files;
+	ret->files_not_held = pf->files_not_held;
+	pthread_mutex_unlock(&pf->lock);
+}
+
+int proc_files_new(const char *proc_root, struct proc_files **ret)
+{
+	struct proc_files *pf = calloc(1, sizeof(*pf));
+
+	if (!pf)
+		return -ENOMEM;
+	snprintf(pf->proc_root, sizeof(pf->proc_root), "%s", proc_root);
+	pthread_mutex_init(&pf->lock, NULL);
+	*ret = pf;
+	return 0;
+}
+
+void proc_files_free(struct proc_files *pf)
+{
+	if (!pf)
+		return;
+	while (pf->n_procs)
+		pf_proc_drop(pf, pf->n_procs - 1);
+	free(pf->procs);
+	pthread_mutex_destroy(&pf->lock);
+	free(pf);
+}

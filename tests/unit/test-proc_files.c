@@ -1,0 +1,141 @@
+/*
+ * Unit test of symbols/proc_files.c on the real /proc: a child running a
+ * copy of this test's own executable is noted, its executable deleted, the
+ * child killed (a zombie, then reaped); its mappings and its deleted file
+ * are still there, the file readable through its own descriptor.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "proc_files.h"
+#include "proc_maps.h"
+
+static char dir[] = "/tmp/test-proc_files.XXXXXX";
+static char exe[64];
+
+struct found {
+	int lines;
+	struct proc_map exe_map; /* the first mapping of exe */
+	char exe_path[sizeof(exe)];
+};
+
+static int find_exe(void *arg, char *line)
+{
+	struct found *f = arg;
+	struct proc_map m;
+
+	f->lines++;
+	CHECK(proc_maps_parse(line, &m) && proc_map_exec(&m));
+	if (!f->exe_path[0] && !strcmp(m.path, exe)) {
+		f->exe_map = m;
+		snprintf(f->exe_path, sizeof(f->exe_path), "%s", m.path);
+	}
+	return 0;
+}
+
+static int stop_at_first(void *arg, char *line)
+{
+	(void)line;
+	++*(int *)arg;
+	return -EINTR;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0700);
+	ssize_t n;
+
+	CHECK(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		CHECK(write(out, buf, n) == n);
+	close(in);
+	close(out);
+}
+
+/* Waits until pid runs exe (its exec is done and its maps are up). */
+static void wait_exec(pid_t pid)
+{
+	char link[64], target[sizeof(exe)];
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	for (int i = 0; i < 5000; i++) {
+		ssize_t n = readlink(link, target, sizeof(target) - 1);
+
+		if (n > 0 && (target[n] = '\0', !strcmp(target, exe)))
+			return;
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	}
+	CHECK(!"the child did not exec");
+}
+
+int main(int argc, char **argv)
+{
+	struct proc_files_stats st;
+	struct proc_files *pf;
+	struct found f = { 0 };
+	char magic[4];
+	struct stat sb;
+	int fd, stops = 0;
+	pid_t pid;
+
+	if (argc > 1 && !strcmp(argv[1], "--sleep")) {
+		pause();
+		return 0;
+	}
+	CHECK(mkdtemp(dir));
+	snprintf(exe, sizeof(exe), "%s/exe", dir);
+	copy_file("/proc/self/exe", exe);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		execl(exe, exe, "--sleep", (char *)NULL);
+		_exit(127);
+	}
+	wait_exec(pid);
+
+	CHECK(proc_files_new("/proc", &pf) == 0);
+	CHECK(proc_files_maps(pf, pid, find_exe, &f) == -ENOENT);
+	CHECK(proc_files_note(pf, pid) == 0);
+	CHECK(proc_files_note(pf, pid) == 0); /* again: replaced, files held once */
+	proc_files_stats(pf, &st);
+	CHECK(st.processes == 1 && st.exited == 0);
+	CHECK(st.files >= 2); /* exe and libc at least */
+	CHECK(unlink(exe) == 0);
+
+	/* A zombie's maps are empty: what was kept stays. */
+	CHECK(kill(pid, SIGKILL) == 0);
+	CHECK(waitid(P_PID, pid, &(siginfo_t){ 0 }, WEXITED | WNOWAIT) == 0);
+	CHECK(proc_files_note(pf, pid) == -ESRCH);
+	CHECK(waitpid(pid, NULL, 0) == pid);
+	CHECK(proc_files_note(pf, pid) == -ESRCH);
+
+	/* Gone, its executable deleted: its mappings and the file remain. */
+	CHECK(proc_files_maps(pf, pid, find_exe, &f) == 0);
+	CHECK(f.lines >= 2 && !strcmp(f.exe_path, exe));
+	CHECK(proc_files_maps(pf, pid, stop_at_first, &stops) == -EINTR && stops == 1);
+	fd = proc_files_open(pf, f.exe_map.dev, f.exe_map.ino);
+	CHECK(fd >= 0);
+	CHECK(fstat(fd, &sb) == 0 && sb.st_nlink == 0 && sb.st_ino == f.exe_map.ino);
+	CHECK(pread(fd, magic, sizeof(magic), 0) == 4 && !memcmp(magic,
+								 "\x7f"
+								 "ELF",
+								 4));
+	close(fd);
+	CHECK(proc_files_open(pf, f.exe_map.dev, f.exe_map.ino + 1) == -ENOENT);
+	proc_files_stats(pf, &st);
+	CHECK(st.processes == 1);
+	proc_files_free(pf);
+	CHECK(rmdir(dir) == 0);
+	return check_failures ? 1 : 0;
+}
