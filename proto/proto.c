@@ -155,7 +155,7 @@ static bool proto__minwidth_valid(const char *s)
 /* clang-format on */
 
 /*
- * The stack filters (proto/stack_filter.h) of capture and export, named,
+ * The stack filters (common/stack_filter.h) of capture and export, named,
  * limited and validated alike: comm, states, grep, exclude in the command's
  * struct TYPE.
  */

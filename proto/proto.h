@@ -121,7 +121,7 @@ struct proto_capture_request {
 	uint32_t state_mask;   /* thread_state bits; default: all */
 	uint64_t min_block_us; /* default 0 */
 	uint64_t max_block_us; /* 0: no upper bound */
-	/* Stack filters (proto/stack_filter.h), which the daemon applies to
+	/* Stack filters (common/stack_filter.h), which the daemon applies to
 	 * the result; the kernel applies pids, tids and states. */
 	char comm[PROTO_COMM_MAX + 1];	   /* exact thread name; "": all */
 	char grep[PROTO_REGEX_MAX + 1];	   /* POSIX ERE, per frame; "": no filter */
@@ -141,7 +141,7 @@ struct proto_capture_request {
 	/* Request-synchronous: only off-CPU time inside these functions counts. */
 	char requests[PROTO_MAX_REQUESTS][PROTO_REQUEST_SPEC_MAX + 1]; /* "SYMBOL[@BINARY]" */
 	size_t n_requests;
-	uint32_t lines; /* bool: frames keep their source lines (proto/frame.h) */
+	uint32_t lines; /* bool: frames keep their source lines (common/frame.h) */
 };
 
 /* Times are CLOCK_REALTIME in unix milliseconds; requests take 0..2^53. */

@@ -15,7 +15,7 @@
  * grep and exclude are POSIX extended regexes (regcomp() with REG_EXTENDED),
  * unanchored, matched against every frame name separately, so '^' and '$'
  * anchor a whole frame: '^do_command$'. A frame with a source line
- * (proto/frame.h, "f (file.c:12)") matches if either "f" or the whole
+ * (common/frame.h, "f (file.c:12)") matches if either "f" or the whole
  * matches. The frames are those the stack's
  * folded line prints (daemon/folded.h), whichever part they are in: the comm
  * (the first frame), the user and kernel frames, a run-queue row's
