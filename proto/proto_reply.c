@@ -15,7 +15,6 @@
 #include <cjson/cJSON.h>
 
 #include "proto_json.h"
-#include "proto_request_table.h" /* the kinds' names */
 
 char *proto_reply_error(const char *code, const char *message)
 {
@@ -268,7 +267,7 @@ fail:
 /* A row's or histogram's kind name; rows made before kinds existed are offcpu. */
 static const char *proto__kind_or_default(const char *kind)
 {
-	return kind ? kind : proto__kind_names[PROTO_KIND_OFFCPU];
+	return kind ? kind : proto_kind_names[PROTO_KIND_OFFCPU];
 }
 
 static bool proto__add_sample(cJSON *samples, const struct proto_sample *s)

@@ -380,7 +380,7 @@ int proto_palette_from_name(const char *name)
 
 int proto_kind_from_name(const char *name)
 {
-	return proto__name_index(proto__kind_names, name);
+	return proto__name_index(proto_kind_names, name);
 }
 
 /* By hand, not strtod(): that one follows LC_NUMERIC and takes "1e3", " 1",

@@ -48,29 +48,12 @@ const char *const proto__palette_names[] = {
 	[PROTO_PALETTE_HOTCOLD] = "hotcold", NULL,
 };
 
-const char *const proto__kind_names[] = {
-	[PROTO_KIND_OFFCPU] = "offcpu",
-	[PROTO_KIND_WAKEUP] = "wakeup",
-	[PROTO_KIND_OFFWAKE] = "offwake",
-	[PROTO_KIND_CHAIN] = "chain",
-	[PROTO_KIND_RUNQ] = "runq",
-	[PROTO_KIND_ONCPU] = "oncpu",
-	[PROTO_KIND_BIO] = "bio",
-	[PROTO_KIND_FILEIO] = "fileio",
-	NULL,
-};
-
 const char *const proto__metric_names[] = {
 	[PROTO_METRIC_TIME] = "time",
 	[PROTO_METRIC_COUNT] = "count",
 	[PROTO_METRIC_BYTES] = "bytes",
 	NULL,
 };
-
-const char *proto_kind_name(unsigned kind)
-{
-	return kind < PROTO__ARRAY_SIZE(proto__kind_names) - 1 ? proto__kind_names[kind] : "?";
-}
 
 static bool proto__kind_io(enum proto_kind kind)
 {
@@ -220,7 +203,7 @@ static const struct proto__field proto__capture_fields[] = {
 		.kind = PROTO__KIND_ENUM,
 		PROTO__CAP(kind),
 		.def = PROTO_KIND_OFFCPU,
-		.names = proto__kind_names,
+		.names = proto_kind_names,
 	},
 	{
 		.name = "metric",
@@ -311,7 +294,7 @@ static const struct proto__field proto__export_fields[] = {
 		.kind = PROTO__KIND_ENUM,
 		PROTO__EXP(kind),
 		.def = PROTO_KIND_OFFCPU,
-		.names = proto__kind_names,
+		.names = proto_kind_names,
 	},
 	{ .name = "oncpu", .kind = PROTO__KIND_BOOL, PROTO__EXP(oncpu) },
 	{ .name = "lines", .kind = PROTO__KIND_BOOL, PROTO__EXP(lines) },
@@ -333,7 +316,7 @@ static const struct proto__field proto__hist_fields[] = {
 		.kind = PROTO__KIND_ENUM,
 		PROTO__HIST(kind),
 		.def = PROTO_KIND_OFFCPU,
-		.names = proto__kind_names,
+		.names = proto_kind_names,
 		.allowed = PROTO__HIST_KINDS,
 	},
 };
@@ -394,7 +377,7 @@ static const struct proto__field proto__heatmap_fields[] = {
 	  .kind = PROTO__KIND_ENUM,
 	  PROTO__HEAT(kind),
 	  .def = PROTO_KIND_OFFCPU,
-	  .names = proto__kind_names },
+	  .names = proto_kind_names },
 	{ .name = "oncpu", .kind = PROTO__KIND_BOOL, PROTO__HEAT(oncpu) },
 	{ .name = "rows",
 	  .kind = PROTO__KIND_ENUM,

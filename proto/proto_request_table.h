@@ -83,7 +83,6 @@ extern const size_t proto__n_commands;
 extern const char *const proto__stacks_names[];
 extern const char *const proto__format_names[];
 extern const char *const proto__palette_names[];
-extern const char *const proto__kind_names[];
 extern const char *const proto__metric_names[];
 
 const struct proto__field *proto__find_field(const struct proto__command *c, const char *name,
