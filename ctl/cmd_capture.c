@@ -16,6 +16,13 @@
 
 #include "thread_state.h"
 
+/* proto's limits, as the messages quote them. */
+#define SECONDS_MAX	  PROTO_STR(PROTO_SECONDS_MAX)
+#define SAMPLE_PERIOD_MAX PROTO_STR(PROTO_MAX_SAMPLE_PERIOD_US)
+#define CHAIN_DEPTH_MAX	  PROTO_STR(PROTO_CHAIN_DEPTH_MAX)
+#define MAX_REQUESTS	  PROTO_STR(PROTO_MAX_REQUESTS)
+#define REQUEST_SPEC_MAX  PROTO_STR(PROTO_REQUEST_SPEC_MAX)
+
 /* How much of the time has whole user stacks; only when some were truncated. */
 static void user_stacks_summary(const struct proto_user_stacks *us)
 {
@@ -149,8 +156,9 @@ int cmd_capture(int argc, char **argv)
 					optarg);
 			break;
 		case 'd':
-			if (parse_u64(optarg, 86400, &v) < 0 || v == 0)
-				r = usage_error("bad --seconds '%s': want 1 to 86400", optarg);
+			if (parse_u64(optarg, PROTO_SECONDS_MAX, &v) < 0 || v == 0)
+				r = usage_error("bad --seconds '%s': want 1 to " SECONDS_MAX,
+						optarg);
 			cap->seconds = v;
 			break;
 		case OPT_STATE:
@@ -190,8 +198,8 @@ int cmd_capture(int argc, char **argv)
 		case OPT_SAMPLED:
 			cap->sampled = 1;
 			if (optarg && (parse_u64(optarg, PROTO_MAX_SAMPLE_PERIOD_US, &v) < 0 || !v))
-				r = usage_error("--sampled: the period is 1 to 1000000 "
-						"microseconds, not '%s'",
+				r = usage_error("--sampled: the period is 1 to " SAMPLE_PERIOD_MAX
+						" microseconds, not '%s'",
 						optarg);
 			else if (optarg)
 				cap->sample_period_us = (uint32_t)v;
@@ -201,7 +209,8 @@ int cmd_capture(int argc, char **argv)
 			break;
 		case OPT_CHAIN_DEPTH:
 			if (parse_u64(optarg, PROTO_CHAIN_DEPTH_MAX, &v) < 0 || v == 0)
-				r = usage_error("bad --chain-depth '%s': want 1 to 8 waker levels",
+				r = usage_error("bad --chain-depth '%s': want 1 to " CHAIN_DEPTH_MAX
+						" waker levels",
 						optarg);
 			else
 				cap->chain_depth = v;
@@ -209,10 +218,12 @@ int cmd_capture(int argc, char **argv)
 			break;
 		case OPT_REQUEST:
 			if (cap->n_requests == PROTO_MAX_REQUESTS)
-				r = usage_error("more than 8 --request symbols, at '%s'", optarg);
+				r = usage_error("more than " MAX_REQUESTS
+						" --request symbols, at '%s'",
+						optarg);
 			else if (!*optarg || strlen(optarg) > PROTO_REQUEST_SPEC_MAX)
-				r = usage_error("bad --request '%s': want SYMBOL[@BINARY], at most "
-						"511 bytes",
+				r = usage_error("bad --request '%s': want SYMBOL[@BINARY], at "
+						"most " REQUEST_SPEC_MAX " bytes",
 						optarg);
 			else
 				strcpy(cap->requests[cap->n_requests++], optarg);

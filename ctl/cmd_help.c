@@ -162,7 +162,6 @@ void usage(FILE *out)
 		"4 permission denied, 5 no such pid, 6 busy.\n");
 }
 
-/* One command's part of usage() (ctl/help.c). */
 int command_help(const char *cmd)
 {
 	char *text = NULL;

@@ -33,7 +33,8 @@ static int latency_record(uint32_t pid, const char *func, uint32_t seconds, bool
 	int r;
 
 	if (strlen(func) > PROTO_REQUEST_SPEC_MAX)
-		return usage_error("--func is too long: at most %s bytes", "511");
+		return usage_error("--func is too long: at most %s bytes",
+				   PROTO_STR(PROTO_REQUEST_SPEC_MAX));
 	req.latency.pid = pid;
 	req.latency.seconds = seconds;
 	req.latency.snapshot = snapshot;
@@ -105,11 +106,13 @@ int cmd_latency(int argc, char **argv)
 	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
 	while ((opt = getopt_long(argc, argv, "p:d:" RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
 		if (opt == 'p') {
-			if (parse_u64(optarg, 4194304, &pid) < 0 || !pid)
+			if (parse_u64(optarg, PROTO_PID_MAX, &pid) < 0 || !pid)
 				return usage_error("--pid takes a process id, not '%s'", optarg);
 		} else if (opt == 'd') {
-			if (parse_u64(optarg, 86400, &seconds) < 0 || !seconds)
-				return usage_error("--seconds takes 1..86400, not '%s'", optarg);
+			if (parse_u64(optarg, PROTO_SECONDS_MAX, &seconds) < 0 || !seconds)
+				return usage_error("--seconds takes 1.." PROTO_STR(
+							   PROTO_SECONDS_MAX) ", not '%s'",
+						   optarg);
 		} else if (opt == OPT_FUNC) {
 			lo.func = optarg;
 		} else if (opt == OPT_FROM_TRACE) {

@@ -21,7 +21,6 @@
 
 /* ---- offline rendering: flamegraph, diff ---- */
 
-/* Reads a whole file ("-": standard input). Returns 0 or -errno. */
 int read_all(const char *path, char **ret, size_t *ret_len)
 {
 	FILE *in = strcmp(path, "-") ? fopen(path, "re") : stdin;
@@ -73,7 +72,6 @@ void warn_invalid(const char *what, const struct flame_parse_stats *st)
 			what, st->invalid, st->invalid == 1 ? "" : "s", st->first_invalid);
 }
 
-/* Takes opt if it is one of OFFLINE_FILTER_OPTIONS. */
 bool offline_option(struct offline_args *a, int opt, const char *arg)
 {
 	if (opt == 'p')
@@ -85,8 +83,6 @@ bool offline_option(struct offline_args *a, int opt, const char *arg)
 	return true;
 }
 
-/* The filter for folded input; *ret stays NULL when no filter is given.
- * stack_filter_new() refuses pids and states, which folded text lacks. */
 int offline_filter(const struct offline_args *a, struct stack_filter **ret)
 {
 	char comm[PROTO_COMM_MAX + 1], grep[PROTO_REGEX_MAX + 1], exclude[PROTO_REGEX_MAX + 1];
@@ -127,9 +123,6 @@ int offline_filter(const struct offline_args *a, struct stack_filter **ret)
 	return EXIT_OK;
 }
 
-/* flamegraph.pl's options (ctl/flame_options.c), and --palette with one
- * of its palette names: true if opt was one (*r: EXIT_OK or the usage
- * error). */
 bool offline_pl_option(struct flame_pl_args *pl, int opt, const char *arg, int *r)
 {
 	char err[512];
@@ -148,7 +141,6 @@ bool offline_pl_option(struct flame_pl_args *pl, int opt, const char *arg, int *
 	return true;
 }
 
-/* flamegraph.pl's colour options without a palette: its default, hot. */
 void offline_pl_default(struct flame_pl_args *pl, const struct result_opts *ro)
 {
 	if (!pl->svg.pl_palette && ro->render.palette == PROTO_PALETTE_AUTO &&
@@ -206,12 +198,6 @@ static int parse_file(struct flame *f, const char *path, const struct stack_filt
 	return r;
 }
 
-/*
- * flamegraph and diff: folded stacks to svg (or speedscope) in o->path. The
- * input is the file path ("-": stdin), streamed and filtered by filter (may
- * be NULL), or when path is NULL the len bytes of text. name says what the
- * input is in messages.
- */
 int draw(const char *path, const struct stack_filter *filter, const char *text, size_t len,
 	 const char *name, const struct result_opts *o, const struct render_input *input,
 	 struct flame_pl_args *pl, const char *default_title)

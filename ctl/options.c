@@ -17,7 +17,6 @@
 #include "stack_filter.h"
 #include "timearg.h"
 
-/* Parses "1,2,3" into ids. Returns 0 or -EINVAL. */
 int parse_ids(const char *s, uint32_t *ids, size_t *n)
 {
 	while (*s) {
@@ -28,7 +27,7 @@ int parse_ids(const char *s, uint32_t *ids, size_t *n)
 			return -EINVAL;
 		errno = 0;
 		v = strtoul(s, &end, 10);
-		if (errno || v == 0 || v > 4194304 || (*end && *end != ','))
+		if (errno || v == 0 || v > PROTO_PID_MAX || (*end && *end != ','))
 			return -EINVAL;
 		ids[(*n)++] = v;
 		s = *end ? end + 1 : end;
@@ -51,7 +50,6 @@ int parse_u64(const char *s, uint64_t max, uint64_t *ret)
 	return 0;
 }
 
-/* --kind NAME; allowed: bit per enum proto_kind accepted. */
 int parse_kind(const char *arg, uint32_t allowed, const char *want, enum proto_kind *ret)
 {
 	int k = proto_kind_from_name(arg);
@@ -67,8 +65,6 @@ int parse_kind(const char *arg, uint32_t allowed, const char *want, enum proto_k
 	"bad --kind '%s': want offcpu, wakeup, offwake, chain, runq, oncpu, hotcold "              \
 	"(oncpu,offcpu), bio or fileio"
 
-/* --kind of a profile: a kind's name, or hotcold ("oncpu,offcpu" in either
- * order): kind offcpu with on-CPU samples beside. */
 int parse_profile_kind(const char *arg, enum proto_kind *ret, uint32_t *oncpu)
 {
 	*oncpu = !strcmp(arg, "hotcold") || !strcmp(arg, "oncpu,offcpu") ||
@@ -124,7 +120,6 @@ static int result_string(const char *opt, const char *arg, char *dst, size_t siz
 	return EXIT_OK;
 }
 
-/* Takes one of RESULT_OPTIONS; anything else is a bad option of cmd. */
 int result_option(struct result_opts *o, const char *cmd, int opt, const char *arg)
 {
 	struct proto_render *r = &o->render;
@@ -216,8 +211,6 @@ int result_option(struct result_opts *o, const char *cmd, int opt, const char *a
 	return EXIT_OK;
 }
 
-/* The format to ask for: the one given, else JSON rows with --json, else
- * folded. Checks that the render options given apply to it. */
 int result_opts_format(const struct result_opts *o, enum proto_format *ret_format)
 {
 	enum proto_format f = PROTO_FORMAT_FOLDED;
@@ -243,7 +236,6 @@ int result_opts_format(const struct result_opts *o, enum proto_format *ret_forma
 	return EXIT_OK;
 }
 
-/* Takes opt if it is one of FILTER_OPTIONS. */
 bool filter_option(struct filter_args *a, int opt, const char *arg)
 {
 	switch (opt) {
@@ -276,9 +268,6 @@ static int check_regex(const char *opt, const char *re)
 	return usage_error("%s", msg);
 }
 
-/* Checks the filter options given, as the daemon would, and copies them
- * into a request's comm (PROTO_COMM_MAX + 1 bytes), grep and exclude
- * (PROTO_REGEX_MAX + 1 bytes each). */
 int filter_args_copy(const struct filter_args *a, char *comm, char *grep, char *exclude)
 {
 	int r = EXIT_OK;
@@ -308,8 +297,6 @@ int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* A time option's value: timearg_point(), or with allow_window also "lastNx"
- * meaning its start. Reports a usage error and returns EXIT_USAGE on failure. */
 int parse_time(const char *opt, const char *s, bool allow_window, int64_t now, int64_t *ret_ms)
 {
 	char msg[256];
@@ -331,9 +318,6 @@ int parse_time(const char *opt, const char *s, bool allow_window, int64_t now, i
 	return usage_error("%s", msg);
 }
 
-/* Which windows cmd reads: checks the range options and sets the request's
- * range (from_ms, to_ms) or capture_id; on a usage error they may be set in
- * part. */
 int parse_range(const char *cmd, const struct range_args *a, int64_t *from_ms, int64_t *to_ms,
 		uint64_t *capture_id)
 {
@@ -386,7 +370,6 @@ int parse_range(const char *cmd, const struct range_args *a, int64_t *from_ms, i
 	return EXIT_OK;
 }
 
-/* Takes opt if it is one of RANGE_OPTIONS. */
 bool range_option(struct range_args *a, int opt, const char *arg)
 {
 	switch (opt) {

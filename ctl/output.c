@@ -17,7 +17,6 @@
 #include "pprof.h"
 #include "proto_samples.h"
 
-/* "do_command: 1200 requests, mean 1.250 ms, of which 0.800 ms off-CPU (64 %)" */
 void requests_summary(FILE *out, const char *prefix, const struct proto_request_stats *r, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -46,8 +45,6 @@ int write_output(const char *path, const char *text)
 	return EXIT_OK;
 }
 
-/* A capture's or export's result: the raw reply in JSON mode, else the
- * folded text, or the svg or speedscope text. */
 int write_result(const char *path, const char *raw, enum proto_format format, const char *folded,
 		 const char *output)
 {
@@ -102,7 +99,6 @@ static int write_pprof(const char *path, const char *raw, const struct pprof_opt
 	return EXIT_OK;
 }
 
-/* A pprof profile of a capture: it ended (about) now, after duration_ns. */
 int write_capture_pprof(const char *path, const char *raw, const struct proto_capture_result *res,
 			enum proto_kind kind, bool oncpu)
 {
@@ -121,7 +117,6 @@ int write_capture_pprof(const char *path, const char *raw, const struct proto_ca
 	return write_pprof(path, raw, &opts);
 }
 
-/* A pprof profile of an export: a range's time is known, a capture's not. */
 int write_export_pprof(const char *path, const char *raw, const struct proto_export_result *res,
 		       enum proto_kind kind, bool oncpu)
 {

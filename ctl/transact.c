@@ -15,7 +15,6 @@
 
 #include "client.h"
 
-/* Reports an error in the current output mode and returns its exit code. */
 int fail(int code, const char *json_code, const char *fmt, ...)
 {
 	char msg[512];
@@ -86,9 +85,6 @@ static int reply_error(const struct proto_reply *reply, const char *raw)
 	return code;
 }
 
-/* Sends one request and reads its reply. On success *ret_reply is an ok
- * reply (the raw line in *ret_raw); otherwise the error is reported and its
- * exit code returned. */
 int transact(const struct proto_request *req, void (*tick)(void *), void *arg,
 	     struct proto_reply **ret_reply, char **ret_raw)
 {

@@ -93,7 +93,7 @@ static bool proto__minwidth_valid(const char *s)
 	{ .name = "capture", .kind = PROTO__KIND_UINT, PROTO__AT(type, capture_id),                \
 	  .max = PROTO__JSON_INT_MAX },                                                            \
 	{ .name = "pids", .kind = PROTO__KIND_IDS, PROTO__AT(type, pids),                          \
-	  .count_offset = offsetof(type, n_pids), .min = 1, .max = PROTO__PID_MAX }
+	  .count_offset = offsetof(type, n_pids), .min = 1, .max = PROTO_PID_MAX }
 /* clang-format on */
 
 /*
@@ -152,7 +152,7 @@ static const struct proto__field proto__capture_fields[] = {
 		PROTO__CAP(pids),
 		.count_offset = offsetof(struct proto_capture_request, n_pids),
 		.min = 1,
-		.max = PROTO__PID_MAX,
+		.max = PROTO_PID_MAX,
 	},
 	{
 		.name = "tids",
@@ -160,14 +160,14 @@ static const struct proto__field proto__capture_fields[] = {
 		PROTO__CAP(tids),
 		.count_offset = offsetof(struct proto_capture_request, n_tids),
 		.min = 1,
-		.max = PROTO__PID_MAX,
+		.max = PROTO_PID_MAX,
 	},
 	{
 		.name = "seconds",
 		.kind = PROTO__KIND_UINT,
 		PROTO__CAP(seconds),
 		.min = 1,
-		.max = PROTO__SECONDS_MAX,
+		.max = PROTO_SECONDS_MAX,
 		.def = PROTO__SECONDS_DEFAULT,
 	},
 	PROTO__FILTER_FIELDS(struct proto_capture_request),
@@ -328,7 +328,7 @@ static const struct proto__field proto__latency_fields[] = {
 	  .kind = PROTO__KIND_UINT,
 	  PROTO__LAT(pid),
 	  .min = 1,
-	  .max = PROTO__PID_MAX },
+	  .max = PROTO_PID_MAX },
 	{ .name = "func",
 	  .kind = PROTO__KIND_STRING,
 	  PROTO__LAT(func),
@@ -338,7 +338,7 @@ static const struct proto__field proto__latency_fields[] = {
 		.kind = PROTO__KIND_UINT,
 		PROTO__LAT(seconds),
 		.min = 1,
-		.max = PROTO__SECONDS_MAX,
+		.max = PROTO_SECONDS_MAX,
 		.def = PROTO__SECONDS_DEFAULT,
 	},
 	{ .name = "snapshot", .kind = PROTO__KIND_BOOL, PROTO__LAT(snapshot) },
@@ -367,7 +367,7 @@ static const struct proto__field proto__heatmap_fields[] = {
 	  PROTO__HEAT(pids),
 	  .count_offset = offsetof(struct proto_heatmap_request, n_pids),
 	  .min = 1,
-	  .max = PROTO__PID_MAX },
+	  .max = PROTO_PID_MAX },
 	{ .name = "comm", .kind = PROTO__KIND_STRING, PROTO__HEAT(comm), .max = PROTO_COMM_MAX },
 	{ .name = "states",
 	  .kind = PROTO__KIND_STATES,

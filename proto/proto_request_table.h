@@ -14,8 +14,6 @@
 
 #include "proto.h"
 
-#define PROTO__PID_MAX	       4194304 /* PID_MAX_LIMIT on 64-bit kernels */
-#define PROTO__SECONDS_MAX     86400
 #define PROTO__SECONDS_DEFAULT 10
 /* Largest integer a JSON number (an IEEE double) carries exactly. */
 #define PROTO__JSON_INT_MAX    (UINT64_C(1) << 53)
