@@ -2,8 +2,9 @@
  * proto: the offcpud socket protocol, version 1 (spec: proto/PROTOCOL.md).
  * The only module that touches JSON. Used by the daemon (parse requests,
  * format replies) and by offcpuctl (format requests, parse replies).
- * Each request's fields are described once, in a table in proto.c that drives
- * both parsing and validation; unknown fields are rejected. Does not log.
+ * Each request's fields are described once, in a table
+ * (proto_request_table.c) that drives both parsing and validation; unknown
+ * fields are rejected. Does not log.
  * Framing: one JSON object per line, '\n' terminated, both directions.
  */
 #ifndef PROTO_H
@@ -535,7 +536,7 @@ struct proto_reply {
 	size_t n_windows;
 	struct proto_export_result export;   /* cmd == EXPORT; samples not parsed */
 	struct proto_hist_result hist;	     /* cmd == HIST; processes owned by the reply */
-	struct proto_latency_result latency; /* cmd == LATENCY; figures only (see proto.c) */
+	struct proto_latency_result latency; /* cmd == LATENCY; figures only (proto_reply_parse.c) */
 	bool has_trace;			     /* cmd == LATENCY from a PT session: */
 	struct proto_pt_trace_result trace;  /* what it recorded (latency then empty) */
 };
