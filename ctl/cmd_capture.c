@@ -17,6 +17,7 @@
 #include "thread_state.h"
 
 /* proto's limits, as the messages quote them. */
+#define KIND_BIT(k)	  (UINT32_C(1) << PROTO_KIND_##k)
 #define SECONDS_MAX	  PROTO_STR(PROTO_SECONDS_MAX)
 #define SAMPLE_PERIOD_MAX PROTO_STR(PROTO_MAX_SAMPLE_PERIOD_US)
 #define CHAIN_DEPTH_MAX	  PROTO_STR(PROTO_CHAIN_DEPTH_MAX)
@@ -77,233 +78,236 @@ static void capture_summary(const struct proto_capture_result *res, enum proto_k
 			res->n_samples, res->total_ns / 1e9, what, res->duration_ns / 1e9);
 }
 
-int cmd_capture(int argc, char **argv)
-{
-	enum {
-		OPT_STATE = 256,
-		OPT_MIN,
-		OPT_MAX,
-		OPT_KIND,
-		OPT_SPLIT_RUNQ,
-		OPT_LINES,
-		OPT_CHAIN_DEPTH,
-		OPT_REQUEST,
-		OPT_METRIC,
-		OPT_WITH_FILENAME,
-		OPT_SAMPLED,
-	};
-	static const struct option options[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "tid", required_argument, NULL, 't' },
-		{ "seconds", required_argument, NULL, 'd' },
-		{ "state", required_argument, NULL, OPT_STATE },
-		{ "min-block-us", required_argument, NULL, OPT_MIN },
-		{ "min-us", required_argument, NULL, OPT_MIN },
-		{ "max-block-us", required_argument, NULL, OPT_MAX },
-		{ "user-only", no_argument, NULL, 'U' },
-		{ "kernel-only", no_argument, NULL, 'K' },
-		{ "kind", required_argument, NULL, OPT_KIND },
-		{ "split-runq", no_argument, NULL, OPT_SPLIT_RUNQ },
-		{ "with-filename", no_argument, NULL, OPT_WITH_FILENAME },
-		{ "sampled", optional_argument, NULL, OPT_SAMPLED },
-		{ "lines", no_argument, NULL, OPT_LINES },
-		{ "metric", required_argument, NULL, OPT_METRIC },
-		{ "chain-depth", required_argument, NULL, OPT_CHAIN_DEPTH },
-		{ "request", required_argument, NULL, OPT_REQUEST },
-		FILTER_OPTIONS,
-		RESULT_OPTIONS,
-		{ 0 },
-	};
-	bool chain_depth = false;
-	struct filter_args filters = { 0 };
-	struct result_opts ro = RESULT_OPTS_INIT;
-	enum proto_format format;
-	struct proto_request *req;
-	struct proto_capture_request *cap;
-	enum proto_kind kind;
-	bool oncpu;
-	struct progress progress = { .start = time(NULL) };
-	struct proto_reply *reply;
-	uint64_t v;
-	char *raw;
-	int opt, r;
+enum {
+	OPT_STATE = 256,
+	OPT_MIN,
+	OPT_MAX,
+	OPT_KIND,
+	OPT_SPLIT_RUNQ,
+	OPT_LINES,
+	OPT_CHAIN_DEPTH,
+	OPT_REQUEST,
+	OPT_METRIC,
+	OPT_WITH_FILENAME,
+	OPT_SAMPLED,
+};
+static const struct option capture_options[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "tid", required_argument, NULL, 't' },
+	{ "seconds", required_argument, NULL, 'd' },
+	{ "state", required_argument, NULL, OPT_STATE },
+	{ "min-block-us", required_argument, NULL, OPT_MIN },
+	{ "min-us", required_argument, NULL, OPT_MIN },
+	{ "max-block-us", required_argument, NULL, OPT_MAX },
+	{ "user-only", no_argument, NULL, 'U' },
+	{ "kernel-only", no_argument, NULL, 'K' },
+	{ "kind", required_argument, NULL, OPT_KIND },
+	{ "split-runq", no_argument, NULL, OPT_SPLIT_RUNQ },
+	{ "with-filename", no_argument, NULL, OPT_WITH_FILENAME },
+	{ "sampled", optional_argument, NULL, OPT_SAMPLED },
+	{ "lines", no_argument, NULL, OPT_LINES },
+	{ "metric", required_argument, NULL, OPT_METRIC },
+	{ "chain-depth", required_argument, NULL, OPT_CHAIN_DEPTH },
+	{ "request", required_argument, NULL, OPT_REQUEST },
+	FILTER_OPTIONS,
+	RESULT_OPTIONS,
+	{ 0 },
+};
 
-	req = calloc(1, sizeof(*req));
-	if (!req)
-		return fail(EXIT_ERROR, "internal", "out of memory");
-	req->cmd = PROTO_CMD_CAPTURE;
-	cap = &req->capture;
-	cap->seconds = 10;
-	cap->state_mask = THREAD_STATE_ALL;
-	cap->chain_depth = PROTO_CHAIN_DEPTH_DEFAULT;
-	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
-	while ((opt = getopt_long(argc, argv, "p:t:d:UK" RESULT_SHORT_OPTIONS, options, NULL)) !=
-	       -1) {
-		r = 0;
-		if (filter_option(&filters, opt, optarg))
-			continue;
-		switch (opt) {
-		case 'p':
-			if (parse_ids(optarg, cap->pids, &cap->n_pids) < 0)
-				r = usage_error(
-					"bad --pid '%s': want positive pids, comma-separated",
-					optarg);
-			break;
-		case 't':
-			if (parse_ids(optarg, cap->tids, &cap->n_tids) < 0)
-				r = usage_error(
-					"bad --tid '%s': want positive tids, comma-separated",
-					optarg);
-			break;
-		case 'd':
-			if (parse_u64(optarg, PROTO_SECONDS_MAX, &v) < 0 || v == 0)
-				r = usage_error("bad --seconds '%s': want 1 to " SECONDS_MAX,
-						optarg);
-			cap->seconds = v;
-			break;
-		case OPT_STATE:
-			if (thread_state_mask_parse(optarg, &cap->state_mask) < 0)
-				r = usage_error("bad --state '%s': want a list of R, S, D, O "
-						"(running, sleeping, disk, other)",
-						optarg);
-			break;
-		case OPT_MIN:
-			if (parse_u64(optarg, UINT64_MAX / 1000, &cap->min_block_us) < 0)
-				r = usage_error("bad --min-block-us '%s'", optarg);
-			break;
-		case OPT_MAX:
-			if (parse_u64(optarg, UINT64_MAX / 1000, &cap->max_block_us) < 0 ||
-			    cap->max_block_us == 0)
-				r = usage_error("bad --max-block-us '%s': want a positive number",
-						optarg);
-			break;
-		case 'U':
-			cap->stacks = PROTO_STACKS_USER;
-			break;
-		case 'K':
-			cap->stacks = PROTO_STACKS_KERNEL;
-			break;
-		case OPT_KIND:
-			r = parse_profile_kind(optarg, &cap->kind, &cap->oncpu);
-			break;
-		case OPT_METRIC:
-			r = parse_metric(optarg, &cap->metric);
-			break;
-		case OPT_SPLIT_RUNQ:
-			cap->split_runq = 1;
-			break;
-		case OPT_WITH_FILENAME:
-			cap->with_filename = 1;
-			break;
-		case OPT_SAMPLED:
-			cap->sampled = 1;
-			if (optarg && (parse_u64(optarg, PROTO_MAX_SAMPLE_PERIOD_US, &v) < 0 || !v))
-				r = usage_error("--sampled: the period is 1 to " SAMPLE_PERIOD_MAX
-						" microseconds, not '%s'",
-						optarg);
-			else if (optarg)
-				cap->sample_period_us = (uint32_t)v;
-			break;
-		case OPT_LINES:
-			cap->lines = 1;
-			break;
-		case OPT_CHAIN_DEPTH:
-			if (parse_u64(optarg, PROTO_CHAIN_DEPTH_MAX, &v) < 0 || v == 0)
-				r = usage_error("bad --chain-depth '%s': want 1 to " CHAIN_DEPTH_MAX
-						" waker levels",
-						optarg);
-			else
-				cap->chain_depth = v;
-			chain_depth = true;
-			break;
-		case OPT_REQUEST:
-			if (cap->n_requests == PROTO_MAX_REQUESTS)
-				r = usage_error("more than " MAX_REQUESTS
-						" --request symbols, at '%s'",
-						optarg);
-			else if (!*optarg || strlen(optarg) > PROTO_REQUEST_SPEC_MAX)
-				r = usage_error("bad --request '%s': want SYMBOL[@BINARY], at "
-						"most " REQUEST_SPEC_MAX " bytes",
-						optarg);
-			else
-				strcpy(cap->requests[cap->n_requests++], optarg);
-			break;
-		default:
-			r = result_option(&ro, "capture", opt, optarg);
-		}
-		if (r) {
-			free(req);
-			return r;
-		}
+/* What capture's options give besides the request's fields. */
+struct capture_args {
+	struct proto_capture_request *cap;
+	struct filter_args filters;
+	struct result_opts ro;
+	bool chain_depth; /* --chain-depth given */
+};
+
+/* Takes one of capture_options[]: EXIT_OK or the usage error's code. */
+static int capture_option(struct capture_args *a, int opt, const char *arg)
+{
+	uint64_t v;
+	int r = EXIT_OK;
+
+	if (filter_option(&a->filters, opt, arg))
+		return EXIT_OK;
+	switch (opt) {
+	case 'p':
+		if (parse_ids(arg, a->cap->pids, &a->cap->n_pids) < 0)
+			r = usage_error("bad --pid '%s': want positive pids, comma-separated", arg);
+		break;
+	case 't':
+		if (parse_ids(arg, a->cap->tids, &a->cap->n_tids) < 0)
+			r = usage_error("bad --tid '%s': want positive tids, comma-separated", arg);
+		break;
+	case 'd':
+		if (parse_u64(arg, PROTO_SECONDS_MAX, &v) < 0 || v == 0)
+			r = usage_error("bad --seconds '%s': want 1 to " SECONDS_MAX, arg);
+		a->cap->seconds = v;
+		break;
+	case OPT_STATE:
+		if (thread_state_mask_parse(arg, &a->cap->state_mask) < 0)
+			r = usage_error("bad --state '%s': want a list of R, S, D, O "
+					"(running, sleeping, disk, other)",
+					arg);
+		break;
+	case OPT_MIN:
+		if (parse_u64(arg, UINT64_MAX / 1000, &a->cap->min_block_us) < 0)
+			r = usage_error("bad --min-block-us '%s'", arg);
+		break;
+	case OPT_MAX:
+		if (parse_u64(arg, UINT64_MAX / 1000, &a->cap->max_block_us) < 0 ||
+		    a->cap->max_block_us == 0)
+			r = usage_error("bad --max-block-us '%s': want a positive number", arg);
+		break;
+	case 'U':
+		a->cap->stacks = PROTO_STACKS_USER;
+		break;
+	case 'K':
+		a->cap->stacks = PROTO_STACKS_KERNEL;
+		break;
+	case OPT_KIND:
+		r = parse_profile_kind(arg, &a->cap->kind, &a->cap->oncpu);
+		break;
+	case OPT_METRIC:
+		r = parse_metric(arg, &a->cap->metric);
+		break;
+	case OPT_SPLIT_RUNQ:
+		a->cap->split_runq = 1;
+		break;
+	case OPT_WITH_FILENAME:
+		a->cap->with_filename = 1;
+		break;
+	case OPT_SAMPLED:
+		a->cap->sampled = 1;
+		if (arg && (parse_u64(arg, PROTO_MAX_SAMPLE_PERIOD_US, &v) < 0 || !v))
+			r = usage_error("--sampled: the period is 1 to " SAMPLE_PERIOD_MAX
+					" microseconds, not '%s'",
+					arg);
+		else if (arg)
+			a->cap->sample_period_us = (uint32_t)v;
+		break;
+	case OPT_LINES:
+		a->cap->lines = 1;
+		break;
+	case OPT_CHAIN_DEPTH:
+		if (parse_u64(arg, PROTO_CHAIN_DEPTH_MAX, &v) < 0 || v == 0)
+			r = usage_error("bad --chain-depth '%s': want 1 to " CHAIN_DEPTH_MAX
+					" waker levels",
+					arg);
+		else
+			a->cap->chain_depth = v;
+		a->chain_depth = true;
+		break;
+	case OPT_REQUEST:
+		if (a->cap->n_requests == PROTO_MAX_REQUESTS)
+			r = usage_error("more than " MAX_REQUESTS " --request symbols, at '%s'",
+					arg);
+		else if (!*arg || strlen(arg) > PROTO_REQUEST_SPEC_MAX)
+			r = usage_error("bad --request '%s': want SYMBOL[@BINARY], at "
+					"most " REQUEST_SPEC_MAX " bytes",
+					arg);
+		else
+			strcpy(a->cap->requests[a->cap->n_requests++], arg);
+		break;
+	default:
+		r = result_option(&a->ro, "capture", opt, arg);
 	}
-	if (optind < argc) {
-		r = usage_error("unexpected argument '%s'", argv[optind]);
-		free(req);
-		return r;
-	}
-	if (cap->max_block_us && cap->max_block_us < cap->min_block_us) {
-		free(req);
+	return r;
+}
+
+/*
+ * The options that apply to some kinds only, checked as the daemon checks
+ * them (proto_request_table.c), before the capture starts.
+ */
+static int capture_kind_check(const struct proto_capture_request *cap, bool chain_depth)
+{
+	const struct {
+		bool given;
+		uint32_t kinds; /* bit per enum proto_kind it applies to */
+		const char *message;
+	} rules[] = {
+		{ cap->metric == PROTO_METRIC_BYTES, KIND_BIT(BIO) | KIND_BIT(FILEIO),
+		  "--metric bytes only applies to --kind bio or fileio, not %s" },
+		{ cap->with_filename, KIND_BIT(FILEIO),
+		  "--with-filename only applies to --kind fileio, not %s" },
+		{ cap->sampled, KIND_BIT(OFFCPU) | KIND_BIT(RUNQ),
+		  "--sampled only applies to --kind offcpu or runq, not %s" },
+		{ cap->split_runq, KIND_BIT(OFFCPU),
+		  "--split-runq only applies to --kind offcpu, not %s" },
+		{ chain_depth, KIND_BIT(CHAIN),
+		  "--chain-depth only applies to --kind chain, not %s" },
+	};
+
+	if (cap->max_block_us && cap->max_block_us < cap->min_block_us)
 		return usage_error("%s", "--max-block-us is below --min-block-us");
-	}
-	if (cap->metric == PROTO_METRIC_BYTES && cap->kind != PROTO_KIND_BIO &&
-	    cap->kind != PROTO_KIND_FILEIO) {
-		r = usage_error("--metric bytes only applies to --kind bio or fileio, not %s",
-				proto_kind_name(cap->kind));
-		free(req);
-		return r;
-	}
-	if (cap->with_filename && cap->kind != PROTO_KIND_FILEIO) {
-		r = usage_error("--with-filename only applies to --kind fileio, not %s",
-				proto_kind_name(cap->kind));
-		free(req);
-		return r;
-	}
-	if (cap->sampled && cap->kind != PROTO_KIND_OFFCPU && cap->kind != PROTO_KIND_RUNQ) {
-		r = usage_error("--sampled only applies to --kind offcpu or runq, not %s",
-				proto_kind_name(cap->kind));
-		free(req);
-		return r;
-	}
-	if (cap->split_runq && cap->kind != PROTO_KIND_OFFCPU) {
-		r = usage_error("--split-runq only applies to --kind offcpu, not %s",
-				proto_kind_name(cap->kind));
-		free(req);
-		return r;
-	}
-	if (chain_depth && cap->kind != PROTO_KIND_CHAIN) {
-		r = usage_error("--chain-depth only applies to --kind chain, not %s",
-				proto_kind_name(cap->kind));
-		free(req);
-		return r;
-	}
-	r = result_opts_format(&ro, &format);
-	if (r == EXIT_OK)
-		r = filter_args_copy(&filters, cap->comm, cap->grep, cap->exclude);
-	if (r != EXIT_OK) {
-		free(req);
-		return r;
-	}
-	cap->format = format;
-	cap->render = ro.render;
-	progress.seconds = cap->seconds;
-	kind = cap->kind;
-	oncpu = cap->oncpu;
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
+		if (rules[i].given && !(rules[i].kinds & (UINT32_C(1) << cap->kind)))
+			return usage_error(rules[i].message, proto_kind_name(cap->kind));
+	return EXIT_OK;
+}
+
+/* Runs the capture req asks for and writes its result as ro says. */
+static int capture_run(const struct proto_request *req, const struct result_opts *ro)
+{
+	struct progress progress = { .start = time(NULL), .seconds = req->capture.seconds };
+	enum proto_format format = req->capture.format;
+	enum proto_kind kind = req->capture.kind;
+	bool oncpu = req->capture.oncpu;
+	struct proto_reply *reply;
+	char *raw;
+	int r;
 
 	signal(SIGINT, on_sigint);
 	r = transact(req, isatty(STDERR_FILENO) ? progress_tick : NULL, &progress, &reply, &raw);
-	free(req);
 	if (progress.shown)
 		fprintf(stderr, "\r\033[K");
 	if (r != EXIT_OK)
 		return r;
 	if (!json_output)
 		capture_summary(&reply->capture, kind, oncpu);
-	if (ro.pprof)
-		r = write_capture_pprof(ro.path, raw, &reply->capture, kind, oncpu);
+	if (ro->pprof)
+		r = write_capture_pprof(ro->path, raw, &reply->capture, kind, oncpu);
 	else
-		r = write_result(ro.path, raw, format, reply->capture.folded,
+		r = write_result(ro->path, raw, format, reply->capture.folded,
 				 reply->capture.output);
 	proto_reply_free(reply);
 	free(raw);
+	return r;
+}
+
+int cmd_capture(int argc, char **argv)
+{
+	struct capture_args a = { .ro = RESULT_OPTS_INIT };
+	enum proto_format format;
+	struct proto_request *req;
+	struct proto_capture_request *cap;
+	int opt, r = EXIT_OK;
+
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return fail(EXIT_ERROR, "internal", "out of memory");
+	req->cmd = PROTO_CMD_CAPTURE;
+	cap = a.cap = &req->capture;
+	cap->seconds = PROTO_SECONDS_DEFAULT;
+	cap->state_mask = THREAD_STATE_ALL;
+	cap->chain_depth = PROTO_CHAIN_DEPTH_DEFAULT;
+	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
+	while (r == EXIT_OK && (opt = getopt_long(argc, argv, "p:t:d:UK" RESULT_SHORT_OPTIONS,
+						  capture_options, NULL)) != -1)
+		r = capture_option(&a, opt, optarg);
+	if (r == EXIT_OK && optind < argc)
+		r = usage_error("unexpected argument '%s'", argv[optind]);
+	if (r == EXIT_OK)
+		r = capture_kind_check(cap, a.chain_depth);
+	if (r == EXIT_OK)
+		r = result_opts_format(&a.ro, &format);
+	if (r == EXIT_OK)
+		r = filter_args_copy(&a.filters, cap->comm, cap->grep, cap->exclude);
+	if (r == EXIT_OK) {
+		cap->format = format;
+		cap->render = a.ro.render;
+		r = capture_run(req, &a.ro);
+	}
+	free(req);
 	return r;
 }

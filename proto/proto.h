@@ -21,8 +21,9 @@
 #define PROTO_COMM_MAX	63   /* bytes of a comm filter, without the NUL */
 #define PROTO_REGEX_MAX 1023 /* bytes of a grep or exclude filter, without the NUL */
 
-#define PROTO_PID_MAX	  4194304 /* PID_MAX_LIMIT on 64-bit kernels */
-#define PROTO_SECONDS_MAX 86400	  /* of a capture or a latency recording */
+#define PROTO_PID_MAX	      4194304 /* PID_MAX_LIMIT on 64-bit kernels */
+#define PROTO_SECONDS_MAX     86400   /* of a capture or a latency recording */
+#define PROTO_SECONDS_DEFAULT 10
 
 /* A limit as a string literal, for messages that quote it:
  * PROTO_STR(PROTO_SECONDS_MAX) is "86400". */

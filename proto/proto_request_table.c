@@ -168,7 +168,7 @@ static const struct proto__field proto__capture_fields[] = {
 		PROTO__CAP(seconds),
 		.min = 1,
 		.max = PROTO_SECONDS_MAX,
-		.def = PROTO__SECONDS_DEFAULT,
+		.def = PROTO_SECONDS_DEFAULT,
 	},
 	PROTO__FILTER_FIELDS(struct proto_capture_request),
 	{
@@ -339,7 +339,7 @@ static const struct proto__field proto__latency_fields[] = {
 		PROTO__LAT(seconds),
 		.min = 1,
 		.max = PROTO_SECONDS_MAX,
-		.def = PROTO__SECONDS_DEFAULT,
+		.def = PROTO_SECONDS_DEFAULT,
 	},
 	{ .name = "snapshot", .kind = PROTO__KIND_BOOL, PROTO__LAT(snapshot) },
 };

@@ -14,7 +14,6 @@
 
 #include "proto.h"
 
-#define PROTO__SECONDS_DEFAULT 10
 /* Largest integer a JSON number (an IEEE double) carries exactly. */
 #define PROTO__JSON_INT_MAX    (UINT64_C(1) << 53)
 
