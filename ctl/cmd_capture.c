@@ -14,7 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "options.h"
+#include "output.h"
 #include "thread_state.h"
+#include "transact.h"
 
 /* proto's limits, as the messages quote them. */
 #define KIND_BIT(k)	  (UINT32_C(1) << PROTO_KIND_##k)

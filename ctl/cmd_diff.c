@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "flame_options.h"
+#include "offline.h"
+#include "options.h"
+#include "output.h"
 #include "render_output.h"
 #include "stack_filter.h"
 

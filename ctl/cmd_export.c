@@ -12,8 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "options.h"
+#include "output.h"
 #include "thread_state.h"
 #include "timearg.h"
+#include "transact.h"
 
 /*
  * --diff-against SPEC: "capture:ID", "lastNx" (up to the daemon's now, as

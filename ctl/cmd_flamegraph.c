@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "flame_options.h"
+#include "offline.h"
+#include "options.h"
 #include "render_output.h"
 #include "stack_filter.h"
 

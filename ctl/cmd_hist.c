@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "options.h"
+#include "transact.h"
+
 /* ---- hist ---- */
 
 #define HIST_BAR_WIDTH 40

@@ -16,6 +16,10 @@
 #include "flame_options.h"
 #include "latency.h"
 #include "latency_plot.h"
+#include "offline.h"
+#include "options.h"
+#include "output.h"
+#include "transact.h"
 
 /* latency: Intel PT function latency, from the daemon (--pid) or from a
  * stored trace (--from-trace, analysed here: ctl/latency.c). */

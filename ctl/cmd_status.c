@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "output.h"
+#include "transact.h"
+
 static uint64_t counter_value(const struct proto_status *st, const char *name)
 {
 	for (size_t i = 0; i < st->n_counters; i++)

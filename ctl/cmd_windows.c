@@ -11,6 +11,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "options.h"
+#include "transact.h"
+
 /* Local time as "2026-11-22 01:00:00". */
 static void format_local(int64_t ms, char *buf, size_t size)
 {

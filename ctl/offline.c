@@ -2,7 +2,7 @@
  * offline: what flamegraph and diff share: reading folded files, their
  * filters and flamegraph.pl's options, and drawing.
  */
-#include "ctl.h"
+#include "offline.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,9 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "flame_options.h"
-#include "render_output.h"
+#include "options.h"
 #include "pprof.h"
+#include "render_output.h"
 #include "stack_filter.h"
 #include "thread_state.h"
 

@@ -3,7 +3,7 @@
  * metrics, the output (RESULT_OPTIONS), stack filter (FILTER_OPTIONS) and
  * range (RANGE_OPTIONS) options, and times.
  */
-#include "ctl.h"
+#include "options.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "stack_filter.h"
 #include "timearg.h"
 

@@ -3,7 +3,7 @@
  * standard output, and the summaries capture and status print.
  */
 #define _GNU_SOURCE /* asprintf, open_memstream */
-#include "ctl.h"
+#include "output.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ctl.h"
 #include "pprof.h"
 #include "proto_samples.h"
 

@@ -3,7 +3,7 @@
  * the output mode (text or --json), one request and its reply, the
  * progress line and Ctrl-C of a running capture.
  */
-#include "ctl.h"
+#include "transact.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "client.h"
+#include "ctl.h"
 
 int fail(int code, const char *json_code, const char *fmt, ...)
 {
