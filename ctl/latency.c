@@ -13,9 +13,9 @@
 #include "elf_funcs.h"
 #include "frame.h"
 #include "latency_plot.h"
-#include "proto.h"
 #include "pt_decode.h"
 #include "pt_latency.h"
+#include "proto.h"
 #include "pt_trace.h"
 #include "symbolizer.h"
 
