@@ -64,7 +64,7 @@ if [[ ! -x $render ]]; then
 	if [[ -f $root/render/flame_svg.c && -f $build/render/flame_js.c ]]; then
 		svg=("$root/render/flame_svg.c" "$build/render/flame_js.c")
 	fi
-	${CC:-cc} -std=gnu11 -O2 -I"$root/render" -o "$render" "$root/bench/flame_render.c" \
+	${CC:-cc} -std=gnu11 -O2 -I"$root/render" -I"$root/common" -o "$render" "$root/bench/flame_render.c" \
 		"$root/render/flame.c" "$root/render/flame_speedscope.c" "${svg[@]}" -lm
 fi
 ctl=$build/ctl/offcpuctl

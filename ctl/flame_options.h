@@ -3,7 +3,7 @@
  * flamegraph and diff, so that a flamegraph.pl command line works with
  * them: each one supported with flamegraph.pl's meaning, or refused with a
  * message that names what to use instead. The options offcpuctl shares
- * with the daemon (--title, --width, --minwidth, ...) stay in offcpuctl.c.
+ * with the daemon (--title, --width, --minwidth, ...) stay in options.c.
  */
 #ifndef FLAME_OPTIONS_H
 #define FLAME_OPTIONS_H
@@ -16,7 +16,7 @@
 #include "flame_palette.h"
 
 enum {
-	OPT_PL_COLORS = 1000, /* above offcpuctl.c's option numbers */
+	OPT_PL_COLORS = 1000, /* above the other option numbers (ctl.h) */
 	OPT_PL_BGCOLORS,
 	OPT_PL_HASH,
 	OPT_PL_RANDOM,

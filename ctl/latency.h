@@ -4,7 +4,7 @@
  * mapped files (elf_funcs), decodes (pt_decode), names callees with the
  * symbolizer, and formats the report, the timeline (text, or an SVG plot:
  * render/latency_plot.h) or the latency flame graph (folded, ns). Called
- * by offcpuctl.c; does not log or exit.
+ * by offcpuctl latency (cmd_latency.c); does not log or exit.
  */
 #ifndef LATENCY_H
 #define LATENCY_H

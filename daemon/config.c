@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto.h" /* enum proto_kind only: the JSON code is not linked */
+#include "kind.h"
 #include "thread_state.h"
 
 /* Far above any real configuration; stops a wrong path (a log, /dev/zero)
@@ -87,19 +87,6 @@ static const char *const unwind_names[] = { "dwarf", "fp", NULL };
 static const char *const pt_event_names[] = { "intel_pt", "sideband", NULL };
 static const char *const stacks_names[] = { "sampled", "exact", NULL };
 static const char *const sampled_walk_names[] = { "auto", "switch-out", NULL };
-
-/* The profile kinds as the protocol spells them (proto_kind_name() in
- * proto/proto.c); repeated here so the daemon's configuration does not pull
- * in the JSON code. */
-static const struct {
-	const char *name;
-	enum proto_kind kind;
-} kind_names[] = {
-	{ "offcpu", PROTO_KIND_OFFCPU },   { "wakeup", PROTO_KIND_WAKEUP },
-	{ "offwake", PROTO_KIND_OFFWAKE }, { "chain", PROTO_KIND_CHAIN },
-	{ "runq", PROTO_KIND_RUNQ },	   { "oncpu", PROTO_KIND_ONCPU },
-	{ "bio", PROTO_KIND_BIO },	   { "fileio", PROTO_KIND_FILEIO },
-};
 
 static const struct key keys[] = {
 	KEY(socket_path, KEY_PATH, char *, 0, FIELD_SIZE(socket_path)),
@@ -465,8 +452,8 @@ static bool word_is(const char *s, size_t len, const char *word)
 	return strlen(word) == len && !strncasecmp(s, word, len);
 }
 
-/* "offcpu, runq": names of kind_names[], case-insensitive, blanks around
- * them allowed, none empty. Repeats are harmless. */
+/* "offcpu, runq": names of kinds (proto_kind_names[]), case-insensitive,
+ * blanks around them allowed, none empty. Repeats are harmless. */
 static int parse_kinds(const char *s, size_t len, uint32_t *ret)
 {
 	const char *end = s + len;
@@ -478,12 +465,12 @@ static int parse_kinds(const char *s, size_t len, uint32_t *ret)
 		const char *name = skip_space(s, name_end);
 		size_t name_len = trim_end(name, name_end) - name, i;
 
-		for (i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++)
-			if (word_is(name, name_len, kind_names[i].name))
+		for (i = 0; proto_kind_names[i]; i++)
+			if (word_is(name, name_len, proto_kind_names[i]))
 				break;
-		if (i == sizeof(kind_names) / sizeof(kind_names[0]))
+		if (!proto_kind_names[i])
 			return -EINVAL;
-		mask |= UINT32_C(1) << kind_names[i].kind;
+		mask |= UINT32_C(1) << i;
 		if (!comma)
 			break;
 		s = comma + 1;

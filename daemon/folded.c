@@ -1,5 +1,4 @@
 /* folded: see folded.h. Lines are collected, then sorted and merged once. */
-#define _GNU_SOURCE /* asprintf */
 #include "folded.h"
 
 #include <errno.h>
@@ -8,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h" /* PROTO_ONCPU_FRAME */
+#include "folded_line.h"
+#include "kind.h"
+
+_Static_assert(KIND_IO_STATE_QUEUE == OFFCPU_IO_STATE_QUEUE, "a bio row's queue state");
 
 struct folded_line {
 	char *stack;
@@ -53,40 +55,20 @@ static void comm_sanitize(char *dst, size_t size, const char *comm)
 int folded_add(struct folded *f, const struct folded_stack *st, bool want_user, bool want_kernel,
 	       uint64_t value)
 {
-	char name[64], *line = NULL;
-	const char *chain = st->chain ? st->chain : "";
-	const char *ustack = st->ustack, *kstack = st->kstack;
-	int n;
+	struct folded_line_row row = {
+		.kind = st->kind,
+		.state = st->state,
+		.ustack = st->ustack,
+		.kstack = st->kstack,
+		.chain = st->chain,
+		.want_user = want_user,
+		.want_kernel = want_kernel,
+	};
+	char name[64], *line;
 
 	comm_sanitize(name, sizeof(name), st->comm);
-	if (st->kind == OFFCPU_KIND_WAKEUP)
-		n = asprintf(&line, "%s;%s", name, chain);
-	else if (want_user && want_kernel)
-		n = asprintf(&line, "%s%s%s;-%s%s", name, *ustack ? ";" : "", ustack,
-			     *kstack ? ";" : "", kstack);
-	else if (want_user)
-		n = asprintf(&line, "%s%s%s", name, *ustack ? ";" : "", ustack);
-	else
-		n = asprintf(&line, "%s%s%s", name, *kstack ? ";" : "", kstack);
-	if (n >= 0 && (st->kind == OFFCPU_KIND_OFFWAKE || st->kind == OFFCPU_KIND_CHAIN)) {
-		char *longer = NULL;
-
-		n = asprintf(&longer, "%s;--;%s", line, chain);
-		free(line);
-		line = longer;
-	} else if (n >= 0 &&
-		   (st->kind == OFFCPU_KIND_RUNQ || st->kind == OFFCPU_KIND_ONCPU ||
-		    (st->kind == OFFCPU_KIND_BIO && st->state == OFFCPU_IO_STATE_QUEUE))) {
-		char *longer = NULL;
-
-		n = asprintf(&longer, "%s;%s", line,
-			     st->kind == OFFCPU_KIND_RUNQ    ? "[runqueue]"
-			     : st->kind == OFFCPU_KIND_ONCPU ? PROTO_ONCPU_FRAME
-							     : "[queued]");
-		free(line);
-		line = longer;
-	}
-	if (n < 0)
+	line = folded_line_format(name, &row);
+	if (!line)
 		return -ENOMEM;
 
 	if (f->n == f->cap) {

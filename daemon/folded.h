@@ -33,14 +33,7 @@ struct folded_stack {
 };
 
 /*
- * Adds one stack in its kind's layout:
- *   offcpu   comm;user;-;kernel
- *   runq     comm;user;-;kernel;[runqueue]
- *   oncpu    comm;user;-;kernel;[on-cpu]
- *   bio      comm;user;-;kernel            (device time; queue time ends ;[queued])
- *   fileio   comm;user;-;kernel
- *   wakeup   comm;chain                  (the waker part only)
- *   offwake  comm;user;-;kernel;--;chain (also chain: levels are in chain)
+ * Adds one stack in its kind's layout (common/folded_line.h).
  * want_user/want_kernel say which target parts were collected. value is in
  * any unit; folded_text() converts. Returns 0 or -ENOMEM.
  */

@@ -43,7 +43,7 @@ int profile_add(struct profile *p, const struct drain_row *row);
 int profile_add_row(struct profile *p, const struct profile_row *row);
 
 /* profile_add_row() with the source lines cut from the frames
- * (proto/frame.h), so rows that differ only in lines are summed. */
+ * (common/frame.h), so rows that differ only in lines are summed. */
 int profile_add_row_without_lines(struct profile *p, const struct profile_row *row);
 
 /* A copy of p without source lines, as above. Returns 0 or -ENOMEM. */

@@ -2,8 +2,9 @@
  * proto: the offcpud socket protocol, version 1 (spec: proto/PROTOCOL.md).
  * The only module that touches JSON. Used by the daemon (parse requests,
  * format replies) and by offcpuctl (format requests, parse replies).
- * Each request's fields are described once, in a table in proto.c that drives
- * both parsing and validation; unknown fields are rejected. Does not log.
+ * Each request's fields are described once, in a table
+ * (proto_request_table.c) that drives both parsing and validation; unknown
+ * fields are rejected. Does not log.
  * Framing: one JSON object per line, '\n' terminated, both directions.
  */
 #ifndef PROTO_H
@@ -13,10 +14,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kind.h" /* enum proto_kind, proto_palette, proto_metric */
+
 #define PROTO_VERSION	1
 #define PROTO_MAX_IDS	256  /* pids or tids in one capture or export request */
 #define PROTO_COMM_MAX	63   /* bytes of a comm filter, without the NUL */
 #define PROTO_REGEX_MAX 1023 /* bytes of a grep or exclude filter, without the NUL */
+
+#define PROTO_PID_MAX	      4194304 /* PID_MAX_LIMIT on 64-bit kernels */
+#define PROTO_SECONDS_MAX     86400   /* of a capture or a latency recording */
+#define PROTO_SECONDS_DEFAULT 10
+
+/* A limit as a string literal, for messages that quote it:
+ * PROTO_STR(PROTO_SECONDS_MAX) is "86400". */
+#define PROTO_STR(x)  PROTO__STR(x)
+#define PROTO__STR(x) #x
 
 /* Render options' limits; strings in bytes, without the NUL. */
 #define PROTO_TITLE_MAX	       127 /* title, subtitle */
@@ -45,35 +57,6 @@ enum proto_cmd {
 	PROTO_CMD_HEATMAP, /* per-window totals of stored windows (proto_heatmap.h) */
 };
 
-/*
- * What a profile records: whose stacks, and what time they are charged.
- * The values equal enum offcpu_kind in bpf/offcpu.h (the daemon
- * static-asserts it); the names are proto_kind_name()'s.
- */
-enum proto_kind {
-	PROTO_KIND_OFFCPU,  /* "offcpu": target stacks; switch-out to switch-in */
-	PROTO_KIND_WAKEUP,  /* "wakeup": the waker's stacks; blocked time */
-	PROTO_KIND_OFFWAKE, /* "offwake": target stacks, "--", the waker's; blocked time */
-	PROTO_KIND_CHAIN,   /* "chain": off-wake through chain_depth waker levels */
-	PROTO_KIND_RUNQ,    /* "runq": target stacks; run-queue wait (woken to running) */
-	PROTO_KIND_ONCPU,   /* "oncpu": stacks sampled on CPU; samples x period */
-	PROTO_KIND_BIO,	    /* "bio": block requests by issuing stacks; state D device
-			     * time (issue to completion), R queue time (insert to issue) */
-	PROTO_KIND_FILEIO,  /* "fileio": read/write/fsync syscalls by user stack; latency */
-};
-
-/* What a flame graph's widths measure: the rows' time, events or bytes
- * (bytes: I/O kinds only). */
-enum proto_metric {
-	PROTO_METRIC_TIME,
-	PROTO_METRIC_COUNT,
-	PROTO_METRIC_BYTES,
-};
-
-/* The leaf frame that marks on-CPU time in folded lines, flame graphs and
- * pprof (kind oncpu rows), so hot/cold graphs tell it from off-CPU time. */
-#define PROTO_ONCPU_FRAME "[on-cpu]"
-
 enum proto_stacks {
 	PROTO_STACKS_BOTH,
 	PROTO_STACKS_USER,
@@ -85,16 +68,6 @@ enum proto_format {
 	PROTO_FORMAT_JSON,
 	PROTO_FORMAT_SVG,	 /* a flame graph, rendered by the daemon */
 	PROTO_FORMAT_SPEEDSCOPE, /* speedscope's JSON file format */
-};
-
-enum proto_palette {
-	PROTO_PALETTE_AUTO, /* the daemon picks: diff for a differential export, else io */
-	PROTO_PALETTE_HOT,
-	PROTO_PALETTE_IO,
-	PROTO_PALETTE_WAKEUP,
-	PROTO_PALETTE_CHAIN,
-	PROTO_PALETTE_DIFF,
-	PROTO_PALETTE_HOTCOLD, /* on-CPU ("[on-cpu]" leaves) warm, off-CPU cool */
 };
 
 /* How an svg is drawn; speedscope uses only title (as the profile's name),
@@ -121,7 +94,7 @@ struct proto_capture_request {
 	uint32_t state_mask;   /* thread_state bits; default: all */
 	uint64_t min_block_us; /* default 0 */
 	uint64_t max_block_us; /* 0: no upper bound */
-	/* Stack filters (proto/stack_filter.h), which the daemon applies to
+	/* Stack filters (common/stack_filter.h), which the daemon applies to
 	 * the result; the kernel applies pids, tids and states. */
 	char comm[PROTO_COMM_MAX + 1];	   /* exact thread name; "": all */
 	char grep[PROTO_REGEX_MAX + 1];	   /* POSIX ERE, per frame; "": no filter */
@@ -141,7 +114,7 @@ struct proto_capture_request {
 	/* Request-synchronous: only off-CPU time inside these functions counts. */
 	char requests[PROTO_MAX_REQUESTS][PROTO_REQUEST_SPEC_MAX + 1]; /* "SYMBOL[@BINARY]" */
 	size_t n_requests;
-	uint32_t lines; /* bool: frames keep their source lines (proto/frame.h) */
+	uint32_t lines; /* bool: frames keep their source lines (common/frame.h) */
 };
 
 /* Times are CLOCK_REALTIME in unix milliseconds; requests take 0..2^53. */
@@ -548,20 +521,8 @@ char *proto_reply_pt_trace(const struct proto_pt_trace_result *r);
 /* The enum value that a request spells name ("svg", "hot", ...), or -EINVAL. */
 int proto_format_from_name(const char *name);
 int proto_palette_from_name(const char *name);
-int proto_kind_from_name(const char *name);
-
-/* The name of an enum proto_kind value ("offcpu", ...); "?" if out of range. */
-const char *proto_kind_name(unsigned kind);
 
 int proto_metric_from_name(const char *name);
-
-/* The unit a folded line's value is in for this metric ("us", "I/Os", "bytes"). */
-const char *proto_metric_unit(enum proto_metric metric);
-
-/* The palette and default title a graph of this kind is drawn with;
- * oncpu: with on-CPU samples beside (hot/cold, kind offcpu). */
-enum proto_palette proto_palette_of_kind(enum proto_kind kind, bool oncpu);
-const char *proto_title_of_kind(enum proto_kind kind, bool oncpu);
 
 /*
  * Reads a render minwidth: a non-negative decimal ("0.1", pixels), or one
@@ -585,7 +546,7 @@ struct proto_reply {
 	size_t n_windows;
 	struct proto_export_result export;   /* cmd == EXPORT; samples not parsed */
 	struct proto_hist_result hist;	     /* cmd == HIST; processes owned by the reply */
-	struct proto_latency_result latency; /* cmd == LATENCY; figures only (see proto.c) */
+	struct proto_latency_result latency; /* cmd == LATENCY; figures only (proto_reply_parse.c) */
 	bool has_trace;			     /* cmd == LATENCY from a PT session: */
 	struct proto_pt_trace_result trace;  /* what it recorded (latency then empty) */
 };

@@ -2,7 +2,7 @@
  * proto_heatmap: the reply to "heatmap" (PROTOCOL.md): the off-CPU time of
  * each stored window by row, sparse, as compact arrays, since a day of 10 s
  * windows is 8,640 columns. The request is parsed with the others in
- * proto.c. Used by the daemon (history.c); offcpuctl serve passes the reply
+ * proto_request.c. Used by the daemon (history.c); offcpuctl serve passes the reply
  * to the browser as it is. Does not log.
  */
 #ifndef PROTO_HEATMAP_H

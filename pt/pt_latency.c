@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
+
 _Static_assert(PT_LATENCY_HIST_BUCKETS == 64, "a bucket per bit of a u64 latency");
 
 struct pt_frame {
@@ -48,33 +50,12 @@ struct pt_latency {
 	size_t n_calls, cap_calls;
 };
 
-static int pt_grow_slow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 16;
-	void *q;
-
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
-/* Makes room for need elements of size bytes in *p (capacity *cap). */
-static inline int pt_grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	return need <= *cap ? 0 : pt_grow_slow(p, cap, need, size);
-}
-
 int pt_latency_new(const struct pt_trace *t, uint64_t target_ip, uint64_t min_ns, uint64_t max_ns,
 		   struct pt_latency **ret)
 {
 	struct pt_latency *a = calloc(1, sizeof(*a));
 
-	if (!a || pt_grow((void **)&a->nodes, &a->cap_nodes, 1, sizeof(*a->nodes)) < 0) {
+	if (!a || array_grow(&a->nodes, &a->cap_nodes, 1, sizeof(*a->nodes), 0) < 0) {
 		free(a);
 		return -ENOMEM;
 	}
@@ -161,7 +142,7 @@ static int pt_node_child(struct pt_latency *a, int parent, uint64_t ip)
 	for (i = a->nodes[parent].first_child; i >= 0; i = a->nodes[i].next_sibling)
 		if (a->nodes[i].ip == ip)
 			return i;
-	if (pt_grow((void **)&a->nodes, &a->cap_nodes, a->n_nodes + 1, sizeof(*a->nodes)) < 0)
+	if (array_grow(&a->nodes, &a->cap_nodes, a->n_nodes + 1, sizeof(*a->nodes), 0) < 0)
 		return -ENOMEM;
 	i = a->n_nodes++;
 	a->nodes[i] = (struct pt_node){ .ip = ip,
@@ -221,7 +202,7 @@ static void pt_call_done(struct pt_latency *a, uint64_t start_ns, uint64_t laten
 		s->min_ns = latency_ns;
 	if (latency_ns > s->max_ns)
 		s->max_ns = latency_ns;
-	if (pt_grow((void **)&a->calls, &a->cap_calls, a->n_calls + 1, sizeof(*a->calls)) == 0)
+	if (array_grow(&a->calls, &a->cap_calls, a->n_calls + 1, sizeof(*a->calls), 0) == 0)
 		a->calls[a->n_calls++] = (struct pt_latency_call){
 			.tid = a->tid,
 			.start_ns = start_ns,
@@ -248,8 +229,7 @@ int pt_latency_leave(struct pt_latency *a, uint64_t tsc)
 		return 0;
 	total = tsc > f->start_tsc ? pt_ns(a, tsc) - f->start_ns : 0;
 	off = pt_off_cpu_ns(a, f->start_tsc, tsc);
-	if (pt_grow((void **)&a->scratch, &a->cap_scratch, a->n_scratch + 1, sizeof(*a->scratch)) <
-	    0)
+	if (array_grow(&a->scratch, &a->cap_scratch, a->n_scratch + 1, sizeof(*a->scratch), 0) < 0)
 		return -ENOMEM;
 	a->scratch[a->n_scratch++] = (struct pt_contrib){
 		.node = f->node,

@@ -23,31 +23,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
+
 #define PT_TRACE_MAGIC	  "OFFCPUPT"
 #define PT_TRACE_VERSION  1
 #define PT_TRACE_PATH_MAX 4096
 
 enum { PT_REC_MAP = 1, PT_REC_SWITCH = 2, PT_REC_STREAM = 3 };
 
-static int pt_trace_grow(void **p, size_t n, size_t size)
-{
-	void *q;
-
-	if (n & (n - 1)) /* capacity doubles at powers of two */
-		return 0;
-	q = realloc(*p, (n ? n * 2 : 4) * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	return 0;
-}
-
 int pt_trace_add_map(struct pt_trace *t, uint64_t start, uint64_t end, uint64_t pgoff,
 		     const char *path, const char *build_id)
 {
 	struct pt_trace_map m = { .start = start, .end = end, .pgoff = pgoff };
 
-	if (pt_trace_grow((void **)&t->maps, t->n_maps, sizeof(*t->maps)) < 0)
+	if (array_grow(&t->maps, &t->cap_maps, t->n_maps + 1, sizeof(*t->maps), 4) < 0)
 		return -ENOMEM;
 	m.path = strdup(path);
 	m.build_id = strdup(build_id ? build_id : "");
@@ -73,7 +62,8 @@ void pt_trace_build_id_hex(const uint8_t *id, size_t n, char *out)
 
 int pt_trace_add_switch(struct pt_trace *t, uint64_t time_ns, uint32_t tid, int out)
 {
-	if (pt_trace_grow((void **)&t->switches, t->n_switches, sizeof(*t->switches)) < 0)
+	if (array_grow(&t->switches, &t->cap_switches, t->n_switches + 1, sizeof(*t->switches), 4) <
+	    0)
 		return -ENOMEM;
 	t->switches[t->n_switches++] =
 		(struct pt_trace_switch){ .time_ns = time_ns, .tid = tid, .out = !!out };
@@ -84,7 +74,7 @@ int pt_trace_add_stream(struct pt_trace *t, uint32_t tid, const void *data, size
 {
 	struct pt_trace_stream s = { .tid = tid, .size = size };
 
-	if (pt_trace_grow((void **)&t->streams, t->n_streams, sizeof(*t->streams)) < 0)
+	if (array_grow(&t->streams, &t->cap_streams, t->n_streams + 1, sizeof(*t->streams), 4) < 0)
 		return -ENOMEM;
 	s.data = malloc(size ? size : 1);
 	if (!s.data)

@@ -58,11 +58,11 @@ struct pt_trace_stream {
 struct pt_trace {
 	struct pt_trace_meta meta;
 	struct pt_trace_map *maps;
-	size_t n_maps;
+	size_t n_maps, cap_maps;
 	struct pt_trace_switch *switches; /* sorted by (tid, time_ns) once read */
-	size_t n_switches;
+	size_t n_switches, cap_switches;
 	struct pt_trace_stream *streams;
-	size_t n_streams;
+	size_t n_streams, cap_streams;
 };
 
 /* A build-id as pt_trace_map keeps it: n bytes of id as lower-case hex

@@ -24,6 +24,8 @@
 #include <sys/mman.h>
 #include <sys/types.h>
 
+#include "array.h"
+
 #define KERNEL_BIT  0x80000000u /* in build_node.name */
 #define DIFF_BIT    0x40000000u /* in build_node.name: on a 3-column line's path */
 #define NAME_MASK   0x3fffffffu /* build_node.name's string id */
@@ -196,20 +198,6 @@ static void child_table_free(struct flame *f)
 	f->child_slots = NULL;
 }
 
-static void *grow_array(void *p, size_t *cap, size_t need, size_t size)
-{
-	size_t c = *cap ? *cap : 16;
-
-	while (c < need)
-		c *= 2;
-	if (c == *cap)
-		return p;
-	p = reallocarray(p, c, size);
-	if (p)
-		*cap = c;
-	return p;
-}
-
 static void strtab_free(struct strtab *t)
 {
 	struct chunk *c, *next;
@@ -296,11 +284,9 @@ static int strtab_intern(struct strtab *t, const char *p, size_t len, uint32_t *
 	}
 	if (t->n == t->cap) {
 		size_t cap = t->cap;
-		struct str *strs = grow_array(t->strs, &cap, (size_t)t->n + 1, sizeof(*strs));
 
-		if (!strs)
+		if (array_grow(&t->strs, &cap, (size_t)t->n + 1, sizeof(*t->strs), 0) < 0)
 			return -ENOMEM;
-		t->strs = strs;
 		t->cap = cap;
 	}
 	s = strtab_store(t, p, len);
@@ -476,13 +462,8 @@ static ssize_t split_frames(struct flame *f, const char *p, size_t len)
 		const char *semi = memchr(p, ';', (size_t)(end - p));
 		const char *e = semi ? semi : end;
 
-		if (n == f->frames_cap) {
-			struct span *fr = grow_array(f->frames, &f->frames_cap, n + 1, sizeof(*fr));
-
-			if (!fr)
-				return -ENOMEM;
-			f->frames = fr;
-		}
+		if (array_grow(&f->frames, &f->frames_cap, n + 1, sizeof(*f->frames), 0) < 0)
+			return -ENOMEM;
 		f->frames[n++] = (struct span){ p, (size_t)(e - p) };
 		if (!semi)
 			break;
@@ -505,10 +486,9 @@ static char *strip_hex(const char *p, size_t len, char **buf, size_t *cap, size_
 	size_t n = 0;
 	char *b;
 
-	b = grow_array(*buf, cap, len * 2 + 8, 1);
-	if (!b)
+	if (array_grow(buf, cap, len * 2 + 8, 1, 0) < 0)
 		return NULL;
-	*buf = b;
+	b = *buf;
 	for (size_t i = 0; i < len;) {
 		if (p[i] == '0' && i + 2 < len && p[i + 1] == 'x' && is_hex(p[i + 2])) {
 			memcpy(b + n, "0x...", 5);
@@ -725,13 +705,8 @@ static int tree_add(struct flame *f, const struct line *l)
 			f->nodes[0].name |= DIFF_BIT;
 		return 0;
 	}
-	if ((size_t)n + 1 > f->path_cap) {
-		uint32_t *path = grow_array(f->path, &f->path_cap, (size_t)n + 1, sizeof(*path));
-
-		if (!path)
-			return -ENOMEM;
-		f->path = path;
-	}
+	if (array_grow(&f->path, &f->path_cap, (size_t)n + 1, sizeof(*f->path), 0) < 0)
+		return -ENOMEM;
 	len = (size_t)(f->frames[n - 1].p - l->stack) + f->frames[n - 1].len;
 	shared = shared_frames(f, l->stack, len, (size_t)n);
 	if (shared >= f->path_len) /* a line cut short by ENOMEM */
@@ -791,13 +766,8 @@ static int tree_add(struct flame *f, const struct line *l)
 				f->nodes[f->path[depth]].name |= KERNEL_BIT;
 		}
 	}
-	if (len > f->prev_cap) {
-		char *prev = grow_array(f->prev, &f->prev_cap, len, 1);
-
-		if (!prev)
-			return -ENOMEM;
-		f->prev = prev;
-	}
+	if (array_grow(&f->prev, &f->prev_cap, len, 1, 0) < 0)
+		return -ENOMEM;
 	memcpy(f->prev, l->stack, len);
 	f->prev_len = len;
 	f->path_len = (size_t)n + 1;
@@ -1199,16 +1169,13 @@ static int diff_read(struct strtab *t, double **counts, size_t *cap, int side, c
 		if (r < 0)
 			break;
 		if ((size_t)id * 2 + 2 > *cap) {
-			size_t c = *cap;
-			double *d = grow_array(*counts, &c, (size_t)id * 2 + 2, sizeof(*d));
+			size_t old = *cap;
 
-			if (!d) {
+			if (array_grow(counts, cap, (size_t)id * 2 + 2, sizeof(**counts), 0) < 0) {
 				r = -ENOMEM;
 				break;
 			}
-			memset(d + *cap, 0, (c - *cap) * sizeof(*d));
-			*counts = d;
-			*cap = c;
+			memset(*counts + old, 0, (*cap - old) * sizeof(**counts));
 		}
 		(*counts)[(size_t)id * 2 + side] += l.count;
 	}
@@ -1264,11 +1231,8 @@ char *flame_diff_folded(const char *old_text, size_t old_len, const char *new_te
 	for (uint32_t i = 0; i < t.n; i++) {
 		const struct str *s = &t.strs[order[i]];
 		const double *c = &counts[(size_t)order[i] * 2];
-		char *o = grow_array(out, &size, at + s->len + 2 * COUNT_MAX + 3, 1);
-
-		if (!o)
+		if (array_grow(&out, &size, at + s->len + 2 * COUNT_MAX + 3, 1, 0) < 0)
 			goto fail;
-		out = o;
 		memcpy(out + at, s->s, s->len);
 		at += s->len;
 		out[at++] = ' ';

@@ -78,10 +78,6 @@ int flame_parse(struct flame *f, const char *text, size_t len);
 const struct flame_node *flame_root(struct flame *f);
 const struct flame_parse_stats *flame_stats(const struct flame *f);
 
-/* The leaf that marks on-CPU time in hot/cold graphs; the protocol's
- * PROTO_ONCPU_FRAME (this library does not depend on the protocol). */
-#define FLAME_ONCPU_FRAME "[on-cpu]"
-
 enum flame_palette {
 	FLAME_PALETTE_HOT,     /* on-CPU: warm reds and yellows */
 	FLAME_PALETTE_IO,      /* off-CPU: blues */

@@ -342,7 +342,7 @@ static size_t enc_row_frames(struct enc *e, const struct proto_sample *r)
 	if (!strcmp(kind, "runq")) {
 		enc_push(e, &n, "[runqueue]");
 	} else if (!strcmp(kind, "oncpu")) {
-		enc_push(e, &n, PROTO_ONCPU_FRAME);
+		enc_push(e, &n, KIND_FRAME_ONCPU);
 	} else if (!strcmp(kind, "offwake") || !strcmp(kind, "chain")) {
 		enc_push(e, &n, "--");
 		enc_push_chain(e, &n, r);

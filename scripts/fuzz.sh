@@ -13,16 +13,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 all_targets=(proto_request proto_reply folded config stack_filter pt_trace pt_perf)
-# What each harness links: the libraries proto/ and render/ whole (as
-# CMake builds them, so a file added to them needs no change here), or
+# What each harness links: the libraries common/, proto/ and render/ whole
+# (as CMake builds them, so a file added to them needs no change here), or
 # the few files a module needs.
-proto_src=$(echo proto/*.c)
+proto_src=$(echo proto/*.c common/*.c)
 declare -A sources=(
 	[proto_request]="$proto_src"
 	[proto_reply]="$proto_src"
 	[folded]="$(echo render/*.c) build-fuzz/flame_js.c $proto_src"
-	[config]="daemon/config.c proto/thread_state.c"
-	[stack_filter]="proto/stack_filter.c proto/frame.c proto/thread_state.c"
+	[config]="daemon/config.c common/thread_state.c common/kind.c"
+	[stack_filter]="$(echo common/stack_filter.c common/frame.c common/thread_state.c \
+		common/folded_line.c common/kind.c)"
 	[pt_trace]="pt/pt_trace.c pt/pt_decode.c pt/pt_latency.c"
 	[pt_perf]="pt/pt_perf.c pt/pt_trace.c"
 )
@@ -47,7 +48,7 @@ done
 out=build-fuzz
 cc=${FUZZ_CC:-clang}
 cflags=(-std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-	-Wall -Wextra -Iproto -Irender -Idaemon -Ipt)
+	-Wall -Wextra -Icommon -Iproto -Irender -Idaemon -Ipt)
 libs=(-lcjson -lz -lm -lipt)
 mkdir -p "$out/obj"
 

@@ -2,7 +2,7 @@
  * debuginfo: the DWARF of one ELF file, through libdwfl, turned into frame
  * names: the function at an address, the functions inlined there
  * (innermost last, marked " [inlined]") and source lines (" (file:line)",
- * see proto/frame.h). DWARF comes from the file itself or from a separate
+ * see common/frame.h). DWARF comes from the file itself or from a separate
  * debug file that libdwfl's standard search finds: by build-id under
  * DEBUG_ROOT/.build-id/xx/rest.debug, else by .gnu_debuglink (CRC checked)
  * next to the file, in its .debug directory and under DEBUG_ROOT. Used by

@@ -11,6 +11,7 @@
 #endif
 #include "elf_funcs.h"
 
+#include "array.h"
 #include "demangle.h"
 #include "proc_maps.h"
 
@@ -55,25 +56,6 @@ __attribute__((format(printf, 3, 4))) static void ef_err(char *err, size_t size,
 	va_start(ap, fmt);
 	vsnprintf(err, size, fmt, ap);
 	va_end(ap);
-}
-
-/* Growable arrays: *p holds *cap elements of size each; grows to hold need. */
-static int ef_grow(void *p, size_t *cap, size_t need, size_t size)
-{
-	void **ptr = p;
-	size_t n = *cap ? *cap : 16;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = reallocarray(*ptr, n, size);
-	if (!q)
-		return -ENOMEM;
-	*ptr = q;
-	*cap = n;
-	return 0;
 }
 
 /*
@@ -455,7 +437,7 @@ static int ef_match_visit(void *arg, const struct ef_sym *s)
 		c->truncated = true;
 		return 1;
 	}
-	if (ef_grow(&c->syms, &c->cap, c->n + 1, sizeof(*c->syms)) < 0)
+	if (array_grow(&c->syms, &c->cap, c->n + 1, sizeof(*c->syms), 16) < 0)
 		return -ENOMEM;
 	c->syms[c->n++] = *s;
 	return 0;
@@ -761,7 +743,7 @@ static int ef_paths_add(struct ef_paths *p, const char *prefix, const char *path
 		if (!strncmp(p->v[i], prefix, strlen(prefix)) &&
 		    !strcmp(p->v[i] + strlen(prefix), path))
 			return 0;
-	if (ef_grow(&p->v, &p->cap, p->n + 1, sizeof(*p->v)) < 0)
+	if (array_grow(&p->v, &p->cap, p->n + 1, sizeof(*p->v), 16) < 0)
 		return -ENOMEM;
 	if (asprintf(&s, "%s%s", prefix, path) < 0)
 		return -ENOMEM;

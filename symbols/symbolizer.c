@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "debuginfo.h"
 #include "demangle.h"
 #include "elf_build_id.h"
@@ -142,25 +143,6 @@ struct symbolizer {
 	uint64_t elf_serial;
 };
 
-/* Grows *p (holding *cap elements of size each) to hold at least need. */
-static int sym_grow(void *p, size_t *cap, size_t need, size_t size, size_t initial)
-{
-	void **ptr = p;
-	size_t n = *cap ? *cap : initial;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = reallocarray(*ptr, n, size);
-	if (!q)
-		return -ENOMEM;
-	*ptr = q;
-	*cap = n;
-	return 0;
-}
-
 /* Appends a string of len bytes plus a NUL; returns its offset or -errno. */
 static int64_t sym_strbuf_add(char **buf, size_t *len_used, size_t *cap, size_t max, const char *s,
 			      size_t len)
@@ -169,7 +151,7 @@ static int64_t sym_strbuf_add(char **buf, size_t *len_used, size_t *cap, size_t 
 
 	if (len >= max - off)
 		return -E2BIG;
-	if (sym_grow(buf, cap, off + len + 1, 1, 16384) < 0)
+	if (array_grow(buf, cap, off + len + 1, 1, 16384) < 0)
 		return -ENOMEM;
 	memcpy(*buf + off, s, len);
 	(*buf)[off + len] = '\0';
@@ -204,7 +186,7 @@ static int sym_table_add(struct sym_table *t, uint64_t addr, uint64_t size, unsi
 
 	if (t->n_funcs >= SYM_TABLE_MAX)
 		return -E2BIG;
-	if (sym_grow(&t->funcs, &t->cap_funcs, t->n_funcs + 1, sizeof(*t->funcs), 1024) < 0)
+	if (array_grow(&t->funcs, &t->cap_funcs, t->n_funcs + 1, sizeof(*t->funcs), 1024) < 0)
 		return -ENOMEM;
 	off = sym_strbuf_add(&t->names, &t->names_len, &t->names_cap, SYM_NAMES_MAX_BYTES, name,
 			     len);
@@ -721,7 +703,7 @@ static int sym_proc_parse_line(void *arg, char *line)
 
 	if (!proc_maps_parse(line, &m) || !proc_map_exec(&m) || p->n_maps >= SYM_PROC_MAPS_MAX)
 		return 0;
-	if (sym_grow(&p->maps, &p->cap_maps, p->n_maps + 1, sizeof(*p->maps), 16) < 0)
+	if (array_grow(&p->maps, &p->cap_maps, p->n_maps + 1, sizeof(*p->maps), 16) < 0)
 		return -ENOMEM;
 	off = sym_strbuf_add(&p->paths, &p->paths_len, &p->paths_cap, UINT32_MAX, m.path,
 			     strlen(m.path));

@@ -56,7 +56,7 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t siz
  * Same for an address in process tgid's user address space, where one
  * address may name several frames: with DWARF, the function and the
  * functions inlined into it at addr, written ';'-joined root to leaf, the
- * inlined ones marked and each with its source line (proto/frame.h); else
+ * inlined ones marked and each with its source line (common/frame.h); else
  * the ELF symbol. C++ names are demangled. A name holds no ';'. Results are
  * cached per ELF file and address. Returns 0 if named, -ENOENT if written as
  * module+0xOFFSET, [vdso] (a special mapping's name) or [unknown: WHY].

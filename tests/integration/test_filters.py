@@ -1,6 +1,6 @@
 """Stack filters (--comm, --grep, --exclude) in the daemon's captures and
 exports and in offcpuctl's offline flamegraph and diff: one implementation
-(proto/stack_filter.c), so the same filter selects the same stacks
+(common/stack_filter.c), so the same filter selects the same stacks
 everywhere.
 
 Ground truth: a filtered capture's time in the workload's blocking calls

@@ -1,4 +1,4 @@
-/* Unit test of proto/frame.c: frame names with inline marks and source lines. */
+/* Unit test of common/frame.c: frame names with inline marks and source lines. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* Unit test of daemon/hashtab.c. */
+/* Unit test of common/hashtab.c. */
 #include <stdint.h>
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 /*
  * test-proto: unit test of proto/ (requests, replies) and thread_state.
- * Links only proto.c, thread_state.c and cJSON. Exit status 0 on success;
+ * Links only proto/'s request and reply files, common/ and cJSON. Exit status 0 on success;
  * every failed check is printed as FILE:LINE.
  */
 #include "proto.h"

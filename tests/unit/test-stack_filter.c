@@ -1,4 +1,4 @@
-/* Unit test of proto/stack_filter.c. */
+/* Unit test of common/stack_filter.c. */
 #include <errno.h>
 #include <stdlib.h>
 

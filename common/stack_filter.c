@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
+#include "folded_line.h"
 #include "thread_state.h"
 
 struct stack_filter {
@@ -404,20 +404,24 @@ static bool keep(const struct stack_filter *f, struct span comm, uint32_t tgid, 
 
 bool stack_filter_keep(const struct stack_filter *f, const struct stack_filter_sample *s)
 {
-	struct span parts[3];
-	size_t n = 0;
+	/* The frames of the row's folded line, both target parts included
+	 * (a row holds only the parts its capture collected). */
+	struct folded_line_row row = {
+		.kind = s->kind,
+		.state = s->state,
+		.ustack = s->ustack,
+		.kstack = s->kstack,
+		.chain = s->chain,
+		.want_user = true,
+		.want_kernel = true,
+	};
+	struct folded_line_part line[FOLDED_LINE_MAX_PARTS];
+	struct span parts[FOLDED_LINE_MAX_PARTS];
+	size_t n_line = folded_line_parts(&row, line), n = 0;
 
-	/* The parts of the kind's folded line (daemon/folded.c). */
-	if (s->kind != PROTO_KIND_WAKEUP) {
-		parts[n++] = span_of(s->ustack);
-		parts[n++] = span_of(s->kstack);
-	}
-	if (s->kind == PROTO_KIND_RUNQ)
-		parts[n++] = span_of("[runqueue]");
-	else if (s->kind == PROTO_KIND_ONCPU)
-		parts[n++] = span_of(PROTO_ONCPU_FRAME);
-	else if (s->kind != PROTO_KIND_OFFCPU)
-		parts[n++] = span_of(s->chain);
+	for (size_t i = 0; i < n_line; i++)
+		if (!line[i].delimiter)
+			parts[n++] = span_of(line[i].text);
 	return keep(f, span_of(s->comm), s->tgid, s->state, parts, n);
 }
 

@@ -15,11 +15,12 @@
  * grep and exclude are POSIX extended regexes (regcomp() with REG_EXTENDED),
  * unanchored, matched against every frame name separately, so '^' and '$'
  * anchor a whole frame: '^do_command$'. A frame with a source line
- * (proto/frame.h, "f (file.c:12)") matches if either "f" or the whole
+ * (common/frame.h, "f (file.c:12)") matches if either "f" or the whole
  * matches. The frames are those the stack's
- * folded line prints (daemon/folded.h), whichever part they are in: the comm
- * (the first frame), the user and kernel frames, a run-queue row's
- * "[runqueue]", and the waker part of wakeup, offwake and chain rows (the
+ * folded line prints (common/folded_line.h), whichever part they are in: the
+ * comm (the first frame), the user and kernel frames, the pseudo-frame that
+ * ends a run-queue, on-CPU or block-queue row ("[runqueue]", "[on-cpu]",
+ * "[queued]"), and the waker part of wakeup, offwake and chain rows (the
  * wakers' frames and names; a wakeup row prints only its comm and that
  * part). The delimiters "-" and "--" and empty names are not frames.
  *

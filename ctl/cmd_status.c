@@ -1,0 +1,212 @@
+/*
+ * cmd_status: offcpuctl status.
+ */
+#include "ctl.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output.h"
+#include "transact.h"
+
+static uint64_t counter_value(const struct proto_status *st, const char *name)
+{
+	for (size_t i = 0; i < st->n_counters; i++)
+		if (!strcmp(st->counters[i].name, name))
+			return st->counters[i].value;
+	return 0;
+}
+
+static void unwind_summary(const struct proto_status *st)
+{
+	const struct proto_unwind_status *u = &st->unwind;
+	uint64_t walks = counter_value(st, "ustack_table_walks");
+	uint64_t truncated = counter_value(st, "ustack_truncated");
+
+	if (!*u->mode)
+		return;
+	if (strcmp(u->mode, "dwarf")) {
+		printf("user stacks: frame pointers only\n");
+		return;
+	}
+	printf("user stacks: unwind tables of %" PRIu64 " files for %" PRIu64 " processes (%" PRIu64
+	       " of %" PRIu64 " rows, %.1f MiB); %" PRIu64 " built in %.2f s",
+	       u->tables, u->processes, u->rows_used, u->rows_max, u->table_bytes / 1048576.0,
+	       u->builds, u->build_ns_total / 1e9);
+	if (u->build_ns_max)
+		printf(" (longest %.3f s: %s)", u->build_ns_max / 1e9, u->build_max_path);
+	if (u->no_room || u->failed || u->evictions)
+		printf("; %" PRIu64 " files without room, %" PRIu64 " without CFI, %" PRIu64
+		       " evicted",
+		       u->no_room, u->failed, u->evictions);
+	if (u->given_up)
+		printf(" (%" PRIu64 " not built again for a minute: no room)", u->given_up);
+	if (walks)
+		printf("; %" PRIu64 " walks, %.1f%% reached the thread's first frame", walks,
+		       100.0 * (walks - truncated) / walks);
+	printf("\n");
+	printf("user frames: names kept for %" PRIu64 " processes (%" PRIu64 " files held)",
+	       u->kept_processes, u->kept_files);
+	if (u->unknown_exited || u->unknown_unmapped || u->unknown_anonymous)
+		printf("; [unknown]: %" PRIu64 " exited, %" PRIu64 " unmapped, %" PRIu64
+		       " anonymous",
+		       u->unknown_exited, u->unknown_unmapped, u->unknown_anonymous);
+	printf("\n");
+}
+
+/* The continuous profile's stacks: sampled (how, at what cost, how
+ * accurate the last window is) or exact. */
+static void sampling_summary(const struct proto_sampling_status *sm)
+{
+	if (!*sm->stacks)
+		return;
+	if (strcmp(sm->stacks, "sampled")) {
+		printf("always-on stacks: exact (every block's)\n");
+		return;
+	}
+	printf("always-on stacks: sampled, T = %" PRIu64 " us; user stacks walked %s%s%s\n",
+	       sm->period_us,
+	       !strcmp(sm->walk, "deferred") ? "when the thread is current again" : "at switch-out",
+	       *sm->walk_reason ? ": " : "", sm->walk_reason);
+	printf("  %.0f samples/s of %.0f blocks/s; %.0f user and %.0f kernel stack walks/s",
+	       sm->samples_per_s, sm->blocks_per_s, sm->user_walks_per_s, sm->kernel_walks_per_s);
+	if (sm->samples_lost)
+		printf("; %" PRIu64 " samples lost (their time kept)", sm->samples_lost);
+	printf("\n");
+	if (sm->window_blocks)
+		printf("  last window: %" PRIu64 " samples of %" PRIu64
+		       " blocks; a stack holding 1%% of it is within +-%.1f%% (one standard "
+		       "error)\n",
+		       sm->window_samples, sm->window_blocks, sm->window_error_pct);
+}
+
+static void pt_summary(const struct proto_pt_status *pt)
+{
+	if (!*pt->event)
+		return;
+	if (!pt->available) {
+		printf("Intel PT (latency --pid): %s\n", pt->reason);
+		return;
+	}
+	printf("Intel PT (latency --pid): %s", !strcmp(pt->event, "sideband")
+						       ? "sideband only (pt_event = sideband)"
+						       : "available");
+	if (pt->address_ranges)
+		printf(", %u address filter%s", pt->address_ranges,
+		       pt->address_ranges == 1 ? "" : "s");
+	if (pt->recording_pid)
+		printf("; recording process %u", pt->recording_pid);
+	printf("\n");
+}
+
+/* Each kind: ready, in use or unavailable, and why (daemon/kind_status.c). */
+static void kinds_summary(const struct proto_status *st)
+{
+	if (!st->n_kinds) { /* an older daemon: its I/O paths */
+		printf("block I/O (--kind bio): %s\n",
+		       *st->bio_tracepoints ? st->bio_tracepoints : "unavailable on this kernel");
+		printf("file I/O (--kind fileio): %s\n", *st->fileio_tracepoints
+								 ? st->fileio_tracepoints
+								 : "unavailable on this kernel");
+		return;
+	}
+	printf("kinds:\n");
+	for (size_t i = 0; i < st->n_kinds; i++)
+		if (*st->kinds[i].detail)
+			printf("  %-8s %-11s %s\n", st->kinds[i].name, st->kinds[i].state,
+			       st->kinds[i].detail);
+		else
+			printf("  %-8s %s\n", st->kinds[i].name, st->kinds[i].state);
+}
+
+int cmd_status(int argc, char **argv)
+{
+	const struct proto_status *st;
+	struct proto_request req = { .cmd = PROTO_CMD_STATUS };
+	struct proto_reply *reply;
+	size_t n_loaded;
+	char *raw;
+	int r;
+
+	bool verbose = argc == 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose"));
+
+	if (argc > 1 && !verbose)
+		return usage_error("status takes only --verbose, got '%s'", argv[1]);
+	r = transact(&req, NULL, NULL, &reply, &raw);
+	if (r != EXIT_OK)
+		return r;
+	if (json_output) {
+		printf("%s\n", raw);
+	} else {
+		st = &reply->status;
+		printf("offcpud %s, pid %u, up %" PRIu64 " s\n", st->version, st->pid,
+		       st->uptime_s);
+		kinds_summary(st);
+		n_loaded = 0;
+		for (size_t i = 0; i < st->n_programs; i++)
+			n_loaded += st->programs[i].loaded;
+		printf("programs (via %s): %zu of %zu loaded%s\n", st->tracepoint, n_loaded,
+		       st->n_programs, verbose ? "" : "; --verbose lists them");
+		for (size_t i = 0; verbose && i < st->n_programs; i++) {
+			const struct proto_program *p = &st->programs[i];
+
+			printf("  %-18s %-9s %10.0f runs/s", p->name,
+			       p->attached ? "attached"
+			       : p->loaded ? "idle"
+					   : "unloaded",
+			       p->events_per_s);
+			if (p->run_cnt && p->run_time_ns)
+				printf(", %6.0f ns/run, %5.2f%% of a CPU",
+				       (double)p->run_time_ns / p->run_cnt,
+				       p->events_per_s * p->run_time_ns / p->run_cnt / 1e7);
+			printf("\n");
+		}
+		for (size_t i = 0; i < st->n_groups; i++) {
+			const struct proto_program_group *g = &st->groups[i];
+
+			printf("%s %s", i ? ";" : "program groups:", g->name);
+			if (!strcmp(g->state, "loaded"))
+				printf(" loaded (%.1f s)", g->load_ms / 1e3);
+			else if (!strcmp(g->state, "on_demand"))
+				printf(" loads on first use");
+			else
+				printf(" unavailable: %s", g->reason);
+		}
+		if (st->n_groups)
+			printf("\n");
+		printf("maps (last drain):");
+		for (size_t i = 0; i < st->n_maps; i++)
+			printf(" %s %" PRIu64 "/%" PRIu64 " (%.0f%%)", st->maps[i].name,
+			       st->maps[i].entries, st->maps[i].max_entries, st->maps[i].fill_pct);
+		printf("\noffcpud: %.1f%% of a CPU, %.1f MiB resident\n", st->cpu_pct,
+		       st->rss_bytes / 1048576.0);
+		printf("store: %s, %.1f MiB, %" PRIu64 " windows (%" PRIu64 " written, %" PRIu64
+		       " failed since start)%s%s\n",
+		       st->store.path, st->store.bytes / 1048576.0, st->store.windows,
+		       st->store.windows_written, st->store.windows_failed,
+		       st->store.disk_full     ? "; DISK FULL: "
+		       : *st->store.last_error ? "; last error: "
+					       : "",
+		       st->store.last_error);
+		unwind_summary(st);
+		sampling_summary(&st->sampling);
+		if (!st->n_kinds || st->pt.available) /* else kinds said why not */
+			pt_summary(&st->pt);
+		printf("slots: %u of %u in use, %u capture%s running\n", st->slots_active,
+		       st->slots_max, st->captures_running, st->captures_running == 1 ? "" : "s");
+		printf("events: %.0f context switches/s, %.0f blocks recorded/s\n",
+		       st->switches_per_s, st->recorded_per_s);
+		printf("counters:");
+		for (size_t i = 0; i < st->n_counters; i++)
+			printf(" %s=%" PRIu64, st->counters[i].name, st->counters[i].value);
+		printf("\n");
+		requests_summary(stdout, "continuous requests: ", st->requests, st->n_requests);
+	}
+	proto_reply_free(reply);
+	free(raw);
+	return EXIT_OK;
+}

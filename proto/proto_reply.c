@@ -1,0 +1,519 @@
+/*
+ * proto_reply: the daemon's replies, formatted (see proto.h and PROTOCOL.md).
+ */
+#include "proto.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "proto_json.h"
+
+char *proto_reply_error(const char *code, const char *message)
+{
+	cJSON *root = proto__new_message();
+	cJSON *error;
+
+	if (!root || !proto__add_bool(root, "ok", false))
+		goto fail;
+	error = cJSON_AddObjectToObject(root, "error");
+	if (!proto__add_string(error, "code", code ? code : PROTO_ERR_INTERNAL) ||
+	    !proto__add_string(error, "message", message))
+		goto fail;
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
+/* {"v":1,"ok":true,"cmd":CMD}, to which the caller adds the body. */
+static cJSON *proto__new_ok_head(const char *cmd)
+{
+	cJSON *root = proto__new_message();
+
+	if (!root || !proto__add_bool(root, "ok", true) || !proto__add_string(root, "cmd", cmd)) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return root;
+}
+
+/* {"v":1,"ok":true,"cmd":CMD,CMD:{}}, with *ret_body pointing at the last object. */
+static cJSON *proto__new_ok(const char *cmd, cJSON **ret_body)
+{
+	cJSON *root = proto__new_ok_head(cmd);
+
+	if (root && !(*ret_body = cJSON_AddObjectToObject(root, cmd))) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return root;
+}
+
+static bool proto__add_counts(cJSON *o, const char *name, const uint64_t *counts, size_t n)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, name);
+
+	if (!a)
+		return false;
+	for (size_t b = 0; b < n; b++) {
+		cJSON *n = proto__u64(counts[b]);
+
+		if (!n || !cJSON_AddItemToArray(a, n)) {
+			cJSON_Delete(n);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool proto__add_buckets(cJSON *o, const char *name, const uint64_t *counts)
+{
+	return proto__add_counts(o, name, counts, PROTO_HIST_BUCKETS);
+}
+
+/* "requests": [...], left out when there are none. */
+static bool proto__add_requests(cJSON *body, const struct proto_request_stats *r, size_t n)
+{
+	cJSON *list;
+
+	if (!n)
+		return true;
+	list = cJSON_AddArrayToObject(body, "requests");
+	for (size_t i = 0; list && i < n; i++) {
+		cJSON *funcs, *o = cJSON_CreateObject();
+
+		if (!o || !cJSON_AddItemToArray(list, o)) {
+			cJSON_Delete(o);
+			return false;
+		}
+		if (!proto__add_string(o, "symbol", r[i].symbol) ||
+		    !(funcs = cJSON_AddArrayToObject(o, "functions")))
+			return false;
+		for (size_t f = 0; f < r[i].n_functions; f++) {
+			cJSON *fo = cJSON_CreateObject();
+
+			if (!fo || !cJSON_AddItemToArray(funcs, fo)) {
+				cJSON_Delete(fo);
+				return false;
+			}
+			if (!proto__add_string(fo, "name", r[i].functions[f].name) ||
+			    !proto__add_string(fo, "binary", r[i].functions[f].binary))
+				return false;
+		}
+		if (!proto__add_u64(o, "count", r[i].count) ||
+		    !proto__add_u64(o, "wall_ns", r[i].wall_ns) ||
+		    !proto__add_u64(o, "offcpu_ns", r[i].offcpu_ns) ||
+		    !proto__add_buckets(o, "wall_hist", r[i].wall_hist) ||
+		    !proto__add_buckets(o, "offcpu_hist", r[i].offcpu_hist))
+			return false;
+	}
+	return list != NULL;
+}
+
+static bool proto__add_kinds(cJSON *body, const struct proto_kind_status *k, size_t n)
+{
+	cJSON *kinds = cJSON_AddArrayToObject(body, "kinds");
+
+	if (!kinds)
+		return false;
+	for (size_t i = 0; k && i < n; i++) {
+		cJSON *ko = cJSON_CreateObject();
+
+		if (!ko || !cJSON_AddItemToArray(kinds, ko)) {
+			cJSON_Delete(ko);
+			return false;
+		}
+		if (!proto__add_string(ko, "name", k[i].name) ||
+		    !proto__add_string(ko, "state", k[i].state) ||
+		    !proto__add_string(ko, "detail", k[i].detail ? k[i].detail : ""))
+			return false;
+	}
+	return true;
+}
+
+char *proto_reply_status(const struct proto_status *s)
+{
+	cJSON *body, *programs, *groups, *maps, *store, *daemon, *unwind, *pt, *sampling,
+		*root = proto__new_ok("status", &body);
+
+	if (!root)
+		return NULL;
+	if (!proto__add_string(body, "version", s->version) ||
+	    !proto__add_u64(body, "uptime_s", s->uptime_s) ||
+	    !proto__add_u64(body, "pid", s->pid) ||
+	    !proto__add_string(body, "tracepoint", s->tracepoint) ||
+	    !proto__add_string(body, "runq_clock", s->runq_clock ? s->runq_clock : "") ||
+	    !proto__add_string(body, "bio_tracepoints", s->bio_tracepoints) ||
+	    !proto__add_string(body, "fileio_tracepoints", s->fileio_tracepoints) ||
+	    !(programs = cJSON_AddArrayToObject(body, "programs")))
+		goto fail;
+	for (size_t i = 0; s->programs && i < s->n_programs; i++) {
+		cJSON *p = cJSON_CreateObject();
+
+		if (!p || !cJSON_AddItemToArray(programs, p)) {
+			cJSON_Delete(p);
+			goto fail;
+		}
+		if (!proto__add_string(p, "name", s->programs[i].name) ||
+		    !proto__add_bool(p, "loaded", s->programs[i].loaded) ||
+		    !proto__add_bool(p, "attached", s->programs[i].attached) ||
+		    !proto__add_u64(p, "run_cnt", s->programs[i].run_cnt) ||
+		    !proto__add_u64(p, "run_time_ns", s->programs[i].run_time_ns) ||
+		    !proto__add_rate(p, "events_per_s", s->programs[i].events_per_s))
+			goto fail;
+	}
+	if (!(groups = cJSON_AddArrayToObject(body, "program_groups")))
+		goto fail;
+	for (size_t i = 0; i < s->n_groups && i < PROTO_MAX_GROUPS; i++) {
+		cJSON *g = cJSON_CreateObject();
+
+		if (!g || !cJSON_AddItemToArray(groups, g)) {
+			cJSON_Delete(g);
+			goto fail;
+		}
+		if (!proto__add_string(g, "name", s->groups[i].name) ||
+		    !proto__add_string(g, "state", s->groups[i].state) ||
+		    !proto__add_string(g, "reason",
+				       s->groups[i].reason ? s->groups[i].reason : "") ||
+		    !proto__add_u64(g, "load_ms", s->groups[i].load_ms))
+			goto fail;
+	}
+	if (!(maps = cJSON_AddArrayToObject(body, "maps")))
+		goto fail;
+	for (size_t i = 0; s->maps && i < s->n_maps; i++) {
+		cJSON *mo = cJSON_CreateObject();
+
+		if (!mo || !cJSON_AddItemToArray(maps, mo)) {
+			cJSON_Delete(mo);
+			goto fail;
+		}
+		if (!proto__add_string(mo, "name", s->maps[i].name) ||
+		    !proto__add_u64(mo, "entries", s->maps[i].entries) ||
+		    !proto__add_u64(mo, "max_entries", s->maps[i].max_entries) ||
+		    !proto__add_rate(mo, "fill_pct", s->maps[i].fill_pct))
+			goto fail;
+	}
+	if (!(store = cJSON_AddObjectToObject(body, "store")) ||
+	    !proto__add_string(store, "path", s->store.path ? s->store.path : "") ||
+	    !proto__add_u64(store, "bytes", s->store.bytes) ||
+	    !proto__add_u64(store, "windows", s->store.windows) ||
+	    !proto__add_u64(store, "windows_written", s->store.windows_written) ||
+	    !proto__add_u64(store, "windows_failed", s->store.windows_failed) ||
+	    !proto__add_bool(store, "disk_full", s->store.disk_full) ||
+	    !proto__add_string(store, "last_error",
+			       s->store.last_error ? s->store.last_error : "") ||
+	    !(daemon = cJSON_AddObjectToObject(body, "daemon")) ||
+	    !proto__add_rate(daemon, "cpu_pct", s->cpu_pct) ||
+	    !proto__add_u64(daemon, "rss_bytes", s->rss_bytes) ||
+	    !(unwind = cJSON_AddObjectToObject(body, "unwind")) ||
+	    !proto__add_string(unwind, "mode", s->unwind.mode ? s->unwind.mode : "fp") ||
+	    !proto__add_u64(unwind, "tables", s->unwind.tables) ||
+	    !proto__add_u64(unwind, "processes", s->unwind.processes) ||
+	    !proto__add_u64(unwind, "rows_used", s->unwind.rows_used) ||
+	    !proto__add_u64(unwind, "rows_max", s->unwind.rows_max) ||
+	    !proto__add_u64(unwind, "table_bytes", s->unwind.table_bytes) ||
+	    !proto__add_u64(unwind, "builds", s->unwind.builds) ||
+	    !proto__add_u64(unwind, "build_ns_total", s->unwind.build_ns_total) ||
+	    !proto__add_u64(unwind, "build_ns_max", s->unwind.build_ns_max) ||
+	    !proto__add_string(unwind, "build_max_path",
+			       s->unwind.build_max_path ? s->unwind.build_max_path : "") ||
+	    !proto__add_u64(unwind, "evictions", s->unwind.evictions) ||
+	    !proto__add_u64(unwind, "no_room", s->unwind.no_room) ||
+	    !proto__add_u64(unwind, "given_up", s->unwind.given_up) ||
+	    !proto__add_u64(unwind, "failed", s->unwind.failed) ||
+	    !proto__add_u64(unwind, "requests", s->unwind.requests) ||
+	    !proto__add_u64(unwind, "unknown_exited", s->unwind.unknown_exited) ||
+	    !proto__add_u64(unwind, "unknown_unmapped", s->unwind.unknown_unmapped) ||
+	    !proto__add_u64(unwind, "unknown_anonymous", s->unwind.unknown_anonymous) ||
+	    !proto__add_u64(unwind, "kept_processes", s->unwind.kept_processes) ||
+	    !proto__add_u64(unwind, "kept_files", s->unwind.kept_files) ||
+	    !(pt = cJSON_AddObjectToObject(body, "pt")) ||
+	    !proto__add_string(pt, "event", s->pt.event ? s->pt.event : "intel_pt") ||
+	    !proto__add_bool(pt, "available", s->pt.available) ||
+	    !proto__add_string(pt, "reason", s->pt.reason ? s->pt.reason : "") ||
+	    !proto__add_u64(pt, "address_ranges", s->pt.address_ranges) ||
+	    !proto__add_u64(pt, "recording_pid", s->pt.recording_pid) ||
+	    !(sampling = cJSON_AddObjectToObject(body, "sampling")) ||
+	    !proto__add_string(sampling, "stacks", s->sampling.stacks ? s->sampling.stacks : "") ||
+	    !proto__add_u64(sampling, "period_us", s->sampling.period_us) ||
+	    !proto__add_string(sampling, "walk", s->sampling.walk ? s->sampling.walk : "") ||
+	    !proto__add_string(sampling, "walk_reason",
+			       s->sampling.walk_reason ? s->sampling.walk_reason : "") ||
+	    !proto__add_rate(sampling, "blocks_per_s", s->sampling.blocks_per_s) ||
+	    !proto__add_rate(sampling, "samples_per_s", s->sampling.samples_per_s) ||
+	    !proto__add_rate(sampling, "user_walks_per_s", s->sampling.user_walks_per_s) ||
+	    !proto__add_rate(sampling, "kernel_walks_per_s", s->sampling.kernel_walks_per_s) ||
+	    !proto__add_u64(sampling, "samples_lost", s->sampling.samples_lost) ||
+	    !proto__add_u64(sampling, "window_blocks", s->sampling.window_blocks) ||
+	    !proto__add_u64(sampling, "window_samples", s->sampling.window_samples) ||
+	    !proto__add_rate(sampling, "window_error_pct", s->sampling.window_error_pct))
+		goto fail;
+	if (!proto__add_u64(body, "slots_active", s->slots_active) ||
+	    !proto__add_u64(body, "slots_max", s->slots_max) ||
+	    !proto__add_u64(body, "captures_running", s->captures_running) ||
+	    !proto__add_rate(body, "switches_per_s", s->switches_per_s) ||
+	    !proto__add_rate(body, "recorded_per_s", s->recorded_per_s) ||
+	    !proto__add_counters(body, "counters", s->counters, s->n_counters) ||
+	    !proto__add_requests(body, s->requests, s->n_requests) ||
+	    !proto__add_kinds(body, s->kinds, s->n_kinds))
+		goto fail;
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
+/* A row's or histogram's kind name; rows made before kinds existed are offcpu. */
+static const char *proto__kind_or_default(const char *kind)
+{
+	return kind ? kind : proto_kind_names[PROTO_KIND_OFFCPU];
+}
+
+static bool proto__add_sample(cJSON *samples, const struct proto_sample *s)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !cJSON_AddItemToArray(samples, o)) {
+		cJSON_Delete(o);
+		return false;
+	}
+	return proto__add_string(o, "comm", s->comm) && proto__add_u64(o, "tgid", s->tgid) &&
+	       proto__add_u64(o, "pid", s->pid) && proto__add_string(o, "state", s->state) &&
+	       proto__add_string(o, "kind", proto__kind_or_default(s->kind)) &&
+	       proto__add_u64(o, "value_ns", s->value_ns) && proto__add_u64(o, "count", s->count) &&
+	       proto__add_frames(o, "ustack", s->ustack, s->n_ustack) &&
+	       proto__add_frames(o, "kstack", s->kstack, s->n_kstack) &&
+	       (!s->n_chain || proto__add_frames(o, "chain", s->chain, s->n_chain));
+}
+
+/* The result's "folded" text or "samples" array, whichever is set. */
+static bool proto__add_rows(cJSON *body, const char *folded, const struct proto_sample *samples,
+			    size_t n_samples)
+{
+	cJSON *a;
+
+	if (folded && !proto__add_string(body, "folded", folded))
+		return false;
+	if (!samples)
+		return true;
+	a = cJSON_AddArrayToObject(body, "samples");
+	if (!a)
+		return false;
+	for (size_t i = 0; i < n_samples; i++)
+		if (!proto__add_sample(a, &samples[i]))
+			return false;
+	return true;
+}
+
+char *proto_reply_capture(const struct proto_capture_result *r, size_t n_samples)
+{
+	cJSON *body, *us, *sm, *root = proto__new_ok("capture", &body);
+
+	if (!root)
+		return NULL;
+
+	if (!proto__add_u64(body, "id", r->id) ||
+	    !proto__add_u64(body, "duration_ns", r->duration_ns) ||
+	    !proto__add_u64(body, "total_ns", r->total_ns) ||
+	    !(us = cJSON_AddObjectToObject(body, "user_stacks")) ||
+	    !proto__add_u64(us, "complete_ns", r->user_stacks.complete_ns) ||
+	    !proto__add_u64(us, "truncated_ns", r->user_stacks.truncated_ns) ||
+	    !proto__add_u64(us, "frame_pointer_ns", r->user_stacks.frame_pointer_ns) ||
+	    !proto__add_u64(body, "samples_count", r->n_samples) ||
+	    !proto__add_bool(body, "target_exited", r->target_exited) ||
+	    !proto__add_counters(body, "drops", r->drops, r->n_drops) ||
+	    !proto__add_rows(body, r->folded, r->samples, n_samples) ||
+	    (r->output && !proto__add_string(body, "output", r->output)) ||
+	    !proto__add_requests(body, r->requests, r->n_requests) ||
+	    (r->loaded && *r->loaded &&
+	     (!proto__add_string(body, "loaded", r->loaded) ||
+	      !proto__add_u64(body, "load_ms", r->load_ms))))
+		goto fail;
+	if (r->sampling.period_us &&
+	    (!(sm = cJSON_AddObjectToObject(body, "sampling")) ||
+	     !proto__add_u64(sm, "period_us", r->sampling.period_us) ||
+	     !proto__add_u64(sm, "blocks", r->sampling.blocks) ||
+	     !proto__add_u64(sm, "samples", r->sampling.samples) ||
+	     !proto__add_rate(sm, "error_pct", r->sampling.error_pct)))
+		goto fail;
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
+char *proto_reply_windows(const struct proto_window_info *w, size_t n)
+{
+	cJSON *list, *root = proto__new_ok_head("windows");
+
+	if (!root || !(list = cJSON_AddArrayToObject(root, "windows")))
+		goto fail;
+	for (size_t i = 0; w && i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o || !cJSON_AddItemToArray(list, o)) {
+			cJSON_Delete(o);
+			goto fail;
+		}
+		if (!proto__add_u64(o, "id", w[i].id) ||
+		    !proto__add_i64(o, "start_ms", w[i].start_ms) ||
+		    !proto__add_i64(o, "end_ms", w[i].end_ms) ||
+		    !proto__add_u64(o, "capture_id", w[i].capture_id) ||
+		    !proto__add_u64(o, "stacks", w[i].stacks) ||
+		    !proto__add_u64(o, "samples", w[i].samples) ||
+		    !proto__add_u64(o, "bytes", w[i].bytes))
+			goto fail;
+	}
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
+char *proto_reply_export(const struct proto_export_result *r, size_t n_samples)
+{
+	cJSON *body, *root = proto__new_ok("export", &body);
+
+	if (!root)
+		return NULL;
+	if (!proto__add_i64(body, "from_ms", r->from_ms) ||
+	    !proto__add_i64(body, "to_ms", r->to_ms) ||
+	    !proto__add_u64(body, "capture_id", r->capture_id) ||
+	    !proto__add_u64(body, "windows", r->windows) ||
+	    !proto__add_u64(body, "total_ns", r->total_ns) ||
+	    !proto__add_u64(body, "samples_count", r->n_samples) ||
+	    !proto__add_bool(body, "differential", r->differential) ||
+	    !proto__add_u64(body, "diff_windows", r->diff_windows) ||
+	    !proto__add_rows(body, r->folded, r->samples, n_samples) ||
+	    (r->output && !proto__add_string(body, "output", r->output)))
+		goto fail;
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
+static bool proto__add_hist_process(cJSON *list, const struct proto_hist_process *p)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !cJSON_AddItemToArray(list, o)) {
+		cJSON_Delete(o);
+		return false;
+	}
+	return proto__add_u64(o, "tgid", p->tgid) && proto__add_string(o, "comm", p->comm) &&
+	       proto__add_buckets(o, "counts", p->counts);
+}
+
+char *proto_reply_hist(const struct proto_hist_result *r)
+{
+	cJSON *body, *list, *root = proto__new_ok("hist", &body);
+
+	if (!root)
+		return NULL;
+	if (!proto__add_string(body, "kind", proto__kind_or_default(r->kind)) ||
+	    !proto__add_i64(body, "from_ms", r->from_ms) ||
+	    !proto__add_i64(body, "to_ms", r->to_ms) ||
+	    !proto__add_u64(body, "capture_id", r->capture_id) ||
+	    !proto__add_u64(body, "windows", r->windows) ||
+	    !(list = cJSON_AddArrayToObject(body, "processes")))
+		goto fail;
+	for (size_t i = 0; r->processes && i < r->n_processes; i++)
+		if (!proto__add_hist_process(list, &r->processes[i]))
+			goto fail;
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
+/* An object appended to list, or NULL. */
+static cJSON *proto__append_object(cJSON *list)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !cJSON_AddItemToArray(list, o)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+char *proto_reply_latency(const struct proto_latency_result *r)
+{
+	cJSON *body, *children, *timeline, *o, *root = proto__new_ok("latency", &body);
+	size_t n_hist = PROTO_LATENCY_BUCKETS;
+
+	if (!root)
+		return NULL;
+	while (n_hist && !r->hist[n_hist - 1]) /* up to the last bucket used */
+		n_hist--;
+	if (!proto__add_string(body, "func", r->func) || !proto__add_u64(body, "calls", r->calls) ||
+	    !proto__add_u64(body, "total_ns", r->total_ns) ||
+	    !proto__add_u64(body, "min_ns", r->calls ? r->min_ns : 0) ||
+	    !proto__add_u64(body, "max_ns", r->max_ns) ||
+	    !proto__add_u64(body, "off_cpu_ns", r->off_cpu_ns) ||
+	    !proto__add_u64(body, "out_of_range", r->out_of_range) ||
+	    !proto__add_u64(body, "incomplete", r->incomplete) ||
+	    !proto__add_u64(body, "unmatched_returns", r->unmatched_returns) ||
+	    !proto__add_u64(body, "overflows", r->overflows) ||
+	    !proto__add_u64(body, "decode_errors", r->decode_errors) ||
+	    !proto__add_counts(body, "hist_log2_ns", r->hist, n_hist) ||
+	    !(children = cJSON_AddArrayToObject(body, "children")) ||
+	    !(timeline = cJSON_AddArrayToObject(body, "timeline")))
+		goto fail;
+	for (size_t i = 0; i < r->n_children; i++) {
+		const struct proto_latency_child *c = &r->children[i];
+
+		if (!(o = proto__append_object(children)) ||
+		    !proto__add_string(o, "name", c->name) ||
+		    !proto__add_u64(o, "count", c->count) ||
+		    !proto__add_u64(o, "total_ns", c->total_ns) ||
+		    !proto__add_u64(o, "off_cpu_ns", c->off_cpu_ns))
+			goto fail;
+	}
+	for (size_t i = 0; i < r->n_timeline; i++) {
+		const struct proto_latency_call *c = &r->timeline[i];
+
+		if (!(o = proto__append_object(timeline)) || !proto__add_u64(o, "tid", c->tid) ||
+		    !proto__add_u64(o, "start_ns", c->start_ns) ||
+		    !proto__add_u64(o, "latency_ns", c->latency_ns) ||
+		    !proto__add_u64(o, "off_cpu_ns", c->off_cpu_ns))
+			goto fail;
+	}
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
+}
+
+char *proto_reply_pt_trace(const struct proto_pt_trace_result *r)
+{
+	cJSON *body, *root = proto__new_ok_head("latency");
+
+	if (!root)
+		return NULL;
+	if (!(body = cJSON_AddObjectToObject(root, "trace")) ||
+	    !proto__add_string(body, "path", r->path) ||
+	    !proto__add_string(body, "event", r->event) ||
+	    !proto__add_bool(body, "snapshot", r->snapshot) ||
+	    !proto__add_bool(body, "filtered", r->filtered) ||
+	    !proto__add_u64(body, "bytes", r->bytes) ||
+	    !proto__add_u64(body, "threads", r->threads) ||
+	    !proto__add_u64(body, "threads_lost", r->threads_lost) ||
+	    !proto__add_u64(body, "switches", r->switches) ||
+	    !proto__add_u64(body, "truncated", r->truncated) ||
+	    !proto__add_u64(body, "lost", r->lost)) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return proto__finish(root);
+}
