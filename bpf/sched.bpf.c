@@ -123,7 +123,17 @@ static __always_inline __u32 io_kind_slots(void)
 	return kind_slots[OFFCPU_KIND_BIO] | kind_slots[OFFCPU_KIND_FILEIO];
 }
 
-static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev, bool btf)
+/* The time of this switch, read once for prev's block and next's: the
+ * clock costs as much as a map lookup. */
+static __always_inline __u64 switch_time(__u64 *now)
+{
+	if (!*now)
+		*now = bpf_ktime_get_ns();
+	return *now;
+}
+
+static __always_inline void switch_out(void *ctx, bool preempt, struct task_struct *prev, bool btf,
+				       __u64 *now)
 {
 	__u32 pid, tgid, state, matched, walk;
 	struct start_rec *rec;
@@ -195,7 +205,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	rec->walked = walk;
 	rec->state = state;
 	rec->slots = matched;
-	rec->ts = bpf_ktime_get_ns();
+	rec->ts = switch_time(now);
 }
 
 /* The part of a block a slot of this kind counts. */
@@ -511,11 +521,11 @@ static __always_inline void sample_stacks(struct task_struct *prev, struct task_
 	}
 }
 
-static __always_inline void switch_in(struct task_struct *prev, struct task_struct *next, bool btf)
+static __always_inline void switch_in(struct task_struct *prev, struct task_struct *next, bool btf,
+				      __u64 *now)
 {
 	struct start_rec *rec;
 	__u32 pid, need;
-	__u64 now;
 
 	if (!active_mask)
 		return; /* any start record left would not count anyway */
@@ -529,10 +539,9 @@ static __always_inline void switch_in(struct task_struct *prev, struct task_stru
 		return;
 	rec->tgid = btf ? next->tgid : BPF_CORE_READ(next, tgid);
 	rec->pid = pid;
-	now = bpf_ktime_get_ns();
 	if (btf && runq_from_sched_info)
-		queued_at(rec, next, now);
-	need = block_end(rec, now);
+		queued_at(rec, next, switch_time(now));
+	need = block_end(rec, switch_time(now));
 	if (btf && need) /* (only with defer_walks, which needs tp_btf) */
 		sample_stacks(prev, next, rec, need);
 }
@@ -540,18 +549,22 @@ static __always_inline void switch_in(struct task_struct *prev, struct task_stru
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
+	__u64 now = 0;
+
 	count(OFFCPU_CNT_SWITCHES);
-	switch_out(ctx, preempt, prev, true);
-	switch_in(prev, next, true);
+	switch_out(ctx, preempt, prev, true, &now);
+	switch_in(prev, next, true, &now);
 	return 0;
 }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
+	__u64 now = 0;
+
 	count(OFFCPU_CNT_SWITCHES);
-	switch_out(ctx, preempt, prev, false);
-	switch_in(prev, next, false);
+	switch_out(ctx, preempt, prev, false, &now);
+	switch_in(prev, next, false, &now);
 	return 0;
 }
 

@@ -455,9 +455,10 @@ class RunQueueGroundTruthTest(unittest.TestCase):
             # From sched_waking on, the wait also holds the wakeup's own
             # way to the run queue (about 25 us per wakeup on this VM).
             from_waking = want_clock == "sched_waking"
-            self.assertGreaterEqual(got, want - TOLERANCE * want - 1e6,
+            # The edges (its first wait, its last) may fall either side: 2 ms.
+            self.assertGreaterEqual(got, want - TOLERANCE * want - 2e6,
                                     f"ow-sleeper: run-queue rows {got} ns, the kernel counted {want} ns")
-            self.assertLessEqual(got, want + TOLERANCE * want + 1e6 + (100 * 40e3 if from_waking else 0),
+            self.assertLessEqual(got, want + TOLERANCE * want + 2e6 + (100 * 40e3 if from_waking else 0),
                                  f"ow-sleeper: run-queue rows {got} ns, the kernel counted {want} ns")
         finally:
             self.assertEqual(d.stop(), 0)
