@@ -176,9 +176,10 @@ static int store_start(struct manager *m)
 	if (r < 0) {
 		state_lock_path(m->cfg.database, msg, sizeof(msg));
 		if (r == -EBUSY && holder)
-			log_error("another offcpud (pid %ld) is using the database %s (it holds %s): "
-				  "one daemon per database; give this one another 'database'",
-				  (long)holder, m->cfg.database, msg);
+			log_error(
+				"another offcpud (pid %ld) is using the database %s (it holds %s): "
+				"one daemon per database; give this one another 'database'",
+				(long)holder, m->cfg.database, msg);
 		else if (r == -EBUSY)
 			log_error("another process holds %s: the database %s is in use by another "
 				  "offcpud; give this one another 'database'",
@@ -194,8 +195,8 @@ static int store_start(struct manager *m)
 		log_error("cannot open the profile store %s: %s", m->cfg.database, msg);
 		return r;
 	}
-	m->next_capture_id = last_stored_capture_id(m->store);
-	store_stats(m->store, &m->store_stats);
+	m->cap.next_capture_id = last_stored_capture_id(m->store);
+	store_stats(m->store, &m->windows.store_stats);
 	r = store_queue_new(m->loop, m->store, &m->store_queue);
 	if (r < 0)
 		log_error("out of memory");
@@ -240,10 +241,10 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	m->loop = loop;
 	m->cfg = *cfg;
 	m->state_lock_fd = -1;
-	m->started_ns = clock_monotonic_ns();
+	m->stats.started_ns = clock_monotonic_ns();
 	loop->data = m;
-	uv_timer_init(loop, &m->drain_timer);
-	m->drain_timer.data = m;
+	uv_timer_init(loop, &m->drain.drain_timer);
+	m->drain.drain_timer.data = m;
 	uv_timer_init(loop, &m->watchdog_timer);
 	m->watchdog_timer.data = m;
 
@@ -275,7 +276,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	log_info("the programs of other kinds load when a capture first needs them "
 		 "(on-CPU sampling at %u Hz per CPU)",
 		 cfg->oncpu_frequency);
-	m->n_programs = collector_programs(m->collector, m->programs, MAX_PROGRAMS);
+	m->stats.n_programs = collector_programs(m->collector, m->stats.programs, MAX_PROGRAMS);
 	if (!collector_bpf_stats(m->collector))
 		log_info(
 			"the kernel refused BPF run-time stats: status shows no program run times");
@@ -324,7 +325,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		log_warning("cannot give the socket to group '%s' (%s): only root can connect",
 			    cfg->socket_group, strerror(server_group_error(m->server)));
 
-	uv_timer_start(&m->drain_timer, drain_timer_cb, cfg->drain_interval_ms,
+	uv_timer_start(&m->drain.drain_timer, drain_timer_cb, cfg->drain_interval_ms,
 		       cfg->drain_interval_ms);
 	if (sd_watchdog_enabled(0, &watchdog_us) > 0 && watchdog_us >= 2000)
 		uv_timer_start(&m->watchdog_timer, watchdog_cb, watchdog_us / 2000,
@@ -353,7 +354,7 @@ static void manager_free_cb(uv_handle_t *h)
 static void manager_free(struct manager *m)
 {
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
-		struct capture *c = m->captures[i];
+		struct capture *c = m->cap.captures[i];
 
 		if (!c)
 			continue;
@@ -361,22 +362,22 @@ static void manager_free(struct manager *m)
 			reply_error(c->conn, PROTO_ERR_INTERNAL, "offcpud is shutting down");
 			server_conn_set_data(c->conn, NULL);
 		}
-		m->captures[i] = NULL;
+		m->cap.captures[i] = NULL;
 		uv_close((uv_handle_t *)&c->timer, capture_free_cb);
 	}
 	server_free(m->server);
 	unwinder_free(m->unwinder); /* before the maps it writes go */
 	collector_free(m->collector);
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
-		request_probes_free(&m->requests[i]);
+		request_probes_free(&m->cap.requests[i]);
 	symbolizer_free(m->symbolizer);
-	profile_free(m->window);
-	hashtab_free(m->window_hists);
+	profile_free(m->windows.window);
+	hashtab_free(m->windows.window_hists);
 	store_queue_free(m->store_queue);
 	store_close(m->store);
 	state_lock_release(m->state_lock_fd);
 	m->handles_open = 2;
-	uv_close((uv_handle_t *)&m->drain_timer, manager_free_cb);
+	uv_close((uv_handle_t *)&m->drain.drain_timer, manager_free_cb);
 	uv_close((uv_handle_t *)&m->watchdog_timer, manager_free_cb);
 }
 
@@ -388,7 +389,7 @@ static void store_idle_cb(void *arg)
 /* Stopping goes on when the drain under way and the store jobs are done. */
 void shutdown_continue(struct manager *m)
 {
-	if (m->draining || m->probe_works || m->pt_work || m->load_works)
+	if (m->drain.draining || m->cap.probe_works || m->pt.pt_work || m->cap.load_works)
 		return; /* drain_after_cb, probe_after_cb, pt_after_cb or load_after_cb calls again
 			 */
 	if (m->store_queue && !store_queue_idle(m->store_queue)) {
@@ -403,13 +404,13 @@ void manager_shutdown(struct manager *m)
 	if (!m || m->stopping)
 		return;
 	m->stopping = true;
-	atomic_store(&m->pt_stop, true);
-	uv_timer_stop(&m->drain_timer);
+	atomic_store(&m->pt.pt_stop, true);
+	uv_timer_stop(&m->drain.drain_timer);
 	uv_timer_stop(&m->watchdog_timer);
-	if (m->continuous) {
+	if (m->windows.continuous) {
 		/* One last drain so the open window is stored whole. */
 		for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
-			if (m->continuous_slots & (1u << i))
+			if (m->windows.continuous_slots & (1u << i))
 				collector_slot_deactivate(m->collector, i);
 		drain_start(m);
 		return;

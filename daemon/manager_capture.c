@@ -43,7 +43,7 @@ unsigned captures_running(const struct manager *m)
 	unsigned running = 0;
 
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
-		running += m->captures[i] && m->captures[i]->phase != CAPTURE_ATTACHING;
+		running += m->cap.captures[i] && m->cap.captures[i]->phase != CAPTURE_ATTACHING;
 	return running;
 }
 
@@ -53,8 +53,8 @@ static unsigned captures_held(const struct manager *m)
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
-		n += m->captures[i] != NULL;
-	return n + m->load_works; /* and those waiting for their programs */
+		n += m->cap.captures[i] != NULL;
+	return n + m->cap.load_works; /* and those waiting for their programs */
 }
 
 void capture_free_cb(uv_handle_t *h)
@@ -97,9 +97,9 @@ static void probe_attach_cb(uv_work_t *req)
 		return;
 	for (size_t i = 0; i < r->n_requests; i++)
 		specs[i] = r->requests[i];
-	pw->error =
-		request_probes_attach(&pw->m->requests[pw->slot], pw->m->collector, pw->slot, specs,
-				      r->n_requests, r->pids, r->n_pids, pw->err, sizeof(pw->err));
+	pw->error = request_probes_attach(&pw->m->cap.requests[pw->slot], pw->m->collector,
+					  pw->slot, specs, r->n_requests, r->pids, r->n_pids,
+					  pw->err, sizeof(pw->err));
 }
 
 static void probe_detach_cb(uv_work_t *req)
@@ -128,7 +128,7 @@ static int probe_work_start(struct manager *m, struct capture *c, unsigned slot)
 		free(pw);
 		return r;
 	}
-	m->probe_works++;
+	m->cap.probe_works++;
 	return 0;
 }
 
@@ -136,10 +136,10 @@ static int probe_work_start(struct manager *m, struct capture *c, unsigned slot)
 static void slot_release(struct manager *m, unsigned slot)
 {
 	collector_slot_deactivate(m->collector, slot);
-	if (m->requests[slot].n_specs && !m->stopping && probe_work_start(m, NULL, slot) == 0)
+	if (m->cap.requests[slot].n_specs && !m->stopping && probe_work_start(m, NULL, slot) == 0)
 		return; /* probe_after_cb releases it */
 	collector_slot_release(m->collector, slot);
-	request_probes_free(&m->requests[slot]);
+	request_probes_free(&m->cap.requests[slot]);
 }
 
 /* The last rows are in: reply (if its client is still there). */
@@ -154,10 +154,10 @@ void capture_finish(struct manager *m, struct capture *c)
 	if (c->conn) {
 		struct proto_request_stats requests[OFFCPU_MAX_REQUESTS];
 		struct proto_request_function funcs[ELF_FUNCS_MAX];
-		size_t n_requests = request_probes_stats(&m->requests[c->slot], m->collector,
+		size_t n_requests = request_probes_stats(&m->cap.requests[c->slot], m->collector,
 							 c->slot, requests, funcs, ELF_FUNCS_MAX);
 		bool exited = capture_target_exited(PROC_ROOT, &c->req);
-		char *line = capture_reply(c, m->counters, exited, requests, n_requests);
+		char *line = capture_reply(c, m->stats.counters, exited, requests, n_requests);
 
 		if (line)
 			server_conn_send(c->conn, line);
@@ -171,7 +171,7 @@ void capture_finish(struct manager *m, struct capture *c)
 				    (unsigned long long)c->id);
 		c->profile = NULL;
 	}
-	m->captures[c->slot] = NULL;
+	m->cap.captures[c->slot] = NULL;
 	slot_release(m, c->slot);
 	uv_close((uv_handle_t *)&c->timer, capture_free_cb);
 }
@@ -190,7 +190,7 @@ void capture_end(struct manager *m, struct capture *c)
 	c->end_ns = clock_monotonic_ns();
 	c->phase = CAPTURE_ENDING;
 	/* A drain already running may have flipped before the deactivation. */
-	c->final_drain = m->drains_started + 1;
+	c->final_drain = m->drain.drains_started + 1;
 	drain_start(m);
 }
 
@@ -273,7 +273,7 @@ static void capture_attached(struct manager *m, struct capture *c, int error, co
 		reply_error(c->conn, request_error_code(error), err);
 		server_conn_set_data(c->conn, NULL);
 	}
-	m->captures[c->slot] = NULL;
+	m->cap.captures[c->slot] = NULL;
 	slot_release(m, c->slot);
 	uv_close((uv_handle_t *)&c->timer, capture_free_cb);
 }
@@ -283,14 +283,14 @@ static void probe_after_cb(uv_work_t *req, int status)
 	struct probe_work *pw = req->data;
 	struct manager *m = pw->m;
 
-	m->probe_works--;
+	m->cap.probe_works--;
 	if (pw->c) {
 		capture_attached(m, pw->c, status < 0 ? status : pw->error,
 				 status < 0 ? "attaching the request probes was cancelled"
 					    : pw->err);
 	} else {
 		collector_slot_release(m->collector, pw->slot);
-		request_probes_free(&m->requests[pw->slot]);
+		request_probes_free(&m->cap.requests[pw->slot]);
 	}
 	free(pw);
 	if (m->stopping)
@@ -390,10 +390,10 @@ static void capture_start(struct manager *m, struct capture *c)
 		capture_discard(c);
 		return;
 	}
-	c->id = ++m->next_capture_id;
+	c->id = ++m->cap.next_capture_id;
 	uv_timer_init(m->loop, &c->timer);
 	c->timer.data = c;
-	m->captures[c->slot] = c;
+	m->cap.captures[c->slot] = c;
 	if (!c->req.n_requests && !(m->unwinder && c->req.n_pids)) {
 		capture_run(m, c);
 		return;
@@ -448,7 +448,7 @@ static void load_after_cb(uv_work_t *req, int status)
 	struct capture *c = lw->c;
 	char err[512];
 
-	m->load_works--;
+	m->cap.load_works--;
 	log_groups_loaded(m, c->groups_loaded);
 	if (status == 0 && lw->error < 0)
 		log_warning("%s", group_unavailable(m, lw->failed, err, sizeof(err)));
@@ -488,7 +488,7 @@ static int load_work_start(struct manager *m, struct capture *c, uint32_t groups
 		free(lw);
 		return r;
 	}
-	m->load_works++;
+	m->cap.load_works++;
 	return 0;
 }
 

@@ -42,23 +42,24 @@ void window_written(void *arg, const struct store_window *w, int r, const char *
 	struct manager *m = arg;
 
 	if (stats)
-		m->store_stats = *stats;
-	m->disk_full = r == -ENOSPC;
+		m->windows.store_stats = *stats;
+	m->windows.disk_full = r == -ENOSPC;
 	if (r < 0) {
 		/* Rate-limited by the window cadence itself. */
-		m->windows_failed++;
-		snprintf(m->store_error, sizeof(m->store_error), "%s", msg);
+		m->windows.windows_failed++;
+		snprintf(m->windows.store_error, sizeof(m->windows.store_error), "%s", msg);
 		log_warning("window %lld..%lld not stored: %s%s", (long long)w->start_ms,
 			    (long long)w->end_ms, msg,
-			    m->disk_full ? " (disk full: stored windows are kept, new ones are "
-					   "lost until there is space)"
-					 : "");
+			    m->windows.disk_full
+				    ? " (disk full: stored windows are kept, new ones are "
+				      "lost until there is space)"
+				    : "");
 		return;
 	}
-	if (m->store_error[0])
+	if (m->windows.store_error[0])
 		log_info("windows are stored again");
-	m->store_error[0] = '\0';
-	m->windows_written++;
+	m->windows.store_error[0] = '\0';
+	m->windows.windows_written++;
 }
 
 void window_hist_add(struct manager *m, const struct collector_hist *h)
@@ -66,10 +67,11 @@ void window_hist_add(struct manager *m, const struct collector_hist *h)
 	struct offcpu_hist_key key = h->key;
 	uint64_t *count;
 
-	if (!m->window_hists || !(m->continuous_slots & (1u << (key.slot % OFFCPU_MAX_SLOTS))))
+	if (!m->windows.window_hists ||
+	    !(m->windows.continuous_slots & (1u << (key.slot % OFFCPU_MAX_SLOTS))))
 		return;
 	key.slot = 0;
-	count = hashtab_put(m->window_hists, &key, NULL);
+	count = hashtab_put(m->windows.window_hists, &key, NULL);
 	if (count)
 		*count += h->count;
 }
@@ -80,11 +82,12 @@ static int window_open(struct manager *m, int64_t now_ms)
 {
 	int64_t len_ms = (int64_t)m->cfg.window_seconds * 1000;
 
-	m->window_start_ms = now_ms;
-	m->window_close_ms = (now_ms / len_ms + 1) * len_ms;
-	if (hashtab_new(sizeof(struct offcpu_hist_key), sizeof(uint64_t), &m->window_hists) < 0)
+	m->windows.window_start_ms = now_ms;
+	m->windows.window_close_ms = (now_ms / len_ms + 1) * len_ms;
+	if (hashtab_new(sizeof(struct offcpu_hist_key), sizeof(uint64_t),
+			&m->windows.window_hists) < 0)
 		return -ENOMEM;
-	return profile_new(&m->window);
+	return profile_new(&m->windows.window);
 }
 
 /* Hands the current window to the store and opens the next one, which
@@ -93,18 +96,20 @@ void window_rotate(struct manager *m, bool reopen)
 {
 	int64_t now_ms = clock_realtime_ms();
 	struct store_window w = {
-		.start_ms = m->window_start_ms,
-		.end_ms = now_ms > m->window_start_ms ? now_ms : m->window_start_ms + 1,
+		.start_ms = m->windows.window_start_ms,
+		.end_ms = now_ms > m->windows.window_start_ms ? now_ms
+							      : m->windows.window_start_ms + 1,
 	};
 
-	if (!m->window)
+	if (!m->windows.window)
 		return;
-	m->last_window_sampling = m->window_sampling;
-	memset(&m->window_sampling, 0, sizeof(m->window_sampling));
-	if (history_write(m->store_queue, m->window, m->window_hists, &w, window_written, m) < 0)
+	m->windows.last_window_sampling = m->windows.window_sampling;
+	memset(&m->windows.window_sampling, 0, sizeof(m->windows.window_sampling));
+	if (history_write(m->store_queue, m->windows.window, m->windows.window_hists, &w,
+			  window_written, m) < 0)
 		log_warning("out of memory: a window was lost");
-	m->window = NULL;
-	m->window_hists = NULL;
+	m->windows.window = NULL;
+	m->windows.window_hists = NULL;
 	if (reopen && window_open(m, w.end_ms) < 0)
 		log_error("out of memory: continuous profiling paused");
 }
@@ -195,11 +200,11 @@ int continuous_start(struct manager *m)
 			log_error("cannot start continuous profiling: %s", strerror(-r));
 			return r;
 		}
-		m->continuous_slots |= 1u << slot;
+		m->windows.continuous_slots |= 1u << slot;
 		if (!filter.requests)
 			continue;
-		r = request_probes_attach(&m->requests[slot], m->collector, slot, specs, n_specs,
-					  NULL, 0, err, sizeof(err));
+		r = request_probes_attach(&m->cap.requests[slot], m->collector, slot, specs,
+					  n_specs, NULL, 0, err, sizeof(err));
 		if (r < 0) {
 			log_error("continuous_requests: %s", err);
 			return r;
@@ -208,7 +213,7 @@ int continuous_start(struct manager *m)
 	if (n_specs)
 		log_info("continuous profile counts only inside requests: %s",
 			 m->cfg.continuous_requests);
-	m->continuous = true;
+	m->windows.continuous = true;
 	log_info("continuous profiling on: %u s windows into %s", m->cfg.window_seconds,
 		 m->cfg.database);
 	return 0;

@@ -28,6 +28,63 @@
 #define PROC_ROOT    "/proc"
 #define MAX_PROGRAMS 48 /* BPF programs loaded or loadable; status lists them */
 
+/* Drains (manager_drain.c): one at a time, on a worker thread. */
+struct manager_drain {
+	uv_timer_t drain_timer;
+	uv_work_t drain_work;
+	struct drain_result drain_result;
+	uint32_t drain_tgids[OFFCPU_MAX_SLOTS * PROTO_MAX_IDS]; /* targets to prime */
+	size_t n_drain_tgids;
+	int drain_error;
+	bool draining;
+	bool drain_again; /* a capture ended during a drain: run another at once */
+	uint64_t drains_started;
+};
+
+/* The always-on captures (manager_continuous.c): a slot per kind, whose rows
+ * fill the window, and how the store took the windows written. */
+struct manager_windows {
+	bool continuous;
+	uint32_t continuous_slots; /* mask of slots */
+	struct profile *window;
+	struct hashtab *window_hists;		      /* struct offcpu_hist_key (slot 0) -> count */
+	struct sampling_summary window_sampling;      /* the open window's, continuous slots' */
+	struct sampling_summary last_window_sampling; /* the last closed window's */
+	int64_t window_start_ms, window_close_ms;     /* CLOCK_REALTIME */
+	uint64_t windows_written, windows_failed;
+	struct store_stats store_stats; /* as of the last window write */
+	bool disk_full;			/* the last write found no space */
+	char store_error[256];		/* of the last write; "" if it worked */
+};
+
+/* Captures and their slots (manager_capture.c). */
+struct manager_captures {
+	uint64_t next_capture_id;
+	struct capture *captures[OFFCPU_MAX_SLOTS];	  /* by slot */
+	struct request_probes requests[OFFCPU_MAX_SLOTS]; /* of request-synchronous slots */
+	unsigned probe_works;				  /* attaching or detaching */
+	unsigned load_works;				  /* captures loading program groups */
+};
+
+/* The PT session (manager_latency.c). */
+struct manager_latency {
+	struct pt_work *pt_work; /* the PT session running, if any */
+	atomic_bool pt_stop;	 /* ends it early: shutting down */
+};
+
+/* What status reports (manager_status.c), sampled at each drain. */
+struct manager_stats {
+	uint64_t started_ns;
+	uint64_t counters[OFFCPU_CNT_MAX]; /* as of the last drain */
+	uint64_t counters_prev[OFFCPU_CNT_MAX];
+	uint64_t counters_ns, counters_prev_ns;
+	/* Self-accounting (times as counters_ns). */
+	struct collector_program programs[MAX_PROGRAMS], programs_prev[MAX_PROGRAMS];
+	size_t n_programs;
+	uint64_t cpu_ns, cpu_prev_ns; /* the daemon's user + system time */
+	size_t drained_rows, drained_stacks, drained_chains, drained_hists;
+};
+
 struct manager {
 	uv_loop_t *loop;
 	struct config cfg;
@@ -36,50 +93,18 @@ struct manager {
 	struct symbolizer *symbolizer;
 	struct unwinder *unwinder; /* NULL: user stacks by frame pointers only */
 	struct server *server;
-	uv_timer_t drain_timer;
 	uv_timer_t watchdog_timer;
 	struct store *store;
-	int state_lock_fd; /* held for life: one daemon per database (state_lock.h) */
+	int state_lock_fd;     /* held for life: one daemon per database (state_lock.h) */
 	char tracefs_why[256]; /* "" or why tracefs is missing (fileio's status) */
 	struct store_queue *store_queue;
-	/* The always-on captures: a slot per kind, whose rows fill the window. */
-	bool continuous;
-	uint32_t continuous_slots; /* mask of slots */
-	struct profile *window;
-	struct hashtab *window_hists;		  /* struct offcpu_hist_key (slot 0) -> count */
-	struct sampling_summary window_sampling;  /* the open window's, continuous slots' */
-	struct sampling_summary last_window_sampling; /* the last closed window's */
-	int64_t window_start_ms, window_close_ms; /* CLOCK_REALTIME */
-	uint64_t windows_written, windows_failed;
-	struct store_stats store_stats; /* as of the last window write */
-	bool disk_full;			/* the last write found no space */
-	char store_error[256];		/* of the last write; "" if it worked */
-	uv_work_t drain_work;
-	struct drain_result drain_result;
-	uint32_t drain_tgids[OFFCPU_MAX_SLOTS * PROTO_MAX_IDS]; /* targets to prime */
-	size_t n_drain_tgids;
-	int drain_error;
-	bool draining;
 	bool stopping;	       /* free once the drain under way and the store jobs are done */
 	unsigned handles_open; /* timers still closing at the end */
-	bool drain_again;      /* a capture ended during a drain: run another at once */
-	uint64_t drains_started;
-	uint64_t next_capture_id;
-	struct capture *captures[OFFCPU_MAX_SLOTS];	  /* by slot */
-	struct request_probes requests[OFFCPU_MAX_SLOTS]; /* of request-synchronous slots */
-	unsigned probe_works;				  /* attaching or detaching: see below */
-	unsigned load_works;				  /* captures loading program groups */
-	struct pt_work *pt_work;			  /* the PT session running, if any */
-	atomic_bool pt_stop;				  /* ends it early: shutting down */
-	uint64_t started_ns;
-	uint64_t counters[OFFCPU_CNT_MAX]; /* as of the last drain */
-	uint64_t counters_prev[OFFCPU_CNT_MAX];
-	uint64_t counters_ns, counters_prev_ns;
-	/* Self-accounting, also sampled at each drain (times as counters_ns). */
-	struct collector_program programs[MAX_PROGRAMS], programs_prev[MAX_PROGRAMS];
-	size_t n_programs;
-	uint64_t cpu_ns, cpu_prev_ns; /* the daemon's user + system time */
-	size_t drained_rows, drained_stacks, drained_chains, drained_hists;
+	struct manager_drain drain;
+	struct manager_windows windows;
+	struct manager_captures cap;
+	struct manager_latency pt;
+	struct manager_stats stats;
 };
 
 struct pt_work {

@@ -45,7 +45,9 @@
 static void pt_work_cb(uv_work_t *req)
 {
 	struct pt_work *pw = req->data;
-	struct pt_capture_opts o = { .cfg = &pw->m->cfg, .req = &pw->req, .stop = &pw->m->pt_stop };
+	struct pt_capture_opts o = { .cfg = &pw->m->cfg,
+				     .req = &pw->req,
+				     .stop = &pw->m->pt.pt_stop };
 
 	pw->error = pt_capture_run(&o, &pw->result, pw->path, sizeof(pw->path), pw->err,
 				   sizeof(pw->err));
@@ -74,7 +76,7 @@ static void pt_after_cb(uv_work_t *req, int status)
 	struct manager *m = pw->m;
 	char *line;
 
-	m->pt_work = NULL;
+	m->pt.pt_work = NULL;
 	if (status < 0)
 		reply_error(pw->conn, PROTO_ERR_INTERNAL, "the PT session was cancelled");
 	else if (pw->error < 0)
@@ -98,7 +100,7 @@ void handle_latency(struct manager *m, struct server_conn *conn,
 
 	if (!recording_allowed(m, conn, &as_capture, req->seconds))
 		return;
-	if (m->pt_work) {
+	if (m->pt.pt_work) {
 		reply_error(conn, PROTO_ERR_BUSY,
 			    "a PT session is running (one at a time); try again when it ends");
 		return;
@@ -116,5 +118,5 @@ void handle_latency(struct manager *m, struct server_conn *conn,
 		return;
 	}
 	server_conn_ref(conn);
-	m->pt_work = pw;
+	m->pt.pt_work = pw;
 }

@@ -47,7 +47,7 @@ static double rate(const struct manager *m, unsigned idx);
 
 static void sampling_status(const struct manager *m, struct proto_sampling_status *ret)
 {
-	const struct sampling_summary *w = &m->last_window_sampling;
+	const struct sampling_summary *w = &m->windows.last_window_sampling;
 	bool sampled = m->cfg.continuous_stacks == CONFIG_STACKS_SAMPLED;
 	const char *why, *walk = collector_walk_mode(m->collector, &why);
 
@@ -60,12 +60,12 @@ static void sampling_status(const struct manager *m, struct proto_sampling_statu
 		.samples_per_s = rate(m, OFFCPU_CNT_SAMPLES),
 		.user_walks_per_s = rate(m, OFFCPU_CNT_USER_STACK_WALKS),
 		.kernel_walks_per_s = rate(m, OFFCPU_CNT_KERNEL_STACK_WALKS),
-		.samples_lost = m->counters[OFFCPU_CNT_DEFER_LOST],
+		.samples_lost = m->stats.counters[OFFCPU_CNT_DEFER_LOST],
 		.window_blocks = w->blocks,
 		.window_samples = w->samples,
-		.window_error_pct = 100 * sampling_relative_error((uint64_t)m->cfg.sample_period_us *
-									  1000,
-								  w->short_ns, 0.01),
+		.window_error_pct =
+			100 * sampling_relative_error((uint64_t)m->cfg.sample_period_us * 1000,
+						      w->short_ns, 0.01),
 	};
 	if (!sampled)
 		ret->window_error_pct = 0;
@@ -87,16 +87,16 @@ static const char *const counter_names[OFFCPU_CNT_MAX] = {
 /* Per second, over the last drain interval. */
 static double per_second(const struct manager *m, uint64_t now, uint64_t before)
 {
-	double secs = (m->counters_ns - m->counters_prev_ns) / 1e9;
+	double secs = (m->stats.counters_ns - m->stats.counters_prev_ns) / 1e9;
 
-	if (!m->counters_prev_ns || secs <= 0 || now < before)
+	if (!m->stats.counters_prev_ns || secs <= 0 || now < before)
 		return 0;
 	return (now - before) / secs;
 }
 
 static double rate(const struct manager *m, unsigned idx)
 {
-	return per_second(m, m->counters[idx], m->counters_prev[idx]);
+	return per_second(m, m->stats.counters[idx], m->stats.counters_prev[idx]);
 }
 
 static uint64_t rss_bytes(void)
@@ -162,18 +162,19 @@ static void kinds_status(struct manager *m, const struct proto_pt_status *pt,
 	in.traced_with[OFFCPU_KIND_BIO] = collector_io_path(m->collector, OFFCPU_KIND_BIO);
 	in.traced_with[OFFCPU_KIND_FILEIO] = collector_io_path(m->collector, OFFCPU_KIND_FILEIO);
 	for (unsigned kind = 0; kind < OFFCPU_KIND_COUNT; kind++)
-		in.continuous[kind] = m->continuous && (m->cfg.continuous_kinds & (1u << kind)) &&
+		in.continuous[kind] = m->windows.continuous &&
+				      (m->cfg.continuous_kinds & (1u << kind)) &&
 				      !in.unavailable[kind]; /* continuous_start skipped those */
-	in.continuous[KIND_STATUS_REQUEST] = m->continuous && *m->cfg.continuous_requests;
+	in.continuous[KIND_STATUS_REQUEST] = m->windows.continuous && *m->cfg.continuous_requests;
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
-		const struct capture *c = m->captures[i];
+		const struct capture *c = m->cap.captures[i];
 
 		if (!c)
 			continue;
 		in.captures[c->req.oncpu ? KIND_STATUS_HOTCOLD : c->req.kind]++;
 		in.captures[KIND_STATUS_REQUEST] += c->req.n_requests > 0;
 	}
-	in.captures[KIND_STATUS_LATENCY] = m->pt_work != NULL;
+	in.captures[KIND_STATUS_LATENCY] = m->pt.pt_work != NULL;
 	kind_status_fill(&in, ret);
 }
 
@@ -201,13 +202,13 @@ void handle_status(struct manager *m, struct server_conn *conn)
 	}
 	st = (struct proto_status){
 		.version = OFFCPU_VERSION,
-		.uptime_s = (clock_monotonic_ns() - m->started_ns) / 1000000000ULL,
+		.uptime_s = (clock_monotonic_ns() - m->stats.started_ns) / 1000000000ULL,
 		.pid = getpid(),
 		.tracepoint = collector_tracepoint(m->collector),
 		.bio_tracepoints = io_path_or_empty(m, OFFCPU_KIND_BIO),
 		.fileio_tracepoints = io_path_or_empty(m, OFFCPU_KIND_FILEIO),
 		.programs = programs,
-		.n_programs = m->n_programs,
+		.n_programs = m->stats.n_programs,
 		.slots_active = collector_slots_active(m->collector),
 		.slots_max = OFFCPU_MAX_SLOTS,
 		.captures_running = captures_running(m),
@@ -220,21 +221,21 @@ void handle_status(struct manager *m, struct server_conn *conn)
 		.n_maps = 4,
 		.store = {
 			.path = m->cfg.database,
-			.bytes = m->store_stats.db_bytes,
-			.windows = m->store_stats.windows,
-			.windows_written = m->windows_written,
-			.windows_failed = m->windows_failed,
-			.disk_full = m->disk_full,
-			.last_error = m->store_error,
+			.bytes = m->windows.store_stats.db_bytes,
+			.windows = m->windows.store_stats.windows,
+			.windows_written = m->windows.windows_written,
+			.windows_failed = m->windows.windows_failed,
+			.disk_full = m->windows.disk_full,
+			.last_error = m->windows.store_error,
 		},
-		.cpu_pct = per_second(m, m->cpu_ns, m->cpu_prev_ns) / 1e7,
+		.cpu_pct = per_second(m, m->stats.cpu_ns, m->stats.cpu_prev_ns) / 1e7,
 		.rss_bytes = rss_bytes(),
 		.unwind.mode = "fp", /* set whole below when tables are used */
 	};
 	pt_capture_status(&m->cfg, &st.pt, pt_reason, sizeof(pt_reason));
 	sampling_status(m, &st.sampling);
-	if (m->pt_work)
-		st.pt.recording_pid = m->pt_work->req.pid;
+	if (m->pt.pt_work)
+		st.pt.recording_pid = m->pt.pt_work->req.pid;
 	kinds_status(m, &st.pt, kinds, groups);
 	for (unsigned i = 0; i < KIND_STATUS_COUNT; i++)
 		pkinds[i] = (struct proto_kind_status){ .name = kinds[i].name,
@@ -277,26 +278,26 @@ void handle_status(struct manager *m, struct server_conn *conn)
 			.load_ms = groups[g].load_ns / 1000000,
 		};
 	}
-	for (size_t i = 0; i < m->n_programs; i++)
+	for (size_t i = 0; i < m->stats.n_programs; i++)
 		programs[i] = (struct proto_program){
-			.name = m->programs[i].name,
-			.loaded = m->programs[i].loaded,
-			.attached = m->programs[i].attached,
-			.run_cnt = m->programs[i].run_cnt,
-			.run_time_ns = m->programs[i].run_time_ns,
-			.events_per_s =
-				per_second(m, m->programs[i].run_cnt, m->programs_prev[i].run_cnt),
+			.name = m->stats.programs[i].name,
+			.loaded = m->stats.programs[i].loaded,
+			.attached = m->stats.programs[i].attached,
+			.run_cnt = m->stats.programs[i].run_cnt,
+			.run_time_ns = m->stats.programs[i].run_time_ns,
+			.events_per_s = per_second(m, m->stats.programs[i].run_cnt,
+						   m->stats.programs_prev[i].run_cnt),
 		};
 	collector_map_sizes(m->collector, &sizes);
-	map_fill(&maps[0], "aggregation", m->drained_rows, sizes.agg);
-	map_fill(&maps[1], "stacks", m->drained_stacks, sizes.stacks);
-	map_fill(&maps[2], "chains", m->drained_chains, sizes.chains);
-	map_fill(&maps[3], "histograms", m->drained_hists, sizes.hists);
+	map_fill(&maps[0], "aggregation", m->stats.drained_rows, sizes.agg);
+	map_fill(&maps[1], "stacks", m->stats.drained_stacks, sizes.stacks);
+	map_fill(&maps[2], "chains", m->stats.drained_chains, sizes.chains);
+	map_fill(&maps[3], "histograms", m->stats.drained_hists, sizes.hists);
 	/* Each continuous slot has the same requests: the first one's say it all. */
-	if (m->continuous_slots) {
-		first_continuous = __builtin_ctz(m->continuous_slots);
+	if (m->windows.continuous_slots) {
+		first_continuous = __builtin_ctz(m->windows.continuous_slots);
 		st.n_requests =
-			request_probes_stats(&m->requests[first_continuous], m->collector,
+			request_probes_stats(&m->cap.requests[first_continuous], m->collector,
 					     first_continuous, requests, funcs, ELF_FUNCS_MAX);
 	}
 	server_conn_send(conn, proto_reply_status(&st));
