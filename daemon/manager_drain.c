@@ -37,12 +37,64 @@
 
 /* ---- drains ---- */
 
+/* drain_run's lookups, answered by the symbolizer and the collector's maps. */
+static void lookup_kernel_frame(void *arg, uint64_t addr, char *buf, size_t size)
+{
+	struct manager *m = arg;
+
+	symbolizer_kernel(m->symbolizer, addr, buf, size);
+}
+
+static void lookup_user_frames(void *arg, uint32_t tgid, uint64_t addr, char *buf, size_t size)
+{
+	struct manager *m = arg;
+
+	symbolizer_user(m->symbolizer, tgid, addr, buf, size);
+}
+
+static int lookup_waker_stack(void *arg, uint64_t hash, struct offcpu_stack *ret)
+{
+	struct manager *m = arg;
+
+	return collector_waker_stack(m->collector, hash, ret);
+}
+
+static int lookup_file_name(void *arg, uint64_t hash, struct offcpu_file_name *ret)
+{
+	struct manager *m = arg;
+
+	return collector_file_name(m->collector, hash, ret);
+}
+
+/* Empties the kernel maps and names the rows. The maps of the captures'
+ * targets are read first, so that a target that exits before its stacks are
+ * drained is still named. */
 static void drain_work_cb(uv_work_t *req)
 {
 	struct manager *m = req->data;
+	struct drain_lookup lk = {
+		.arg = m,
+		.kernel_frame = lookup_kernel_frame,
+		.user_frames = lookup_user_frames,
+		.waker_stack = lookup_waker_stack,
+		.file_name = lookup_file_name,
+	};
+	struct collector_batch b;
+	int r;
 
-	m->drain.drain_error = drain_run(m->collector, m->symbolizer, m->drain.drain_tgids,
-					 m->drain.n_drain_tgids, &m->drain.drain_result);
+	r = collector_drain(m->collector, &b);
+	if (r == 0) {
+		/* mappings may have changed since the last drain */
+		symbolizer_refresh_processes(m->symbolizer);
+		for (size_t i = 0; i < m->drain.n_drain_tgids; i++)
+			symbolizer_prime(m->symbolizer, m->drain.drain_tgids[i]);
+	}
+	/* A failed drain leaves b empty: the result is empty too, but for the
+	 * counters. */
+	m->drain.drain_error = drain_run(&b, &lk, &m->drain.drain_result);
+	if (r < 0)
+		m->drain.drain_error = r;
+	collector_batch_release(&b);
 }
 
 /* What status reports about offcpud's own cost, sampled at each drain. */
