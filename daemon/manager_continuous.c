@@ -32,6 +32,7 @@
 #include "tracefs.h"
 #include "symbolizer.h"
 #include "unwinder.h"
+#include "continuous.h"
 #include "manager_internal.h"
 
 /* ---- windows of the continuous profile ---- */
@@ -76,14 +77,11 @@ void window_hist_add(struct manager *m, const struct collector_hist *h)
 		*count += h->count;
 }
 
-/* Starts a window at now_ms; it closes at the next multiple of the window
- * length, so windows line up with the clock (…:00, …:10, …:20). */
+/* Starts a window at now_ms, to close on the clock's window boundary. */
 static int window_open(struct manager *m, int64_t now_ms)
 {
-	int64_t len_ms = (int64_t)m->cfg.window_seconds * 1000;
-
 	m->windows.window_start_ms = now_ms;
-	m->windows.window_close_ms = (now_ms / len_ms + 1) * len_ms;
+	m->windows.window_close_ms = continuous_window_close_ms(now_ms, m->cfg.window_seconds);
 	if (hashtab_new(sizeof(struct offcpu_hist_key), sizeof(uint64_t),
 			&m->windows.window_hists) < 0)
 		return -ENOMEM;
@@ -114,35 +112,11 @@ void window_rotate(struct manager *m, bool reopen)
 		log_error("out of memory: continuous profiling paused");
 }
 
-/* Splits continuous_requests (checked by config) into its words, in buf. */
-static size_t continuous_specs(const struct manager *m, char *buf, size_t size,
-			       const char *specs[CONFIG_MAX_REQUESTS])
-{
-	size_t n = 0;
-
-	snprintf(buf, size, "%s", m->cfg.continuous_requests);
-	for (char *save, *w = strtok_r(buf, " \t", &save); w && n < CONFIG_MAX_REQUESTS;
-	     w = strtok_r(NULL, " \t", &save))
-		specs[n++] = w;
-	return n;
-}
-
-/* The continuous slot of kind samples its stacks (bpf/sampling.h) if so
- * configured and it is a kind whose rows are blocks by the blocked thread's
- * stacks. */
-static uint64_t continuous_sample_period_ns(const struct manager *m, unsigned kind)
-{
-	if (m->cfg.continuous_stacks != CONFIG_STACKS_SAMPLED ||
-	    (kind != OFFCPU_KIND_OFFCPU && kind != OFFCPU_KIND_RUNQ))
-		return 0;
-	return (uint64_t)m->cfg.sample_period_us * 1000;
-}
-
 int continuous_start(struct manager *m)
 {
 	const char *specs[CONFIG_MAX_REQUESTS];
 	char buf[sizeof(m->cfg.continuous_requests)], err[512];
-	size_t n_specs = continuous_specs(m, buf, sizeof(buf), specs);
+	size_t n_specs = continuous_specs(&m->cfg, buf, sizeof(buf), specs);
 	unsigned slot;
 	int r;
 
@@ -150,28 +124,13 @@ int continuous_start(struct manager *m)
 	if (r < 0)
 		return log_error("out of memory"), r;
 	for (unsigned kind = 0; kind < OFFCPU_KIND_COUNT; kind++) {
-		struct collector_filter filter = {
-			.state_mask = m->cfg.continuous_states,
-			.min_block_ns = (uint64_t)m->cfg.continuous_min_block_us * 1000,
-			.user_stacks = kind != OFFCPU_KIND_WAKEUP,
-			.kernel_stacks = kind != OFFCPU_KIND_WAKEUP,
-			.kind = kind,
-			.chain_depth = 3,
-			.split_runq = kind == OFFCPU_KIND_OFFCPU && m->cfg.continuous_split_runq,
-			.sample_period_ns = continuous_sample_period_ns(m, kind),
-			.hist = kind == OFFCPU_KIND_OFFCPU,
-			/* On-CPU samples are not request-synchronous: all of them. */
-			.requests = n_specs > 0 && kind != OFFCPU_KIND_ONCPU,
-		};
-
-		bool io = kind == OFFCPU_KIND_BIO || kind == OFFCPU_KIND_FILEIO;
+		struct collector_filter filter;
 		uint32_t groups, loaded = 0;
 		unsigned failed = 0;
 
 		if (!(m->cfg.continuous_kinds & (1u << kind)))
 			continue;
-		filter.requests = filter.requests && !io; /* requests gate off-CPU blocks */
-		filter.hist = filter.hist && !io;
+		continuous_filter(&m->cfg, kind, n_specs > 0, &filter);
 		/* Configured, so needed now: loaded before serving. */
 		groups = collector_filter_groups(&filter);
 		r = 0;
