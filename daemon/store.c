@@ -138,7 +138,7 @@ static void usum_final(sqlite3_context *ctx)
 	sqlite3_result_int64(ctx, acc ? (int64_t)*acc : 0);
 }
 
-int pragma_read(struct store *s, const char *sql, int64_t *ret)
+int store__pragma_read(struct store *s, const char *sql, int64_t *ret)
 {
 	sqlite3_stmt *st;
 	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
@@ -155,7 +155,7 @@ int pragma_read(struct store *s, const char *sql, int64_t *ret)
 	return 0;
 }
 
-int exec_sql(struct store *s, const char *sql, const char *what)
+int store__exec(struct store *s, const char *sql, const char *what)
 {
 	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 
@@ -177,7 +177,7 @@ static int store__apply_limits(struct store *s)
 	sqlite3_wal_autocheckpoint(s->db, (int)pages);
 	snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %lld",
 		 (long long)(pages * s->page_size));
-	return exec_sql(s, sql, "cannot limit the WAL");
+	return store__exec(s, sql, "cannot limit the WAL");
 }
 
 int store_open(const char *path, const struct store_limits *limits, struct store **ret, char *err,
@@ -215,19 +215,19 @@ int store_open(const char *path, const struct store_limits *limits, struct store
 	if (r < 0)
 		goto fail;
 
-	r = exec_sql(s,
-		     "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -8192; "
-		     "PRAGMA temp_store = MEMORY",
-		     "cannot configure the connection");
+	r = store__exec(s,
+			"PRAGMA synchronous = NORMAL; PRAGMA cache_size = -8192; "
+			"PRAGMA temp_store = MEMORY",
+			"cannot configure the connection");
 	/* Takes effect at once only before the file has its first page (the
 	 * switch to WAL writes one); an empty file someone else made needs the
 	 * VACUUM. Version 0 has no tables (store__check). */
 	if (r >= 0 && version == 0)
-		r = exec_sql(s, "PRAGMA auto_vacuum = INCREMENTAL", "cannot set auto_vacuum");
+		r = store__exec(s, "PRAGMA auto_vacuum = INCREMENTAL", "cannot set auto_vacuum");
 	if (r >= 0 && version == 0)
-		r = pragma_read(s, "PRAGMA auto_vacuum", &auto_vacuum);
+		r = store__pragma_read(s, "PRAGMA auto_vacuum", &auto_vacuum);
 	if (r >= 0 && version == 0 && auto_vacuum != 2)
-		r = exec_sql(s, "VACUUM", "cannot set auto_vacuum");
+		r = store__exec(s, "VACUUM", "cannot set auto_vacuum");
 	if (r < 0)
 		goto fail;
 	/* WAL + synchronous=NORMAL: a committed window survives a crash of
@@ -251,7 +251,7 @@ int store_open(const char *path, const struct store_limits *limits, struct store
 	}
 	r = store__migrate(s, version);
 	if (r >= 0)
-		r = pragma_read(s, "PRAGMA page_size", &s->page_size);
+		r = store__pragma_read(s, "PRAGMA page_size", &s->page_size);
 	if (r >= 0)
 		r = store__apply_limits(s);
 	if (r < 0)
@@ -290,8 +290,8 @@ void store_close(struct store *s)
 		sqlite3_finalize(s->stmts[i]);
 	/* The last connection checkpoints and removes the WAL. */
 	sqlite3_close(s->db);
-	intern_free(&s->strings);
-	intern_free(&s->stacks);
+	store__intern_free(&s->strings);
+	store__intern_free(&s->stacks);
 	hashtab_free(s->series);
 	free(s->frames);
 	free(s);

@@ -105,15 +105,15 @@ int store__fail(struct store *s, int rc, const char *fmt, ...)
 
 /* store.c */
 void store__rollback(struct store *s);
-int pragma_read(struct store *s, const char *sql, int64_t *ret);
-int exec_sql(struct store *s, const char *sql, const char *what);
+int store__pragma_read(struct store *s, const char *sql, int64_t *ret);
+int store__exec(struct store *s, const char *sql, const char *what);
 
 /* store_schema.c */
 int store__check(struct store *s, const char *path, int64_t *ret_version);
 int store__migrate(struct store *s, int64_t version);
 
 /* store_write.c */
-void intern_free(struct intern *c);
+void store__intern_free(struct intern *c);
 void store__forget(struct store *s);
 
 /* store_gc.c */

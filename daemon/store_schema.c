@@ -163,9 +163,9 @@ int store__check(struct store *s, const char *path, int64_t *ret_version)
 	}
 	if (rc != SQLITE_ROW)
 		return store__fail(s, rc, "'%s' is not a usable SQLite database", path);
-	r = pragma_read(s, "PRAGMA application_id", &app_id);
+	r = store__pragma_read(s, "PRAGMA application_id", &app_id);
 	if (r >= 0)
-		r = pragma_read(s, "SELECT count(*) FROM sqlite_schema", &tables);
+		r = store__pragma_read(s, "SELECT count(*) FROM sqlite_schema", &tables);
 	if (r < 0)
 		return r;
 
@@ -205,7 +205,7 @@ int store__migrate(struct store *s, int64_t version)
 
 	if (version == STORE_SCHEMA_VERSION)
 		return 0;
-	r = exec_sql(s, "BEGIN IMMEDIATE", "cannot begin the migration");
+	r = store__exec(s, "BEGIN IMMEDIATE", "cannot begin the migration");
 	if (r < 0)
 		return r;
 	for (int64_t v = version; v < STORE_SCHEMA_VERSION; v++) {
@@ -218,9 +218,9 @@ int store__migrate(struct store *s, int64_t version)
 	}
 	snprintf(sql, sizeof(sql), "PRAGMA application_id = %d; PRAGMA user_version = %lld",
 		 STORE_APPLICATION_ID, (long long)STORE_SCHEMA_VERSION);
-	r = exec_sql(s, sql, "cannot set the schema version");
+	r = store__exec(s, sql, "cannot set the schema version");
 	if (r >= 0)
-		r = exec_sql(s, "COMMIT", "cannot commit the migration");
+		r = store__exec(s, "COMMIT", "cannot commit the migration");
 	if (r >= 0)
 		return 0;
 fail:

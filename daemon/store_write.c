@@ -80,7 +80,7 @@ static void intern_reset(struct intern *c)
 		c->map = NULL;
 }
 
-void intern_free(struct intern *c)
+void store__intern_free(struct intern *c)
 {
 	hashtab_free(c->map);
 	free(c->arena);
