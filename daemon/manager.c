@@ -203,8 +203,11 @@ static int store_start(struct manager *m)
 	return r;
 }
 
-int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
+/* Loads the scheduler core of the BPF programs (tracefs first: fileio
+ * attaches through it) and the unwinder that fills their tables. */
+static int collector_start(struct manager *m)
 {
+	const struct config *cfg = &m->cfg;
 	struct collector_options copts = {
 		.agg_map_entries = cfg->agg_map_entries,
 		.stack_map_entries = cfg->stack_map_entries,
@@ -219,38 +222,10 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 			  : cfg->tracepoint == CONFIG_TRACEPOINT_RAW_TP ? COLLECTOR_ATTACH_RAW_TP
 									: COLLECTOR_ATTACH_AUTO,
 	};
-	struct server_options sopts = {
-		.path = cfg->socket_path,
-		.mode = cfg->socket_mode,
-		.group = cfg->socket_group,
-		.max_clients = cfg->max_clients,
-		.max_request_bytes = cfg->max_request_bytes,
-		.max_reply_bytes = cfg->max_reply_bytes,
-		.timeout_ms = cfg->client_timeout_s * 1000,
-	};
-	struct server_ops ops = { .accept = accept_cb, .request = request_cb, .closed = closed_cb };
-	uint64_t watchdog_us = 0;
 	struct unwinder_maps umaps;
 	char warn[512];
-	struct manager *m;
 	int r;
 
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return log_error("out of memory"), -ENOMEM;
-	m->loop = loop;
-	m->cfg = *cfg;
-	m->state_lock_fd = -1;
-	m->stats.started_ns = clock_monotonic_ns();
-	loop->data = m;
-	uv_timer_init(loop, &m->drain.drain_timer);
-	m->drain.drain_timer.data = m;
-	uv_timer_init(loop, &m->watchdog_timer);
-	m->watchdog_timer.data = m;
-
-	r = store_start(m);
-	if (r < 0)
-		goto fail;
 	libbpf_set_print(libbpf_print_cb);
 	/* Before the programs load: fileio attaches through tracefs. */
 	r = tracefs_ensure(TRACEFS_DIR, m->tracefs_why, sizeof(m->tracefs_why));
@@ -262,7 +237,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	if (r < 0) {
 		log_error("cannot load the BPF programs: %s%s", strerror(-r),
 			  r == -EPERM ? " (offcpud needs root, or CAP_BPF and CAP_PERFMON)" : "");
-		goto fail;
+		return r;
 	}
 	log_info("sched_switch program attached (%s)", collector_tracepoint(m->collector));
 	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
@@ -284,7 +259,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		r = unwinder_new(&umaps, PROC_ROOT, &m->unwinder);
 		if (r < 0) {
 			log_error("cannot start the unwinder: %s", strerror(-r));
-			goto fail;
+			return r;
 		}
 		log_info("user stacks: unwind tables (up to %u rows), frame pointers elsewhere",
 			 umaps.rows_max);
@@ -292,6 +267,75 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		log_info("user stacks: frame pointers%s",
 			 cfg->unwind == CONFIG_UNWIND_DWARF ? " (unwind tables need tp_btf)" : "");
 	}
+	return 0;
+}
+
+/* Sets the access policy and listens. */
+static int server_start(struct manager *m)
+{
+	const struct config *cfg = &m->cfg;
+	struct server_options sopts = {
+		.path = cfg->socket_path,
+		.mode = cfg->socket_mode,
+		.group = cfg->socket_group,
+		.max_clients = cfg->max_clients,
+		.max_request_bytes = cfg->max_request_bytes,
+		.max_reply_bytes = cfg->max_reply_bytes,
+		.timeout_ms = cfg->client_timeout_s * 1000,
+	};
+	struct server_ops ops = { .accept = accept_cb, .request = request_cb, .closed = closed_cb };
+	char warn[512];
+	int r;
+
+	access_policy_init(&m->access, cfg, warn, sizeof(warn));
+	if (*warn)
+		log_warning("%s", warn);
+	if (*cfg->socket_group && !getgrnam(cfg->socket_group)) {
+		log_warning("socket_group '%s' does not exist: only root can connect (create it "
+			    "with: groupadd --system %s)",
+			    cfg->socket_group, cfg->socket_group);
+		sopts.group = NULL;
+	}
+	r = server_new(m->loop, &sopts, &ops, m, &m->server);
+	if (r < 0) {
+		if (r == -EADDRINUSE)
+			log_error("another offcpud is already listening on %s", cfg->socket_path);
+		else
+			log_error("cannot listen on %s: %s", cfg->socket_path, strerror(-r));
+		return r;
+	}
+	log_info("listening on %s",
+		 server_activated(m->server) ? "the socket passed by systemd" : cfg->socket_path);
+	if (server_group_error(m->server))
+		log_warning("cannot give the socket to group '%s' (%s): only root can connect",
+			    cfg->socket_group, strerror(server_group_error(m->server)));
+	return 0;
+}
+
+int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
+{
+	uint64_t watchdog_us = 0;
+	struct manager *m;
+	int r;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return log_error("out of memory"), -ENOMEM;
+	m->loop = loop;
+	m->cfg = *cfg;
+	m->state_lock_fd = -1;
+	m->stats.started_ns = clock_monotonic_ns();
+	loop->data = m;
+	uv_timer_init(loop, &m->drain.drain_timer);
+	m->drain.drain_timer.data = m;
+	uv_timer_init(loop, &m->watchdog_timer);
+	m->watchdog_timer.data = m;
+
+	r = store_start(m);
+	if (r >= 0)
+		r = collector_start(m);
+	if (r < 0)
+		goto fail;
 	r = symbolizer_new(PROC_ROOT, cfg->debug_root, &m->symbolizer);
 	if (r < 0) {
 		log_error("cannot set up the symbolizer: %s", strerror(-r));
@@ -302,28 +346,9 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		if (r < 0)
 			goto fail;
 	}
-	access_policy_init(&m->access, cfg, warn, sizeof(warn));
-	if (*warn)
-		log_warning("%s", warn);
-	if (*cfg->socket_group && !getgrnam(cfg->socket_group)) {
-		log_warning("socket_group '%s' does not exist: only root can connect (create it "
-			    "with: groupadd --system %s)",
-			    cfg->socket_group, cfg->socket_group);
-		sopts.group = NULL;
-	}
-	r = server_new(loop, &sopts, &ops, m, &m->server);
-	if (r < 0) {
-		if (r == -EADDRINUSE)
-			log_error("another offcpud is already listening on %s", cfg->socket_path);
-		else
-			log_error("cannot listen on %s: %s", cfg->socket_path, strerror(-r));
+	r = server_start(m);
+	if (r < 0)
 		goto fail;
-	}
-	log_info("listening on %s",
-		 server_activated(m->server) ? "the socket passed by systemd" : cfg->socket_path);
-	if (server_group_error(m->server))
-		log_warning("cannot give the socket to group '%s' (%s): only root can connect",
-			    cfg->socket_group, strerror(server_group_error(m->server)));
 
 	uv_timer_start(&m->drain.drain_timer, drain_timer_cb, cfg->drain_interval_ms,
 		       cfg->drain_interval_ms);

@@ -4,7 +4,9 @@
  * routes their rows; manager_continuous.c keeps the continuous profile's
  * windows; manager_capture.c runs captures (program groups, slots, request
  * probes); manager_latency.c the Intel PT sessions; manager_status.c
- * answers status. All run on the event loop but the _cb work functions.
+ * answers status. Everything runs on the event loop thread but the work
+ * functions given to uv_queue_work() (drain_work_cb, probe_attach_cb,
+ * load_work_cb, pt_work_cb), which run on the libuv pool. Logs.
  */
 #ifndef MANAGER_INTERNAL_H
 #define MANAGER_INTERNAL_H

@@ -178,12 +178,84 @@ static void kinds_status(struct manager *m, const struct proto_pt_status *pt,
 	kind_status_fill(&in, ret);
 }
 
+/* The unwind tables' state; ustats holds what ret points to. */
+static void unwind_status(struct manager *m, struct unwinder_stats *ustats,
+			  struct proto_unwind_status *ret)
+{
+	unwinder_stats(m->unwinder, ustats);
+	*ret = (struct proto_unwind_status){
+		.mode = "dwarf",
+		.tables = ustats->tables,
+		.processes = ustats->processes,
+		.rows_used = ustats->rows_used,
+		.rows_max = ustats->rows_max,
+		.table_bytes = ustats->table_bytes,
+		.builds = ustats->builds,
+		.build_ns_total = ustats->build_ns_total,
+		.build_ns_max = ustats->build_ns_max,
+		.build_max_path = ustats->build_max_path,
+		.evictions = ustats->evictions,
+		.no_room = ustats->no_room,
+		.failed = ustats->failed,
+		.requests = ustats->requests,
+	};
+}
+
+/* Each program group's state, into groups (whose reasons st points to). */
+static void groups_status(struct manager *m,
+			  struct collector_group_status groups[COLLECTOR_GROUP_COUNT],
+			  struct proto_status *st)
+{
+	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT && g < PROTO_MAX_GROUPS; g++) {
+		static const char *const states[] = {
+			[COLLECTOR_GROUP_ON_DEMAND] = "on_demand",
+			[COLLECTOR_GROUP_LOADED] = "loaded",
+			[COLLECTOR_GROUP_UNAVAILABLE] = "unavailable",
+		};
+
+		collector_group_status(m->collector, g, &groups[g]);
+		st->groups[st->n_groups++] = (struct proto_program_group){
+			.name = collector_group_name(g),
+			.state = states[groups[g].state],
+			.reason = groups[g].state == COLLECTOR_GROUP_UNAVAILABLE ? groups[g].reason
+										 : "",
+			.load_ms = groups[g].load_ns / 1000000,
+		};
+	}
+}
+
+/* The programs as of the last drain, with their event rates. */
+static void programs_status(const struct manager *m, struct proto_program *programs)
+{
+	for (size_t i = 0; i < m->stats.n_programs; i++)
+		programs[i] = (struct proto_program){
+			.name = m->stats.programs[i].name,
+			.loaded = m->stats.programs[i].loaded,
+			.attached = m->stats.programs[i].attached,
+			.run_cnt = m->stats.programs[i].run_cnt,
+			.run_time_ns = m->stats.programs[i].run_time_ns,
+			.events_per_s = per_second(m, m->stats.programs[i].run_cnt,
+						   m->stats.programs_prev[i].run_cnt),
+		};
+}
+
+/* How full the last drain found the maps. */
+static void maps_status(struct manager *m, struct proto_map_fill maps[4])
+{
+	struct collector_map_sizes sizes;
+
+	collector_map_sizes(m->collector, &sizes);
+	map_fill(&maps[0], "aggregation", m->stats.drained_rows, sizes.agg);
+	map_fill(&maps[1], "stacks", m->stats.drained_stacks, sizes.stacks);
+	map_fill(&maps[2], "chains", m->stats.drained_chains, sizes.chains);
+	map_fill(&maps[3], "histograms", m->stats.drained_hists, sizes.hists);
+}
+
 void handle_status(struct manager *m, struct server_conn *conn)
 {
 	struct proto_program programs[MAX_PROGRAMS];
 	struct collector_group_status groups[COLLECTOR_GROUP_COUNT];
 	struct proto_map_fill maps[4];
-	struct collector_map_sizes sizes;
 	struct proto_counter counters[OFFCPU_CNT_MAX];
 	struct proto_request_stats requests[OFFCPU_MAX_REQUESTS];
 	struct proto_request_function funcs[ELF_FUNCS_MAX];
@@ -243,56 +315,11 @@ void handle_status(struct manager *m, struct server_conn *conn)
 							.detail = kinds[i].detail };
 	st.kinds = pkinds;
 	st.n_kinds = KIND_STATUS_COUNT;
-	if (m->unwinder) {
-		unwinder_stats(m->unwinder, &ustats);
-		st.unwind = (struct proto_unwind_status){
-			.mode = "dwarf",
-			.tables = ustats.tables,
-			.processes = ustats.processes,
-			.rows_used = ustats.rows_used,
-			.rows_max = ustats.rows_max,
-			.table_bytes = ustats.table_bytes,
-			.builds = ustats.builds,
-			.build_ns_total = ustats.build_ns_total,
-			.build_ns_max = ustats.build_ns_max,
-			.build_max_path = ustats.build_max_path,
-			.evictions = ustats.evictions,
-			.no_room = ustats.no_room,
-			.failed = ustats.failed,
-			.requests = ustats.requests,
-		};
-	}
-	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT && g < PROTO_MAX_GROUPS; g++) {
-		static const char *const states[] = {
-			[COLLECTOR_GROUP_ON_DEMAND] = "on_demand",
-			[COLLECTOR_GROUP_LOADED] = "loaded",
-			[COLLECTOR_GROUP_UNAVAILABLE] = "unavailable",
-		};
-
-		collector_group_status(m->collector, g, &groups[g]);
-		st.groups[st.n_groups++] = (struct proto_program_group){
-			.name = collector_group_name(g),
-			.state = states[groups[g].state],
-			.reason = groups[g].state == COLLECTOR_GROUP_UNAVAILABLE ? groups[g].reason
-										 : "",
-			.load_ms = groups[g].load_ns / 1000000,
-		};
-	}
-	for (size_t i = 0; i < m->stats.n_programs; i++)
-		programs[i] = (struct proto_program){
-			.name = m->stats.programs[i].name,
-			.loaded = m->stats.programs[i].loaded,
-			.attached = m->stats.programs[i].attached,
-			.run_cnt = m->stats.programs[i].run_cnt,
-			.run_time_ns = m->stats.programs[i].run_time_ns,
-			.events_per_s = per_second(m, m->stats.programs[i].run_cnt,
-						   m->stats.programs_prev[i].run_cnt),
-		};
-	collector_map_sizes(m->collector, &sizes);
-	map_fill(&maps[0], "aggregation", m->stats.drained_rows, sizes.agg);
-	map_fill(&maps[1], "stacks", m->stats.drained_stacks, sizes.stacks);
-	map_fill(&maps[2], "chains", m->stats.drained_chains, sizes.chains);
-	map_fill(&maps[3], "histograms", m->stats.drained_hists, sizes.hists);
+	if (m->unwinder)
+		unwind_status(m, &ustats, &st.unwind);
+	groups_status(m, groups, &st);
+	programs_status(m, programs);
+	maps_status(m, maps);
 	/* Each continuous slot has the same requests: the first one's say it all. */
 	if (m->windows.continuous_slots) {
 		first_continuous = __builtin_ctz(m->windows.continuous_slots);
