@@ -84,7 +84,7 @@ static int append_reversed(char **buf, size_t *len, size_t *cap, const char *fra
 
 /* Joins a leaf-first stack into "root;...;leaf". Return addresses point after
  * the call, so every frame but the leaf is looked up one byte earlier. */
-static char *stack_name(struct symbolizer *s, const struct offcpu_stack *st, uint32_t tgid,
+static char *stack_name(const struct drain_lookup *lk, const struct offcpu_stack *st, uint32_t tgid,
 			bool kernel, bool leaf_first)
 {
 	char *buf = NULL, frame[FRAME_NAME_MAX];
@@ -98,7 +98,7 @@ static char *stack_name(struct symbolizer *s, const struct offcpu_stack *st, uin
 	    append(&buf, &len, &cap, DRAIN_TRUNCATED_FRAME) < 0)
 		return NULL;
 	while (kernel && leaf < nr) {
-		symbolizer_kernel(s, st->ips[leaf] - (leaf > 0), frame, sizeof(frame));
+		lk->kernel_frame(lk->arg, st->ips[leaf] - (leaf > 0), frame, sizeof(frame));
 		if (!is_tracing_frame(frame))
 			break;
 		leaf++;
@@ -112,11 +112,11 @@ static char *stack_name(struct symbolizer *s, const struct offcpu_stack *st, uin
 		int r;
 
 		if (kernel) {
-			symbolizer_kernel(s, addr, frame, sizeof(frame));
+			lk->kernel_frame(lk->arg, addr, frame, sizeof(frame));
 			r = append(&buf, &len, &cap, frame);
 		} else {
 			/* one address, possibly several frames (inlined functions) */
-			symbolizer_user(s, tgid, addr, frame, sizeof(frame));
+			lk->user_frames(lk->arg, tgid, addr, frame, sizeof(frame));
 			r = leaf_first ? append_reversed(&buf, &len, &cap, frame)
 				       : append_frames(&buf, &len, &cap, frame, true);
 		}
@@ -144,7 +144,7 @@ static const struct collector_stack *stack_find(const struct collector_batch *b,
 			   : NULL;
 }
 
-static const char *name_get(struct drain_result *r, struct symbolizer *s,
+static const char *name_get(struct drain_result *r, const struct drain_lookup *lk,
 			    const struct collector_batch *b, uint64_t hash, uint32_t tgid,
 			    bool kernel)
 {
@@ -162,7 +162,7 @@ static const char *name_get(struct drain_result *r, struct symbolizer *s,
 		return *slot;
 	found = stack_find(b, hash);
 	/* The stack map was full when this block was counted: keep the time. */
-	*slot = found ? stack_name(s, &found->stack, tgid, kernel, false) : strdup("[stack lost]");
+	*slot = found ? stack_name(lk, &found->stack, tgid, kernel, false) : strdup("[stack lost]");
 	return *slot ? *slot : "[out of memory]";
 }
 
@@ -235,8 +235,8 @@ static const char *waker_label(const struct offcpu_waker *w, char *buf, size_t s
  * wake anyone. Returns 1 if the level was an interrupt or idle (the chain
  * ends there), 0, or -ENOMEM.
  */
-static int level_name(struct collector *c, struct symbolizer *s, const struct offcpu_waker *w,
-		      char **buf, size_t *len, size_t *cap)
+static int level_name(const struct drain_lookup *lk, const struct offcpu_waker *w, char **buf,
+		      size_t *len, size_t *cap)
 {
 	struct offcpu_waker who = *w;
 	struct offcpu_stack st;
@@ -244,8 +244,8 @@ static int level_name(struct collector *c, struct symbolizer *s, const struct of
 	int r = 0;
 
 	if (w->kstack) {
-		part = collector_waker_stack(c, w->kstack, &st) == 0
-			       ? stack_name(s, &st, 0, true, true)
+		part = lk->waker_stack(lk->arg, w->kstack, &st) == 0
+			       ? stack_name(lk, &st, 0, true, true)
 			       : strdup("[stack lost]");
 		if (!part)
 			return -ENOMEM;
@@ -257,8 +257,8 @@ static int level_name(struct collector *c, struct symbolizer *s, const struct of
 	if (r == 0)
 		r = append(buf, len, cap, "-");
 	if (r == 0 && w->ustack && who.ctx == OFFCPU_WAKER_TASK) {
-		part = collector_waker_stack(c, w->ustack, &st) == 0
-			       ? stack_name(s, &st, w->tgid, false, true)
+		part = lk->waker_stack(lk->arg, w->ustack, &st) == 0
+			       ? stack_name(lk, &st, w->tgid, false, true)
 			       : strdup("[stack lost]");
 		r = part ? (*part ? append_frames(buf, len, cap, part, true) : 0) : -ENOMEM;
 		free(part);
@@ -273,8 +273,8 @@ static int level_name(struct collector *c, struct symbolizer *s, const struct of
 /* The waker part of a row: its levels joined by "--". */
 /* A --with-filename fileio row's user stack, its file's name as the leaf
  * frame: "stack;[file] NAME". */
-static const char *file_leaf(struct drain_result *r, struct collector *c, const char *ustack,
-			     const struct offcpu_key *k)
+static const char *file_leaf(struct drain_result *r, const struct drain_lookup *lk,
+			     const char *ustack, const struct offcpu_key *k)
 {
 	struct name_key key = { .hash = k->ustack ^ (k->chain * 0x9e3779b97f4a7c15ULL),
 				.tgid = k->tgid,
@@ -288,7 +288,7 @@ static const char *file_leaf(struct drain_result *r, struct collector *c, const 
 		return "[out of memory]";
 	if (!created)
 		return *slot;
-	if (collector_file_name(c, k->chain, &f) < 0)
+	if (lk->file_name(lk->arg, k->chain, &f) < 0)
 		snprintf(f.name, sizeof(f.name), "[name lost]"); /* evicted: the time stays */
 	for (char *p = f.name; *p; p++)
 		if (*p == ';' || (unsigned char)*p < 0x20)
@@ -299,7 +299,7 @@ static const char *file_leaf(struct drain_result *r, struct collector *c, const 
 	return *slot ? *slot : "[out of memory]";
 }
 
-static const char *chain_get(struct drain_result *r, struct collector *c, struct symbolizer *s,
+static const char *chain_get(struct drain_result *r, const struct drain_lookup *lk,
 			     const struct collector_batch *b, const struct offcpu_key *k)
 {
 	struct name_key key = { .hash = k->chain, .kind = 2 };
@@ -329,7 +329,7 @@ static const char *chain_get(struct drain_result *r, struct collector *c, struct
 		if (i)
 			e = append(&buf, &len, &cap, "--");
 		if (e == 0)
-			e = level_name(c, s, &found->chain.levels[i], &buf, &len, &cap);
+			e = level_name(lk, &found->chain.levels[i], &buf, &len, &cap);
 	}
 	if (e > 0)
 		e = 0; /* ended at an interrupt or idle waker */
@@ -341,43 +341,31 @@ static const char *chain_get(struct drain_result *r, struct collector *c, struct
 	return *slot ? *slot : "[out of memory]";
 }
 
-int drain_run(struct collector *c, struct symbolizer *s, const uint32_t *tgids, size_t n_tgids,
-	      struct drain_result *ret)
+int drain_run(struct collector_batch *b, const struct drain_lookup *lk, struct drain_result *ret)
 {
-	struct collector_batch b;
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
+	memcpy(ret->counters, b->counters, sizeof(ret->counters));
 	r = hashtab_new(sizeof(struct name_key), sizeof(char *), &ret->names);
 	if (r < 0)
 		return r;
-	r = collector_drain(c, &b);
-	memcpy(ret->counters, b.counters, sizeof(ret->counters));
+	r = sampling_calibrate(&b->rows, &b->n_rows, b->totals, b->n_totals, ret->sampling);
 	if (r < 0)
 		return r;
-	r = sampling_calibrate(&b.rows, &b.n_rows, b.totals, b.n_totals, ret->sampling);
-	if (r < 0) {
-		collector_batch_release(&b);
-		return r;
-	}
-	ret->rows = calloc(b.n_rows ? b.n_rows : 1, sizeof(*ret->rows));
-	if (!ret->rows) {
-		collector_batch_release(&b);
+	ret->rows = calloc(b->n_rows ? b->n_rows : 1, sizeof(*ret->rows));
+	if (!ret->rows)
 		return -ENOMEM;
-	}
-	if (b.n_stacks) /* b.stacks is NULL when there are none */
-		qsort(b.stacks, b.n_stacks, sizeof(*b.stacks), stack_cmp);
-	if (b.n_chains)
-		qsort(b.chains, b.n_chains, sizeof(*b.chains), chain_cmp);
-	symbolizer_refresh_processes(s); /* mappings may have changed since the last drain */
-	for (size_t i = 0; i < n_tgids; i++)
-		symbolizer_prime(s, tgids[i]);
-	for (size_t i = 0; i < b.n_rows; i++) {
+	if (b->n_stacks) /* b->stacks is NULL when there are none */
+		qsort(b->stacks, b->n_stacks, sizeof(*b->stacks), stack_cmp);
+	if (b->n_chains)
+		qsort(b->chains, b->n_chains, sizeof(*b->chains), chain_cmp);
+	for (size_t i = 0; i < b->n_rows; i++) {
 		struct drain_row *row = &ret->rows[i];
 		const struct collector_stack *ustack;
 
-		row->key = b.rows[i].key;
-		row->value = b.rows[i].value;
+		row->key = b->rows[i].key;
+		row->value = b->rows[i].value;
 		row->value.comm[sizeof(row->value.comm) - 1] = '\0';
 		if (row->key.flags & OFFCPU_KEY_UNSAMPLED) {
 			row->kstack = "";
@@ -385,23 +373,22 @@ int drain_run(struct collector *c, struct symbolizer *s, const uint32_t *tgids, 
 			row->chain = "";
 			continue;
 		}
-		row->kstack = name_get(ret, s, &b, row->key.kstack, row->key.tgid, true);
-		row->ustack = name_get(ret, s, &b, row->key.ustack, row->key.tgid, false);
-		ustack = row->key.ustack ? stack_find(&b, row->key.ustack) : NULL;
+		row->kstack = name_get(ret, lk, b, row->key.kstack, row->key.tgid, true);
+		row->ustack = name_get(ret, lk, b, row->key.ustack, row->key.tgid, false);
+		ustack = row->key.ustack ? stack_find(b, row->key.ustack) : NULL;
 		row->ustack_flags = ustack ? ustack->stack.flags : 0;
-		row->chain = chain_get(ret, c, s, &b, &row->key);
+		row->chain = chain_get(ret, lk, b, &row->key);
 		if (row->key.kind == OFFCPU_KIND_FILEIO && row->key.chain)
-			row->ustack = file_leaf(ret, c, row->ustack, &row->key);
+			row->ustack = file_leaf(ret, lk, row->ustack, &row->key);
 	}
-	ret->n_rows = b.n_rows;
+	ret->n_rows = b->n_rows;
 	/* Histograms pass through as they are; the manager sorts them by slot. */
-	ret->hists = b.hists;
-	ret->n_hists = b.n_hists;
-	ret->n_stacks = b.n_stacks;
-	ret->n_chains = b.n_chains;
-	b.hists = NULL;
-	b.n_hists = 0;
-	collector_batch_release(&b);
+	ret->hists = b->hists;
+	ret->n_hists = b->n_hists;
+	ret->n_stacks = b->n_stacks;
+	ret->n_chains = b->n_chains;
+	b->hists = NULL;
+	b->n_hists = 0;
 	return 0;
 }
 

@@ -1,8 +1,9 @@
 /*
  * drain: one emptying of the kernel's aggregation maps, with every stack
- * already named. drain_run() blocks (it waits for in-flight BPF programs and
- * reads maps and ELF files), so the daemon runs it on a libuv worker thread,
- * one at a time; the symbolizer is used only from there. Does not log.
+ * named. drain_run() names a batch through lookup callbacks (struct
+ * drain_lookup), so it runs without BPF in unit tests; the daemon drains on
+ * a libuv worker thread, one at a time, and names from there with the
+ * symbolizer (manager_drain.c), which is used only there. Does not log.
  */
 #ifndef DRAIN_H
 #define DRAIN_H
@@ -12,7 +13,6 @@
 
 #include "collector.h"
 #include "sampling.h"
-#include "symbolizer.h"
 
 /* The leaf frame of a fileio --with-filename row: the prefix, then the
  * file's name. */
@@ -45,12 +45,28 @@ struct drain_result {
 	struct hashtab *names;
 };
 
-/* Drains c and names the stacks. The maps of the n_tgids processes in tgids
- * (the captures' targets) are read too, so that a target that exits before
- * its stacks are drained is still named. Returns 0 or -errno; *ret must be
+/* What naming a batch asks of the world: the daemon answers from the
+ * symbolizer and the collector's maps (manager_drain.c), unit tests from
+ * tables. Called on drain_run's thread. */
+struct drain_lookup {
+	void *arg;
+	/* The frame name of one kernel address, into buf. */
+	void (*kernel_frame)(void *arg, uint64_t addr, char *buf, size_t size);
+	/* The frames of one user address of process tgid, into buf: an inline
+	 * chain, root first, ';'-joined. */
+	void (*user_frames)(void *arg, uint32_t tgid, uint64_t addr, char *buf, size_t size);
+	/* A waker's stack by its hash: 0, or < 0 if it is gone. */
+	int (*waker_stack)(void *arg, uint64_t hash, struct offcpu_stack *ret);
+	/* A fileio row's file name by its hash: 0, or < 0 if it is gone. */
+	int (*file_name)(void *arg, uint64_t hash, struct offcpu_file_name *ret);
+};
+
+/* Names the rows of batch b, one collector_drain()'s: scales the sampled
+ * rows (sampling_calibrate), sorts the stacks and chains, and takes the
+ * histograms (b->hists is NULL after); b stays the caller's to release.
+ * ret->counters are b's whatever happens. Returns 0 or -errno; *ret must be
  * released with drain_result_release() either way. */
-int drain_run(struct collector *c, struct symbolizer *s, const uint32_t *tgids, size_t n_tgids,
-	      struct drain_result *ret);
+int drain_run(struct collector_batch *b, const struct drain_lookup *lk, struct drain_result *ret);
 void drain_result_release(struct drain_result *r);
 
 #endif

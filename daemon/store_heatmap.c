@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include "hashtab.h"
+#include "store_internal.h" /* add_saturated */
 
 /* A cell's key in the sums. No padding: a hashtab key. */
 struct heat_cell {
@@ -38,11 +39,6 @@ struct heat_build {
 	int64_t last_id;	/* the window of the last sample, and its column: */
 	const size_t *last_col; /* samples come window by window */
 };
-
-static uint64_t add_saturated(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
 
 static int heat_fail(sqlite3 *db, int rc, const char *what, char *err, size_t err_size)
 {

@@ -1,0 +1,214 @@
+/* manager_drain: drains of the kernel maps, one at a time on a worker
+ * thread, every drain interval and whenever a capture ends; their rows routed
+ * to the captures and the continuous window. */
+
+#include <errno.h>
+#include <grp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+#include <systemd/sd-daemon.h>
+
+#include "access.h"
+#include "capture.h"
+#include "clock.h"
+#include "collector.h"
+#include "drain.h"
+#include "hashtab.h"
+#include "kind_status.h"
+#include "history.h"
+#include "log.h"
+#include "proto.h"
+#include "request.h"
+#include "server.h"
+#include "pt_capture.h"
+#include "store.h"
+#include "state_lock.h"
+#include "store_queue.h"
+#include "tracefs.h"
+#include "symbolizer.h"
+#include "unwinder.h"
+#include "manager_internal.h"
+
+/* ---- drains ---- */
+
+/* drain_run's lookups, answered by the symbolizer and the collector's maps. */
+static void lookup_kernel_frame(void *arg, uint64_t addr, char *buf, size_t size)
+{
+	struct manager *m = arg;
+
+	symbolizer_kernel(m->symbolizer, addr, buf, size);
+}
+
+static void lookup_user_frames(void *arg, uint32_t tgid, uint64_t addr, char *buf, size_t size)
+{
+	struct manager *m = arg;
+
+	symbolizer_user(m->symbolizer, tgid, addr, buf, size);
+}
+
+static int lookup_waker_stack(void *arg, uint64_t hash, struct offcpu_stack *ret)
+{
+	struct manager *m = arg;
+
+	return collector_waker_stack(m->collector, hash, ret);
+}
+
+static int lookup_file_name(void *arg, uint64_t hash, struct offcpu_file_name *ret)
+{
+	struct manager *m = arg;
+
+	return collector_file_name(m->collector, hash, ret);
+}
+
+/* Empties the kernel maps and names the rows. The maps of the captures'
+ * targets are read first, so that a target that exits before its stacks are
+ * drained is still named. */
+static void drain_work_cb(uv_work_t *req)
+{
+	struct manager *m = req->data;
+	struct drain_lookup lk = {
+		.arg = m,
+		.kernel_frame = lookup_kernel_frame,
+		.user_frames = lookup_user_frames,
+		.waker_stack = lookup_waker_stack,
+		.file_name = lookup_file_name,
+	};
+	struct collector_batch b;
+	int r;
+
+	r = collector_drain(m->collector, &b);
+	if (r == 0) {
+		/* mappings may have changed since the last drain */
+		symbolizer_refresh_processes(m->symbolizer);
+		for (size_t i = 0; i < m->drain.n_drain_tgids; i++)
+			symbolizer_prime(m->symbolizer, m->drain.drain_tgids[i]);
+	}
+	/* A failed drain leaves b empty: the result is empty too, but for the
+	 * counters. */
+	m->drain.drain_error = drain_run(&b, &lk, &m->drain.drain_result);
+	if (r < 0)
+		m->drain.drain_error = r;
+	collector_batch_release(&b);
+}
+
+/* What status reports about offcpud's own cost, sampled at each drain. */
+static void self_accounting_sample(struct manager *m, const struct drain_result *r)
+{
+	struct rusage ru;
+
+	memcpy(m->stats.programs_prev, m->stats.programs, sizeof(m->stats.programs));
+	m->stats.n_programs = collector_programs(m->collector, m->stats.programs, MAX_PROGRAMS);
+	m->stats.cpu_prev_ns = m->stats.cpu_ns;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		m->stats.cpu_ns =
+			(uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
+			(uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
+	m->stats.drained_rows = r->n_rows;
+	m->stats.drained_stacks = r->n_stacks;
+	m->stats.drained_chains = r->n_chains;
+	m->stats.drained_hists = r->n_hists;
+}
+
+static void drain_after_cb(uv_work_t *req, int status)
+{
+	struct manager *m = req->data;
+	struct drain_result *r = &m->drain.drain_result;
+	uint64_t completed = m->drain.drains_started;
+
+	m->drain.draining = false;
+	if (status < 0 || m->drain.drain_error < 0)
+		log_warning("draining the kernel maps failed: %s",
+			    strerror(-(status < 0 ? status : m->drain.drain_error)));
+
+	memcpy(m->stats.counters_prev, m->stats.counters, sizeof(m->stats.counters));
+	m->stats.counters_prev_ns = m->stats.counters_ns;
+	memcpy(m->stats.counters, r->counters, sizeof(m->stats.counters));
+	m->stats.counters_ns = clock_monotonic_ns();
+	self_accounting_sample(m, r);
+
+	for (size_t i = 0; i < r->n_rows; i++) {
+		unsigned slot = r->rows[i].key.slot % OFFCPU_MAX_SLOTS;
+		struct capture *c = m->cap.captures[slot];
+		/* Blocks that ended while the probes went in are not the capture's. */
+		struct profile *p = c ? (c->phase == CAPTURE_ATTACHING ? NULL : c->profile)
+				    : (m->windows.continuous_slots & (1u << slot))
+					    ? m->windows.window
+					    : NULL;
+
+		if (p && profile_add(p, &r->rows[i]) < 0)
+			log_warning("out of memory: a row was lost");
+	}
+	for (size_t i = 0; i < r->n_hists; i++)
+		window_hist_add(m, &r->hists[i]);
+	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
+		if (m->windows.window && (m->windows.continuous_slots & (1u << i)))
+			sampling_summary_add(&m->windows.window_sampling, &r->sampling[i]);
+		else if (m->cap.captures[i])
+			sampling_summary_add(&m->cap.captures[i]->sampling, &r->sampling[i]);
+	}
+	drain_result_release(r);
+	if (m->windows.window && clock_realtime_ms() >= m->windows.window_close_ms)
+		window_rotate(m, true);
+
+	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
+		struct capture *c = m->cap.captures[i];
+
+		if (c && c->phase == CAPTURE_ENDING && c->final_drain <= completed)
+			capture_finish(m, c);
+	}
+	if (m->stopping) {
+		if (m->drain.drain_again) { /* this drain began before the slot went off */
+			m->drain.drain_again = false;
+			drain_start(m);
+			return;
+		}
+		/* The final drain is in: store the open window, then stop. */
+		window_rotate(m, false);
+		shutdown_continue(m);
+		return;
+	}
+	notify_status(m);
+	if (m->drain.drain_again) {
+		m->drain.drain_again = false;
+		drain_start(m);
+	}
+}
+
+void drain_start(struct manager *m)
+{
+	if (m->drain.draining) {
+		m->drain.drain_again = true;
+		return;
+	}
+	m->drain.draining = true;
+	m->drain.drains_started++;
+	m->drain.n_drain_tgids = 0;
+	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
+		struct capture *c = m->cap.captures[i];
+
+		if (!c || c->phase != CAPTURE_RUNNING)
+			continue;
+		memcpy(m->drain.drain_tgids + m->drain.n_drain_tgids, c->req.pids,
+		       c->req.n_pids * sizeof(*c->req.pids));
+		m->drain.n_drain_tgids += c->req.n_pids;
+	}
+	m->drain.drain_work.data = m;
+	if (uv_queue_work(m->loop, &m->drain.drain_work, drain_work_cb, drain_after_cb) < 0) {
+		m->drain.draining = false;
+		log_error("cannot queue a drain");
+	}
+}
+
+void drain_timer_cb(uv_timer_t *t)
+{
+	struct manager *m = t->data;
+
+	if (!m->drain.draining)
+		drain_start(m);
+}

@@ -1,0 +1,160 @@
+/*
+ * manager_internal: what the manager's files share. manager.c dispatches
+ * requests and runs the life cycle; manager_drain.c schedules drains and
+ * routes their rows; manager_continuous.c keeps the continuous profile's
+ * windows; manager_capture.c runs captures (program groups, slots, request
+ * probes); manager_latency.c the Intel PT sessions; manager_status.c
+ * answers status. Everything runs on the event loop thread but the work
+ * functions given to uv_queue_work() (drain_work_cb, probe_attach_cb,
+ * load_work_cb, pt_work_cb), which run on the libuv pool. Logs.
+ */
+#ifndef MANAGER_INTERNAL_H
+#define MANAGER_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "access.h"
+#include "capture.h"
+#include "collector.h"
+#include "config.h"
+#include "drain.h"
+#include "proto.h"
+#include "request.h"
+#include "sampling.h"
+#include "store.h"
+
+#define PROC_ROOT    "/proc"
+#define MAX_PROGRAMS 48 /* BPF programs loaded or loadable; status lists them */
+
+/* Drains (manager_drain.c): one at a time, on a worker thread. */
+struct manager_drain {
+	uv_timer_t drain_timer;
+	uv_work_t drain_work;
+	struct drain_result drain_result;
+	uint32_t drain_tgids[OFFCPU_MAX_SLOTS * PROTO_MAX_IDS]; /* targets to prime */
+	size_t n_drain_tgids;
+	int drain_error;
+	bool draining;
+	bool drain_again; /* a capture ended during a drain: run another at once */
+	uint64_t drains_started;
+};
+
+/* The always-on captures (manager_continuous.c): a slot per kind, whose rows
+ * fill the window, and how the store took the windows written. */
+struct manager_windows {
+	bool continuous;
+	uint32_t continuous_slots; /* mask of slots */
+	struct profile *window;
+	struct hashtab *window_hists;		      /* struct offcpu_hist_key (slot 0) -> count */
+	struct sampling_summary window_sampling;      /* the open window's, continuous slots' */
+	struct sampling_summary last_window_sampling; /* the last closed window's */
+	int64_t window_start_ms, window_close_ms;     /* CLOCK_REALTIME */
+	uint64_t windows_written, windows_failed;
+	struct store_stats store_stats; /* as of the last window write */
+	bool disk_full;			/* the last write found no space */
+	char store_error[256];		/* of the last write; "" if it worked */
+};
+
+/* Captures and their slots (manager_capture.c). */
+struct manager_captures {
+	uint64_t next_capture_id;
+	struct capture *captures[OFFCPU_MAX_SLOTS];	  /* by slot */
+	struct request_probes requests[OFFCPU_MAX_SLOTS]; /* of request-synchronous slots */
+	unsigned probe_works;				  /* attaching or detaching */
+	unsigned load_works;				  /* captures loading program groups */
+};
+
+/* The PT session (manager_latency.c). */
+struct manager_latency {
+	struct pt_work *pt_work; /* the PT session running, if any */
+	atomic_bool pt_stop;	 /* ends it early: shutting down */
+};
+
+/* What status reports (manager_status.c), sampled at each drain. */
+struct manager_stats {
+	uint64_t started_ns;
+	uint64_t counters[OFFCPU_CNT_MAX]; /* as of the last drain */
+	uint64_t counters_prev[OFFCPU_CNT_MAX];
+	uint64_t counters_ns, counters_prev_ns;
+	/* Self-accounting (times as counters_ns). */
+	struct collector_program programs[MAX_PROGRAMS], programs_prev[MAX_PROGRAMS];
+	size_t n_programs;
+	uint64_t cpu_ns, cpu_prev_ns; /* the daemon's user + system time */
+	size_t drained_rows, drained_stacks, drained_chains, drained_hists;
+};
+
+struct manager {
+	uv_loop_t *loop;
+	struct config cfg;
+	struct access_policy access;
+	struct collector *collector;
+	struct symbolizer *symbolizer;
+	struct unwinder *unwinder; /* NULL: user stacks by frame pointers only */
+	struct proc_files *proc_files; /* exited processes' maps and files, for names */
+	struct server *server;
+	uv_timer_t watchdog_timer;
+	struct store *store;
+	int state_lock_fd;     /* held for life: one daemon per database (state_lock.h) */
+	char tracefs_why[256]; /* "" or why tracefs is missing (fileio's status) */
+	struct store_queue *store_queue;
+	bool stopping;	       /* free once the drain under way and the store jobs are done */
+	unsigned handles_open; /* timers still closing at the end */
+	struct manager_drain drain;
+	struct manager_windows windows;
+	struct manager_captures cap;
+	struct manager_latency pt;
+	struct manager_stats stats;
+};
+
+struct pt_work {
+	uv_work_t work;
+	struct manager *m;
+	struct server_conn *conn;
+	struct proto_latency_request req;
+	struct proto_pt_trace_result result;
+	int error;
+	char err[512];
+	char path[4200];
+};
+
+/* manager.c */
+void reply_error(struct server_conn *conn, const char *code, const char *message);
+void shutdown_continue(struct manager *m);
+
+/* manager_drain.c */
+void drain_start(struct manager *m);
+void drain_timer_cb(uv_timer_t *t);
+
+/* manager_continuous.c */
+void window_written(void *arg, const struct store_window *w, int r, const char *msg,
+		    const struct store_stats *stats);
+void window_hist_add(struct manager *m, const struct collector_hist *h);
+void window_rotate(struct manager *m, bool reopen);
+int continuous_start(struct manager *m);
+
+/* manager_capture.c */
+unsigned captures_running(const struct manager *m);
+void capture_free_cb(uv_handle_t *h);
+void capture_finish(struct manager *m, struct capture *c);
+void capture_end(struct manager *m, struct capture *c);
+const char *group_unavailable(struct manager *m, unsigned group, char *buf, size_t size);
+const char *request_error_code(int r);
+bool recording_allowed(struct manager *m, struct server_conn *conn,
+		       const struct proto_capture_request *req, uint32_t seconds);
+void log_groups_loaded(struct manager *m, uint32_t groups);
+void handle_capture(struct manager *m, struct server_conn *conn,
+		    const struct proto_capture_request *req);
+
+/* manager_latency.c */
+void handle_latency(struct manager *m, struct server_conn *conn,
+		    const struct proto_latency_request *req);
+
+/* manager_status.c */
+void notify_status(struct manager *m);
+void handle_status(struct manager *m, struct server_conn *conn);
+
+#endif

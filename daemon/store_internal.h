@@ -1,0 +1,178 @@
+/*
+ * store_internal: what the store's files share (store.c: the connection and
+ * its statements; store_schema.c: tables and migrations; store_write.c:
+ * adding windows; store_gc.c: eviction and collection; store_query.c:
+ * reading). Not for the rest of the daemon: store.h is its interface.
+ */
+#ifndef STORE_INTERNAL_H
+#define STORE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "store.h"
+
+enum stmt {
+	STMT_BEGIN,
+	STMT_COMMIT,
+	STMT_ROLLBACK,
+	STMT_STRING_FIND,
+	STMT_STRING_INSERT,
+	STMT_STRING_GET,
+	STMT_STRING_DELETE,
+	STMT_STRINGS_ALL,
+	STMT_STACK_FIND,
+	STMT_STACK_INSERT,
+	STMT_STACK_GET,
+	STMT_STACK_DELETE,
+	STMT_STACKS_ALL,
+	STMT_WINDOW_INSERT,
+	STMT_WINDOW_DELETE,
+	STMT_WINDOW_SAMPLES_DELETE,
+	STMT_WINDOW_HIST_DELETE,
+	STMT_WINDOWS_SINCE,
+	STMT_WINDOWS_ENDED_BEFORE,
+	STMT_WINDOWS_OLDEST,
+	STMT_WINDOWS_STATS,
+	STMT_WINDOWS_IN_RANGE,
+	STMT_WINDOWS_OF_CAPTURE,
+	STMT_SERIES_FIND,
+	STMT_SERIES_INSERT,
+	STMT_SERIES_DELETE,
+	STMT_SERIES_ALL,
+	STMT_SAMPLE_INSERT,
+	STMT_SAMPLES_REFS,
+	STMT_HIST_INSERT,
+	STMT_HIST_REFS,
+	STMT_PAGE_COUNT,
+	STMT_FREELIST_COUNT,
+	STMT_COUNT,
+};
+
+struct intern_entry {
+	int64_t id;
+	size_t off; /* of the content in the arena */
+	size_t len;
+};
+
+/* Content -> row id, so recurring frames and stacks cost no SQL. Keyed by a
+ * 64-bit hash; the content is kept to tell a collision from a hit. */
+struct intern {
+	struct hashtab *map; /* hash -> struct intern_entry; NULL: off after ENOMEM */
+	char *arena;
+	size_t used;
+	size_t cap;
+};
+
+struct store {
+	sqlite3 *db;
+	sqlite3_stmt *stmts[STMT_COUNT];
+	struct store_limits limits;
+	int64_t page_size;
+	uint64_t evicted_since_gc; /* windows, see GC_FRACTION */
+	struct intern strings;	   /* frame name or comm -> strings.id */
+	struct intern stacks;	   /* ';'-joined stack or chain -> stacks.id */
+	struct hashtab *series;	   /* struct series_key -> series.id; NULL: off */
+	unsigned char *frames;	   /* scratch: a stack's varint encoding */
+	size_t frames_cap;
+	char *err; /* the current call's message buffer */
+	size_t err_size;
+};
+
+/* A series as its row in the series table. No padding: it keys a hashtab. */
+struct series_key {
+	int64_t comm_id;
+	int64_t ustack_id;
+	int64_t kstack_id;
+	int64_t chain_id;
+	uint32_t tgid;
+	uint32_t pid;
+	uint32_t kind;
+	uint32_t state;
+};
+
+/* Writes a message and returns r. */
+int store__error(struct store *s, int r, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Writes "what: SQLite's message" and returns rc as -errno. Call before
+ * anything else runs on the connection, which would replace the message. */
+int store__fail(struct store *s, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* store.c */
+void store__rollback(struct store *s);
+int store__pragma_read(struct store *s, const char *sql, int64_t *ret);
+int store__exec(struct store *s, const char *sql, const char *what);
+
+/* store_schema.c */
+int store__check(struct store *s, const char *path, int64_t *ret_version);
+int store__migrate(struct store *s, int64_t version);
+
+/* store_write.c */
+void store__intern_free(struct intern *c);
+void store__forget(struct store *s);
+
+/* store_gc.c */
+int store__db_bytes(struct store *s, uint64_t *ret);
+int store__evict_old(struct store *s, int64_t keep_id);
+int store__shrink(struct store *s, int64_t keep_id);
+
+/* The statement, reset and ready to bind. */
+static inline sqlite3_stmt *stmt(struct store *s, enum stmt i)
+{
+	sqlite3_reset(s->stmts[i]);
+	return s->stmts[i];
+}
+
+/* Runs a statement that returns no rows. */
+static inline int stmt_exec(struct store *s, enum stmt i, const char *what)
+{
+	sqlite3_stmt *st = stmt(s, i);
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		return store__fail(s, rc, "%s", what);
+	return 0;
+}
+
+/* The first column of a one-row statement. */
+static inline int stmt_int(struct store *s, sqlite3_stmt *st, const char *what, int64_t *ret)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc == SQLITE_ROW)
+		*ret = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW)
+		return store__fail(s, rc == SQLITE_DONE ? SQLITE_ERROR : rc, "%s", what);
+	return 0;
+}
+
+/* Reads one LEB128 varint; false if truncated or too long. */
+static inline bool varint_next(const unsigned char **p, const unsigned char *end, int64_t *ret)
+{
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; *p < end && shift < 63; shift += 7) {
+		unsigned char b = *(*p)++;
+
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*ret = (int64_t)v;
+			return true;
+		}
+	}
+	return false;
+}
+
+static inline uint64_t add_saturated(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+#endif

@@ -1,0 +1,229 @@
+/*
+ * store_schema: the tables, their migrations and the check of a file before
+ * anything is written to it. Schema version 2:
+ *
+ *   strings(id, name BLOB UNIQUE)     frame names and comms
+ *   stacks(id, frames BLOB UNIQUE)    LEB128 varints of strings.id, root first;
+ *                                     waker chains too (x'': no frames)
+ *   series(id, tgid, pid, comm_id, kind, state, ustack_id, kstack_id,
+ *          chain_id) UNIQUE
+ *   windows(id, start_ms, end_ms, capture_id, n_stacks, n_samples, bytes)
+ *   samples(window_id, series_id, sum_ns, count, bytes)
+ *                                     WITHOUT ROWID, clustered by window
+ *   hist(window_id, tgid, comm_id, type, bucket, count)
+ *                                     WITHOUT ROWID, key (window_id, tgid,
+ *                                     type, bucket)
+ *
+ * Version 1 had no chain_id and no hist; its series all get the empty chain.
+ *
+ * Everything but the values is interned, down to the series (a thread of a
+ * kind in a state at a pair of stacks and a waker chain), which recurs from
+ * window to window: a sample row is about 20 bytes, and merging windows
+ * groups by one integer. Histogram rows are not interned (a handful of
+ * small integers each) but are clustered by window like the samples.
+ *
+ * Strings are BLOBs so any byte but NUL survives without encoding rules.
+ * There are no foreign keys: a window is deleted with its samples, and the
+ * series, stacks and strings nothing refers to are collected in batches
+ * (store__gc), because finding them means scanning every sample.
+ */
+#include "store.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "hashtab.h"
+#include "store_internal.h"
+
+/* PRAGMA application_id: tells our file from someone else's database. */
+#define STORE_APPLICATION_ID 0x4f435055 /* "OCPU" */
+
+static const char schema_v1[] =
+	"CREATE TABLE strings (\n"
+	"	id INTEGER PRIMARY KEY,\n"
+	"	name BLOB NOT NULL UNIQUE\n"
+	");\n"
+	"CREATE TABLE stacks (\n"
+	"	id INTEGER PRIMARY KEY,\n"
+	"	frames BLOB NOT NULL UNIQUE\n"
+	");\n"
+	"CREATE TABLE series (\n"
+	"	id INTEGER PRIMARY KEY,\n"
+	"	tgid INTEGER NOT NULL,\n"
+	"	pid INTEGER NOT NULL,\n"
+	"	comm_id INTEGER NOT NULL,\n"
+	"	kind INTEGER NOT NULL,\n"
+	"	state INTEGER NOT NULL,\n"
+	"	ustack_id INTEGER NOT NULL,\n"
+	"	kstack_id INTEGER NOT NULL,\n"
+	"	UNIQUE (tgid, pid, comm_id, kind, state, ustack_id, kstack_id)\n"
+	");\n"
+	"CREATE TABLE windows (\n"
+	"	id INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+	"	start_ms INTEGER NOT NULL,\n"
+	"	end_ms INTEGER NOT NULL,\n"
+	"	capture_id INTEGER NOT NULL,\n"
+	"	n_stacks INTEGER NOT NULL,\n"
+	"	n_samples INTEGER NOT NULL,\n"
+	"	bytes INTEGER NOT NULL\n"
+	");\n"
+	"CREATE INDEX windows_by_capture_start ON windows (capture_id, start_ms);\n"
+	"CREATE TABLE samples (\n"
+	"	window_id INTEGER NOT NULL,\n"
+	"	series_id INTEGER NOT NULL,\n"
+	"	sum_ns INTEGER NOT NULL,\n"
+	"	count INTEGER NOT NULL,\n"
+	"	PRIMARY KEY (window_id, series_id)\n"
+	") WITHOUT ROWID;\n";
+
+static int migrate_to_1(sqlite3 *db)
+{
+	return sqlite3_exec(db, schema_v1, NULL, NULL, NULL);
+}
+
+/*
+ * The chain joins the series' identity. SQLite cannot alter a UNIQUE
+ * constraint, so series is rebuilt: a new table, the rows copied with their
+ * ids (samples refer to them) and the empty chain, the old one dropped and
+ * the new one renamed. Its only index is the constraint's own, which comes
+ * with the new table. The empty stack is added only if some series needs it,
+ * else store__gc would have to collect it.
+ */
+static const char migration_v2[] =
+	"CREATE TABLE series_v2 (\n"
+	"	id INTEGER PRIMARY KEY,\n"
+	"	tgid INTEGER NOT NULL,\n"
+	"	pid INTEGER NOT NULL,\n"
+	"	comm_id INTEGER NOT NULL,\n"
+	"	kind INTEGER NOT NULL,\n"
+	"	state INTEGER NOT NULL,\n"
+	"	ustack_id INTEGER NOT NULL,\n"
+	"	kstack_id INTEGER NOT NULL,\n"
+	"	chain_id INTEGER NOT NULL,\n"
+	"	UNIQUE (tgid, pid, comm_id, kind, state, ustack_id, kstack_id, chain_id)\n"
+	");\n"
+	"INSERT INTO stacks (frames) SELECT x'' WHERE EXISTS (SELECT 1 FROM series) AND\n"
+	"	NOT EXISTS (SELECT 1 FROM stacks WHERE frames = x'');\n"
+	"INSERT INTO series_v2 (id, tgid, pid, comm_id, kind, state, ustack_id, kstack_id,\n"
+	"	chain_id) SELECT id, tgid, pid, comm_id, kind, state, ustack_id, kstack_id,\n"
+	"	(SELECT id FROM stacks WHERE frames = x'') FROM series ORDER BY id;\n"
+	"DROP TABLE series;\n"
+	"ALTER TABLE series_v2 RENAME TO series;\n"
+	"CREATE TABLE hist (\n"
+	"	window_id INTEGER NOT NULL,\n"
+	"	tgid INTEGER NOT NULL,\n"
+	"	comm_id INTEGER NOT NULL,\n"
+	"	type INTEGER NOT NULL,\n"
+	"	bucket INTEGER NOT NULL,\n"
+	"	count INTEGER NOT NULL,\n"
+	"	PRIMARY KEY (window_id, tgid, type, bucket)\n"
+	") WITHOUT ROWID;\n";
+
+static int migrate_to_2(sqlite3 *db)
+{
+	return sqlite3_exec(db, migration_v2, NULL, NULL, NULL);
+}
+
+/* I/O kinds count bytes too; older windows read back as 0 bytes. */
+static int migrate_to_3(sqlite3 *db)
+{
+	return sqlite3_exec(db, "ALTER TABLE samples ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0",
+			    NULL, NULL, NULL);
+}
+
+/* migrations[v] turns a version v database into version v + 1; the schema
+ * version is the number of entries. Append only: never edit a shipped step. */
+static int (*const migrations[])(sqlite3 *db) = {
+	migrate_to_1,
+	migrate_to_2,
+	migrate_to_3,
+};
+
+#define STORE_SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
+
+/* Reads without writing: a file that is not ours stays as it was. */
+int store__check(struct store *s, const char *path, int64_t *ret_version)
+{
+	sqlite3_stmt *st;
+	int64_t version = 0, app_id, tables;
+	char problem[256] = "";
+	int rc, r;
+
+	rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW)
+			version = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (rc != SQLITE_ROW)
+		return store__fail(s, rc, "'%s' is not a usable SQLite database", path);
+	r = store__pragma_read(s, "PRAGMA application_id", &app_id);
+	if (r >= 0)
+		r = store__pragma_read(s, "SELECT count(*) FROM sqlite_schema", &tables);
+	if (r < 0)
+		return r;
+
+	if (tables) {
+		rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check(1)", -1, &st, NULL);
+		if (rc == SQLITE_OK) {
+			rc = sqlite3_step(st);
+			if (rc == SQLITE_ROW)
+				snprintf(problem, sizeof(problem), "%s",
+					 (const char *)sqlite3_column_text(st, 0));
+			sqlite3_finalize(st);
+		}
+		if (rc != SQLITE_ROW)
+			return store__fail(s, rc, "'%s' failed its integrity check", path);
+		/* One line: the check's report spans several. */
+		for (char *p = problem; *p; p++)
+			if (*p == '\n')
+				*p = ' ';
+		if (strcmp(problem, "ok"))
+			return store__error(s, -EIO, "'%s' failed its integrity check: %s", path,
+					    problem);
+	}
+	if (tables && (version == 0 || app_id != STORE_APPLICATION_ID))
+		return store__error(s, -EPROTO, "'%s' is a database of another program", path);
+	if (version > STORE_SCHEMA_VERSION)
+		return store__error(s, -EPROTO,
+				    "'%s' has schema version %lld; this offcpud knows up to %lld",
+				    path, (long long)version, (long long)STORE_SCHEMA_VERSION);
+	*ret_version = version;
+	return 0;
+}
+
+int store__migrate(struct store *s, int64_t version)
+{
+	char sql[128];
+	int rc, r;
+
+	if (version == STORE_SCHEMA_VERSION)
+		return 0;
+	r = store__exec(s, "BEGIN IMMEDIATE", "cannot begin the migration");
+	if (r < 0)
+		return r;
+	for (int64_t v = version; v < STORE_SCHEMA_VERSION; v++) {
+		rc = migrations[v](s->db);
+		if (rc != SQLITE_OK) {
+			r = store__fail(s, rc, "cannot migrate the schema from version %lld",
+					(long long)v);
+			goto fail;
+		}
+	}
+	snprintf(sql, sizeof(sql), "PRAGMA application_id = %d; PRAGMA user_version = %lld",
+		 STORE_APPLICATION_ID, (long long)STORE_SCHEMA_VERSION);
+	r = store__exec(s, sql, "cannot set the schema version");
+	if (r >= 0)
+		r = store__exec(s, "COMMIT", "cannot commit the migration");
+	if (r >= 0)
+		return 0;
+fail:
+	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return r;
+}

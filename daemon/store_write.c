@@ -1,0 +1,630 @@
+/* store_write: adding a window (store_window_add, see store.h), its
+ * frames, stacks and series interned. */
+#include "store.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "hashtab.h"
+#include "store_internal.h"
+
+/* The interning caches are dropped and refilled rather than grown past this. */
+#define INTERN_MAX_ENTRIES (1u << 20)
+#define INTERN_MAX_BYTES   ((size_t)64 << 20)
+
+/* An estimate of SQLite's per-row overhead in a b-tree: the payload length
+ * varint, the cell pointer and a little slack for interior pages. */
+#define ROW_OVERHEAD_BYTES 4
+
+struct sample_sum {
+	uint64_t sum_ns;
+	uint64_t count;
+	uint64_t bytes;
+};
+
+/* A window's row before insertion: the samples of one series merged. */
+struct merged_row {
+	int64_t series_id;
+	struct sample_sum sum;
+};
+
+/* What a window counts as one stack (n_stacks). No padding: a hashtab key. */
+struct stack_triple {
+	int64_t ustack_id;
+	int64_t kstack_id;
+	int64_t chain_id;
+};
+
+/* A histogram row's key within its window. No padding: a hashtab key. */
+struct hist_key {
+	uint32_t tgid;
+	uint32_t type;
+	uint32_t bucket;
+};
+
+struct hist_value {
+	int64_t comm_id;
+	uint64_t count;
+};
+
+/* A window's histogram row before insertion: the buckets of one key merged. */
+struct hist_row {
+	struct hist_key key;
+	struct hist_value value;
+};
+
+/* FNV-1a, then a final mix; collisions are checked by the callers. */
+static uint64_t hash64(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static void intern_reset(struct intern *c)
+{
+	hashtab_free(c->map);
+	c->used = 0;
+	if (hashtab_new(sizeof(uint64_t), sizeof(struct intern_entry), &c->map) < 0)
+		c->map = NULL;
+}
+
+void store__intern_free(struct intern *c)
+{
+	hashtab_free(c->map);
+	free(c->arena);
+}
+
+/* 1 with *ret_id: cached. 0: not cached. -1: another content has this hash;
+ * such content is looked up in SQL every time and never cached. */
+static int intern_find(const struct intern *c, uint64_t hash, const char *p, size_t n,
+		       int64_t *ret_id)
+{
+	const struct intern_entry *e;
+
+	if (!c->map)
+		return 0;
+	e = hashtab_get(c->map, &hash);
+	if (!e)
+		return 0;
+	if (e->len != n || (n && memcmp(c->arena + e->off, p, n)))
+		return -1;
+	*ret_id = e->id;
+	return 1;
+}
+
+/* Best effort: on ENOMEM the content is simply not cached. */
+static void intern_add(struct intern *c, uint64_t hash, const char *p, size_t n, int64_t id)
+{
+	struct intern_entry *e;
+	bool created;
+
+	if (n > INTERN_MAX_BYTES)
+		return;
+	if (!c->map || hashtab_count(c->map) >= INTERN_MAX_ENTRIES ||
+	    c->used + n > INTERN_MAX_BYTES)
+		intern_reset(c);
+	if (!c->map)
+		return;
+	if (c->used + n > c->cap) {
+		size_t cap = c->cap ? c->cap : 65536;
+		char *arena;
+
+		while (cap < c->used + n)
+			cap *= 2;
+		arena = realloc(c->arena, cap);
+		if (!arena)
+			return;
+		c->arena = arena;
+		c->cap = cap;
+	}
+	e = hashtab_put(c->map, &hash, &created);
+	if (!e || !created)
+		return;
+	if (n)
+		memcpy(c->arena + c->used, p, n);
+	e->id = id;
+	e->off = c->used;
+	e->len = n;
+	c->used += n;
+}
+
+void store__forget(struct store *s)
+{
+	intern_reset(&s->strings);
+	intern_reset(&s->stacks);
+	hashtab_free(s->series);
+	if (hashtab_new(sizeof(struct series_key), sizeof(int64_t), &s->series) < 0)
+		s->series = NULL;
+}
+
+/* Bytes an integer takes in a record (SQLite's serial types). */
+static size_t int_bytes(int64_t v)
+{
+	if (v == 0 || v == 1)
+		return 0;
+	if (v >= -128 && v <= 127)
+		return 1;
+	if (v >= -32768 && v <= 32767)
+		return 2;
+	if (v >= -8388608 && v <= 8388607)
+		return 3;
+	if (v >= INT32_MIN && v <= INT32_MAX)
+		return 4;
+	if (v >= -(1LL << 47) && v < (1LL << 47))
+		return 6;
+	return 8;
+}
+
+static size_t sample_row_bytes(const struct merged_row *m)
+{
+	/* A header byte per column plus its length; window_id taken as 3 bytes. */
+	return 5 + 3 + int_bytes(m->series_id) + int_bytes((int64_t)m->sum.sum_ns) +
+	       int_bytes((int64_t)m->sum.count) + int_bytes((int64_t)m->sum.bytes) +
+	       ROW_OVERHEAD_BYTES;
+}
+
+/* Id of the blob p[0..n) in a table whose blob column is UNIQUE, inserted if
+ * absent; a new row's bytes (row and index entry) are added to *bytes. */
+static int db_intern(struct store *s, enum stmt find, enum stmt insert, const char *what,
+		     const void *p, size_t n, int64_t *ret_id, uint64_t *bytes)
+{
+	sqlite3_stmt *st = stmt(s, find);
+	int rc;
+
+	/* A non-NULL pointer binds an empty blob, not NULL. */
+	rc = sqlite3_bind_blob64(st, 1, n ? p : "", n, SQLITE_STATIC);
+	if (rc != SQLITE_OK)
+		return store__fail(s, rc, "cannot look up a %s of %zu bytes", what, n);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*ret_id = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (rc == SQLITE_ROW)
+		return 0;
+	if (rc != SQLITE_DONE)
+		return store__fail(s, rc, "cannot look up a %s", what);
+	st = stmt(s, insert);
+	rc = sqlite3_bind_blob64(st, 1, n ? p : "", n, SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return store__fail(s, rc, "cannot store a %s of %zu bytes", what, n);
+	*ret_id = sqlite3_last_insert_rowid(s->db);
+	*bytes += 2 * (n + 8 + ROW_OVERHEAD_BYTES);
+	return 0;
+}
+
+static int string_id(struct store *s, const char *p, size_t n, int64_t *ret_id, uint64_t *bytes)
+{
+	uint64_t hash = hash64(p, n);
+	int cached = intern_find(&s->strings, hash, p, n, ret_id);
+	int r;
+
+	if (cached > 0)
+		return 0;
+	r = db_intern(s, STMT_STRING_FIND, STMT_STRING_INSERT, "string", p, n, ret_id, bytes);
+	if (r < 0)
+		return r;
+	if (!cached)
+		intern_add(&s->strings, hash, p, n, *ret_id);
+	return 0;
+}
+
+static int frames_reserve(struct store *s, size_t n)
+{
+	unsigned char *p;
+	size_t cap;
+
+	if (n <= s->frames_cap)
+		return 0;
+	cap = s->frames_cap ? s->frames_cap * 2 : 1024;
+	while (cap < n)
+		cap *= 2;
+	p = realloc(s->frames, cap);
+	if (!p)
+		return store__error(s, -ENOMEM, "out of memory");
+	s->frames = p;
+	s->frames_cap = cap;
+	return 0;
+}
+
+/* Id of a ';'-joined stack. "" is the stack of no frames; every other string,
+ * ";" and "a;" included, splits into frames that join back to it exactly. */
+static int stack_id(struct store *s, const char *str, int64_t *ret_id, uint64_t *bytes)
+{
+	size_t n = strlen(str), len = 0;
+	uint64_t hash = hash64(str, n);
+	int cached = intern_find(&s->stacks, hash, str, n, ret_id);
+	const char *p = str, *end = str + n;
+	int r;
+
+	if (cached > 0)
+		return 0;
+	while (n) {
+		const char *semi = memchr(p, ';', end - p);
+		size_t frame_len = (semi ? semi : end) - p;
+		uint64_t id;
+		int64_t fid;
+
+		r = string_id(s, p, frame_len, &fid, bytes);
+		if (r < 0)
+			return r;
+		r = frames_reserve(s, len + 10);
+		if (r < 0)
+			return r;
+		for (id = (uint64_t)fid; id >= 0x80; id >>= 7)
+			s->frames[len++] = (unsigned char)(id | 0x80);
+		s->frames[len++] = (unsigned char)id;
+		if (!semi)
+			break;
+		p = semi + 1;
+	}
+	r = db_intern(s, STMT_STACK_FIND, STMT_STACK_INSERT, "stack", s->frames, len, ret_id,
+		      bytes);
+	if (r < 0)
+		return r;
+	if (!cached)
+		intern_add(&s->stacks, hash, str, n, *ret_id);
+	return 0;
+}
+
+static void series_bind(sqlite3_stmt *st, const struct series_key *key)
+{
+	sqlite3_bind_int64(st, 1, key->tgid);
+	sqlite3_bind_int64(st, 2, key->pid);
+	sqlite3_bind_int64(st, 3, key->comm_id);
+	sqlite3_bind_int64(st, 4, key->kind);
+	sqlite3_bind_int64(st, 5, key->state);
+	sqlite3_bind_int64(st, 6, key->ustack_id);
+	sqlite3_bind_int64(st, 7, key->kstack_id);
+	sqlite3_bind_int64(st, 8, key->chain_id);
+}
+
+/* Id of a series, inserted if absent. */
+static int series_id(struct store *s, const struct series_key *key, int64_t *ret_id,
+		     uint64_t *bytes)
+{
+	const int64_t *cached = s->series ? hashtab_get(s->series, key) : NULL;
+	sqlite3_stmt *st;
+	int64_t *slot;
+	int rc;
+
+	if (cached) {
+		*ret_id = *cached;
+		return 0;
+	}
+	st = stmt(s, STMT_SERIES_FIND);
+	series_bind(st, key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*ret_id = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (rc == SQLITE_DONE) {
+		st = stmt(s, STMT_SERIES_INSERT);
+		series_bind(st, key);
+		rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		*ret_id = sqlite3_last_insert_rowid(s->db);
+		/* The row and its UNIQUE index entry. */
+		*bytes += 2 * (8 + 18 + ROW_OVERHEAD_BYTES);
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return store__fail(s, rc, "cannot store a series");
+
+	/* Cached best effort, like intern_add(). */
+	if (s->series && hashtab_count(s->series) >= INTERN_MAX_ENTRIES) {
+		hashtab_free(s->series);
+		if (hashtab_new(sizeof(struct series_key), sizeof(int64_t), &s->series) < 0)
+			s->series = NULL;
+	}
+	slot = s->series ? hashtab_put(s->series, key, NULL) : NULL;
+	if (slot)
+		*slot = *ret_id;
+	return 0;
+}
+
+static int merged_row_cmp(const void *a, const void *b)
+{
+	int64_t x = ((const struct merged_row *)a)->series_id;
+	int64_t y = ((const struct merged_row *)b)->series_id;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Merges the samples into rows by series. */
+static int window_merge(struct store *s, const struct store_sample *samples, size_t n_samples,
+			struct hashtab *rows, struct hashtab *triples, uint64_t *bytes)
+{
+	for (size_t i = 0; i < n_samples; i++) {
+		const struct store_sample *in = &samples[i];
+		const char *comm = in->comm ? in->comm : "";
+		struct stack_triple triple;
+		struct series_key key;
+		struct sample_sum *sum;
+		int64_t id;
+		int r;
+
+		memset(&key, 0, sizeof(key));
+		r = string_id(s, comm, strlen(comm), &key.comm_id, bytes);
+		if (r >= 0)
+			r = stack_id(s, in->ustack ? in->ustack : "", &key.ustack_id, bytes);
+		if (r >= 0)
+			r = stack_id(s, in->kstack ? in->kstack : "", &key.kstack_id, bytes);
+		if (r >= 0)
+			r = stack_id(s, in->chain ? in->chain : "", &key.chain_id, bytes);
+		key.tgid = in->tgid;
+		key.pid = in->pid;
+		key.kind = in->kind;
+		key.state = in->state;
+		if (r >= 0)
+			r = series_id(s, &key, &id, bytes);
+		if (r < 0)
+			return r;
+		sum = hashtab_put(rows, &id, NULL);
+		triple = (struct stack_triple){ key.ustack_id, key.kstack_id, key.chain_id };
+		if (!sum || !hashtab_put(triples, &triple, NULL))
+			return store__error(s, -ENOMEM, "out of memory");
+		sum->sum_ns = add_saturated(sum->sum_ns, in->sum_ns);
+		sum->count = add_saturated(sum->count, in->count);
+		sum->bytes = add_saturated(sum->bytes, in->bytes);
+	}
+	return 0;
+}
+
+/* -EINVAL for a bucket no histogram has; checked before anything is written. */
+static int hists_check(struct store *s, const struct store_hist *hists, size_t n_hists)
+{
+	if (n_hists && !hists)
+		return store__error(s, -EINVAL, "%zu histogram buckets but no array", n_hists);
+	for (size_t i = 0; i < n_hists; i++) {
+		if (hists[i].type > 1)
+			return store__error(s, -EINVAL, "histogram type %u; 0 or 1 expected",
+					    hists[i].type);
+		if (hists[i].bucket >= STORE_HIST_BUCKETS)
+			return store__error(s, -EINVAL, "histogram bucket %u; at most %d",
+					    hists[i].bucket, STORE_HIST_BUCKETS - 1);
+	}
+	return 0;
+}
+
+/* Merges the histogram buckets by key; the first comm of a key stays. */
+static int hists_merge(struct store *s, const struct store_hist *hists, size_t n_hists,
+		       struct hashtab *merged, uint64_t *bytes)
+{
+	for (size_t i = 0; i < n_hists; i++) {
+		const struct store_hist *in = &hists[i];
+		const char *comm = in->comm ? in->comm : "";
+		struct hist_key key = { in->tgid, in->type, in->bucket };
+		struct hist_value *value;
+		bool created;
+		int r;
+
+		value = hashtab_put(merged, &key, &created);
+		if (!value)
+			return store__error(s, -ENOMEM, "out of memory");
+		if (created) {
+			r = string_id(s, comm, strlen(comm), &value->comm_id, bytes);
+			if (r < 0)
+				return r;
+		}
+		value->count = add_saturated(value->count, in->count);
+	}
+	return 0;
+}
+
+static int hist_row_cmp(const void *a, const void *b)
+{
+	const struct hist_key *x = &((const struct hist_row *)a)->key;
+	const struct hist_key *y = &((const struct hist_row *)b)->key;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	if (x->type != y->type)
+		return x->type < y->type ? -1 : 1;
+	return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
+}
+
+static size_t hist_row_bytes(const struct hist_row *h)
+{
+	/* A header byte per column plus its length; window_id taken as 3 bytes. */
+	return 7 + 3 + int_bytes(h->key.tgid) + int_bytes(h->value.comm_id) +
+	       int_bytes(h->key.type) + int_bytes(h->key.bucket) +
+	       int_bytes((int64_t)h->value.count) + ROW_OVERHEAD_BYTES;
+}
+
+/* The merged histogram rows, sorted by key; *ret is malloc'd, NULL if none. */
+static int hists_sort(struct store *s, struct hashtab *merged, struct hist_row **ret,
+		      uint64_t *bytes)
+{
+	size_t n = hashtab_count(merged), i = 0, pos = 0;
+	const struct hist_key *key;
+	struct hist_value *value;
+	struct hist_row *sorted;
+
+	*ret = NULL;
+	if (!n)
+		return 0;
+	sorted = malloc(n * sizeof(*sorted));
+	if (!sorted)
+		return store__error(s, -ENOMEM, "out of memory");
+	while (hashtab_next(merged, &pos, (const void **)&key, (void **)&value)) {
+		sorted[i].key = *key;
+		sorted[i].value = *value;
+		*bytes += hist_row_bytes(&sorted[i]);
+		i++;
+	}
+	/* In primary key order, so the window fills whole pages. */
+	qsort(sorted, n, sizeof(*sorted), hist_row_cmp);
+	*ret = sorted;
+	return 0;
+}
+
+static int hists_insert(struct store *s, int64_t window_id, const struct hist_row *sorted, size_t n)
+{
+	sqlite3_stmt *st = s->stmts[STMT_HIST_INSERT];
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, window_id);
+		sqlite3_bind_int64(st, 2, sorted[i].key.tgid);
+		sqlite3_bind_int64(st, 3, sorted[i].value.comm_id);
+		sqlite3_bind_int64(st, 4, sorted[i].key.type);
+		sqlite3_bind_int64(st, 5, sorted[i].key.bucket);
+		/* uint64 kept as its int64 bit pattern; usum() reads it back. */
+		sqlite3_bind_int64(st, 6, (int64_t)sorted[i].value.count);
+		rc = sqlite3_step(st);
+		if (rc != SQLITE_DONE) {
+			int r = store__fail(s, rc, "cannot store a histogram");
+
+			sqlite3_reset(st);
+			return r;
+		}
+	}
+	sqlite3_reset(st);
+	return 0;
+}
+
+/* Inserts the window, its samples and its histogram rows. */
+static int window_insert(struct store *s, struct store_window *w, struct hashtab *rows,
+			 struct hashtab *triples, struct hashtab *hists, uint64_t bytes)
+{
+	size_t n = hashtab_count(rows), i = 0, pos = 0;
+	struct merged_row *sorted = NULL;
+	struct hist_row *hist_sorted = NULL;
+	const int64_t *series;
+	struct sample_sum *sum;
+	sqlite3_stmt *st;
+	int64_t id;
+	int rc, r = 0;
+
+	if (n) {
+		sorted = malloc(n * sizeof(*sorted));
+		if (!sorted)
+			return store__error(s, -ENOMEM, "out of memory");
+	}
+	while (hashtab_next(rows, &pos, (const void **)&series, (void **)&sum)) {
+		sorted[i].series_id = *series;
+		sorted[i].sum = *sum;
+		bytes += sample_row_bytes(&sorted[i]);
+		i++;
+	}
+	/* In primary key order, so the window fills whole pages. */
+	if (n)
+		qsort(sorted, n, sizeof(*sorted), merged_row_cmp);
+	r = hists_sort(s, hists, &hist_sorted, &bytes);
+	if (r < 0)
+		goto out;
+	bytes += 32; /* the windows row */
+
+	st = stmt(s, STMT_WINDOW_INSERT);
+	sqlite3_bind_int64(st, 1, w->start_ms);
+	sqlite3_bind_int64(st, 2, w->end_ms);
+	sqlite3_bind_int64(st, 3, (int64_t)w->capture_id);
+	sqlite3_bind_int64(st, 4, (int64_t)hashtab_count(triples));
+	sqlite3_bind_int64(st, 5, (int64_t)n);
+	sqlite3_bind_int64(st, 6, (int64_t)bytes);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		r = store__fail(s, rc, "cannot store a window");
+		goto out;
+	}
+	id = sqlite3_last_insert_rowid(s->db);
+
+	st = s->stmts[STMT_SAMPLE_INSERT];
+	for (i = 0; i < n; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_int64(st, 2, sorted[i].series_id);
+		/* uint64 kept as its int64 bit pattern; usum() reads it back. */
+		sqlite3_bind_int64(st, 3, (int64_t)sorted[i].sum.sum_ns);
+		sqlite3_bind_int64(st, 4, (int64_t)sorted[i].sum.count);
+		sqlite3_bind_int64(st, 5, (int64_t)sorted[i].sum.bytes);
+		rc = sqlite3_step(st);
+		if (rc != SQLITE_DONE) {
+			r = store__fail(s, rc, "cannot store a sample");
+			sqlite3_reset(st);
+			goto out;
+		}
+	}
+	sqlite3_reset(st);
+	r = hists_insert(s, id, hist_sorted, hashtab_count(hists));
+	if (r < 0)
+		goto out;
+	w->id = (uint64_t)id;
+	w->n_stacks = hashtab_count(triples);
+	w->n_samples = n;
+	w->bytes = bytes;
+out:
+	free(sorted);
+	free(hist_sorted);
+	return r;
+}
+
+int store_window_add(struct store *s, struct store_window *w, const struct store_sample *samples,
+		     size_t n_samples, const struct store_hist *hists, size_t n_hists, char *err,
+		     size_t err_size)
+{
+	struct hashtab *rows = NULL, *triples = NULL, *merged_hists = NULL;
+	uint64_t bytes = 0;
+	int r;
+
+	assert(s && w);
+	s->err = err;
+	s->err_size = err_size;
+	if (n_samples && !samples)
+		return store__error(s, -EINVAL, "%zu samples but no array", n_samples);
+	if (w->end_ms < w->start_ms)
+		return store__error(s, -EINVAL, "window ends (%lld) before it starts (%lld)",
+				    (long long)w->end_ms, (long long)w->start_ms);
+	r = hists_check(s, hists, n_hists);
+	if (r < 0)
+		return r;
+	if (hashtab_new(sizeof(int64_t), sizeof(struct sample_sum), &rows) < 0 ||
+	    hashtab_new(sizeof(struct stack_triple), 1, &triples) < 0 ||
+	    hashtab_new(sizeof(struct hist_key), sizeof(struct hist_value), &merged_hists) < 0) {
+		r = store__error(s, -ENOMEM, "out of memory");
+		goto out;
+	}
+	r = stmt_exec(s, STMT_BEGIN, "cannot begin a transaction");
+	if (r < 0)
+		goto out;
+	r = window_merge(s, samples, n_samples, rows, triples, &bytes);
+	if (r >= 0)
+		r = hists_merge(s, hists, n_hists, merged_hists, &bytes);
+	if (r >= 0)
+		r = window_insert(s, w, rows, triples, merged_hists, bytes);
+	if (r >= 0)
+		r = stmt_exec(s, STMT_COMMIT, "cannot commit the window");
+	if (r < 0) {
+		store__rollback(s);
+		goto out;
+	}
+	/* The window is stored; retention failing now does not undo that, and
+	 * it is tried again after the next add. */
+	s->err = NULL;
+	if (s->limits.max_age_ms)
+		store__evict_old(s, (int64_t)w->id);
+	if (s->limits.max_db_bytes)
+		store__shrink(s, (int64_t)w->id);
+	r = 0;
+out:
+	hashtab_free(rows);
+	hashtab_free(triples);
+	hashtab_free(merged_hists);
+	return r;
+}
