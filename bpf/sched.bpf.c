@@ -402,6 +402,8 @@ __noinline int block_end(struct start_rec *rec, __u64 now)
 		__u64 value = block_value(rec, s->kind);
 		__u32 bit = 1u << i;
 
+		if (!(matched >> i))
+			break; /* no slot left: most blocks match slot 0 alone */
 		if (!(matched & bit) || rec->ts < s->start_ns || !value ||
 		    value < s->min_block_ns || (s->max_block_ns && value > s->max_block_ns))
 			continue;
