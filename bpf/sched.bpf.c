@@ -169,6 +169,8 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	rec->state = state;
 	rec->slots = matched;
 	rec->ts = bpf_ktime_get_ns();
+	if (btf && (matched & request_slots))
+		request_block_start(prev, rec->ts);
 }
 
 /* The part of a block a slot of this kind counts. */
@@ -481,20 +483,21 @@ static __always_inline void switch_in(struct task_struct *prev, struct task_stru
 {
 	struct start_rec *rec;
 	__u32 pid, need;
+	__u64 now = 0;
 
 	if (!active_mask)
 		return; /* any start record left would not count anyway */
 	pid = btf ? next->pid : BPF_CORE_READ(next, pid);
 	if (!pid)
 		return;
-	if (btf && (active_mask & request_slots))
-		request_switch_in(next);
+	if (btf && (active_mask & request_slots)) /* the block and the request end at one time */
+		request_switch_in(next, now = bpf_ktime_get_ns());
 	rec = start_get(next, pid, btf, false);
 	if (!rec || !rec->slots)
 		return;
 	rec->tgid = btf ? next->tgid : BPF_CORE_READ(next, tgid);
 	rec->pid = pid;
-	need = block_end(rec, bpf_ktime_get_ns());
+	need = block_end(rec, now ? now : bpf_ktime_get_ns());
 	if (btf && need) /* (only with defer_walks, which needs tp_btf) */
 		sample_stacks(prev, next, rec, need);
 }

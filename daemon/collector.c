@@ -816,6 +816,16 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	return 0;
 }
 
+void collector_slot_activate(struct collector *c, unsigned slot)
+{
+	if (slot >= OFFCPU_MAX_SLOTS)
+		return;
+	/* Blocks and requests that began earlier are not the slot's (and a
+	 * thread's request state from before is stale, see requests.bpf.h). */
+	c->skel->bss->slots[slot].start_ns = clock_monotonic_ns();
+	__atomic_fetch_or(&c->skel->bss->active_mask, 1u << slot, __ATOMIC_SEQ_CST);
+}
+
 void collector_slot_deactivate(struct collector *c, unsigned slot)
 {
 	if (slot < OFFCPU_MAX_SLOTS)

@@ -185,6 +185,10 @@ int collector_group_load(struct collector *c, unsigned group, uint64_t *ret_load
  * nothing is published then. */
 int collector_slot_add(struct collector *c, const struct collector_filter *f, unsigned *ret_slot);
 
+/* (Re)starts counting for a deactivated slot, from now on: only blocks and
+ * requests that begin from now on count. */
+void collector_slot_activate(struct collector *c, unsigned slot);
+
 /* Stops counting for slot. Rows already aggregated for it are returned by
  * the next collector_drain() that starts after this call, and by none after
  * that one; only then may the slot be released. */
