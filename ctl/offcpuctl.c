@@ -335,6 +335,8 @@ static void requests_summary(FILE *out, const char *prefix, const struct proto_r
 		if (r[i].wall_ns)
 			fprintf(out, " (%.0f %%)", 100.0 * r[i].offcpu_ns / r[i].wall_ns);
 		fprintf(out, "\n");
+		if (r[i].warning)
+			fprintf(stderr, "offcpuctl: warning: %s: %s\n", r[i].symbol, r[i].warning);
 	}
 }
 

@@ -887,6 +887,10 @@ static void request_rows(struct collector *c, unsigned slot, bool delete,
 		    key.bucket < OFFCPU_HIST_BUCKETS && bpf_map_lookup_elem(fd, &key, &v) == 0) {
 			stats[key.request].count[key.measure][key.bucket] += v.count;
 			stats[key.request].sum_ns[key.measure][key.bucket] += v.sum_ns;
+		} else if (stats && key.request < OFFCPU_MAX_REQUESTS &&
+			   key.measure == OFFCPU_REQUEST_CALLS &&
+			   bpf_map_lookup_elem(fd, &key, &v) == 0) {
+			stats[key.request].calls += v.count;
 		}
 		if (delete)
 			bpf_map_delete_elem(fd, &key); /* iteration restarts safely */

@@ -70,6 +70,7 @@ struct collector_filter {
 struct collector_request_stats {
 	uint64_t count[2][OFFCPU_HIST_BUCKETS]; /* [enum offcpu_request_measure][bucket] */
 	uint64_t sum_ns[2][OFFCPU_HIST_BUCKETS];
+	uint64_t calls; /* outermost calls entered: 0, the probes never fired */
 };
 
 struct collector_stack {

@@ -1609,6 +1609,8 @@ static bool proto__add_requests(cJSON *body, const struct proto_request_stats *r
 				return false;
 		}
 		if (!proto__add_u64(o, "count", r[i].count) ||
+		    !proto__add_u64(o, "calls", r[i].calls) ||
+		    (r[i].warning && !proto__add_string(o, "warning", r[i].warning)) ||
 		    !proto__add_u64(o, "wall_ns", r[i].wall_ns) ||
 		    !proto__add_u64(o, "offcpu_ns", r[i].offcpu_ns) ||
 		    !proto__add_buckets(o, "wall_hist", r[i].wall_hist) ||
@@ -2178,6 +2180,12 @@ static int proto__reply_requests(struct proto__reply *r, const cJSON *o,
 		    proto__reply_u64(p, "offcpu_ns", &q->offcpu_ns) < 0 ||
 		    proto__reply_buckets(p, "wall_hist", q->wall_hist) < 0 ||
 		    proto__reply_buckets(p, "offcpu_hist", q->offcpu_hist) < 0)
+			return -EINVAL;
+		/* Optional: older daemons send neither. */
+		if ((cJSON_GetObjectItemCaseSensitive(p, "calls") &&
+		     proto__reply_u64(p, "calls", &q->calls) < 0) ||
+		    (cJSON_GetObjectItemCaseSensitive(p, "warning") &&
+		     proto__reply_str(p, "warning", &q->warning) < 0))
 			return -EINVAL;
 	}
 	*ret = r->requests;
