@@ -826,8 +826,8 @@ static void test_capture_request_stats_reply(void)
 	s = proto_reply_capture(&res, 0);
 	reply = NULL;
 	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
-	CHECK(reply && reply->capture.n_requests == 1 &&
-	      reply->capture.requests[0].calls == 0 && reply->capture.requests[0].warning &&
+	CHECK(reply && reply->capture.n_requests == 1 && reply->capture.requests[0].calls == 0 &&
+	      reply->capture.requests[0].warning &&
 	      !strcmp(reply->capture.requests[0].warning, "its probes never fired"));
 	proto_reply_free(reply);
 	free(s);
