@@ -147,6 +147,9 @@ size_t request_probes_stats(const struct request_probes *rp, struct collector *c
 			o->wall_ns += stats[i].sum_ns[OFFCPU_REQUEST_WALL][b];
 			o->offcpu_ns += stats[i].sum_ns[OFFCPU_REQUEST_OFFCPU][b];
 		}
+		if (o->calls && !o->count)
+			o->warning = "no call returned while counting: its calls outlast the "
+				     "capture, or its return probe never fired";
 	}
 	return rp->n_specs;
 }

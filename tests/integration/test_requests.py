@@ -216,6 +216,25 @@ class RequestCaptureTest(unittest.TestCase):
         finally:
             w.kill()
 
+    def test_calls_that_do_not_return(self):
+        # Each worker's first request waits 10 s on its backend: the 1 s capture
+        # sees the calls enter, none return, and says so.
+        d = self.daemon
+        w = RequestWorkload("request_workload", "--requests", "1", "--backend-ms", "10000")
+        proc = d.ctl_popen("--json", "capture", "--pid", str(w.pid), "--seconds", "1",
+                           "--request", "handle_request")
+        try:
+            d.wait_captures(1)
+            w.proc.stdin.write("go\n")
+            w.proc.stdin.flush()
+            out, err = proc.communicate(timeout=40)
+        finally:
+            w.kill()
+        self.assertEqual(proc.returncode, 0, out + err)
+        req = json.loads(out)["capture"]["requests"][0]
+        self.assertEqual((req["count"], req["calls"]), (0, 2), req)
+        self.assertIn("no call returned while counting", req["warning"])
+
     def test_errors(self):
         d = self.daemon
         w = RequestWorkload("request_workload")
