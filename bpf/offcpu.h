@@ -87,6 +87,7 @@ struct offcpu_hist_key {
 enum offcpu_request_measure {
 	OFFCPU_REQUEST_WALL = 0, /* entry to return */
 	OFFCPU_REQUEST_OFFCPU,	 /* the part of it spent off-CPU (any state) */
+	OFFCPU_REQUEST_CALLS,	 /* calls entered (bucket 0): did the probes fire at all */
 };
 
 struct offcpu_request_key {

@@ -6,7 +6,7 @@
  * the continuous profile's add up from the daemon's start. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, OFFCPU_MAX_SLOTS *OFFCPU_MAX_REQUESTS * 2 * OFFCPU_HIST_BUCKETS);
+	__uint(max_entries, OFFCPU_MAX_SLOTS *OFFCPU_MAX_REQUESTS *(2 * OFFCPU_HIST_BUCKETS + 1));
 	__type(key, struct offcpu_request_key);
 	__type(value, struct offcpu_request_value);
 } request_stats SEC(".maps");
@@ -41,7 +41,8 @@ static __always_inline void request_add(__u32 slot, __u32 request, __u32 measure
 	if (!v && map_insert(&request_stats, &k, &init, OFFCPU_CNT_DROP_REQUEST_FULL, (void **)&v))
 		return; /* in, with this request, or no room */
 	__sync_fetch_and_add(&v->count, 1);
-	__sync_fetch_and_add(&v->sum_ns, ns);
+	if (ns)
+		__sync_fetch_and_add(&v->sum_ns, ns);
 }
 
 /* The slot a request probe belongs to, if that slot is counting. */
@@ -75,6 +76,7 @@ int request_enter(struct pt_regs *ctx)
 		st->depth = 0;
 	}
 	if (st->depth++ == 0) {
+		request_add(slot, request, OFFCPU_REQUEST_CALLS, 0);
 		st->entry_ns = bpf_ktime_get_ns();
 		st->offcpu_at_entry = r->offcpu_ns;
 		st->request = request;

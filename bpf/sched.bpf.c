@@ -206,6 +206,8 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	rec->state = state;
 	rec->slots = matched;
 	rec->ts = switch_time(now);
+	if (btf && (matched & request_slots))
+		request_block_start(prev, rec->ts);
 }
 
 /* The part of a block a slot of this kind counts. */
@@ -219,10 +221,9 @@ static __always_inline __u64 block_value(const struct start_rec *rec, __u32 kind
 static __always_inline void slot_hist_add(void *hist_map, const struct start_rec *rec, __u32 slot)
 {
 	hist_add(hist_map, slot, rec->tgid, OFFCPU_HIST_OFFCPU, rec->delta);
-	/* A wakeup is followed by a wait for the CPU, if only one the
-	 * scheduler's clock calls 0 (it skips its update when the woken task
-	 * preempts at once). */
-	if (rec->runq || rec->wake_ts)
+	/* As the rows: a wait the scheduler's clock calls 0 is no wait (it
+	 * skips its update when the woken task preempts at once). */
+	if (rec->runq)
 		hist_add(hist_map, slot, rec->tgid, OFFCPU_HIST_RUNQ, rec->runq);
 }
 
@@ -534,8 +535,8 @@ static __always_inline void switch_in(struct task_struct *prev, struct task_stru
 	pid = btf ? next->pid : BPF_CORE_READ(next, pid);
 	if (!pid)
 		return;
-	if (btf && (active_mask & request_slots))
-		request_switch_in(next);
+	if (btf && (active_mask & request_slots)) /* the block and the request end at one time */
+		request_switch_in(next, switch_time(now));
 	rec = start_get(next, pid, btf, false);
 	if (!rec || !rec->slots)
 		return;

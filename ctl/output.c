@@ -29,6 +29,8 @@ void requests_summary(FILE *out, const char *prefix, const struct proto_request_
 		if (r[i].wall_ns)
 			fprintf(out, " (%.0f %%)", 100.0 * r[i].offcpu_ns / r[i].wall_ns);
 		fprintf(out, "\n");
+		if (r[i].warning)
+			fprintf(stderr, "offcpuctl: warning: %s: %s\n", r[i].symbol, r[i].warning);
 	}
 }
 

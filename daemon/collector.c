@@ -904,6 +904,16 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	return 0;
 }
 
+void collector_slot_activate(struct collector *c, unsigned slot)
+{
+	if (slot >= OFFCPU_MAX_SLOTS)
+		return;
+	/* Blocks and requests that began earlier are not the slot's (and a
+	 * thread's request state from before is stale, see requests.bpf.h). */
+	c->skel->bss->slots[slot].start_ns = clock_monotonic_ns();
+	__atomic_fetch_or(&c->skel->bss->active_mask, 1u << slot, __ATOMIC_SEQ_CST);
+}
+
 void collector_slot_deactivate(struct collector *c, unsigned slot)
 {
 	if (slot < OFFCPU_MAX_SLOTS)
@@ -965,6 +975,10 @@ static void request_rows(struct collector *c, unsigned slot, bool delete,
 		    key.bucket < OFFCPU_HIST_BUCKETS && bpf_map_lookup_elem(fd, &key, &v) == 0) {
 			stats[key.request].count[key.measure][key.bucket] += v.count;
 			stats[key.request].sum_ns[key.measure][key.bucket] += v.sum_ns;
+		} else if (stats && key.request < OFFCPU_MAX_REQUESTS &&
+			   key.measure == OFFCPU_REQUEST_CALLS &&
+			   bpf_map_lookup_elem(fd, &key, &v) == 0) {
+			stats[key.request].calls += v.count;
 		}
 		if (delete)
 			bpf_map_delete_elem(fd, &key); /* iteration restarts safely */

@@ -70,6 +70,7 @@ struct collector_filter {
 struct collector_request_stats {
 	uint64_t count[2][OFFCPU_HIST_BUCKETS]; /* [enum offcpu_request_measure][bucket] */
 	uint64_t sum_ns[2][OFFCPU_HIST_BUCKETS];
+	uint64_t calls; /* outermost calls entered: 0, the probes never fired */
 };
 
 struct collector_stack {
@@ -189,6 +190,10 @@ int collector_group_load(struct collector *c, unsigned group, uint64_t *ret_load
  * -EOPNOTSUPP if a group it needs is unavailable (collector_group_status);
  * nothing is published then. */
 int collector_slot_add(struct collector *c, const struct collector_filter *f, unsigned *ret_slot);
+
+/* (Re)starts counting for a deactivated slot, from now on: only blocks and
+ * requests that begin from now on count. */
+void collector_slot_activate(struct collector *c, unsigned slot);
 
 /* Stops counting for slot. Rows already aggregated for it are returned by
  * the next collector_drain() that starts after this call, and by none after

@@ -248,6 +248,7 @@ const char *request_error_code(int r)
 /* Starts counting time: the capture's probes, if any, are in. */
 static void capture_run(struct manager *m, struct capture *c)
 {
+	collector_slot_activate(m->collector, c->slot);
 	c->start_ns = clock_monotonic_ns();
 	c->start_ms = clock_realtime_ms();
 	c->phase = CAPTURE_RUNNING;
@@ -398,6 +399,9 @@ static void capture_start(struct manager *m, struct capture *c)
 		capture_run(m, c);
 		return;
 	}
+	/* Nothing counts while its probes go in (seconds, in a busy process):
+	 * its requests and its blocks both start when it runs. */
+	collector_slot_deactivate(m->collector, c->slot);
 	c->phase = CAPTURE_ATTACHING;
 	r = probe_work_start(m, c, c->slot);
 	if (r < 0)

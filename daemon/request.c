@@ -136,6 +136,10 @@ size_t request_probes_stats(const struct request_probes *rp, struct collector *c
 			funcs[used].binary = s->binary;
 			o->n_functions++;
 		}
+		o->calls = stats[i].calls;
+		/* Silence that looks like an idle service: say it. */
+		if (!o->calls)
+			o->warning = "its probes never fired: no call was seen while counting";
 		for (unsigned b = 0; b < OFFCPU_HIST_BUCKETS; b++) {
 			o->wall_hist[b] = stats[i].count[OFFCPU_REQUEST_WALL][b];
 			o->offcpu_hist[b] = stats[i].count[OFFCPU_REQUEST_OFFCPU][b];
@@ -143,6 +147,9 @@ size_t request_probes_stats(const struct request_probes *rp, struct collector *c
 			o->wall_ns += stats[i].sum_ns[OFFCPU_REQUEST_WALL][b];
 			o->offcpu_ns += stats[i].sum_ns[OFFCPU_REQUEST_OFFCPU][b];
 		}
+		if (o->calls && !o->count)
+			o->warning = "no call returned while counting: its calls outlast the "
+				     "capture, or its return probe never fired";
 	}
 	return rp->n_specs;
 }

@@ -377,6 +377,8 @@ struct proto_request_stats {
 	const struct proto_request_function *functions;
 	size_t n_functions;
 	uint64_t count;
+	uint64_t calls;				  /* calls entered while counted (older daemons: 0) */
+	const char *warning;			  /* why the count may be wrong; NULL: none */
 	uint64_t wall_ns;			  /* sum of entry-to-return times */
 	uint64_t offcpu_ns;			  /* the off-CPU part of it */
 	uint64_t wall_hist[PROTO_HIST_BUCKETS];	  /* log2(us) buckets, as in hist */

@@ -109,6 +109,8 @@ static bool proto__add_requests(cJSON *body, const struct proto_request_stats *r
 				return false;
 		}
 		if (!proto__add_u64(o, "count", r[i].count) ||
+		    !proto__add_u64(o, "calls", r[i].calls) ||
+		    (r[i].warning && !proto__add_string(o, "warning", r[i].warning)) ||
 		    !proto__add_u64(o, "wall_ns", r[i].wall_ns) ||
 		    !proto__add_u64(o, "offcpu_ns", r[i].offcpu_ns) ||
 		    !proto__add_buckets(o, "wall_hist", r[i].wall_hist) ||

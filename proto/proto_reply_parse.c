@@ -165,6 +165,12 @@ static int proto__reply_requests(struct proto__reply *r, const cJSON *o,
 		    proto__reply_buckets(p, "wall_hist", q->wall_hist) < 0 ||
 		    proto__reply_buckets(p, "offcpu_hist", q->offcpu_hist) < 0)
 			return -EINVAL;
+		/* Optional: older daemons send neither. */
+		if ((cJSON_GetObjectItemCaseSensitive(p, "calls") &&
+		     proto__reply_u64(p, "calls", &q->calls) < 0) ||
+		    (cJSON_GetObjectItemCaseSensitive(p, "warning") &&
+		     proto__reply_str(p, "warning", &q->warning) < 0))
+			return -EINVAL;
 	}
 	*ret = r->requests;
 	*ret_n = n;

@@ -106,6 +106,9 @@ class RequestCaptureTest(unittest.TestCase):
         self.assertEqual(r["symbol"], request)
         self.assertIn(function_name, [f["name"] for f in r["functions"]], r["functions"])
         self.assertEqual(r["count"], sum(t["requests"] for t in workers))
+        # Each one entered while counted, and none went unseen: no warning.
+        self.assertEqual(r["calls"], r["count"])
+        self.assertNotIn("warning", r)
         self.assertEqual(sum(r["wall_hist"]), r["count"])
         self.assertEqual(sum(r["offcpu_hist"]), r["count"])
         wall = sum(t["request_wall_ns"] for t in workers)
@@ -190,6 +193,47 @@ class RequestCaptureTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, err)
         parse_folded(out)  # stdout stays plain folded lines
         self.assertRegex(err, r"handle_request: 40 requests, mean [0-9.]+ ms, of which [0-9.]+ ms off-CPU \([0-9]+ %\)")
+
+    def test_probes_never_fired(self):
+        # The workload waits at its start line: its request function is never
+        # called. The capture still succeeds, and says that its probes never
+        # fired rather than look like an idle service.
+        d = self.daemon
+        w = RequestWorkload("request_workload")
+        try:
+            r = d.ctl("--json", "capture", "--pid", str(w.pid), "--seconds", "1",
+                      "--request", "handle_request")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            cap = json.loads(r.stdout)["capture"]
+            req = cap["requests"][0]
+            self.assertEqual((req["count"], req["calls"]), (0, 0), req)
+            self.assertIn("never fired", req["warning"])
+            self.assertEqual(cap["samples"], [])
+
+            r = d.ctl("capture", "--pid", str(w.pid), "--seconds", "1", "--request", "handle_request")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("offcpuctl: warning: handle_request: its probes never fired", r.stderr)
+        finally:
+            w.kill()
+
+    def test_calls_that_do_not_return(self):
+        # Each worker's first request waits 10 s on its backend: the 1 s capture
+        # sees the calls enter, none return, and says so.
+        d = self.daemon
+        w = RequestWorkload("request_workload", "--requests", "1", "--backend-ms", "10000")
+        proc = d.ctl_popen("--json", "capture", "--pid", str(w.pid), "--seconds", "1",
+                           "--request", "handle_request")
+        try:
+            d.wait_captures(1)
+            w.proc.stdin.write("go\n")
+            w.proc.stdin.flush()
+            out, err = proc.communicate(timeout=40)
+        finally:
+            w.kill()
+        self.assertEqual(proc.returncode, 0, out + err)
+        req = json.loads(out)["capture"]["requests"][0]
+        self.assertEqual((req["count"], req["calls"]), (0, 2), req)
+        self.assertIn("no call returned while counting", req["warning"])
 
     def test_errors(self):
         d = self.daemon

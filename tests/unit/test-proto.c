@@ -783,6 +783,7 @@ static void test_capture_request_stats_reply(void)
 		.functions = funcs,
 		.n_functions = 1,
 		.count = 3,
+		.calls = 4,
 		.wall_ns = 30000000,
 		.offcpu_ns = 20000000,
 	};
@@ -813,10 +814,24 @@ static void test_capture_request_stats_reply(void)
 				      sizeof(rs.wall_hist)));
 			CHECK(!memcmp(c->requests[0].offcpu_hist, rs.offcpu_hist,
 				      sizeof(rs.offcpu_hist)));
+			CHECK(c->requests[0].calls == 4 && !c->requests[0].warning);
 		}
 	}
 	proto_reply_free(reply);
 	free(s);
+
+	/* Probes that never fired: the warning goes out and comes back. */
+	rs.count = rs.calls = 0;
+	rs.warning = "its probes never fired";
+	s = proto_reply_capture(&res, 0);
+	reply = NULL;
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	CHECK(reply && reply->capture.n_requests == 1 && reply->capture.requests[0].calls == 0 &&
+	      reply->capture.requests[0].warning &&
+	      !strcmp(reply->capture.requests[0].warning, "its probes never fired"));
+	proto_reply_free(reply);
+	free(s);
+	rs.warning = NULL;
 
 	/* None: no "requests" key at all. */
 	res.n_requests = 0;
