@@ -268,7 +268,10 @@ struct offcpu_file_name {
 	X(DEFER_LOST, "samples_lost", NULL) /* a deferred walk not done: sample lost, time kept */ \
 	X(USER_STACK_WALKS, "user_stack_walks", NULL)	  /* every path and kind */                \
 	X(KERNEL_STACK_WALKS, "kernel_stack_walks", NULL) /* every path and kind */                \
-	X(DROP_TOTAL_FULL, "drop_total_map_full", "total_map_full") /* a sampled block lost */
+	X(DROP_TOTAL_FULL, "drop_total_map_full", "total_map_full") /* a sampled block lost */  \
+	/* user stacks walked with frame pointers where tables were wanted: the  \
+	 * process's were not built yet (its first blocks) or could not be */     \
+	X(USTACK_FP_FALLBACK, "ustack_fp_fallback", NULL)
 
 enum offcpu_counter {
 #define OFFCPU_COUNTER_ENUM(name, status, drop) OFFCPU_CNT_##name,

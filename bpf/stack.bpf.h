@@ -261,6 +261,7 @@ static __always_inline void walk_user_stack(void *ctx, struct task_struct *prev,
 			unwind_user_stack(prev, tgid, proc, st);
 			return;
 		}
+		count(OFFCPU_CNT_USTACK_FP_FALLBACK);
 	}
 	walk_stack(ctx, st, BPF_F_USER_STACK, OFFCPU_CNT_DROP_USTACK_ERROR);
 }
@@ -270,7 +271,11 @@ static __always_inline void walk_user_stack(void *ctx, struct task_struct *prev,
 static __always_inline void walk_task_user_stack(struct task_struct *t, __u32 tgid,
 						 struct offcpu_stack *st)
 {
-	unwind_user_stack(t, tgid, unwind_dwarf ? unwind_proc(tgid) : NULL, st);
+	const struct offcpu_unwind_proc *proc = unwind_dwarf ? unwind_proc(tgid) : NULL;
+
+	if (unwind_dwarf && !proc)
+		count(OFFCPU_CNT_USTACK_FP_FALLBACK);
+	unwind_user_stack(t, tgid, proc, st);
 }
 
 /* Store the stack under its hash in the current buffer; 0 if it has none. */

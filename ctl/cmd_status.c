@@ -26,6 +26,7 @@ static void unwind_summary(const struct proto_status *st)
 	const struct proto_unwind_status *u = &st->unwind;
 	uint64_t walks = counter_value(st, "ustack_table_walks");
 	uint64_t truncated = counter_value(st, "ustack_truncated");
+	uint64_t fallback = counter_value(st, "ustack_fp_fallback");
 
 	if (!*u->mode)
 		return;
@@ -48,6 +49,8 @@ static void unwind_summary(const struct proto_status *st)
 	if (walks)
 		printf("; %" PRIu64 " walks, %.1f%% reached the thread's first frame", walks,
 		       100.0 * (walks - truncated) / walks);
+	if (fallback)
+		printf("; %" PRIu64 " with frame pointers, before their process's tables", fallback);
 	printf("\n");
 	printf("user frames: names kept for %" PRIu64 " processes (%" PRIu64 " files held)",
 	       u->kept_processes, u->kept_files);

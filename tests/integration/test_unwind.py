@@ -215,6 +215,25 @@ class UnwindTest(unittest.TestCase):
         text = self.daemon.ctl("status").stdout
         self.assertIn("user stacks: unwind tables of", text)
 
+    def test_walks_before_tables_are_counted(self):
+        """A process started during a capture blocks before its tables are
+        built (its read of the go line, at least): those walks fall back to
+        frame pointers, and status counts them."""
+        d = self.daemon
+        before = d.status()["counters"]["ustack_fp_fallback"]
+        out = d.ctl_popen("capture", "-U", "--seconds", "2")
+        try:
+            d.wait_captures(1)
+            w = Workload("--only", "sleeper", "--sleeps", "5", binary=NOFP_WORKLOAD)
+            w.go()
+            out.communicate(timeout=60)
+        finally:
+            if out.poll() is None:
+                out.kill()
+        after = d.status()["counters"]["ustack_fp_fallback"]
+        self.assertGreater(after, before)
+        self.assertIn("with frame pointers, before their process's tables", d.ctl("status").stdout)
+
 
 class FramePointerModeTest(unittest.TestCase):
     """The contrast: with unwind = fp the same binary loses the caller of
