@@ -45,10 +45,10 @@ const volatile bool defer_walks = false;
 
 /* Set by the loader where the kernel counts each task's wait on its run
  * queue (sched_info.last_queued, CONFIG_SCHED_INFO) and a task's run queue
- * is reachable (se.cfs_rq->rq, CONFIG_FAIR_GROUP_SCHED; tp_btf; the per-CPU
- * runqueues symbol is not, where kallsyms lists no data): a block's
- * run-queue part is read at switch-in, and
- * sched_waking runs only for the waker kinds (daemon/collector.c). */
+ * is reachable (se.cfs_rq->rq, CONFIG_FAIR_GROUP_SCHED, tp_btf; the per-CPU
+ * runqueues symbol is not where kallsyms lists no data): a block's
+ * run-queue part is then read at switch-in, and sched_waking runs only for
+ * the waker kinds (daemon/collector.c). */
 const volatile bool runq_from_sched_info = false;
 
 /*

@@ -854,8 +854,10 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 		return r;
 	if (f->kind == OFFCPU_KIND_FILEIO && !c->fileio_slots) {
 		r = fileio_attach(c);
-		if (r < 0)
+		if (r < 0) {
+			sched_links_update(c, c->used_mask, c->waker_slots);
 			return r;
+		}
 	}
 
 	r = filter_ids_update(tgid_fd, f->tgids, f->n_tgids, slot, true);
