@@ -156,8 +156,7 @@ struct export_args {
 };
 
 /* One option of export's own into ex or a. Returns an exit code. */
-static int export_option(struct proto_export_request *ex, struct export_args *a, int opt,
-			 char *arg)
+static int export_option(struct proto_export_request *ex, struct export_args *a, int opt, char *arg)
 {
 	switch (opt) {
 	case OPT_KIND:

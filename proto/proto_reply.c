@@ -271,7 +271,8 @@ static bool proto__add_sampling(cJSON *body, const struct proto_status *s)
 	cJSON *sampling = cJSON_AddObjectToObject(body, "sampling");
 
 	return sampling &&
-	       proto__add_string(sampling, "stacks", s->sampling.stacks ? s->sampling.stacks : "") &&
+	       proto__add_string(sampling, "stacks",
+				 s->sampling.stacks ? s->sampling.stacks : "") &&
 	       proto__add_u64(sampling, "period_us", s->sampling.period_us) &&
 	       proto__add_string(sampling, "walk", s->sampling.walk ? s->sampling.walk : "") &&
 	       proto__add_string(sampling, "walk_reason",
@@ -301,8 +302,7 @@ char *proto_reply_status(const struct proto_status *s)
 	    !proto__add_string(body, "fileio_tracepoints", s->fileio_tracepoints) ||
 	    !proto__add_programs(body, s) || !proto__add_groups(body, s) ||
 	    !proto__add_maps(body, s) || !proto__add_store(body, s) ||
-	    !proto__add_unwind(body, s) || !proto__add_pt(body, s) ||
-	    !proto__add_sampling(body, s))
+	    !proto__add_unwind(body, s) || !proto__add_pt(body, s) || !proto__add_sampling(body, s))
 		goto fail;
 	if (!proto__add_u64(body, "slots_active", s->slots_active) ||
 	    !proto__add_u64(body, "slots_max", s->slots_max) ||

@@ -130,7 +130,6 @@ static int proto__parse_enum(const struct proto__field *f, const cJSON *item, vo
 	return proto__fail(err, err_size, "%s must be one of: %s", what, list);
 }
 
-
 /* An array of ids into args (the command's struct), and its count. */
 static int proto__parse_ids(const struct proto__field *f, const cJSON *item, void *args,
 			    const char *what, char *err, size_t err_size)
@@ -242,8 +241,9 @@ static int proto__parse_string(const struct proto__field *f, const cJSON *item, 
 	/* No NUL can hide in it: proto__parse_json() refuses them. */
 	n = strlen(item->valuestring);
 	if (n > f->max)
-		return proto__fail(err, err_size, "%s is %zu bytes long; at most %" PRIu64 " allowed",
-				   what, n, f->max);
+		return proto__fail(err, err_size,
+				   "%s is %zu bytes long; at most %" PRIu64 " allowed", what, n,
+				   f->max);
 	/* Formatting would replace invalid bytes, so such a value could
 	 * not mean what it says. */
 	if (!proto__utf8_valid(item->valuestring))
