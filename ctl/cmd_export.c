@@ -155,6 +155,16 @@ struct export_args {
 	struct result_opts ro;
 };
 
+/* Notes flag if it is the first differential option given (and the first
+ * that only svg uses, if svg_only), for export_diff_check(). */
+static void export_diff_flag(struct export_args *a, const char *flag, bool svg_only)
+{
+	if (!a->diff_flag)
+		a->diff_flag = flag;
+	if (svg_only && !a->diff_svg_flag)
+		a->diff_svg_flag = flag;
+}
+
 /* One option of export's own into ex or a. Returns an exit code. */
 static int export_option(struct proto_export_request *ex, struct export_args *a, int opt, char *arg)
 {
@@ -179,24 +189,22 @@ static int export_option(struct proto_export_request *ex, struct export_args *a,
 		return EXIT_OK;
 	case OPT_NORMALIZE:
 		ex->normalize = 1;
-		a->diff_flag = a->diff_flag ? a->diff_flag : "--normalize";
+		export_diff_flag(a, "--normalize", false);
 		return EXIT_OK;
 	case OPT_EXPORT_LINES:
 		ex->lines = 1;
 		return EXIT_OK;
 	case OPT_STRIP_HEX:
 		ex->strip_hex = 1;
-		a->diff_flag = a->diff_flag ? a->diff_flag : "--strip-hex";
+		export_diff_flag(a, "--strip-hex", false);
 		return EXIT_OK;
 	case OPT_DIFF_REVERSE_VIEW:
 		ex->diff_widths_from_old = 1;
-		a->diff_flag = a->diff_flag ? a->diff_flag : "--diff-reverse-view";
-		a->diff_svg_flag = a->diff_svg_flag ? a->diff_svg_flag : "--diff-reverse-view";
+		export_diff_flag(a, "--diff-reverse-view", true);
 		return EXIT_OK;
 	case OPT_NEGATE:
 		ex->negate = 1;
-		a->diff_flag = a->diff_flag ? a->diff_flag : "--negate";
-		a->diff_svg_flag = a->diff_svg_flag ? a->diff_svg_flag : "--negate";
+		export_diff_flag(a, "--negate", true);
 		return EXIT_OK;
 	default:
 		return result_option(&a->ro, "export", opt, arg);
