@@ -40,7 +40,9 @@ static void written(void *arg, const struct store_window *w, int r, const char *
 /* A window of capture id, with n rows of distinct stacks. */
 static void write_window(uv_loop_t *loop, struct store_queue *q, uint64_t id, size_t n)
 {
-	struct store_window w = { .start_ms = 1000 * id, .end_ms = 1000 * id + 500, .capture_id = id };
+	struct store_window w = { .start_ms = 1000 * id,
+				  .end_ms = 1000 * id + 500,
+				  .capture_id = id };
 	struct profile *p;
 	int writes = 0;
 
@@ -165,8 +167,7 @@ static void test_loop_runs_while_drawing(uv_loop_t *loop, struct store_queue *q)
 	uv_run(loop, UV_RUN_DEFAULT);
 	ms = (uv_hrtime() - start) / 1000000;
 	reply = parse(&r);
-	CHECK(reply && reply->ok && reply->export.output &&
-	      strstr(reply->export.output, "h39999"));
+	CHECK(reply && reply->ok && reply->export.output && strstr(reply->export.output, "h39999"));
 	proto_reply_free(reply);
 	/* The loop ticks every 2 ms: while the export takes 100 ms or more,
 	 * a handful of ticks at the least, however busy the machine. */

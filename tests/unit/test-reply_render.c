@@ -12,8 +12,8 @@
 #include "reply_render.h"
 
 /* reply_render() of text (copied) with o; the three results. */
-static int render(const char *text, const struct reply_render_opts *o, char **folded,
-		  char **output, char **error)
+static int render(const char *text, const struct reply_render_opts *o, char **folded, char **output,
+		  char **error)
 {
 	*folded = *output = *error = NULL;
 	return reply_render(strdup(text), o, folded, output, error);
