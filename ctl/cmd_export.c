@@ -117,140 +117,185 @@ static void export_summary(const struct proto_export_result *res)
 	fprintf(stderr, "\n");
 }
 
-int cmd_export(int argc, char **argv)
+enum {
+	OPT_KIND = OPT_RANGE_END,
+	OPT_STATE,
+	OPT_DIFF_AGAINST,
+	OPT_NORMALIZE,
+	OPT_STRIP_HEX,
+	OPT_EXPORT_LINES,
+	OPT_DIFF_REVERSE_VIEW,
+	OPT_NEGATE,
+	OPT_METRIC,
+};
+
+static const struct option export_options[] = {
+	RANGE_OPTIONS,
+	{ "kind", required_argument, NULL, OPT_KIND },
+	{ "metric", required_argument, NULL, OPT_METRIC },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "state", required_argument, NULL, OPT_STATE },
+	FILTER_OPTIONS,
+	{ "diff-against", required_argument, NULL, OPT_DIFF_AGAINST },
+	{ "normalize", no_argument, NULL, OPT_NORMALIZE },
+	{ "strip-hex", no_argument, NULL, OPT_STRIP_HEX },
+	{ "lines", no_argument, NULL, OPT_EXPORT_LINES },
+	{ "diff-reverse-view", no_argument, NULL, OPT_DIFF_REVERSE_VIEW },
+	{ "negate", no_argument, NULL, OPT_NEGATE },
+	RESULT_OPTIONS,
+	{ 0 },
+};
+
+/* What the command line gives besides the request's own fields. */
+struct export_args {
+	struct range_args range;
+	struct filter_args filters;
+	const char *baseline;
+	const char *diff_flag, *diff_svg_flag; /* the first given */
+	struct result_opts ro;
+};
+
+/* Notes flag if it is the first differential option given (and the first
+ * that only svg uses, if svg_only), for export_diff_check(). */
+static void export_diff_flag(struct export_args *a, const char *flag, bool svg_only)
 {
-	enum {
-		OPT_KIND = OPT_RANGE_END,
-		OPT_STATE,
-		OPT_DIFF_AGAINST,
-		OPT_NORMALIZE,
-		OPT_STRIP_HEX,
-		OPT_EXPORT_LINES,
-		OPT_DIFF_REVERSE_VIEW,
-		OPT_NEGATE,
-		OPT_METRIC,
-	};
-	static const struct option options[] = {
-		RANGE_OPTIONS,
-		{ "kind", required_argument, NULL, OPT_KIND },
-		{ "metric", required_argument, NULL, OPT_METRIC },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "state", required_argument, NULL, OPT_STATE },
-		FILTER_OPTIONS,
-		{ "diff-against", required_argument, NULL, OPT_DIFF_AGAINST },
-		{ "normalize", no_argument, NULL, OPT_NORMALIZE },
-		{ "strip-hex", no_argument, NULL, OPT_STRIP_HEX },
-		{ "lines", no_argument, NULL, OPT_EXPORT_LINES },
-		{ "diff-reverse-view", no_argument, NULL, OPT_DIFF_REVERSE_VIEW },
-		{ "negate", no_argument, NULL, OPT_NEGATE },
-		RESULT_OPTIONS,
-		{ 0 },
-	};
-	struct range_args range = { 0 };
-	struct filter_args filters = { 0 };
-	const char *baseline = NULL;
-	const char *diff_flag = NULL, *diff_svg_flag = NULL; /* the first given */
-	struct result_opts ro = RESULT_OPTS_INIT;
+	if (!a->diff_flag)
+		a->diff_flag = flag;
+	if (svg_only && !a->diff_svg_flag)
+		a->diff_svg_flag = flag;
+}
+
+/* One option of export's own into ex or a. Returns an exit code. */
+static int export_option(struct proto_export_request *ex, struct export_args *a, int opt, char *arg)
+{
+	switch (opt) {
+	case OPT_KIND:
+		return parse_profile_kind(arg, &ex->kind, &ex->oncpu);
+	case OPT_METRIC:
+		return parse_metric(arg, &ex->metric);
+	case 'p':
+		if (parse_ids(arg, ex->pids, &ex->n_pids) < 0)
+			return usage_error("bad --pid '%s': want positive pids, comma-separated",
+					   arg);
+		return EXIT_OK;
+	case OPT_STATE:
+		if (thread_state_mask_parse(arg, &ex->state_mask) < 0)
+			return usage_error("bad --state '%s': want a list of R, S, D, O "
+					   "(running, sleeping, disk, other)",
+					   arg);
+		return EXIT_OK;
+	case OPT_DIFF_AGAINST:
+		a->baseline = arg;
+		return EXIT_OK;
+	case OPT_NORMALIZE:
+		ex->normalize = 1;
+		export_diff_flag(a, "--normalize", false);
+		return EXIT_OK;
+	case OPT_EXPORT_LINES:
+		ex->lines = 1;
+		return EXIT_OK;
+	case OPT_STRIP_HEX:
+		ex->strip_hex = 1;
+		export_diff_flag(a, "--strip-hex", false);
+		return EXIT_OK;
+	case OPT_DIFF_REVERSE_VIEW:
+		ex->diff_widths_from_old = 1;
+		export_diff_flag(a, "--diff-reverse-view", true);
+		return EXIT_OK;
+	case OPT_NEGATE:
+		ex->negate = 1;
+		export_diff_flag(a, "--negate", true);
+		return EXIT_OK;
+	default:
+		return result_option(&a->ro, "export", opt, arg);
+	}
+}
+
+/* Parses the command line into ex and a. Returns an exit code. */
+static int export_parse(int argc, char **argv, struct proto_export_request *ex,
+			struct export_args *a)
+{
+	int opt, r;
+
+	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
+	while ((opt = getopt_long(argc, argv, "p:" RESULT_SHORT_OPTIONS, export_options, NULL)) !=
+	       -1) {
+		if (range_option(&a->range, opt, optarg) || filter_option(&a->filters, opt, optarg))
+			continue;
+		r = export_option(ex, a, opt, optarg);
+		if (r)
+			return r;
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	return EXIT_OK;
+}
+
+/* Fills the rest of ex from a, with the checks that need all the options
+ * at once. Returns an exit code. */
+static int export_complete(struct proto_export_request *ex, struct export_args *a)
+{
 	enum proto_format format;
-	struct proto_export_request *ex;
-	struct proto_request *req;
+	int r;
+
+	r = parse_range("export", &a->range, &ex->from_ms, &ex->to_ms, &ex->capture_id);
+	if (r == EXIT_OK && a->baseline)
+		r = export_baseline(ex, a->baseline);
+	if (r == EXIT_OK)
+		r = result_opts_format(&a->ro, &format);
+	if (r == EXIT_OK && a->baseline && a->ro.pprof)
+		r = usage_error("%s", "--diff-against gives folded or svg output, not pprof");
+	if (r == EXIT_OK)
+		r = export_diff_check(a->baseline, a->diff_flag, a->diff_svg_flag, format);
+	if (r == EXIT_OK)
+		r = filter_args_copy(&a->filters, ex->comm, ex->grep, ex->exclude);
+	if (r != EXIT_OK)
+		return r;
+	ex->format = format;
+	ex->render = a->ro.render;
+	return EXIT_OK;
+}
+
+/* Sends req and writes its result where a asks. Returns an exit code. */
+static int export_run(struct proto_request *req, const struct export_args *a)
+{
+	const struct proto_export_request *ex = &req->export;
 	struct proto_reply *reply;
 	char *raw;
-	int opt, r;
+	int r;
+
+	r = transact(req, NULL, NULL, &reply, &raw);
+	if (r != EXIT_OK)
+		return r;
+	if (!json_output)
+		export_summary(&reply->export);
+	if (a->ro.pprof)
+		r = write_export_pprof(a->ro.path, raw, &reply->export, ex->kind, ex->oncpu);
+	else
+		r = write_result(a->ro.path, raw, ex->format, reply->export.folded,
+				 reply->export.output);
+	proto_reply_free(reply);
+	free(raw);
+	return r;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	struct export_args a = { .ro = RESULT_OPTS_INIT };
+	struct proto_request *req;
+	int r;
 
 	/* Two 1 KiB patterns and the capture's id arrays: keep it off the stack. */
 	req = calloc(1, sizeof(*req));
 	if (!req)
 		return fail(EXIT_ERROR, "internal", "out of memory");
 	req->cmd = PROTO_CMD_EXPORT;
-	ex = &req->export;
-	ex->state_mask = THREAD_STATE_ALL;
-	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
-	while ((opt = getopt_long(argc, argv, "p:" RESULT_SHORT_OPTIONS, options, NULL)) != -1) {
-		r = 0;
-		if (range_option(&range, opt, optarg) || filter_option(&filters, opt, optarg))
-			continue;
-		switch (opt) {
-		case OPT_KIND:
-			r = parse_profile_kind(optarg, &ex->kind, &ex->oncpu);
-			break;
-		case OPT_METRIC:
-			r = parse_metric(optarg, &ex->metric);
-			break;
-		case 'p':
-			if (parse_ids(optarg, ex->pids, &ex->n_pids) < 0)
-				r = usage_error(
-					"bad --pid '%s': want positive pids, comma-separated",
-					optarg);
-			break;
-		case OPT_STATE:
-			if (thread_state_mask_parse(optarg, &ex->state_mask) < 0)
-				r = usage_error("bad --state '%s': want a list of R, S, D, O "
-						"(running, sleeping, disk, other)",
-						optarg);
-			break;
-		case OPT_DIFF_AGAINST:
-			baseline = optarg;
-			break;
-		case OPT_NORMALIZE:
-			ex->normalize = 1;
-			diff_flag = diff_flag ? diff_flag : "--normalize";
-			break;
-		case OPT_EXPORT_LINES:
-			ex->lines = 1;
-			break;
-		case OPT_STRIP_HEX:
-			ex->strip_hex = 1;
-			diff_flag = diff_flag ? diff_flag : "--strip-hex";
-			break;
-		case OPT_DIFF_REVERSE_VIEW:
-			ex->diff_widths_from_old = 1;
-			diff_flag = diff_flag ? diff_flag : "--diff-reverse-view";
-			diff_svg_flag = diff_svg_flag ? diff_svg_flag : "--diff-reverse-view";
-			break;
-		case OPT_NEGATE:
-			ex->negate = 1;
-			diff_flag = diff_flag ? diff_flag : "--negate";
-			diff_svg_flag = diff_svg_flag ? diff_svg_flag : "--negate";
-			break;
-		default:
-			r = result_option(&ro, "export", opt, optarg);
-		}
-		if (r)
-			goto out;
-	}
-	if (optind < argc) {
-		r = usage_error("unexpected argument '%s'", argv[optind]);
-		goto out;
-	}
-	r = parse_range("export", &range, &ex->from_ms, &ex->to_ms, &ex->capture_id);
-	if (r == EXIT_OK && baseline)
-		r = export_baseline(ex, baseline);
+	req->export.state_mask = THREAD_STATE_ALL;
+	r = export_parse(argc, argv, &req->export, &a);
 	if (r == EXIT_OK)
-		r = result_opts_format(&ro, &format);
-	if (r == EXIT_OK && baseline && ro.pprof)
-		r = usage_error("%s", "--diff-against gives folded or svg output, not pprof");
+		r = export_complete(&req->export, &a);
 	if (r == EXIT_OK)
-		r = export_diff_check(baseline, diff_flag, diff_svg_flag, format);
-	if (r == EXIT_OK)
-		r = filter_args_copy(&filters, ex->comm, ex->grep, ex->exclude);
-	if (r != EXIT_OK)
-		goto out;
-	ex->format = format;
-	ex->render = ro.render;
-
-	r = transact(req, NULL, NULL, &reply, &raw);
-	if (r != EXIT_OK)
-		goto out;
-	if (!json_output)
-		export_summary(&reply->export);
-	if (ro.pprof)
-		r = write_export_pprof(ro.path, raw, &reply->export, ex->kind, ex->oncpu);
-	else
-		r = write_result(ro.path, raw, format, reply->export.folded, reply->export.output);
-	proto_reply_free(reply);
-	free(raw);
-out:
+		r = export_run(req, &a);
 	free(req);
 	return r;
 }

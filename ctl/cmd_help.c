@@ -11,7 +11,8 @@
 
 #include "help.h"
 
-void usage(FILE *out)
+/* The heading, and status. */
+static void usage_status(FILE *out)
 {
 	fprintf(out,
 		"Usage: offcpuctl [--socket PATH] [--json] COMMAND [OPTIONS]\n"
@@ -20,7 +21,13 @@ void usage(FILE *out)
 		"  status [--verbose]          daemon version, uptime, each kind (ready, in use "
 		"or\n"
 		"                              unavailable, and why), store, slots, rates, drops\n"
-		"      -v, --verbose           also the BPF programs (--json: always)\n"
+		"      -v, --verbose           also the BPF programs (--json: always)\n");
+}
+
+/* capture: its options. */
+static void usage_capture(FILE *out)
+{
+	fprintf(out,
 		"  capture [OPTIONS]           capture off-CPU stacks; folded output\n"
 		"      -p, --pid PID[,PID...]  processes to capture (default: all)\n"
 		"      -t, --tid TID[,TID...]  only these threads\n"
@@ -54,7 +61,13 @@ void usage(FILE *out)
 		"                              for up to 8); found in the --pid processes'\n"
 		"                              executables and libraries, or in BINARY;\n"
 		"                              exact, demangled C++ or glob name\n"
-		"      plus the stack filters and output options below\n"
+		"      plus the stack filters and output options below\n");
+}
+
+/* windows, export, hist: the stored windows. */
+static void usage_stored(FILE *out)
+{
+	fprintf(out,
 		"  windows [--since T]         list the stored windows (T: a time, or lastNx)\n"
 		"  export RANGE [OPTIONS]      merge stored windows; folded output\n"
 		"      RANGE is one of:\n"
@@ -83,7 +96,13 @@ void usage(FILE *out)
 		"                              microseconds; RANGE as for export\n"
 		"      -p, --pid PID[,PID...]  only these processes\n"
 		"          --kind K            offcpu (default: whole off-CPU time) or runq\n"
-		"                              (run-queue latency)\n"
+		"                              (run-queue latency)\n");
+}
+
+/* flamegraph, diff: folded files, offline. */
+static void usage_offline(FILE *out)
+{
+	fprintf(out,
 		"  flamegraph [FILE|-]         draw folded stacks (2 columns, or 3 for a\n"
 		"                              differential) as an svg, offline; stdin by default\n"
 		"      --strip-hex, --negate, --diff-reverse-view as for export\n"
@@ -99,7 +118,13 @@ void usage(FILE *out)
 		"      -n, --normalize, -s, --strip-hex (difffolded.pl's), --negate,\n"
 		"      --diff-reverse-view as for export, plus the stack filters, applied to\n"
 		"      both files as for flamegraph, the output options below and\n"
-		"      flamegraph's flamegraph.pl options\n"
+		"      flamegraph's flamegraph.pl options\n");
+}
+
+/* latency, serve, help. */
+static void usage_latency_serve(FILE *out)
+{
+	fprintf(out,
 		"  latency --func SYMBOL       Intel PT function latency: calls, histogram,\n"
 		"                              children, on/off-CPU split\n"
 		"      -p, --pid P             offcpud records process P with Intel PT for\n"
@@ -119,7 +144,13 @@ void usage(FILE *out)
 		"                              flame graphs, diffs, histograms) and its HTTP\n"
 		"                              API (offcpuctl(8), SERVE); default\n"
 		"                              127.0.0.1:9274; not loopback: --allow-remote\n"
-		"  help [COMMAND]              this text, or one command's (COMMAND --help too)\n"
+		"  help [COMMAND]              this text, or one command's (COMMAND --help too)\n");
+}
+
+/* The stack filters several commands share. */
+static void usage_filters(FILE *out)
+{
+	fprintf(out,
 		"\n"
 		"Stack filters of capture, export, flamegraph and diff (FILTERS in\n"
 		"offcpuctl(8)); all given must pass:\n"
@@ -127,7 +158,13 @@ void usage(FILE *out)
 		"  --grep RE                   only stacks with a frame matching RE\n"
 		"  --exclude RE                drop stacks with a frame matching RE\n"
 		"                              (RE: POSIX extended, matched against each frame,\n"
-		"                              the comm and the wakers' too: '^do_command$')\n"
+		"                              the comm and the wakers' too: '^do_command$')\n");
+}
+
+/* The output options several commands share. */
+static void usage_output(FILE *out)
+{
+	fprintf(out,
 		"\n"
 		"Output options of capture, export, flamegraph and diff:\n"
 		"  -o, --output FILE           write to FILE instead of stdout\n"
@@ -147,7 +184,13 @@ void usage(FILE *out)
 		"      --reverse               stacks reversed: the blocking leaves as roots\n"
 		"      --flamechart            keep the input order instead of sorting frames\n"
 		"      --palette NAME          auto (default: diff for --diff-against, else\n"
-		"                              io), hot, io, wakeup, chain or diff\n"
+		"                              io), hot, io, wakeup, chain or diff\n");
+}
+
+/* Times, global options, exit codes. */
+static void usage_times_globals(FILE *out)
+{
+	fprintf(out,
 		"\n"
 		"Times T: unix seconds (1732240000.5), RFC 3339 (2026-11-22T01:00:00Z,\n"
 		"2026-11-22 01:00:00+01:00) or relative (30m-ago); units s, m, h, d.\n"
@@ -160,6 +203,18 @@ void usage(FILE *out)
 		"\n"
 		"Exit codes: 0 ok, 1 error, 2 bad arguments, 3 daemon not running,\n"
 		"4 permission denied, 5 no such pid, 6 busy.\n");
+}
+
+void usage(FILE *out)
+{
+	usage_status(out);
+	usage_capture(out);
+	usage_stored(out);
+	usage_offline(out);
+	usage_latency_serve(out);
+	usage_filters(out);
+	usage_output(out);
+	usage_times_globals(out);
 }
 
 int command_help(const char *cmd)

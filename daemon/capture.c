@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "render_output.h"
+#include "reply_render.h"
 #include "stack_filter.h"
 
 _Static_assert((int)PROTO_KIND_OFFCPU == (int)OFFCPU_KIND_OFFCPU &&
@@ -178,7 +178,7 @@ static char *capture_reply_profile(const struct capture *c, const struct profile
 	bool want_user = c->req.stacks != PROTO_STACKS_KERNEL;
 	bool want_kernel = c->req.stacks != PROTO_STACKS_USER;
 	struct proto_sample *samples = NULL;
-	char *folded = NULL, *output = NULL, *line = NULL, err[128], loaded[64] = "";
+	char *folded = NULL, *output = NULL, *line = NULL, loaded[64] = "";
 	size_t n_samples = 0;
 	int r;
 
@@ -225,29 +225,19 @@ static char *capture_reply_profile(const struct capture *c, const struct profile
 		profile_samples_free(samples, n_samples);
 		return line;
 	}
-	folded = profile_folded(p, want_user, want_kernel, c->req.metric);
-	if (!folded)
-		return NULL;
-	if (c->req.format == PROTO_FORMAT_FOLDED) {
+	r = reply_render(profile_folded(p, want_user, want_kernel, c->req.metric),
+			 &(struct reply_render_opts){
+				 .format = c->req.format,
+				 .render = &c->req.render,
+				 .kind = c->req.kind,
+				 .oncpu = c->req.oncpu,
+				 .metric = c->req.metric,
+			 },
+			 &folded, &output, &line);
+	if (r == 0 && !line) {
 		res.folded = folded;
+		res.output = output;
 		line = proto_reply_capture(&res, 0);
-	} else {
-		struct proto_render render = c->req.render;
-
-		if (render.palette == PROTO_PALETTE_AUTO)
-			render.palette = proto_palette_of_kind(c->req.kind, c->req.oncpu);
-		if (!render.countname[0])
-			snprintf(render.countname, sizeof(render.countname), "%s",
-				 proto_metric_unit(c->req.metric));
-		r = render_output(folded, strlen(folded), c->req.format, &render, NULL,
-				  proto_title_of_kind(c->req.kind, c->req.oncpu), &output, NULL,
-				  err, sizeof(err));
-		if (r == -ENODATA)
-			line = proto_reply_error(PROTO_ERR_NO_DATA, err);
-		else if (r == 0) {
-			res.output = output;
-			line = proto_reply_capture(&res, 0);
-		}
 	}
 	free(output);
 	free(folded);

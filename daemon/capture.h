@@ -3,7 +3,7 @@
  * request, the slot it occupies, its profile and its timer. The manager owns
  * the list of captures and decides when one ends; this module checks the
  * targets, turns the request into a collector filter, applies the request's
- * stack filters to the result, and formats the reply.
+ * stack filters to the result, and formats the reply (on a worker thread).
  * Reads <proc>/PID to check targets (the proc root is a parameter for tests).
  * Does not log.
  */
@@ -19,7 +19,8 @@
 #include "profile.h"
 #include "sampling.h"
 #include "proto.h"
-#include "server.h"
+
+struct server_conn; /* the manager's: this module never talks to clients */
 
 enum capture_phase {
 	CAPTURE_LOADING,   /* no slot yet: the programs it needs are loading (on a worker) */
@@ -63,7 +64,8 @@ void capture_filter(const struct proto_capture_request *req, struct collector_fi
  * the rows the request's stack filters (comm, grep, exclude) keep, so that
  * the window stored from it afterwards holds what the client got; on ENOMEM
  * c->profile may be left whole. requests: a request-synchronous capture's
- * latency per request symbol.
+ * latency per request symbol. Runs on a worker thread: nothing else may
+ * touch c meanwhile.
  */
 char *capture_reply(struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MAX],
 		    bool target_exited, const struct proto_request_stats *requests,

@@ -13,7 +13,7 @@
 #include "flame.h"
 #include "offcpu.h"
 #include "proto_heatmap.h"
-#include "render_output.h"
+#include "reply_render.h"
 #include "stack_filter.h"
 #include "store_heatmap.h"
 #include "thread_state.h"
@@ -191,10 +191,11 @@ int history_write(struct store_queue *q, struct profile *profile, struct hashtab
 
 /* ---- requests answered from the store ---- */
 
-/* A job that ends in a reply line to a client. */
+/* A job that ends in a reply line. */
 struct reply_job {
 	struct store_job job;
-	struct server_conn *conn; /* referenced */
+	history_reply_fn done;
+	void *arg;
 	char *reply;
 };
 
@@ -202,12 +203,7 @@ static void reply_done(struct store_job *job)
 {
 	struct reply_job *r = (struct reply_job *)job;
 
-	if (r->reply)
-		server_conn_send(r->conn, r->reply);
-	else
-		server_conn_send(r->conn, proto_reply_error(PROTO_ERR_INTERNAL,
-							    "out of memory in the reply"));
-	server_conn_unref(r->conn);
+	r->done(r->arg, r->reply);
 	free(r);
 }
 
@@ -256,7 +252,7 @@ static void windows_work(struct store_job *job, struct store *store)
 	free(w);
 }
 
-static struct reply_job *reply_job_new(size_t size, struct server_conn *conn,
+static struct reply_job *reply_job_new(size_t size, history_reply_fn done, void *arg,
 				       void (*work)(struct store_job *, struct store *))
 {
 	struct reply_job *r = calloc(1, size);
@@ -265,15 +261,16 @@ static struct reply_job *reply_job_new(size_t size, struct server_conn *conn,
 		return NULL;
 	r->job.work = work;
 	r->job.done = reply_done;
-	r->conn = conn;
-	server_conn_ref(conn);
+	r->done = done;
+	r->arg = arg;
 	return r;
 }
 
-int history_windows(struct store_queue *q, struct server_conn *conn,
-		    const struct proto_windows_request *req)
+int history_windows(struct store_queue *q, const struct proto_windows_request *req,
+		    history_reply_fn reply, void *arg)
 {
-	struct windows_job *j = (struct windows_job *)reply_job_new(sizeof(*j), conn, windows_work);
+	struct windows_job *j =
+		(struct windows_job *)reply_job_new(sizeof(*j), reply, arg, windows_work);
 
 	if (!j)
 		return -ENOMEM;
@@ -357,9 +354,8 @@ static int export_select(struct export_job *j, struct store *store, int64_t from
 	return 0;
 }
 
-/* The reply's text for the folded, svg and speedscope formats. *ret_folded
- * or *ret_output is set (malloc'd); or an error reply line is returned in
- * *ret_error. 0, or -ENOMEM. */
+/* The reply's text for the folded, svg and speedscope formats (see
+ * reply_render()). 0, or -ENOMEM. */
 static int export_text(struct export_job *j, struct profile *after, struct profile *before,
 		       char **ret_folded, char **ret_output, char **ret_error)
 {
@@ -367,8 +363,7 @@ static int export_text(struct export_job *j, struct profile *after, struct profi
 		.widths_from_old = j->req.diff_widths_from_old,
 		.negate = j->req.negate,
 	};
-	char *text, err[128];
-	int r;
+	char *text;
 
 	text = profile_folded(after, true, true, j->req.metric); /* stored: both stack kinds */
 	if (text && before) {
@@ -381,29 +376,17 @@ static int export_text(struct export_job *j, struct profile *after, struct profi
 		free(text);
 		text = both;
 	}
-	if (!text)
-		return -ENOMEM;
-	if (j->req.format == PROTO_FORMAT_FOLDED) {
-		*ret_folded = text;
-		return 0;
-	}
-	struct proto_render render = j->req.render;
-
-	if (render.palette == PROTO_PALETTE_AUTO && !before)
-		render.palette = proto_palette_of_kind(j->req.kind, j->req.oncpu);
-	if (!render.countname[0])
-		snprintf(render.countname, sizeof(render.countname), "%s",
-			 proto_metric_unit(j->req.metric));
-	r = render_output(text, strlen(text), j->req.format, &render, &input,
-			  before ? "Differential Off-CPU Flame Graph"
-				 : proto_title_of_kind(j->req.kind, j->req.oncpu),
-			  ret_output, NULL, err, sizeof(err));
-	free(text);
-	if (r == -ENODATA) {
-		*ret_error = proto_reply_error(PROTO_ERR_NO_DATA, err);
-		return 0;
-	}
-	return r;
+	return reply_render(text,
+			    &(struct reply_render_opts){
+				    .format = j->req.format,
+				    .render = &j->req.render,
+				    .input = &input,
+				    .kind = j->req.kind,
+				    .oncpu = j->req.oncpu,
+				    .metric = j->req.metric,
+				    .differential = before != NULL,
+			    },
+			    ret_folded, ret_output, ret_error);
 }
 
 static void export_work(struct store_job *job, struct store *store)
@@ -462,8 +445,8 @@ static void export_done(struct store_job *job)
 	reply_done(job);
 }
 
-int history_export(struct store_queue *q, struct server_conn *conn,
-		   const struct proto_export_request *req, char *err, size_t err_size)
+int history_export(struct store_queue *q, const struct proto_export_request *req,
+		   history_reply_fn reply, void *arg, char *err, size_t err_size)
 {
 	struct stack_filter_spec spec = {
 		.comm = req->comm,
@@ -477,14 +460,13 @@ int history_export(struct store_queue *q, struct server_conn *conn,
 	int r;
 
 	/* struct proto_export_request is large: the job holds its own copy. */
-	j = (struct export_job *)reply_job_new(sizeof(*j), conn, export_work);
+	j = (struct export_job *)reply_job_new(sizeof(*j), reply, arg, export_work);
 	if (!j)
 		return -ENOMEM;
 	j->base.job.done = export_done;
 	j->req = *req;
 	r = stack_filter_new(&spec, &j->filter, err, err_size);
 	if (r < 0) {
-		server_conn_unref(conn);
 		free(j);
 		return r;
 	}
@@ -566,10 +548,10 @@ static void hist_done(struct store_job *job)
 	reply_done(job);
 }
 
-int history_hist(struct store_queue *q, struct server_conn *conn,
-		 const struct proto_hist_request *req)
+int history_hist(struct store_queue *q, const struct proto_hist_request *req,
+		 history_reply_fn reply, void *arg)
 {
-	struct hist_job *j = (struct hist_job *)reply_job_new(sizeof(*j), conn, hist_work);
+	struct hist_job *j = (struct hist_job *)reply_job_new(sizeof(*j), reply, arg, hist_work);
 
 	if (!j)
 		return -ENOMEM;
@@ -642,10 +624,11 @@ static void heatmap_work(struct store_job *job, struct store *store)
 	store_heatmap_free(&h);
 }
 
-int history_heatmap(struct store_queue *q, struct server_conn *conn,
-		    const struct proto_heatmap_request *req)
+int history_heatmap(struct store_queue *q, const struct proto_heatmap_request *req,
+		    history_reply_fn reply, void *arg)
 {
-	struct heatmap_job *j = (struct heatmap_job *)reply_job_new(sizeof(*j), conn, heatmap_work);
+	struct heatmap_job *j =
+		(struct heatmap_job *)reply_job_new(sizeof(*j), reply, arg, heatmap_work);
 
 	if (!j)
 		return -ENOMEM;

@@ -1,8 +1,9 @@
 /*
  * history: the stored past. Turns profiles into store windows and answers
  * "windows" and "export" requests from the store, each as a job on the store
- * queue: the SQLite work and the reply's formatting happen on a worker
- * thread; the loop thread only sends the reply. Called by the manager.
+ * queue: the SQLite work and the reply's formatting and drawing happen on
+ * a worker thread; the loop thread only gets the reply line, to send.
+ * Called by the manager; knows nothing of clients.
  * Does not log: write failures are reported through a callback.
  */
 #ifndef HISTORY_H
@@ -14,7 +15,6 @@
 #include "hashtab.h"
 #include "profile.h"
 #include "proto.h"
-#include "server.h"
 #include "store.h"
 #include "store_queue.h"
 
@@ -30,21 +30,26 @@ typedef void (*history_written_fn)(void *arg, const struct store_window *w, int 
 int history_write(struct store_queue *q, struct profile *profile, struct hashtab *hists,
 		  const struct store_window *w, history_written_fn written, void *arg);
 
-/* Queues a "windows" request; its reply goes to conn. 0 or -ENOMEM. */
-int history_windows(struct store_queue *q, struct server_conn *conn,
-		    const struct proto_windows_request *req);
+/* A request's reply line, on the loop thread: malloc'd, '\n'-terminated,
+ * ownership passes; NULL when out of memory. Called once for each request
+ * queued (the functions below returned 0). */
+typedef void (*history_reply_fn)(void *arg, char *line);
 
-/* Queues an "export" request; its reply goes to conn. Returns 0, -ENOMEM,
- * or -EINVAL with a message in err (bad regex) and nothing queued. */
-int history_export(struct store_queue *q, struct server_conn *conn,
-		   const struct proto_export_request *req, char *err, size_t err_size);
+/* Queues a "windows" request. 0 or -ENOMEM. */
+int history_windows(struct store_queue *q, const struct proto_windows_request *req,
+		    history_reply_fn reply, void *arg);
 
-/* Queues a "hist" request; its reply goes to conn. 0 or -ENOMEM. */
-int history_hist(struct store_queue *q, struct server_conn *conn,
-		 const struct proto_hist_request *req);
+/* Queues an "export" request. Returns 0, -ENOMEM, or -EINVAL with a
+ * message in err (bad regex) and nothing queued. */
+int history_export(struct store_queue *q, const struct proto_export_request *req,
+		   history_reply_fn reply, void *arg, char *err, size_t err_size);
 
-/* Queues a "heatmap" request; its reply goes to conn. 0 or -ENOMEM. */
-int history_heatmap(struct store_queue *q, struct server_conn *conn,
-		    const struct proto_heatmap_request *req);
+/* Queues a "hist" request. 0 or -ENOMEM. */
+int history_hist(struct store_queue *q, const struct proto_hist_request *req,
+		 history_reply_fn reply, void *arg);
+
+/* Queues a "heatmap" request. 0 or -ENOMEM. */
+int history_heatmap(struct store_queue *q, const struct proto_heatmap_request *req,
+		    history_reply_fn reply, void *arg);
 
 #endif

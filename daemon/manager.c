@@ -44,6 +44,19 @@ void reply_error(struct server_conn *conn, const char *code, const char *message
 
 /* ---- requests ---- */
 
+/* A reply that history worked out on a worker, to conn (referenced until
+ * then: a reply to a client gone meanwhile is dropped). */
+static void history_reply_cb(void *arg, char *line)
+{
+	struct server_conn *conn = arg;
+
+	if (line)
+		server_conn_send(conn, line);
+	else
+		reply_error(conn, PROTO_ERR_INTERNAL, "out of memory in the reply");
+	server_conn_unref(conn);
+}
+
 static bool accept_cb(struct server_conn *conn, char *why, size_t why_size, void *userdata)
 {
 	struct manager *m = userdata;
@@ -57,7 +70,7 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 	struct proto_request *req;
 	struct capture *c;
 	char err[256];
-	int r;
+	int r = 0;
 
 	/* struct proto_request holds two id arrays: too big for the stack. */
 	req = malloc(sizeof(*req));
@@ -78,26 +91,24 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 		handle_capture(m, conn, &req->capture);
 		break;
 	case PROTO_CMD_WINDOWS:
-		if (history_windows(m->store_queue, conn, &req->windows) < 0)
-			reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+		server_conn_ref(conn);
+		r = history_windows(m->store_queue, &req->windows, history_reply_cb, conn);
 		break;
 	case PROTO_CMD_EXPORT:
-		r = history_export(m->store_queue, conn, &req->export, err, sizeof(err));
-		if (r == -EINVAL)
-			reply_error(conn, PROTO_ERR_BAD_REQUEST, err);
-		else if (r < 0)
-			reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+		server_conn_ref(conn);
+		r = history_export(m->store_queue, &req->export, history_reply_cb, conn, err,
+				   sizeof(err));
 		break;
 	case PROTO_CMD_HIST:
-		if (history_hist(m->store_queue, conn, &req->hist) < 0)
-			reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+		server_conn_ref(conn);
+		r = history_hist(m->store_queue, &req->hist, history_reply_cb, conn);
 		break;
 	case PROTO_CMD_LATENCY:
 		handle_latency(m, conn, &req->latency);
 		break;
 	case PROTO_CMD_HEATMAP:
-		if (history_heatmap(m->store_queue, conn, &req->heatmap) < 0)
-			reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+		server_conn_ref(conn);
+		r = history_heatmap(m->store_queue, &req->heatmap, history_reply_cb, conn);
 		break;
 	case PROTO_CMD_STOP:
 		c = server_conn_get_data(conn);
@@ -107,6 +118,13 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 			reply_error(conn, PROTO_ERR_BAD_REQUEST,
 				    "no capture is running on this connection");
 		break;
+	}
+	if (r < 0) { /* a history request not queued: history_reply_cb won't come */
+		if (r == -EINVAL)
+			reply_error(conn, PROTO_ERR_BAD_REQUEST, err);
+		else
+			reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+		server_conn_unref(conn);
 	}
 	free(req);
 }
@@ -422,9 +440,10 @@ static void store_idle_cb(void *arg)
 /* Stopping goes on when the drain under way and the store jobs are done. */
 void shutdown_continue(struct manager *m)
 {
-	if (m->drain.draining || m->cap.probe_works || m->pt.pt_work || m->cap.load_works)
-		return; /* drain_after_cb, probe_after_cb, pt_after_cb or load_after_cb calls again
-			 */
+	if (m->drain.draining || m->cap.probe_works || m->pt.pt_work || m->cap.load_works ||
+	    m->cap.reply_works)
+		return; /* drain_after_cb, probe_after_cb, pt_after_cb, load_after_cb or
+			 * reply_after_cb calls again */
 	if (m->store_queue && !store_queue_idle(m->store_queue)) {
 		store_queue_on_idle(m->store_queue, store_idle_cb, m);
 		return;

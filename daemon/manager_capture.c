@@ -54,7 +54,8 @@ static unsigned captures_held(const struct manager *m)
 
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
 		n += m->cap.captures[i] != NULL;
-	return n + m->cap.load_works; /* and those waiting for their programs */
+	/* and those waiting for their programs, or for their reply */
+	return n + m->cap.load_works + m->cap.reply_works;
 }
 
 void capture_free_cb(uv_handle_t *h)
@@ -142,36 +143,101 @@ static void slot_release(struct manager *m, unsigned slot)
 	request_probes_free(&m->cap.requests[slot]);
 }
 
-/* The last rows are in: reply (if its client is still there). */
-void capture_finish(struct manager *m, struct capture *c)
+/* ---- the reply ----
+ *
+ * Filtered, formatted and drawn on a worker thread: a large capture's flame
+ * graph takes seconds to draw, which the event loop must not wait. The slot
+ * stays taken until the reply is sent: its request statistics point into
+ * the slot's probes.
+ */
+
+struct reply_work {
+	uv_work_t work;
+	struct manager *m;
+	struct capture *c;
+	struct server_conn *conn; /* referenced */
+	uint64_t counters[OFFCPU_CNT_MAX];
+	bool exited;
+	struct proto_request_stats requests[OFFCPU_MAX_REQUESTS];
+	struct proto_request_function funcs[ELF_FUNCS_MAX];
+	size_t n_requests;
+	char *line;
+};
+
+static void reply_work_cb(uv_work_t *req)
 {
+	struct reply_work *rw = req->data;
+
+	rw->line = capture_reply(rw->c, rw->counters, rw->exited, rw->requests, rw->n_requests);
+}
+
+/* Sends the reply, stores the capture's window (as the reply showed it) and
+ * frees the capture and its slot. */
+static void reply_after_cb(uv_work_t *req, int status)
+{
+	struct reply_work *rw = req->data;
+	struct manager *m = rw->m;
+	struct capture *c = rw->c;
 	struct store_window w = {
 		.start_ms = c->start_ms,
 		.end_ms = c->start_ms + (int64_t)((c->end_ns - c->start_ns) / 1000000) + 1,
 		.capture_id = c->id,
 	};
 
-	if (c->conn) {
-		struct proto_request_stats requests[OFFCPU_MAX_REQUESTS];
-		struct proto_request_function funcs[ELF_FUNCS_MAX];
-		size_t n_requests = request_probes_stats(&m->cap.requests[c->slot], m->collector,
-							 c->slot, requests, funcs, ELF_FUNCS_MAX);
-		bool exited = capture_target_exited(PROC_ROOT, &c->req);
-		char *line = capture_reply(c, m->stats.counters, exited, requests, n_requests);
+	(void)status; /* never cancelled: the loop runs until the work is done */
+	m->cap.reply_works--;
+	if (rw->line)
+		server_conn_send(rw->conn, rw->line);
+	else
+		reply_error(rw->conn, PROTO_ERR_INTERNAL, "out of memory formatting the reply");
+	server_conn_unref(rw->conn);
+	/* Kept for "export --capture ID"; a cancelled capture is not. */
+	if (history_write(m->store_queue, c->profile, NULL, &w, window_written, m) < 0)
+		log_warning("out of memory: capture %llu not stored", (unsigned long long)c->id);
+	c->profile = NULL;
+	slot_release(m, c->slot);
+	uv_close((uv_handle_t *)&c->timer, capture_free_cb);
+	free(rw);
+	if (m->stopping)
+		shutdown_continue(m);
+}
 
-		if (line)
-			server_conn_send(c->conn, line);
-		else
-			reply_error(c->conn, PROTO_ERR_INTERNAL,
-				    "out of memory formatting the reply");
-		server_conn_set_data(c->conn, NULL);
-		/* Kept for "export --capture ID"; a cancelled capture is not. */
-		if (history_write(m->store_queue, c->profile, NULL, &w, window_written, m) < 0)
-			log_warning("out of memory: capture %llu not stored",
-				    (unsigned long long)c->id);
-		c->profile = NULL;
+/* Queues c's reply on a worker. 0 or -errno (nothing queued). */
+static int reply_work_start(struct manager *m, struct capture *c)
+{
+	struct reply_work *rw = calloc(1, sizeof(*rw));
+	int r;
+
+	if (!rw)
+		return -ENOMEM;
+	rw->m = m;
+	rw->c = c;
+	rw->conn = c->conn;
+	memcpy(rw->counters, m->stats.counters, sizeof(rw->counters));
+	rw->exited = capture_target_exited(PROC_ROOT, &c->req);
+	rw->n_requests = request_probes_stats(&m->cap.requests[c->slot], m->collector, c->slot,
+					      rw->requests, rw->funcs, ELF_FUNCS_MAX);
+	rw->work.data = rw;
+	r = uv_queue_work(m->loop, &rw->work, reply_work_cb, reply_after_cb);
+	if (r < 0) {
+		free(rw);
+		return r;
 	}
+	server_conn_ref(rw->conn);
+	m->cap.reply_works++;
+	return 0;
+}
+
+/* The last rows are in: reply (if its client is still there). */
+void capture_finish(struct manager *m, struct capture *c)
+{
 	m->cap.captures[c->slot] = NULL;
+	if (c->conn) {
+		server_conn_set_data(c->conn, NULL);
+		if (reply_work_start(m, c) == 0)
+			return; /* reply_after_cb releases the slot */
+		reply_error(c->conn, PROTO_ERR_INTERNAL, "out of memory formatting the reply");
+	}
 	slot_release(m, c->slot);
 	uv_close((uv_handle_t *)&c->timer, capture_free_cb);
 }

@@ -66,6 +66,7 @@ struct manager_captures {
 	struct request_probes requests[OFFCPU_MAX_SLOTS]; /* of request-synchronous slots */
 	unsigned probe_works;				  /* attaching or detaching */
 	unsigned load_works;				  /* captures loading program groups */
+	unsigned reply_works;				  /* finished captures being formatted */
 };
 
 /* The PT session (manager_latency.c). */

@@ -2,7 +2,7 @@
  * profile: what one capture (or window, or export) has collected so far.
  * Rows are keyed by thread, state and stack names and summed; names are
  * copied on first sight. Fed with drain rows and read out as folded text or protocol samples
- * on the event loop thread. Does not log.
+ * by one thread at a time (the loop's, or a worker's for a reply). Does not log.
  */
 #ifndef PROFILE_H
 #define PROFILE_H

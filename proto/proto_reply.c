@@ -141,10 +141,157 @@ static bool proto__add_kinds(cJSON *body, const struct proto_kind_status *k, siz
 	return true;
 }
 
+static bool proto__add_programs(cJSON *body, const struct proto_status *s)
+{
+	cJSON *programs = cJSON_AddArrayToObject(body, "programs");
+
+	if (!programs)
+		return false;
+	for (size_t i = 0; s->programs && i < s->n_programs; i++) {
+		cJSON *p = cJSON_CreateObject();
+
+		if (!p || !cJSON_AddItemToArray(programs, p)) {
+			cJSON_Delete(p);
+			return false;
+		}
+		if (!proto__add_string(p, "name", s->programs[i].name) ||
+		    !proto__add_bool(p, "loaded", s->programs[i].loaded) ||
+		    !proto__add_bool(p, "attached", s->programs[i].attached) ||
+		    !proto__add_u64(p, "run_cnt", s->programs[i].run_cnt) ||
+		    !proto__add_u64(p, "run_time_ns", s->programs[i].run_time_ns) ||
+		    !proto__add_rate(p, "events_per_s", s->programs[i].events_per_s))
+			return false;
+	}
+	return true;
+}
+
+static bool proto__add_groups(cJSON *body, const struct proto_status *s)
+{
+	cJSON *groups = cJSON_AddArrayToObject(body, "program_groups");
+
+	if (!groups)
+		return false;
+	for (size_t i = 0; i < s->n_groups && i < PROTO_MAX_GROUPS; i++) {
+		cJSON *g = cJSON_CreateObject();
+
+		if (!g || !cJSON_AddItemToArray(groups, g)) {
+			cJSON_Delete(g);
+			return false;
+		}
+		if (!proto__add_string(g, "name", s->groups[i].name) ||
+		    !proto__add_string(g, "state", s->groups[i].state) ||
+		    !proto__add_string(g, "reason",
+				       s->groups[i].reason ? s->groups[i].reason : "") ||
+		    !proto__add_u64(g, "load_ms", s->groups[i].load_ms))
+			return false;
+	}
+	return true;
+}
+
+static bool proto__add_maps(cJSON *body, const struct proto_status *s)
+{
+	cJSON *maps = cJSON_AddArrayToObject(body, "maps");
+
+	if (!maps)
+		return false;
+	for (size_t i = 0; s->maps && i < s->n_maps; i++) {
+		cJSON *mo = cJSON_CreateObject();
+
+		if (!mo || !cJSON_AddItemToArray(maps, mo)) {
+			cJSON_Delete(mo);
+			return false;
+		}
+		if (!proto__add_string(mo, "name", s->maps[i].name) ||
+		    !proto__add_u64(mo, "entries", s->maps[i].entries) ||
+		    !proto__add_u64(mo, "max_entries", s->maps[i].max_entries) ||
+		    !proto__add_rate(mo, "fill_pct", s->maps[i].fill_pct))
+			return false;
+	}
+	return true;
+}
+
+/* "store", and "daemon": the daemon's own CPU and memory. */
+static bool proto__add_store(cJSON *body, const struct proto_status *s)
+{
+	cJSON *store, *daemon;
+
+	return (store = cJSON_AddObjectToObject(body, "store")) &&
+	       proto__add_string(store, "path", s->store.path ? s->store.path : "") &&
+	       proto__add_u64(store, "bytes", s->store.bytes) &&
+	       proto__add_u64(store, "windows", s->store.windows) &&
+	       proto__add_u64(store, "windows_written", s->store.windows_written) &&
+	       proto__add_u64(store, "windows_failed", s->store.windows_failed) &&
+	       proto__add_bool(store, "disk_full", s->store.disk_full) &&
+	       proto__add_string(store, "last_error",
+				 s->store.last_error ? s->store.last_error : "") &&
+	       (daemon = cJSON_AddObjectToObject(body, "daemon")) &&
+	       proto__add_rate(daemon, "cpu_pct", s->cpu_pct) &&
+	       proto__add_u64(daemon, "rss_bytes", s->rss_bytes);
+}
+
+static bool proto__add_unwind(cJSON *body, const struct proto_status *s)
+{
+	cJSON *unwind = cJSON_AddObjectToObject(body, "unwind");
+
+	return unwind &&
+	       proto__add_string(unwind, "mode", s->unwind.mode ? s->unwind.mode : "fp") &&
+	       proto__add_u64(unwind, "tables", s->unwind.tables) &&
+	       proto__add_u64(unwind, "processes", s->unwind.processes) &&
+	       proto__add_u64(unwind, "rows_used", s->unwind.rows_used) &&
+	       proto__add_u64(unwind, "rows_max", s->unwind.rows_max) &&
+	       proto__add_u64(unwind, "table_bytes", s->unwind.table_bytes) &&
+	       proto__add_u64(unwind, "builds", s->unwind.builds) &&
+	       proto__add_u64(unwind, "build_ns_total", s->unwind.build_ns_total) &&
+	       proto__add_u64(unwind, "build_ns_max", s->unwind.build_ns_max) &&
+	       proto__add_string(unwind, "build_max_path",
+				 s->unwind.build_max_path ? s->unwind.build_max_path : "") &&
+	       proto__add_u64(unwind, "evictions", s->unwind.evictions) &&
+	       proto__add_u64(unwind, "no_room", s->unwind.no_room) &&
+	       proto__add_u64(unwind, "given_up", s->unwind.given_up) &&
+	       proto__add_u64(unwind, "failed", s->unwind.failed) &&
+	       proto__add_u64(unwind, "requests", s->unwind.requests) &&
+	       proto__add_u64(unwind, "unknown_exited", s->unwind.unknown_exited) &&
+	       proto__add_u64(unwind, "unknown_unmapped", s->unwind.unknown_unmapped) &&
+	       proto__add_u64(unwind, "unknown_anonymous", s->unwind.unknown_anonymous) &&
+	       proto__add_u64(unwind, "kept_processes", s->unwind.kept_processes) &&
+	       proto__add_u64(unwind, "kept_files", s->unwind.kept_files);
+}
+
+static bool proto__add_pt(cJSON *body, const struct proto_status *s)
+{
+	cJSON *pt = cJSON_AddObjectToObject(body, "pt");
+
+	return pt && proto__add_string(pt, "event", s->pt.event ? s->pt.event : "intel_pt") &&
+	       proto__add_bool(pt, "available", s->pt.available) &&
+	       proto__add_string(pt, "reason", s->pt.reason ? s->pt.reason : "") &&
+	       proto__add_u64(pt, "address_ranges", s->pt.address_ranges) &&
+	       proto__add_u64(pt, "recording_pid", s->pt.recording_pid);
+}
+
+static bool proto__add_sampling(cJSON *body, const struct proto_status *s)
+{
+	cJSON *sampling = cJSON_AddObjectToObject(body, "sampling");
+
+	return sampling &&
+	       proto__add_string(sampling, "stacks",
+				 s->sampling.stacks ? s->sampling.stacks : "") &&
+	       proto__add_u64(sampling, "period_us", s->sampling.period_us) &&
+	       proto__add_string(sampling, "walk", s->sampling.walk ? s->sampling.walk : "") &&
+	       proto__add_string(sampling, "walk_reason",
+				 s->sampling.walk_reason ? s->sampling.walk_reason : "") &&
+	       proto__add_rate(sampling, "blocks_per_s", s->sampling.blocks_per_s) &&
+	       proto__add_rate(sampling, "samples_per_s", s->sampling.samples_per_s) &&
+	       proto__add_rate(sampling, "user_walks_per_s", s->sampling.user_walks_per_s) &&
+	       proto__add_rate(sampling, "kernel_walks_per_s", s->sampling.kernel_walks_per_s) &&
+	       proto__add_u64(sampling, "samples_lost", s->sampling.samples_lost) &&
+	       proto__add_u64(sampling, "window_blocks", s->sampling.window_blocks) &&
+	       proto__add_u64(sampling, "window_samples", s->sampling.window_samples) &&
+	       proto__add_rate(sampling, "window_error_pct", s->sampling.window_error_pct);
+}
+
 char *proto_reply_status(const struct proto_status *s)
 {
-	cJSON *body, *programs, *groups, *maps, *store, *daemon, *unwind, *pt, *sampling,
-		*root = proto__new_ok("status", &body);
+	cJSON *body, *root = proto__new_ok("status", &body);
 
 	if (!root)
 		return NULL;
@@ -155,108 +302,9 @@ char *proto_reply_status(const struct proto_status *s)
 	    !proto__add_string(body, "runq_clock", s->runq_clock ? s->runq_clock : "") ||
 	    !proto__add_string(body, "bio_tracepoints", s->bio_tracepoints) ||
 	    !proto__add_string(body, "fileio_tracepoints", s->fileio_tracepoints) ||
-	    !(programs = cJSON_AddArrayToObject(body, "programs")))
-		goto fail;
-	for (size_t i = 0; s->programs && i < s->n_programs; i++) {
-		cJSON *p = cJSON_CreateObject();
-
-		if (!p || !cJSON_AddItemToArray(programs, p)) {
-			cJSON_Delete(p);
-			goto fail;
-		}
-		if (!proto__add_string(p, "name", s->programs[i].name) ||
-		    !proto__add_bool(p, "loaded", s->programs[i].loaded) ||
-		    !proto__add_bool(p, "attached", s->programs[i].attached) ||
-		    !proto__add_u64(p, "run_cnt", s->programs[i].run_cnt) ||
-		    !proto__add_u64(p, "run_time_ns", s->programs[i].run_time_ns) ||
-		    !proto__add_rate(p, "events_per_s", s->programs[i].events_per_s))
-			goto fail;
-	}
-	if (!(groups = cJSON_AddArrayToObject(body, "program_groups")))
-		goto fail;
-	for (size_t i = 0; i < s->n_groups && i < PROTO_MAX_GROUPS; i++) {
-		cJSON *g = cJSON_CreateObject();
-
-		if (!g || !cJSON_AddItemToArray(groups, g)) {
-			cJSON_Delete(g);
-			goto fail;
-		}
-		if (!proto__add_string(g, "name", s->groups[i].name) ||
-		    !proto__add_string(g, "state", s->groups[i].state) ||
-		    !proto__add_string(g, "reason",
-				       s->groups[i].reason ? s->groups[i].reason : "") ||
-		    !proto__add_u64(g, "load_ms", s->groups[i].load_ms))
-			goto fail;
-	}
-	if (!(maps = cJSON_AddArrayToObject(body, "maps")))
-		goto fail;
-	for (size_t i = 0; s->maps && i < s->n_maps; i++) {
-		cJSON *mo = cJSON_CreateObject();
-
-		if (!mo || !cJSON_AddItemToArray(maps, mo)) {
-			cJSON_Delete(mo);
-			goto fail;
-		}
-		if (!proto__add_string(mo, "name", s->maps[i].name) ||
-		    !proto__add_u64(mo, "entries", s->maps[i].entries) ||
-		    !proto__add_u64(mo, "max_entries", s->maps[i].max_entries) ||
-		    !proto__add_rate(mo, "fill_pct", s->maps[i].fill_pct))
-			goto fail;
-	}
-	if (!(store = cJSON_AddObjectToObject(body, "store")) ||
-	    !proto__add_string(store, "path", s->store.path ? s->store.path : "") ||
-	    !proto__add_u64(store, "bytes", s->store.bytes) ||
-	    !proto__add_u64(store, "windows", s->store.windows) ||
-	    !proto__add_u64(store, "windows_written", s->store.windows_written) ||
-	    !proto__add_u64(store, "windows_failed", s->store.windows_failed) ||
-	    !proto__add_bool(store, "disk_full", s->store.disk_full) ||
-	    !proto__add_string(store, "last_error",
-			       s->store.last_error ? s->store.last_error : "") ||
-	    !(daemon = cJSON_AddObjectToObject(body, "daemon")) ||
-	    !proto__add_rate(daemon, "cpu_pct", s->cpu_pct) ||
-	    !proto__add_u64(daemon, "rss_bytes", s->rss_bytes) ||
-	    !(unwind = cJSON_AddObjectToObject(body, "unwind")) ||
-	    !proto__add_string(unwind, "mode", s->unwind.mode ? s->unwind.mode : "fp") ||
-	    !proto__add_u64(unwind, "tables", s->unwind.tables) ||
-	    !proto__add_u64(unwind, "processes", s->unwind.processes) ||
-	    !proto__add_u64(unwind, "rows_used", s->unwind.rows_used) ||
-	    !proto__add_u64(unwind, "rows_max", s->unwind.rows_max) ||
-	    !proto__add_u64(unwind, "table_bytes", s->unwind.table_bytes) ||
-	    !proto__add_u64(unwind, "builds", s->unwind.builds) ||
-	    !proto__add_u64(unwind, "build_ns_total", s->unwind.build_ns_total) ||
-	    !proto__add_u64(unwind, "build_ns_max", s->unwind.build_ns_max) ||
-	    !proto__add_string(unwind, "build_max_path",
-			       s->unwind.build_max_path ? s->unwind.build_max_path : "") ||
-	    !proto__add_u64(unwind, "evictions", s->unwind.evictions) ||
-	    !proto__add_u64(unwind, "no_room", s->unwind.no_room) ||
-	    !proto__add_u64(unwind, "given_up", s->unwind.given_up) ||
-	    !proto__add_u64(unwind, "failed", s->unwind.failed) ||
-	    !proto__add_u64(unwind, "requests", s->unwind.requests) ||
-	    !proto__add_u64(unwind, "unknown_exited", s->unwind.unknown_exited) ||
-	    !proto__add_u64(unwind, "unknown_unmapped", s->unwind.unknown_unmapped) ||
-	    !proto__add_u64(unwind, "unknown_anonymous", s->unwind.unknown_anonymous) ||
-	    !proto__add_u64(unwind, "kept_processes", s->unwind.kept_processes) ||
-	    !proto__add_u64(unwind, "kept_files", s->unwind.kept_files) ||
-	    !(pt = cJSON_AddObjectToObject(body, "pt")) ||
-	    !proto__add_string(pt, "event", s->pt.event ? s->pt.event : "intel_pt") ||
-	    !proto__add_bool(pt, "available", s->pt.available) ||
-	    !proto__add_string(pt, "reason", s->pt.reason ? s->pt.reason : "") ||
-	    !proto__add_u64(pt, "address_ranges", s->pt.address_ranges) ||
-	    !proto__add_u64(pt, "recording_pid", s->pt.recording_pid) ||
-	    !(sampling = cJSON_AddObjectToObject(body, "sampling")) ||
-	    !proto__add_string(sampling, "stacks", s->sampling.stacks ? s->sampling.stacks : "") ||
-	    !proto__add_u64(sampling, "period_us", s->sampling.period_us) ||
-	    !proto__add_string(sampling, "walk", s->sampling.walk ? s->sampling.walk : "") ||
-	    !proto__add_string(sampling, "walk_reason",
-			       s->sampling.walk_reason ? s->sampling.walk_reason : "") ||
-	    !proto__add_rate(sampling, "blocks_per_s", s->sampling.blocks_per_s) ||
-	    !proto__add_rate(sampling, "samples_per_s", s->sampling.samples_per_s) ||
-	    !proto__add_rate(sampling, "user_walks_per_s", s->sampling.user_walks_per_s) ||
-	    !proto__add_rate(sampling, "kernel_walks_per_s", s->sampling.kernel_walks_per_s) ||
-	    !proto__add_u64(sampling, "samples_lost", s->sampling.samples_lost) ||
-	    !proto__add_u64(sampling, "window_blocks", s->sampling.window_blocks) ||
-	    !proto__add_u64(sampling, "window_samples", s->sampling.window_samples) ||
-	    !proto__add_rate(sampling, "window_error_pct", s->sampling.window_error_pct))
+	    !proto__add_programs(body, s) || !proto__add_groups(body, s) ||
+	    !proto__add_maps(body, s) || !proto__add_store(body, s) ||
+	    !proto__add_unwind(body, s) || !proto__add_pt(body, s) || !proto__add_sampling(body, s))
 		goto fail;
 	if (!proto__add_u64(body, "slots_active", s->slots_active) ||
 	    !proto__add_u64(body, "slots_max", s->slots_max) ||

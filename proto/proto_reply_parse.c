@@ -208,15 +208,12 @@ static int proto__reply_kinds(struct proto__reply *r, const cJSON *o)
 	return 0;
 }
 
-static int proto__reply_status(struct proto__reply *r, const cJSON *o)
+static int proto__reply_programs(struct proto__reply *r, const cJSON *o)
 {
 	struct proto_status *s = &r->pub.status;
-	const cJSON *programs, *list, *item;
+	const cJSON *programs, *item;
 	size_t n = 0;
-	int e;
 
-	if (!cJSON_IsObject(o))
-		return -EINVAL;
 	programs = cJSON_GetObjectItemCaseSensitive(o, "programs");
 	if (!cJSON_IsArray(programs))
 		return -EINVAL;
@@ -240,6 +237,12 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	}
 	s->programs = r->programs;
 	s->n_programs = n;
+	return 0;
+}
+
+static int proto__reply_groups(struct proto_status *s, const cJSON *o)
+{
+	const cJSON *list, *item;
 
 	/* Groups loaded on first use came later: absent from older daemons. */
 	list = cJSON_GetObjectItemCaseSensitive(o, "program_groups");
@@ -258,6 +261,14 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 			return -EINVAL;
 		s->n_groups++;
 	}
+	return 0;
+}
+
+static int proto__reply_maps(struct proto__reply *r, const cJSON *o)
+{
+	struct proto_status *s = &r->pub.status;
+	const cJSON *list, *item;
+	size_t n;
 
 	/* Self-accounting came later: a reply without it is still whole. */
 	list = cJSON_GetObjectItemCaseSensitive(o, "maps");
@@ -279,6 +290,12 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	}
 	s->maps = r->maps;
 	s->n_maps = n;
+	return 0;
+}
+
+static int proto__reply_store(struct proto_status *s, const cJSON *o)
+{
+	const cJSON *item;
 
 	item = cJSON_GetObjectItemCaseSensitive(o, "store");
 	s->store.path = s->store.last_error = "";
@@ -290,6 +307,13 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 		     proto__reply_bool(item, "disk_full", &s->store.disk_full) < 0 ||
 		     proto__reply_str(item, "last_error", &s->store.last_error) < 0))
 		return -EINVAL;
+	return 0;
+}
+
+static int proto__reply_unwind(struct proto_status *s, const cJSON *o)
+{
+	const cJSON *item;
+
 	item = cJSON_GetObjectItemCaseSensitive(o, "unwind");
 	s->unwind.mode = s->unwind.build_max_path = "";
 	if (item && (!cJSON_IsObject(item) || proto__reply_str(item, "mode", &s->unwind.mode) < 0 ||
@@ -316,6 +340,13 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	     proto__reply_u64(item, "kept_processes", &s->unwind.kept_processes) < 0 ||
 	     proto__reply_u64(item, "kept_files", &s->unwind.kept_files) < 0))
 		return -EINVAL;
+	return 0;
+}
+
+static int proto__reply_pt(struct proto_status *s, const cJSON *o)
+{
+	const cJSON *item;
+
 	item = cJSON_GetObjectItemCaseSensitive(o, "pt");
 	s->pt.event = s->pt.reason = "";
 	if (item && (!cJSON_IsObject(item) || proto__reply_str(item, "event", &s->pt.event) < 0 ||
@@ -324,6 +355,13 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 		     proto__reply_u32(item, "address_ranges", &s->pt.address_ranges) < 0 ||
 		     proto__reply_u32(item, "recording_pid", &s->pt.recording_pid) < 0))
 		return -EINVAL;
+	return 0;
+}
+
+static int proto__reply_sampling(struct proto_status *s, const cJSON *o)
+{
+	const cJSON *item;
+
 	item = cJSON_GetObjectItemCaseSensitive(o, "sampling");
 	s->sampling.stacks = s->sampling.walk = s->sampling.walk_reason = "";
 	if (item &&
@@ -340,6 +378,32 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	     proto__reply_u64(item, "window_samples", &s->sampling.window_samples) < 0 ||
 	     proto__reply_double(item, "window_error_pct", &s->sampling.window_error_pct) < 0))
 		return -EINVAL;
+	return 0;
+}
+
+static int proto__reply_status(struct proto__reply *r, const cJSON *o)
+{
+	struct proto_status *s = &r->pub.status;
+	const cJSON *item;
+	int e;
+
+	if (!cJSON_IsObject(o))
+		return -EINVAL;
+	e = proto__reply_programs(r, o);
+	if (e == 0)
+		e = proto__reply_groups(s, o);
+	if (e == 0)
+		e = proto__reply_maps(r, o);
+	if (e == 0)
+		e = proto__reply_store(s, o);
+	if (e == 0)
+		e = proto__reply_unwind(s, o);
+	if (e == 0)
+		e = proto__reply_pt(s, o);
+	if (e == 0)
+		e = proto__reply_sampling(s, o);
+	if (e < 0)
+		return e;
 	item = cJSON_GetObjectItemCaseSensitive(o, "daemon");
 	if (item &&
 	    (!cJSON_IsObject(item) || proto__reply_double(item, "cpu_pct", &s->cpu_pct) < 0 ||

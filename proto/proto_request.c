@@ -130,6 +130,137 @@ static int proto__parse_enum(const struct proto__field *f, const cJSON *item, vo
 	return proto__fail(err, err_size, "%s must be one of: %s", what, list);
 }
 
+/* An array of ids into args (the command's struct), and its count. */
+static int proto__parse_ids(const struct proto__field *f, const cJSON *item, void *args,
+			    const char *what, char *err, size_t err_size)
+{
+	size_t cap = f->size / sizeof(uint32_t);
+	uint32_t ids[PROTO_MAX_IDS];
+	const cJSON *el;
+	uint64_t v;
+	size_t n;
+	int r;
+
+	if (!cJSON_IsArray(item))
+		return proto__fail(err, err_size, "%s must be an array of integers", what);
+	n = cJSON_GetArraySize(item);
+	if (n > cap || n > PROTO_MAX_IDS)
+		return proto__fail(err, err_size, "%s has %zu entries; at most %zu allowed", what,
+				   n, cap);
+	n = 0;
+	cJSON_ArrayForEach(el, item)
+	{
+		char el_what[128];
+
+		snprintf(el_what, sizeof(el_what), "%s[%zu]", what, n);
+		r = proto__get_uint(el, el_what, f->min, f->max, false, &v, err, err_size);
+		if (r < 0)
+			return r;
+		ids[n++] = v;
+	}
+	memcpy((char *)args + f->offset, ids, n * sizeof(ids[0]));
+	proto__store((char *)args + f->count_offset, sizeof(size_t), n);
+	return 0;
+}
+
+/* A list of thread states, as a mask. */
+static int proto__parse_states(const struct proto__field *f, const cJSON *item, void *dst,
+			       const char *what, char *err, size_t err_size)
+{
+	const cJSON *el;
+	uint32_t mask = 0;
+
+	if (!cJSON_IsArray(item))
+		return proto__fail(err, err_size, "%s must be an array of strings", what);
+	cJSON_ArrayForEach(el, item)
+	{
+		int bit;
+
+		if (!cJSON_IsString(el))
+			return proto__fail(err, err_size, "%s must be an array of strings", what);
+		bit = thread_state_parse(el->valuestring);
+		if (bit < 0)
+			return proto__fail(err, err_size,
+					   "%s: unknown thread state '%s' (expected R, S, D, O "
+					   "or running, sleeping, disk, other)",
+					   what, el->valuestring);
+		mask |= 1u << bit;
+	}
+	/* An empty list would capture nothing; almost surely a client bug. */
+	if (!mask)
+		return proto__fail(err, err_size, "%s must not be empty", what);
+	proto__store(dst, f->size, mask);
+	return 0;
+}
+
+/* An array of strings into args (the command's struct), and its count. */
+static int proto__parse_strings(const struct proto__field *f, const cJSON *item, void *args,
+				const char *what, char *err, size_t err_size)
+{
+	char *dst = (char *)args + f->offset;
+	size_t cap = f->size / (f->max + 1);
+	const cJSON *el;
+	size_t n;
+
+	if (!cJSON_IsArray(item))
+		return proto__fail(err, err_size, "%s must be an array of strings", what);
+	n = cJSON_GetArraySize(item);
+	if (n > cap)
+		return proto__fail(err, err_size, "%s has %zu entries; at most %zu allowed", what,
+				   n, cap);
+	n = 0;
+	cJSON_ArrayForEach(el, item)
+	{
+		size_t len;
+
+		if (!cJSON_IsString(el) || !*el->valuestring)
+			return proto__fail(err, err_size,
+					   "%s must be an array of non-empty strings", what);
+		len = strlen(el->valuestring);
+		if (len > f->max)
+			return proto__fail(err, err_size,
+					   "%s[%zu] is %zu bytes long; at most %" PRIu64 " allowed",
+					   what, n, len, f->max);
+		if (!proto__utf8_valid(el->valuestring))
+			return proto__fail(err, err_size, "%s[%zu] must be valid UTF-8", what, n);
+		memcpy(dst + n++ * (f->max + 1), el->valuestring, len + 1);
+	}
+	proto__store((char *)args + f->count_offset, sizeof(size_t), n);
+	return 0;
+}
+
+/* A string, with its field's checks (format, regex). */
+static int proto__parse_string(const struct proto__field *f, const cJSON *item, void *dst,
+			       const char *what, char *err, size_t err_size)
+{
+	size_t n;
+
+	assert(f->max < f->size);
+	if (!cJSON_IsString(item))
+		return proto__fail(err, err_size, "%s must be a string", what);
+	/* No NUL can hide in it: proto__parse_json() refuses them. */
+	n = strlen(item->valuestring);
+	if (n > f->max)
+		return proto__fail(err, err_size,
+				   "%s is %zu bytes long; at most %" PRIu64 " allowed", what, n,
+				   f->max);
+	/* Formatting would replace invalid bytes, so such a value could
+	 * not mean what it says. */
+	if (!proto__utf8_valid(item->valuestring))
+		return proto__fail(err, err_size, "%s must be valid UTF-8", what);
+	if (n && f->valid && !f->valid(item->valuestring))
+		return proto__fail(err, err_size, "%s must be %s, not '%s'", what, f->expect,
+				   item->valuestring);
+	if (n && f->regex) {
+		char why[128];
+
+		if (!stack_filter_regex_valid(item->valuestring, why, sizeof(why)))
+			return proto__fail(err, err_size, "%s is not a POSIX extended regex: %s",
+					   what, why);
+	}
+	memcpy(dst, item->valuestring, n + 1);
+	return 0;
+}
 
 /* args: the command's struct. */
 static int proto__parse_field(const struct proto__field *f, const cJSON *item, void *args,
@@ -137,9 +268,7 @@ static int proto__parse_field(const struct proto__field *f, const cJSON *item, v
 {
 	char *dst = (char *)args + f->offset;
 	char what[96];
-	const cJSON *el;
 	uint64_t v;
-	size_t n;
 	int r;
 
 	snprintf(what, sizeof(what), "field '%s'", f->name);
@@ -151,125 +280,16 @@ static int proto__parse_field(const struct proto__field *f, const cJSON *item, v
 			return r;
 		proto__store(dst, f->size, v);
 		return 0;
-
-	case PROTO__KIND_IDS: {
-		size_t cap = f->size / sizeof(uint32_t);
-		uint32_t ids[PROTO_MAX_IDS];
-
-		if (!cJSON_IsArray(item))
-			return proto__fail(err, err_size, "%s must be an array of integers", what);
-		n = cJSON_GetArraySize(item);
-		if (n > cap || n > PROTO_MAX_IDS)
-			return proto__fail(err, err_size, "%s has %zu entries; at most %zu allowed",
-					   what, n, cap);
-		n = 0;
-		cJSON_ArrayForEach(el, item)
-		{
-			char el_what[128];
-
-			snprintf(el_what, sizeof(el_what), "%s[%zu]", what, n);
-			r = proto__get_uint(el, el_what, f->min, f->max, false, &v, err, err_size);
-			if (r < 0)
-				return r;
-			ids[n++] = v;
-		}
-		memcpy(dst, ids, n * sizeof(ids[0]));
-		proto__store((char *)args + f->count_offset, sizeof(size_t), n);
-		return 0;
-	}
-
-	case PROTO__KIND_STATES: {
-		uint32_t mask = 0;
-
-		if (!cJSON_IsArray(item))
-			return proto__fail(err, err_size, "%s must be an array of strings", what);
-		cJSON_ArrayForEach(el, item)
-		{
-			int bit;
-
-			if (!cJSON_IsString(el))
-				return proto__fail(err, err_size, "%s must be an array of strings",
-						   what);
-			bit = thread_state_parse(el->valuestring);
-			if (bit < 0)
-				return proto__fail(
-					err, err_size,
-					"%s: unknown thread state '%s' (expected R, S, D, O "
-					"or running, sleeping, disk, other)",
-					what, el->valuestring);
-			mask |= 1u << bit;
-		}
-		/* An empty list would capture nothing; almost surely a client bug. */
-		if (!mask)
-			return proto__fail(err, err_size, "%s must not be empty", what);
-		proto__store(dst, f->size, mask);
-		return 0;
-	}
-
+	case PROTO__KIND_IDS:
+		return proto__parse_ids(f, item, args, what, err, err_size);
+	case PROTO__KIND_STATES:
+		return proto__parse_states(f, item, dst, what, err, err_size);
 	case PROTO__KIND_ENUM:
 		return proto__parse_enum(f, item, dst, what, err, err_size);
-
-	case PROTO__KIND_STRINGS: {
-		size_t cap = f->size / (f->max + 1);
-
-		if (!cJSON_IsArray(item))
-			return proto__fail(err, err_size, "%s must be an array of strings", what);
-		n = cJSON_GetArraySize(item);
-		if (n > cap)
-			return proto__fail(err, err_size, "%s has %zu entries; at most %zu allowed",
-					   what, n, cap);
-		n = 0;
-		cJSON_ArrayForEach(el, item)
-		{
-			size_t len;
-
-			if (!cJSON_IsString(el) || !*el->valuestring)
-				return proto__fail(err, err_size,
-						   "%s must be an array of non-empty strings",
-						   what);
-			len = strlen(el->valuestring);
-			if (len > f->max)
-				return proto__fail(err, err_size,
-						   "%s[%zu] is %zu bytes long; at most %" PRIu64
-						   " allowed",
-						   what, n, len, f->max);
-			if (!proto__utf8_valid(el->valuestring))
-				return proto__fail(err, err_size, "%s[%zu] must be valid UTF-8",
-						   what, n);
-			memcpy(dst + n++ * (f->max + 1), el->valuestring, len + 1);
-		}
-		proto__store((char *)args + f->count_offset, sizeof(size_t), n);
-		return 0;
-	}
-
+	case PROTO__KIND_STRINGS:
+		return proto__parse_strings(f, item, args, what, err, err_size);
 	case PROTO__KIND_STRING:
-		assert(f->max < f->size);
-		if (!cJSON_IsString(item))
-			return proto__fail(err, err_size, "%s must be a string", what);
-		/* No NUL can hide in it: proto__parse_json() refuses them. */
-		n = strlen(item->valuestring);
-		if (n > f->max)
-			return proto__fail(err, err_size,
-					   "%s is %zu bytes long; at most %" PRIu64 " allowed",
-					   what, n, f->max);
-		/* Formatting would replace invalid bytes, so such a value could
-		 * not mean what it says. */
-		if (!proto__utf8_valid(item->valuestring))
-			return proto__fail(err, err_size, "%s must be valid UTF-8", what);
-		if (n && f->valid && !f->valid(item->valuestring))
-			return proto__fail(err, err_size, "%s must be %s, not '%s'", what,
-					   f->expect, item->valuestring);
-		if (n && f->regex) {
-			char why[128];
-
-			if (!stack_filter_regex_valid(item->valuestring, why, sizeof(why)))
-				return proto__fail(err, err_size,
-						   "%s is not a POSIX extended regex: %s", what,
-						   why);
-		}
-		memcpy(dst, item->valuestring, n + 1);
-		return 0;
-
+		return proto__parse_string(f, item, dst, what, err, err_size);
 	case PROTO__KIND_BOOL:
 		/* 0 and 1 are refused: a client sending them has another type in mind. */
 		if (!cJSON_IsBool(item))

@@ -1,0 +1,186 @@
+/* Unit test of daemon/capture.c: targets checked against a proc root of
+ * our own, the collector filter of a request, and the reply of a finished
+ * capture (stack filters narrow the profile that is then stored, drops are
+ * the counters' growth, svg replies are drawn, an empty one is no_data). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "check.h"
+
+static void add_row(struct profile *p, const char *comm, const char *ustack, uint64_t ns)
+{
+	struct profile_row row = {
+		.comm = comm,
+		.tgid = 10,
+		.pid = 10,
+		.state = 1,
+		.sum_ns = ns,
+		.count = 1,
+		.ustack = ustack,
+		.kstack = "schedule",
+		.chain = "",
+	};
+
+	CHECK(profile_add_row(p, &row) == 0);
+}
+
+static struct capture *capture_new(enum proto_format format)
+{
+	struct capture *c = calloc(1, sizeof(*c));
+
+	c->id = 7;
+	c->req.format = format;
+	c->req.kind = PROTO_KIND_OFFCPU;
+	c->req.stacks = PROTO_STACKS_BOTH;
+	c->req.metric = PROTO_METRIC_TIME;
+	c->req.lines = 1;
+	c->start_ns = 1000000000;
+	c->end_ns = 3000000000;
+	CHECK(profile_new(&c->profile) == 0);
+	return c;
+}
+
+static void capture_destroy(struct capture *c)
+{
+	profile_free(c->profile);
+	free(c);
+}
+
+static void test_targets(void)
+{
+	char root[] = "/tmp/offcpu-test-capture-XXXXXX", path[128], err[128] = "";
+	struct proto_capture_request req = { .n_pids = 1, .pids = { 100 } };
+
+	CHECK(mkdtemp(root) != NULL);
+	snprintf(path, sizeof(path), "%s/100", root);
+	CHECK(mkdir(path, 0755) == 0);
+
+	CHECK(capture_check_targets(root, &req, err, sizeof(err)) == 0);
+	CHECK(!capture_target_exited(root, &req));
+	req.pids[1] = 999;
+	req.n_pids = 2;
+	CHECK(capture_check_targets(root, &req, err, sizeof(err)) == -ESRCH);
+	CHECK_STR(err, "no process with pid 999");
+	CHECK(capture_target_exited(root, &req));
+	req.n_pids = 1;
+	req.tids[0] = 555;
+	req.n_tids = 1;
+	CHECK(capture_check_targets(root, &req, err, sizeof(err)) == -ESRCH);
+	CHECK_STR(err, "no thread with tid 555");
+	/* No target: the whole system, which cannot exit. */
+	memset(&req, 0, sizeof(req));
+	CHECK(!capture_target_exited(root, &req));
+	CHECK(rmdir(path) == 0 && rmdir(root) == 0);
+}
+
+static void test_filter(void)
+{
+	struct proto_capture_request req = { .kind = PROTO_KIND_OFFCPU, .min_block_us = 5 };
+	struct collector_filter f;
+
+	capture_filter(&req, &f);
+	CHECK(f.user_stacks && f.kernel_stacks);
+	CHECK(f.min_block_ns == 5000);
+	CHECK(f.sample_period_ns == 0);
+	req.stacks = PROTO_STACKS_KERNEL;
+	req.sampled = 1;
+	req.sample_period_us = 250;
+	capture_filter(&req, &f);
+	CHECK(!f.user_stacks && f.kernel_stacks);
+	CHECK(f.sample_period_ns == 250000);
+	/* A wakeup graph walks only the waker's stacks, not the target's. */
+	req.stacks = PROTO_STACKS_BOTH;
+	req.kind = PROTO_KIND_WAKEUP;
+	capture_filter(&req, &f);
+	CHECK(!f.user_stacks && !f.kernel_stacks);
+}
+
+static struct proto_reply *reply_of(char *line)
+{
+	struct proto_reply *r = NULL;
+
+	CHECK(line != NULL);
+	if (line)
+		CHECK(proto_reply_parse(line, strlen(line), &r) == 0);
+	free(line);
+	return r;
+}
+
+static uint64_t drop_named(const struct proto_capture_result *res, const char *name)
+{
+	for (size_t i = 0; i < res->n_drops; i++)
+		if (!strcmp(res->drops[i].name, name))
+			return res->drops[i].value;
+	return UINT64_MAX;
+}
+
+static void test_reply_folded(void)
+{
+	struct capture *c = capture_new(PROTO_FORMAT_FOLDED);
+	uint64_t now[OFFCPU_CNT_MAX] = { 0 };
+	struct proto_reply *r;
+
+	add_row(c->profile, "app", "main;work", 3000);
+	add_row(c->profile, "app", "main;idle", 5000);
+	strcpy(c->req.grep, "^work$");
+	c->counters_start[OFFCPU_CNT_DROP_AGG_FULL] = 4;
+	now[OFFCPU_CNT_DROP_AGG_FULL] = 10;
+
+	r = reply_of(capture_reply(c, now, true, NULL, 0));
+	CHECK(r && r->ok && r->cmd == PROTO_CMD_CAPTURE);
+	if (r && r->ok) {
+		CHECK(r->capture.id == 7);
+		CHECK(r->capture.duration_ns == 2000000000);
+		CHECK(r->capture.total_ns == 3000);
+		CHECK(r->capture.target_exited);
+		CHECK_STR(r->capture.folded, "app;main;work;-;schedule 3\n"); /* in us */
+		CHECK(drop_named(&r->capture, "agg_map_full") == 6);
+	}
+	proto_reply_free(r);
+	/* The stored window holds what the client got. */
+	CHECK(profile_rows(c->profile) == 1);
+	CHECK(profile_total_ns(c->profile) == 3000);
+	capture_destroy(c);
+}
+
+static void test_reply_svg(void)
+{
+	struct capture *c = capture_new(PROTO_FORMAT_SVG);
+	uint64_t now[OFFCPU_CNT_MAX] = { 0 };
+	struct proto_reply *r;
+
+	/* Nothing recorded: nothing to draw. */
+	r = reply_of(capture_reply(c, now, false, NULL, 0));
+	CHECK(r && !r->ok);
+	if (r && !r->ok)
+		CHECK_STR(r->error_code, PROTO_ERR_NO_DATA);
+	proto_reply_free(r);
+
+	add_row(c->profile, "app", "main;work", 3000000);
+	r = reply_of(capture_reply(c, now, false, NULL, 0));
+	CHECK(r && r->ok);
+	if (r && r->ok) {
+		CHECK(r->capture.folded == NULL);
+		CHECK(r->capture.output && strstr(r->capture.output, "<svg"));
+		/* The kind's title and the metric's unit, as none was asked for. */
+		CHECK(r->capture.output &&
+		      strstr(r->capture.output, proto_title_of_kind(PROTO_KIND_OFFCPU, false)));
+		CHECK(r->capture.output && strstr(r->capture.output, "main"));
+	}
+	proto_reply_free(r);
+	capture_destroy(c);
+}
+
+int main(void)
+{
+	test_targets();
+	test_filter();
+	test_reply_folded();
+	test_reply_svg();
+	return CHECK_DONE();
+}
