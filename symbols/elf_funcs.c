@@ -12,6 +12,7 @@
 #include "elf_funcs.h"
 
 #include "array.h"
+#include "elf_symtab.h"
 #include "demangle.h"
 #include "proc_maps.h"
 
@@ -33,7 +34,6 @@
 #define EF_MATCHES_MAX	     (1u << 20) /* symbols collected before giving up with -E2BIG */
 #define EF_SUGGESTIONS	     5
 #define EF_SUGGEST_MAX_BYTES 1024
-#define EF_SECTION_MAX_BYTES (1ull << 30)
 #define EF_PHDRS_MAX	     4096
 #define EF_MAPS_LINE_MAX     (PATH_MAX + 256)
 #define EF_DEFAULT_PATH	     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -300,17 +300,6 @@ static unsigned ef_rank(unsigned char bind, const char *name)
 }
 
 /* True if [offset, offset + size) lies inside a file of file_size bytes. */
-static bool ef_in_file(uint64_t offset, uint64_t size, uint64_t file_size)
-{
-	return offset <= file_size && size <= file_size - offset;
-}
-
-static bool ef_section_usable(const GElf_Shdr *sh, uint64_t file_size)
-{
-	return sh->sh_type != SHT_NOBITS && sh->sh_size <= EF_SECTION_MAX_BYTES &&
-	       ef_in_file(sh->sh_offset, sh->sh_size, file_size);
-}
-
 /* The file offset of a symbol's address: through its section, else through
  * the PT_LOAD segment holding it. */
 static bool ef_file_offset(Elf *elf, const GElf_Sym *sym, uint64_t file_size, uint64_t *ret)
@@ -321,7 +310,7 @@ static bool ef_file_offset(Elf *elf, const GElf_Sym *sym, uint64_t file_size, ui
 	GElf_Shdr sh;
 
 	if (sym->st_shndx < SHN_LORESERVE && (scn = elf_getscn(elf, sym->st_shndx)) &&
-	    gelf_getshdr(scn, &sh) && ef_section_usable(&sh, file_size) && v >= sh.sh_addr &&
+	    gelf_getshdr(scn, &sh) && elf_section_usable(&sh, file_size) && v >= sh.sh_addr &&
 	    v - sh.sh_addr < sh.sh_size) {
 		*ret = v - sh.sh_addr + sh.sh_offset;
 		return true;
@@ -336,7 +325,7 @@ static bool ef_file_offset(Elf *elf, const GElf_Sym *sym, uint64_t file_size, ui
 		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
 			continue;
 		if (v >= ph.p_vaddr && v - ph.p_vaddr < ph.p_filesz &&
-		    ef_in_file(ph.p_offset, ph.p_filesz, file_size)) {
+		    elf_in_file(ph.p_offset, ph.p_filesz, file_size)) {
 			*ret = v - ph.p_vaddr + ph.p_offset;
 			return true;
 		}
@@ -346,46 +335,33 @@ static bool ef_file_offset(Elf *elf, const GElf_Sym *sym, uint64_t file_size, ui
 
 typedef int (*ef_visit_fn)(void *arg, const struct ef_sym *s);
 
-/* Calls visit on each defined function symbol of one symbol table; stops at
- * the first nonzero result and returns it. */
-static int ef_walk_table(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, uint64_t file_size,
-			 ef_visit_fn visit, void *arg)
+struct ef_walk_ctx {
+	Elf *elf;
+	uint64_t file_size;
+	ef_visit_fn visit;
+	void *arg;
+};
+
+/* A function symbol as elf_funcs sees it: named, at a file offset, ranked. */
+static int ef_walk_visit(void *arg, const GElf_Sym *sym, const char *name)
 {
-	size_t entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT), n;
-	Elf_Scn *str_scn = elf_getscn(elf, sh->sh_link);
-	GElf_Shdr str_sh;
-	Elf_Data *d;
+	struct ef_walk_ctx *c = arg;
+	struct ef_sym s = { .name = name, .size = sym->st_size };
 
-	if (!str_scn || !gelf_getshdr(str_scn, &str_sh) || !ef_section_usable(&str_sh, file_size))
+	if (!ef_file_offset(c->elf, sym, c->file_size, &s.offset))
 		return 0;
-	d = elf_getdata(scn, NULL);
-	if (!d || !entsize)
-		return 0;
-	n = d->d_size / entsize;
-	for (size_t i = 1; i < n; i++) {
-		struct ef_sym s;
-		GElf_Sym sym;
-		int r;
+	s.rank = ef_rank(GELF_ST_BIND(sym->st_info), name);
+	return c->visit(c->arg, &s);
+}
 
-		if (!gelf_getsym(d, i, &sym))
-			break;
-		if (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
-		    GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC)
-			continue;
-		if (sym.st_shndx == SHN_UNDEF || !sym.st_value)
-			continue;
-		s.name = elf_strptr(elf, sh->sh_link, sym.st_name);
-		if (!s.name || !s.name[0] || s.name[0] == '@')
-			continue;
-		if (!ef_file_offset(elf, &sym, file_size, &s.offset))
-			continue;
-		s.size = sym.st_size;
-		s.rank = ef_rank(GELF_ST_BIND(sym.st_info), s.name);
-		r = visit(arg, &s);
-		if (r)
-			return r;
-	}
-	return 0;
+/* Calls visit on each defined function symbol of one symbol table; stops at
+ * the first nonzero result and returns it (an unreadable table has none). */
+static int ef_walk_table(Elf *elf, Elf_Scn *scn, uint64_t file_size, ef_visit_fn visit, void *arg)
+{
+	struct ef_walk_ctx c = { elf, file_size, visit, arg };
+	int r = elf_symtab_funcs(elf, scn, file_size, ef_walk_visit, &c);
+
+	return r == -EINVAL ? 0 : r;
 }
 
 /* Walks .symtab and .dynsym. Returns visit's nonzero result, 0, or -ENOEXEC
@@ -403,10 +379,10 @@ static int ef_walk(Elf *elf, uint64_t file_size, ef_visit_fn visit, void *arg)
 			break;
 		if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)
 			continue;
-		if (!ef_section_usable(&sh, file_size))
+		if (!elf_section_usable(&sh, file_size))
 			continue;
 		any = true;
-		r = ef_walk_table(elf, scn, &sh, file_size, visit, arg);
+		r = ef_walk_table(elf, scn, file_size, visit, arg);
 		if (r)
 			return r;
 	}

@@ -27,6 +27,7 @@
 #include "debuginfo.h"
 #include "demangle.h"
 #include "elf_build_id.h"
+#include "elf_symtab.h"
 #include "frame.h"
 #include "hashtab.h"
 #include "perfmap.h"
@@ -45,7 +46,6 @@
 #define SYM_ELFS_MAX		  256
 #define SYM_ELF_LOADS_MAX	  32
 #define SYM_ELF_PHDRS_MAX	  4096
-#define SYM_SECTION_MAX_BYTES	  (1ull << 30)
 #define SYM_ELF_CACHE_MAX	  (1u << 16) /* named addresses kept per ELF file */
 #define SYM_FRAMES_MAX_BYTES	  4096	     /* one address's frames, inlines included */
 
@@ -411,10 +411,6 @@ static bool sym_elf_key_equal(const struct sym_elf_key *a, const struct sym_elf_
 }
 
 /* True if [offset, offset + size) lies inside a file of file_size bytes. */
-static bool sym_in_file(uint64_t offset, uint64_t size, uint64_t file_size)
-{
-	return offset <= file_size && size <= file_size - offset;
-}
 
 static bool sym_elf_build_id(Elf *elf, size_t phnum, uint64_t file_size, struct sym_elf_key *key)
 {
@@ -437,11 +433,6 @@ static void sym_elf_read_loads(struct sym_elf *e, Elf *elf, size_t phnum)
 	}
 }
 
-static bool sym_section_usable(const GElf_Shdr *sh, uint64_t file_size)
-{
-	return sh->sh_type != SHT_NOBITS && sh->sh_size <= SYM_SECTION_MAX_BYTES &&
-	       sym_in_file(sh->sh_offset, sh->sh_size, file_size);
-}
 
 /* A symbol without size is taken to end at the end of its section at the
  * latest (e.g. _init must not swallow the PLT that follows it). */
@@ -460,63 +451,44 @@ static uint64_t sym_elf_unsized_bound(Elf *elf, const GElf_Sym *sym)
 	return sh.sh_size - (sym->st_value - sh.sh_addr);
 }
 
+struct sym_read_ctx {
+	Elf *elf;
+	struct sym_table *t;
+};
+
+static int sym_read_visit(void *arg, const GElf_Sym *sym, const char *name)
+{
+	struct sym_read_ctx *c = arg;
+	size_t len = strcspn(name, "@"); /* "read@@GLIBC_2.2.5" */
+	enum sym_bind bind;
+	uint64_t size;
+	int r;
+
+	switch (GELF_ST_BIND(sym->st_info)) {
+	case STB_WEAK:
+		bind = SYM_BIND_WEAK;
+		break;
+	case STB_LOCAL:
+		bind = SYM_BIND_LOCAL;
+		break;
+	default:
+		bind = SYM_BIND_GLOBAL;
+		break;
+	}
+	size = sym->st_size ? sym->st_size : sym_elf_unsized_bound(c->elf, sym);
+	r = sym_table_add(c->t, sym->st_value, size, sym_rank(bind, name), name, len);
+	if (r == -E2BIG)
+		return 1; /* the table is full: keep what it has */
+	return r;
+}
+
+/* Adds the function symbols of the symbol table scn to t. */
 static int sym_elf_read_symbols(struct sym_table *t, Elf *elf, Elf_Scn *scn, uint64_t file_size)
 {
-	GElf_Shdr sh, str_sh;
-	Elf_Scn *str_scn;
-	Elf_Data *d;
-	size_t entsize, n;
+	struct sym_read_ctx c = { elf, t };
+	int r = elf_symtab_funcs(elf, scn, file_size, sym_read_visit, &c);
 
-	if (!gelf_getshdr(scn, &sh) || !sym_section_usable(&sh, file_size))
-		return -EINVAL;
-	str_scn = elf_getscn(elf, sh.sh_link);
-	if (!str_scn || !gelf_getshdr(str_scn, &str_sh) || !sym_section_usable(&str_sh, file_size))
-		return -EINVAL;
-	entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT);
-	d = elf_getdata(scn, NULL);
-	if (!d || !entsize)
-		return -EINVAL;
-	n = d->d_size / entsize;
-	for (size_t i = 1; i < n; i++) {
-		GElf_Sym sym;
-		enum sym_bind bind;
-		const char *name;
-		uint64_t size;
-		size_t len;
-		int r;
-
-		if (!gelf_getsym(d, i, &sym))
-			break;
-		if (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
-		    GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC)
-			continue;
-		if (sym.st_shndx == SHN_UNDEF || !sym.st_value)
-			continue;
-		name = elf_strptr(elf, sh.sh_link, sym.st_name);
-		if (!name)
-			continue;
-		len = strcspn(name, "@"); /* "read@@GLIBC_2.2.5" */
-		if (!len)
-			continue;
-		switch (GELF_ST_BIND(sym.st_info)) {
-		case STB_WEAK:
-			bind = SYM_BIND_WEAK;
-			break;
-		case STB_LOCAL:
-			bind = SYM_BIND_LOCAL;
-			break;
-		default:
-			bind = SYM_BIND_GLOBAL;
-			break;
-		}
-		size = sym.st_size ? sym.st_size : sym_elf_unsized_bound(elf, &sym);
-		r = sym_table_add(t, sym.st_value, size, sym_rank(bind, name), name, len);
-		if (r == -E2BIG)
-			break;
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return r > 0 ? 0 : r;
 }
 
 /* Fills e from an opened ELF: its PT_LOADs and its function symbols, from
