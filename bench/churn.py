@@ -314,6 +314,7 @@ def churn_run(daemon, build, seconds, rate, progress=None):
         children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         begin = time.time()
         watch = Watch(daemon.proc.pid)
+        fds_by_kind_start = fd_kinds(daemon.proc.pid)
         churn = Churn(build, rate)
 
         def every_second():
@@ -349,6 +350,7 @@ def churn_run(daemon, build, seconds, rate, progress=None):
         "daemon_per_churn": round(watch.cpu_pct / (100.0 * churn_cpu_s / watch.seconds), 4),
         "rss_kib": {"start": watch.rss[0], "max": max(watch.rss), "end": watch.rss[-1]},
         "fds": {"start": watch.fds[0], "max": max(watch.fds), "end": watch.fds[-1]},
+        "fds_by_kind_start": fds_by_kind_start,
         "fds_by_kind_end": fds_by_kind,
         "unix_pairs_inside_end": pairs,
         "unwind_start": unwind_counters(status0),
@@ -358,6 +360,8 @@ def churn_run(daemon, build, seconds, rate, progress=None):
             "thread_program": unknown_share(samples, churn.short_pids),
             "service": unknown_share(samples, service_pids),
         },
+        "rss_series_kib": watch.rss,
+        "fds_series": watch.fds,
         "short_pids": sorted(churn.short_pids),
         "samples": samples,
     }
@@ -394,7 +398,8 @@ def main():
 
         res = churn_run(d, build, args.seconds, args.rate, progress)
         d.stop()
-    del res["samples"], res["short_pids"]
+    for key in ("samples", "short_pids", "rss_series_kib", "fds_series", "fds_by_kind_start"):
+        del res[key]
     if args.json:
         print(json.dumps(res, indent=1))
         return
