@@ -266,7 +266,7 @@ class Watch:
 
 def unwind_counters(status):
     u = status.get("unwind", {})
-    keys = ("requests", "builds", "no_room", "given_up", "failed", "evictions", "tables", "processes",
+    keys = ("requests", "builds", "build_ns_total", "no_room", "given_up", "failed", "evictions", "tables", "processes",
             "kept_processes", "kept_files", "unknown_exited", "unknown_unmapped", "unknown_anonymous")
     return {k: u[k] for k in keys if k in u}
 
@@ -411,6 +411,11 @@ def main():
     print(f"offcpud RSS MiB: start {r['start'] / 1024:.1f}, max {r['max'] / 1024:.1f}, end {r['end'] / 1024:.1f}")
     print(f"offcpud descriptors: start {f['start']}, max {f['max']}, end {f['end']}; at the end "
           f"{res['fds_by_kind_end']}, Unix pairs inside offcpud {res['unix_pairs_inside_end']}")
+    u0, u1 = res["unwind_start"], res["unwind_end"]
+    build_s = (u1.get("build_ns_total", 0) - u0.get("build_ns_total", 0)) / 1e9
+    print(f"unwind tables built during the churn: {u1['builds'] - u0['builds']} in {build_s:.2f} s "
+          f"({100 * build_s / res['seconds']:.2f} % of a core; evictions {u1['evictions'] - u0['evictions']}, "
+          f"no_room {u1['no_room'] - u0['no_room']})")
     print(f"unwind at start: {res['unwind_start']}")
     print(f"unwind at end:   {res['unwind_end']}")
     u = res["unknown_user_frames"]

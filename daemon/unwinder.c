@@ -195,6 +195,17 @@ static bool evict_one(struct unwinder *u, const struct table *keep)
 	return true;
 }
 
+/* Rows held by tables that some process uses: what no eviction frees. */
+static uint64_t rows_in_use(const struct unwinder *u)
+{
+	uint64_t rows = 0;
+
+	for (size_t i = 0; i < u->n_tables; i++)
+		if (u->tables[i].live && u->tables[i].refs)
+			rows += u->tables[i].n_rows;
+	return rows;
+}
+
 static void stats_add_build(struct unwinder *u, const char *path, uint64_t ns, int err)
 {
 	pthread_mutex_lock(&u->stats_lock);
@@ -225,8 +236,15 @@ static int load_rows(struct unwinder *u, int fd, struct table *t, const char *pa
 	err = unwind_table_build(fd, u->maps.rows_max, &built);
 	u->built = true;
 	if (!err) {
-		while ((at = find_room(u, built.n_rows)) < 0 && evict_one(u, t))
-			;
+		/* A table that would not fit even with every unused table
+		 * evicted evicts none: they would only be built again (under
+		 * churn, next to a file too large for the rows left, that
+		 * emptied the array of unused tables at each retry). */
+		if (built.n_rows > u->maps.rows_max - rows_in_use(u))
+			at = -1;
+		else
+			while ((at = find_room(u, built.n_rows)) < 0 && evict_one(u, t))
+				;
 		if (at < 0) {
 			err = -ENOSPC;
 		} else {
