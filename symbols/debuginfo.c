@@ -96,10 +96,9 @@ static int debuginfo_find_by_link(const char *debug_root, const char *file_name,
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		if (debuginfo_file_crc(fd, &found) && found == crc &&
-		    lseek(fd, 0, SEEK_SET) == 0 && (*debuginfo_file_name = strdup(path))) {
+		if (debuginfo_file_crc(fd, &found) && found == crc && lseek(fd, 0, SEEK_SET) == 0 &&
+		    (*debuginfo_file_name = strdup(path)))
 			return fd;
-		}
 		close(fd);
 	}
 	return -1;
@@ -131,8 +130,8 @@ static int debuginfo_find_local(Dwfl_Module *mod, void **userdata, const char *m
 		return fd;
 	if (!d)
 		return -1;
-	return debuginfo_find_by_link(d->search_path + strlen(DEBUGINFO_PATH_PREFIX), file_name, debuglink_file, debuglink_crc,
-				      debuginfo_file_name);
+	return debuginfo_find_by_link(d->search_path + strlen(DEBUGINFO_PATH_PREFIX), file_name,
+				      debuglink_file, debuglink_crc, debuginfo_file_name);
 }
 
 int debuginfo_open(int fd, const char *path, const char *debug_root, struct debuginfo **ret)
