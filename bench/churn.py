@@ -336,7 +336,6 @@ def churn_run(daemon, build, seconds, rate, progress=None):
     finally:
         service.stop()
     churn_cpu_s = (children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime)
-    service_pids = service_pids | set()
     churn_unknown = unknown_share([s for s in samples if s.get("tgid", s["pid"]) not in service_pids], None)
     return {
         "seconds": round(watch.seconds, 1),
