@@ -92,6 +92,7 @@ struct unwinder {
 	size_t n_pending, cap_pending;
 	uint64_t clock;
 	uint64_t last_sweep_ns;
+	bool built; /* a table was built since the last malloc_trim() */
 
 	pthread_mutex_t stats_lock; /* stats only: status must not wait for a build */
 	struct unwinder_stats stats;
@@ -194,6 +195,17 @@ static bool evict_one(struct unwinder *u, const struct table *keep)
 	return true;
 }
 
+/* Rows held by tables that some process uses: what no eviction frees. */
+static uint64_t rows_in_use(const struct unwinder *u)
+{
+	uint64_t rows = 0;
+
+	for (size_t i = 0; i < u->n_tables; i++)
+		if (u->tables[i].live && u->tables[i].refs)
+			rows += u->tables[i].n_rows;
+	return rows;
+}
+
 static void stats_add_build(struct unwinder *u, const char *path, uint64_t ns, int err)
 {
 	pthread_mutex_lock(&u->stats_lock);
@@ -222,9 +234,17 @@ static int load_rows(struct unwinder *u, int fd, struct table *t, const char *pa
 	int err;
 
 	err = unwind_table_build(fd, u->maps.rows_max, &built);
+	u->built = true;
 	if (!err) {
-		while ((at = find_room(u, built.n_rows)) < 0 && evict_one(u, t))
-			;
+		/* A table that would not fit even with every unused table
+		 * evicted evicts none: they would only be built again (under
+		 * churn, next to a file too large for the rows left, that
+		 * emptied the array of unused tables at each retry). */
+		if (built.n_rows > u->maps.rows_max - rows_in_use(u))
+			at = -1;
+		else
+			while ((at = find_room(u, built.n_rows)) < 0 && evict_one(u, t))
+				;
 		if (at < 0) {
 			err = -ENOSPC;
 		} else {
@@ -549,9 +569,17 @@ static void *unwinder_thread(void *arg)
 			u->last_sweep_ns = now;
 		}
 		update_counts(u);
-		pthread_mutex_unlock(&u->lock);
-		/* Builds free large buffers: give the memory back. */
-		malloc_trim(0);
+		/* Builds free large buffers: give the memory back. Only then:
+		 * a trim walks the whole heap, and under process churn (65
+		 * requests a second, most of them building nothing) it was the
+		 * daemon's largest cost (20 % of its CPU, bench/churn.py). */
+		if (u->built) {
+			u->built = false;
+			pthread_mutex_unlock(&u->lock);
+			malloc_trim(0);
+		} else {
+			pthread_mutex_unlock(&u->lock);
+		}
 	}
 	return NULL;
 }

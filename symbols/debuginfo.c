@@ -3,8 +3,12 @@
  *
  * One Dwfl session per file, holding that one module placed at its link-time
  * addresses, so module addresses are ELF virtual addresses plus the bias
- * libdwfl reports. libdwfl finds, opens and CRC-checks separate debug files
- * itself (dwfl_standard_find_debuginfo); only the search path is ours.
+ * libdwfl reports. libdwfl finds separate debug files by build-id
+ * (dwfl_build_id_find_debuginfo) and, for files without one, by
+ * .gnu_debuglink (dwfl_standard_find_debuginfo, CRC-checked); only the
+ * search path is ours, and the debuglink search of a file with a build-id
+ * (debuginfo_find_by_link). Never through debuginfod: see
+ * debuginfo_find_local.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* asprintf */
@@ -14,15 +18,19 @@
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "demangle.h"
 #include "frame.h"
 
 #define DEBUGINFO_NAME_MAX   512
+#define DEBUGINFO_PATH_PREFIX "+:.debug:" /* then debug_root */
 #define DEBUGINFO_FRAMES_MAX 32 /* functions inlined into one another at one address */
 
 struct debuginfo {
@@ -42,19 +50,104 @@ static int debuginfo_no_find_elf(Dwfl_Module *mod, void **userdata, const char *
 	return -1;
 }
 
+/* The CRC-32 of .gnu_debuglink (zlib's) of the whole file fd; false if it
+ * cannot be read. */
+static bool debuginfo_file_crc(int fd, uint32_t *ret)
+{
+	unsigned char buf[65536];
+	uLong crc = crc32(0, NULL, 0);
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		crc = crc32(crc, buf, (uInt)n);
+	*ret = (uint32_t)crc;
+	return n == 0;
+}
+
+/* debuglink_file (whose CRC is crc) next to file_name, in its .debug
+ * directory, then under debug_root and file_name's directory, as libdwfl
+ * searches "+:.debug:DEBUG_ROOT". Returns an fd and sets
+ * *debuginfo_file_name, or -1. */
+static int debuginfo_find_by_link(const char *debug_root, const char *file_name,
+				  const char *debuglink_file, GElf_Word crc,
+				  char **debuginfo_file_name)
+{
+	const char *slash = file_name ? strrchr(file_name, '/') : NULL;
+	int dir_len = slash ? (int)(slash - file_name) : 0;
+	char path[PATH_MAX];
+
+	if (!debuglink_file || !slash)
+		return -1;
+	for (int i = 0; i < 3; i++) {
+		uint32_t found;
+		int fd, n;
+
+		if (i == 0)
+			n = snprintf(path, sizeof(path), "%.*s/%s", dir_len, file_name,
+				     debuglink_file);
+		else if (i == 1)
+			n = snprintf(path, sizeof(path), "%.*s/.debug/%s", dir_len, file_name,
+				     debuglink_file);
+		else
+			n = snprintf(path, sizeof(path), "%s%.*s/%s", debug_root, dir_len,
+				     file_name, debuglink_file);
+		if (n < 0 || n >= (int)sizeof(path) || !strcmp(path, file_name))
+			continue;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (debuginfo_file_crc(fd, &found) && found == crc && lseek(fd, 0, SEEK_SET) == 0 &&
+		    (*debuginfo_file_name = strdup(path)))
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+/* Separate debug files, on this host only. dwfl_standard_find_debuginfo
+ * asks debuginfod for a file with a build-id that has none here: that
+ * makes a debuginfod client per Dwfl (a curl handle holding a Unix socket
+ * pair while the Dwfl lives: the pairs offcpud held under process churn,
+ * issue 16) and, with DEBUGINFOD_URLS set, fetches from the network in
+ * the middle of a drain. */
+static int debuginfo_find_local(Dwfl_Module *mod, void **userdata, const char *modname,
+				Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+				GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	const struct debuginfo *d = *userdata; /* set by debuginfo_open */
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int fd;
+
+	/* Without a build-id the standard search never reaches debuginfod. */
+	if (dwfl_module_build_id(mod, &bits, &vaddr) <= 0)
+		return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+						    debuglink_file, debuglink_crc,
+						    debuginfo_file_name);
+	fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+					  debuglink_crc, debuginfo_file_name);
+	if (fd >= 0)
+		return fd;
+	if (!d)
+		return -1;
+	return debuginfo_find_by_link(d->search_path + strlen(DEBUGINFO_PATH_PREFIX), file_name,
+				      debuglink_file, debuglink_crc, debuginfo_file_name);
+}
+
 int debuginfo_open(int fd, const char *path, const char *debug_root, struct debuginfo **ret)
 {
 	struct debuginfo *d = calloc(1, sizeof(*d));
+	void **userdata;
 	GElf_Addr bias;
 
-	if (!d || asprintf(&d->search_path, "+:.debug:%s", debug_root) < 0) {
+	if (!d || asprintf(&d->search_path, DEBUGINFO_PATH_PREFIX "%s", debug_root) < 0) {
 		free(d);
 		close(fd);
 		return -ENOMEM;
 	}
 	d->callbacks = (Dwfl_Callbacks){
 		.find_elf = debuginfo_no_find_elf,
-		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.find_debuginfo = debuginfo_find_local,
 		.section_address = dwfl_offline_section_address,
 		.debuginfo_path = &d->search_path,
 	};
@@ -72,6 +165,9 @@ int debuginfo_open(int fd, const char *path, const char *debug_root, struct debu
 		return -ENOEXEC;
 	}
 	dwfl_report_end(d->dwfl, NULL, NULL);
+	/* debuginfo_find_local's: the debug_root of this session */
+	if (dwfl_module_info(d->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL))
+		*userdata = d;
 	if (!dwfl_module_getelf(d->mod, &bias)) {
 		debuginfo_free(d);
 		return -ENOEXEC;

@@ -121,6 +121,19 @@ class SymbolsTest(unittest.TestCase):
         objcopy("--strip-all", no_id, os.path.join(cls.tmp, "stripped_no_id"))
         objcopy(f"--add-gnu-debuglink={os.path.join(link_dir, 'by_debuglink.debug')}",
                 os.path.join(cls.tmp, "stripped_no_id"), variant("by_debuglink"))
+        # Stripped, with a build-id of its own that no debug file is named
+        # after: found by .gnu_debuglink too (never asked of debuginfod).
+        other_id = os.path.join(cls.tmp, "other_id")
+        shutil.copy(BINARY, other_id)
+        with open(other_id, "r+b") as f:  # one byte of its build-id changed
+            data = f.read()
+            at = data.index(bytes.fromhex(bid))
+            f.seek(at)
+            f.write(bytes([data[at] ^ 0xff]))
+        objcopy("--only-keep-debug", other_id, os.path.join(link_dir, "id_and_debuglink.debug"))
+        objcopy("--strip-all", other_id, os.path.join(cls.tmp, "stripped_other_id"))
+        objcopy(f"--add-gnu-debuglink={os.path.join(link_dir, 'id_and_debuglink.debug')}",
+                os.path.join(cls.tmp, "stripped_other_id"), variant("id_and_debuglink"))
         # The same, but its debug file is of another build: the CRC refuses it.
         objcopy("--strip-all", no_id, os.path.join(cls.tmp, "stripped_bad"))
         bad = os.path.join(link_dir, "bad_crc.debug")
@@ -191,6 +204,9 @@ class SymbolsTest(unittest.TestCase):
 
     def test_separate_debug_file_by_debuglink(self):
         self.check_chain(self.binaries["by_debuglink"], True)
+
+    def test_separate_debug_file_by_debuglink_with_build_id(self):
+        self.check_chain(self.binaries["id_and_debuglink"], True)
 
     def test_debuglink_crc_mismatch_is_refused(self):
         samples, _ = self.capture(self.binaries["bad_crc"])

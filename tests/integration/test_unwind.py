@@ -5,6 +5,7 @@ truth; frame-pointer mode as the contrast; the depth limit and status."""
 import json
 import os
 import subprocess
+import time
 import unittest
 
 from offcpu_env import BUILD, SANITIZED, Daemon, RequestWorkload, Workload
@@ -199,6 +200,35 @@ class UnwindTest(unittest.TestCase):
         self.assertEqual(again["no_room"], first["no_room"], again)
         self.assertGreater(again["given_up"], 0, again)
         self.assertIn("not built again for a minute", text)
+
+    def test_table_that_cannot_fit_evicts_nothing(self):
+        # 4096 rows: the held workload's 2,487 leave 1,609. cat's 669 fit;
+        # once cat exits its table is unused. grep's 3,152 and pcre2's
+        # 5,854 would not fit even with it evicted, so it stays (under
+        # churn, such evictions emptied the array at each retry and every
+        # table was built again: bench/churn.py).
+        d = Daemon("unwind_rows = 4096\ncontinuous = false\n")
+        w = Workload("--only", "sleeper")
+        try:
+            def capture_of(argv):
+                p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+                try:
+                    r = d.ctl("capture", "--pid", f"{w.pid},{p.pid}", "--seconds", "1")
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                finally:
+                    p.kill()
+                    p.wait()
+                return d.status()["unwind"]
+
+            with_cat = capture_of(["cat"])
+            time.sleep(6)  # the unwinder forgets exited processes every 5 s
+            with_grep = capture_of(["grep", "x"])
+        finally:
+            w.kill()
+            d.stop()
+        self.assertGreater(with_grep["no_room"], with_cat["no_room"], with_grep)
+        self.assertEqual(with_grep["evictions"], 0, with_grep)
+        self.assertEqual(with_grep["tables"], with_cat["tables"], (with_cat, with_grep))
 
     def test_status_reports_tables(self):
         # Its own capture, so the tables it counts do not depend on the

@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""What process churn costs the always-on daemon (issue 16).
+
+For --seconds (default 180), new processes start at --rate (default 65) a
+second, of the kinds a busy host runs: shells (sh running a loop and one
+command: 2 processes), gcc compiling a small file (gcc, cc1, as: 3),
+python3 (1), dd (1) and a thread program (tests/short_workload: 4 threads
+napping, built -O2 without frame pointers: 1). Beside them a long-lived
+multi-threaded service runs (bench/mixed_workload: pipe ping-pong,
+sleepers, mutex waiters, a CPU hog), and offcpud runs with its default
+configuration (the always-on profile).
+
+Reported, for the churn's run:
+  - offcpud's CPU, in % of one core (utime + stime of /proc/PID/stat), and
+    the churn's own (its processes' rusage), in the same run: the ratio is
+    the figure that carries to another host;
+  - offcpud's RSS and open descriptors at the start, their maximum and at the
+    end, sampled each second; at the end its descriptors by kind, and the
+    Unix socket pairs with both ends inside offcpud;
+  - the unwinder's counters at the start and the end (requests, builds,
+    no_room, given_up, evictions) and what proc_files keeps;
+  - the share of user frames that are [unknown...] in the always-on windows
+    of the run, for the churn's processes and for the service.
+
+Every process it starts (offcpud included) is stopped at the end, on an
+error, Ctrl-C or SIGTERM too.
+
+Usage: sudo bench/churn.py [--build DIR] [--seconds N] [--rate R] [--config LINES]
+           [--daemon OFFCPUD] [--json]
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import bench_env  # noqa: E402 (after the path is set)
+
+PYTHON = "/usr/bin/python3"  # Debian's: a shim (pyenv) would add its own processes
+SMALL_C = """#include <stdio.h>
+struct point { int x, y; };
+static int dist2(struct point a, struct point b) { return (a.x - b.x) * (a.x - b.x) + (a.y - b.y) * (a.y - b.y); }
+int main(void) { struct point p = { 1, 2 }, q = { 4, 6 }; printf("%d\\n", dist2(p, q)); return 0; }
+"""
+THREADS = 4
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def kinds(build, workdir):
+    """(name, processes it starts, argv) of each kind, in the order they are
+    started, repeated: 12 processes a round."""
+    short = os.path.join(build, "tests", "short_workload")
+    src = os.path.join(workdir, "small.c")
+    with open(src, "w") as f:
+        f.write(SMALL_C)
+    sh = ("sh", 2, ["/bin/sh", "-c", "i=0; while [ $i -lt 100 ]; do i=$((i+1)); done; /bin/true; :"])
+    dd = ("dd", 1, ["dd", "if=/dev/zero", "of=/dev/null", "bs=64k", "count=256", "status=none"])
+    thread = ("short_workload", 1, [short, "--threads", str(THREADS), "--naps", "20"])
+    return [sh, dd, thread,
+            ("python3", 1, [PYTHON, "-c", "import json; json.dumps(list(range(1000)))"]),
+            ("gcc", 3, ["gcc", "-O2", "-c", src, "-o", os.path.join(workdir, "small.o")]),
+            sh, dd, thread]
+
+
+def missing(build):
+    """Why the churn cannot run here, or None."""
+    for path in (os.path.join(build, "tests", "short_workload"), PYTHON, shutil.which("gcc"),
+                 shutil.which("dd")):
+        if not path or not os.access(path, os.X_OK):
+            return f"{path or 'gcc or dd'} is missing"
+    return None
+
+
+class Churn:
+    """Starts the kinds in turn at rate processes a second, reaps them as they
+    exit; stop() kills what still runs. Counts what it started."""
+
+    def __init__(self, build, rate):
+        self.workdir = tempfile.mkdtemp(prefix="offcpu-churn-")
+        self.kinds = kinds(build, self.workdir)
+        self.rate = rate
+        self.running = []
+        self.started = {}  # kind: launches
+        self.processes = 0  # processes started (a launch's children included)
+        self.failed = 0
+        self.short_pids = set()  # the thread program's, whose frames must be named
+        self.next = 0
+        self.due = None
+        bench_env._live.append(self)
+
+    def _reap(self):
+        still = []
+        for p in self.running:
+            if p.poll() is None:
+                still.append(p)
+            elif p.returncode != 0:
+                self.failed += 1
+        self.running = still
+
+    def run(self, seconds, every_second=lambda: None):
+        """Churns for seconds; calls every_second() once a second."""
+        start = time.monotonic()
+        self.due = start
+        tick = start
+        while time.monotonic() < start + seconds:
+            now = time.monotonic()
+            while self.due <= now:
+                name, n, argv = self.kinds[self.next % len(self.kinds)]
+                self.next += 1
+                try:
+                    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, cwd=self.workdir)
+                except OSError:
+                    self.failed += 1
+                else:
+                    self.running.append(p)
+                    if name == "short_workload":
+                        self.short_pids.add(p.pid)
+                self.started[name] = self.started.get(name, 0) + 1
+                self.processes += n
+                self.due += n / self.rate
+            self._reap()
+            if now >= tick + 1:
+                tick += 1
+                every_second()
+            time.sleep(max(0, min(self.due, tick + 1) - time.monotonic()))
+        self.finish()
+
+    def finish(self, timeout=60):
+        """Waits for what still runs (kills it after timeout)."""
+        deadline = time.monotonic() + timeout
+        while self.running and time.monotonic() < deadline:
+            self._reap()
+            time.sleep(0.05)
+        self.stop()
+
+    def stop(self):
+        for p in self.running:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        self.running = []
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        if self in bench_env._live:
+            bench_env._live.remove(self)
+
+    def __repr__(self):
+        return f"churn ({len(self.running)} running)"
+
+
+class Service:
+    """bench/mixed_workload for seconds, or None where it is not built."""
+
+    def __init__(self, build, seconds):
+        path = os.path.join(build, "bench", "mixed_workload")
+        self.proc = subprocess.Popen([path, "--seconds", str(seconds)], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.pids = {self.proc.pid}
+        bench_env._live.append(self)
+
+    def children(self):
+        """Its processes, as seen now."""
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                self.pids |= {int(p) for p in f.read().split()}
+        except OSError:
+            pass
+        return self.pids
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.communicate()
+        if self in bench_env._live:
+            bench_env._live.remove(self)
+
+    def __repr__(self):
+        return "mixed_workload"
+
+
+def cpu_ticks(pid):
+    """utime + stime of pid, in clock ticks."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def fd_kinds(pid):
+    """{kind: count} of pid's open descriptors: file, socket, pipe, bpf-map,
+    bpf-prog, other anon_inode kinds..."""
+    out = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("/"):
+            kind = "file"
+        elif target.startswith("anon_inode:"):
+            kind = target[len("anon_inode:"):].strip("[]")
+        else:
+            kind = target.split(":")[0]
+        out[kind] = out.get(kind, 0) + 1
+    return out
+
+
+def inner_socket_pairs(pid):
+    """Unix socket pairs with both ends held by pid (ss -x: each socket's
+    inode and its peer's)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(int(target[8:-1]))
+    if not shutil.which("ss"):
+        return None
+    r = subprocess.run(["ss", "-xanH"], capture_output=True, text=True)
+    pairs = 0
+    for line in r.stdout.splitlines():
+        f = line.split()
+        # Netid State Recv-Q Send-Q Local Port Peer Port
+        if len(f) >= 8 and f[5].isdigit() and f[7].isdigit():
+            if int(f[5]) in inodes and int(f[7]) in inodes and int(f[5]) < int(f[7]):
+                pairs += 1
+    return pairs
+
+
+class Watch:
+    """offcpud's CPU, RSS and descriptors, sampled on each sample() call."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.t0 = time.monotonic()
+        self.ticks0 = cpu_ticks(pid)
+        self.rss = [rss_kib(pid)]
+        self.fds = [len(os.listdir(f"/proc/{pid}/fd"))]
+
+    def sample(self):
+        self.rss.append(rss_kib(self.pid))
+        self.fds.append(len(os.listdir(f"/proc/{self.pid}/fd")))
+
+    def end(self):
+        self.sample()
+        self.seconds = time.monotonic() - self.t0
+        self.cpu_pct = 100.0 * (cpu_ticks(self.pid) - self.ticks0) / CLK_TCK / self.seconds
+        return self
+
+
+def unwind_counters(status):
+    u = status.get("unwind", {})
+    keys = ("requests", "builds", "build_ns_total", "no_room", "given_up", "failed", "evictions", "tables", "processes",
+            "kept_processes", "kept_files", "unknown_exited", "unknown_unmapped", "unknown_anonymous")
+    return {k: u[k] for k in keys if k in u}
+
+
+def unknown_share(samples, pids):
+    """(unknown user frames, user frames), each weighted by its row's count
+    of blocks, of the rows whose process (tgid) is in pids; pids None: all."""
+    unknown = total = 0
+    for s in samples:
+        if pids is not None and s.get("tgid", s["pid"]) not in pids:
+            continue
+        for f in s.get("ustack", []):
+            total += s["count"]
+            unknown += s["count"] if f.startswith("[unknown") else 0
+    return unknown, total
+
+
+def export_run(daemon, begin_s, end_s):
+    """The always-on windows' rows from begin_s to end_s (unix seconds)."""
+    r = daemon.ctl("--json", "export", "--from", f"{begin_s:.3f}", "--to", f"{end_s:.3f}", timeout=300)
+    if r.returncode != 0:
+        raise RuntimeError(f"export failed: {r.stdout} {r.stderr}")
+    return json.loads(r.stdout)["export"]["samples"]
+
+
+def wait_stored(daemon, t_ms, timeout=60):
+    """Waits until an always-on window starting a drain after t_ms is stored
+    (windows are stored in order: every block that ended by t_ms is in)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = daemon.ctl("--json", "windows")
+        if r.returncode == 0 and any(w["capture_id"] == 0 and w["start_ms"] > t_ms + 2000
+                                     for w in json.loads(r.stdout)["windows"]):
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"no window stored after {t_ms} in {timeout} s")
+
+
+def churn_run(daemon, build, seconds, rate, progress=None):
+    """Churn next to the service against daemon; returns the measurements."""
+    service = Service(build, seconds + 30)
+    try:
+        time.sleep(1)  # the service's tables are built before the churn
+        status0 = daemon.status()
+        children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        begin = time.time()
+        watch = Watch(daemon.proc.pid)
+        fds_by_kind_start = fd_kinds(daemon.proc.pid)
+        churn = Churn(build, rate)
+
+        def every_second():
+            watch.sample()
+            service.children()
+            if progress:
+                progress(watch)
+
+        churn.run(seconds, every_second)
+        watch.end()
+        children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        end = time.time()
+        status1 = daemon.status()
+        fds_by_kind = fd_kinds(daemon.proc.pid)
+        pairs = inner_socket_pairs(daemon.proc.pid)
+        service_pids = service.children()
+        wait_stored(daemon, int(end * 1000))
+        samples = export_run(daemon, begin - 1, time.time())
+    finally:
+        service.stop()
+    churn_cpu_s = (children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime)
+    churn_unknown = unknown_share([s for s in samples if s.get("tgid", s["pid"]) not in service_pids], None)
+    return {
+        "seconds": round(watch.seconds, 1),
+        "rate_asked": rate,
+        "processes": churn.processes,
+        "processes_per_s": round(churn.processes / watch.seconds, 1),
+        "launches": churn.started,
+        "launches_failed": churn.failed,
+        "daemon_cpu_pct": round(watch.cpu_pct, 2),
+        "churn_cpu_pct": round(100.0 * churn_cpu_s / watch.seconds, 1),
+        "daemon_per_churn": round(watch.cpu_pct / (100.0 * churn_cpu_s / watch.seconds), 4),
+        "rss_kib": {"start": watch.rss[0], "max": max(watch.rss), "end": watch.rss[-1]},
+        "fds": {"start": watch.fds[0], "max": max(watch.fds), "end": watch.fds[-1]},
+        "fds_by_kind_start": fds_by_kind_start,
+        "fds_by_kind_end": fds_by_kind,
+        "unix_pairs_inside_end": pairs,
+        "unwind_start": unwind_counters(status0),
+        "unwind_end": unwind_counters(status1),
+        "unknown_user_frames": {
+            "churn": churn_unknown,
+            "thread_program": unknown_share(samples, churn.short_pids),
+            "service": unknown_share(samples, service_pids),
+        },
+        "rss_series_kib": watch.rss,
+        "fds_series": watch.fds,
+        "short_pids": sorted(churn.short_pids),
+        "samples": samples,
+    }
+
+
+def share(pair):
+    unknown, total = pair
+    return f"{100.0 * unknown / total:.1f} % of {total}" if total else "no user frames"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap.add_argument("--seconds", type=int, default=180)
+    ap.add_argument("--rate", type=float, default=65.0, help="new processes a second")
+    ap.add_argument("--config", default="", help="extra offcpud.conf lines (\\n-separated)")
+    ap.add_argument("--daemon", help="the offcpud to run (default: the build's), e.g. an older one to compare")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    build = os.path.abspath(args.build)
+    bench_env.set_build(build)
+    if args.daemon:
+        import offcpu_env
+        offcpu_env.OFFCPUD = os.path.abspath(args.daemon)
+    why = missing(build)
+    if why:
+        sys.exit(f"churn: {why}")
+    with bench_env.cleanup():
+        d = bench_env.daemon(args.config.replace("\\n", "\n"))
+
+        def progress(w):
+            if not args.json and len(w.rss) % 30 == 0:
+                print(f"  {len(w.rss) - 1:4d} s  RSS {w.rss[-1] / 1024:.0f} MiB  fds {w.fds[-1]}", flush=True)
+
+        res = churn_run(d, build, args.seconds, args.rate, progress)
+        d.stop()
+    for key in ("samples", "short_pids", "rss_series_kib", "fds_series", "fds_by_kind_start"):
+        del res[key]
+    if args.json:
+        print(json.dumps(res, indent=1))
+        return
+    print(f"churn: {res['processes']} processes in {res['seconds']} s ({res['processes_per_s']}/s; "
+          f"launches {res['launches']}, {res['launches_failed']} failed)")
+    print(f"CPU, % of one core: offcpud {res['daemon_cpu_pct']:.2f}, the churn itself "
+          f"{res['churn_cpu_pct']:.1f}: offcpud / churn = {res['daemon_per_churn']:.3f}")
+    r, f = res["rss_kib"], res["fds"]
+    print(f"offcpud RSS MiB: start {r['start'] / 1024:.1f}, max {r['max'] / 1024:.1f}, end {r['end'] / 1024:.1f}")
+    print(f"offcpud descriptors: start {f['start']}, max {f['max']}, end {f['end']}; at the end "
+          f"{res['fds_by_kind_end']}, Unix pairs inside offcpud {res['unix_pairs_inside_end']}")
+    u0, u1 = res["unwind_start"], res["unwind_end"]
+    build_s = (u1.get("build_ns_total", 0) - u0.get("build_ns_total", 0)) / 1e9
+    print(f"unwind tables built during the churn: {u1['builds'] - u0['builds']} in {build_s:.2f} s "
+          f"({100 * build_s / res['seconds']:.2f} % of a core; evictions {u1['evictions'] - u0['evictions']}, "
+          f"no_room {u1['no_room'] - u0['no_room']})")
+    print(f"unwind at start: {res['unwind_start']}")
+    print(f"unwind at end:   {res['unwind_end']}")
+    u = res["unknown_user_frames"]
+    print(f"[unknown...] user frames in the windows: churn {share(u['churn'])}, of which the thread "
+          f"program {share(u['thread_program'])}; service {share(u['service'])}")
+
+
+if __name__ == "__main__":
+    bench_env.run_main(main)
