@@ -23,6 +23,47 @@ struct {
 	__type(value, struct offcpu_unwind_row);
 } unwind_rows SEC(".maps");
 
+/*
+ * The row each recently unwound pc had, per CPU, by a hash of the pc: the
+ * same call sites block again and again, and checking a row is two lookups
+ * where the search is one per level of a table of thousands of rows. A
+ * hint is only a guess, checked against the table as it is now (rows may
+ * have been rewritten since), so a stale or colliding one costs a search.
+ */
+#define UNWIND_ROW_HINTS 1024
+
+struct unwind_row_hint {
+	__u64 pc;
+	__u32 idx; /* in unwind_rows */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, UNWIND_ROW_HINTS);
+	__type(key, __u32);
+	__type(value, struct unwind_row_hint);
+} unwind_row_hints SEC(".maps");
+
+/* Whether row idx is the one unwind_find_row() would find for rel in m:
+ * in m's table, the last row whose pc is at most rel. */
+static __always_inline const struct offcpu_unwind_row *
+unwind_row_check(const struct offcpu_unwind_mapping *m, __u32 idx, __u64 rel)
+{
+	const struct offcpu_unwind_row *row, *next;
+	__u32 after = idx + 1;
+
+	if (idx - m->first_row >= m->n_rows) /* (below first_row wraps) */
+		return NULL;
+	row = bpf_map_lookup_elem(&unwind_rows, &idx);
+	if (!row || row->pc > rel)
+		return NULL;
+	if (after - m->first_row >= m->n_rows)
+		return row; /* the table's last row */
+	next = bpf_map_lookup_elem(&unwind_rows, &after);
+	return next && next->pc > rel ? row : NULL;
+}
+
 /* The row that covers pc in m's table; NULL if none does. */
 static __always_inline const struct offcpu_unwind_row *
 unwind_find_row(const struct offcpu_unwind_mapping *m, __u64 pc)
@@ -30,6 +71,14 @@ unwind_find_row(const struct offcpu_unwind_mapping *m, __u64 pc)
 	const struct offcpu_unwind_row *row;
 	__u32 lo = 0, hi = m->n_rows, idx; /* the row is in [lo, hi) once found */
 	__u64 rel = pc - m->bias;
+	__u32 slot = (__u32)(pc ^ (pc >> 11) ^ (pc >> 23)) & (UNWIND_ROW_HINTS - 1);
+	struct unwind_row_hint *hint = bpf_map_lookup_elem(&unwind_row_hints, &slot);
+
+	if (hint && hint->pc == pc) {
+		row = unwind_row_check(m, hint->idx, rel);
+		if (row)
+			return row;
+	}
 
 	for (int i = 0; i < 24 && lo + 1 < hi; i++) { /* 2^24 rows: beyond any table */
 		__u32 mid = lo + (hi - lo) / 2;
@@ -45,7 +94,13 @@ unwind_find_row(const struct offcpu_unwind_mapping *m, __u64 pc)
 	}
 	idx = m->first_row + lo;
 	row = bpf_map_lookup_elem(&unwind_rows, &idx);
-	return row && row->pc <= rel ? row : NULL;
+	if (!row || row->pc > rel)
+		return NULL;
+	if (hint) {
+		hint->pc = pc;
+		hint->idx = idx;
+	}
+	return row;
 }
 
 /* Mappings are sorted by start and do not overlap. */
@@ -69,6 +124,23 @@ unwind_find_mapping(const struct offcpu_unwind_proc *p, __u64 pc)
 	return pc >= m->start && pc < m->end ? m : NULL;
 }
 
+/* m's row for pc into *row: 1 if its table has one, else 0. A global
+ * function: verified apart from the search for m, whose paths it would
+ * otherwise multiply past the verifier's limit. */
+__noinline int unwind_row_get(const struct offcpu_unwind_mapping *m, __u64 pc,
+			      struct offcpu_unwind_row *row)
+{
+	const struct offcpu_unwind_row *r;
+
+	if (!m || !row)
+		return 0;
+	r = unwind_find_row(m, pc);
+	if (!r)
+		return 0;
+	*row = *r;
+	return 1;
+}
+
 /*
  * The unwind rule for pc in process p: 0 if no mapping of p covers pc, 1 if
  * one does but its table has no row for pc (rule NONE), 2 with *row filled.
@@ -78,7 +150,6 @@ __noinline int unwind_rule(const struct offcpu_unwind_proc *p, __u64 pc,
 			   struct offcpu_unwind_row *row)
 {
 	const struct offcpu_unwind_mapping *m;
-	const struct offcpu_unwind_row *r;
 
 	if (!p || !row)
 		return 0;
@@ -87,11 +158,7 @@ __noinline int unwind_rule(const struct offcpu_unwind_proc *p, __u64 pc,
 		return 0;
 	if (!m->n_rows)
 		return 1;
-	r = unwind_find_row(m, pc);
-	if (!r)
-		return 1;
-	*row = *r;
-	return 2;
+	return unwind_row_get(m, pc, row) ? 2 : 1;
 }
 
 /* Never written; not const, because a global function's pointer arguments

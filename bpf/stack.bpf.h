@@ -136,7 +136,8 @@ unwind_step(__u32 i, void *arg)
 {
 	struct user_walk *s = arg;
 	struct offcpu_unwind_row row = { .cfa_rule = OFFCPU_CFA_NONE };
-	__u64 pc = i ? s->ip - 1 : s->ip, cfa, ra, bp = s->bp;
+	__u64 pc = i ? s->ip - 1 : s->ip, cfa, ra, bp = s->bp, pair[2];
+	bool saved_at_16;
 	struct offcpu_stack *st = s->st;
 	__u32 at = i;
 	int known;
@@ -175,8 +176,6 @@ unwind_step(__u32 i, void *arg)
 			return 1;
 		}
 		cfa = s->bp + 16;
-		if (!read_user_u64(s->bp, &bp))
-			return 1;
 		break;
 	default:
 		return 1;
@@ -184,12 +183,24 @@ unwind_step(__u32 i, void *arg)
 	/* The stack grows down: a caller's frame is above, and not far above
 	 * (a frame-pointer walk through code that uses rbp otherwise can
 	 * land anywhere). */
-	if (cfa <= s->sp || cfa - s->sp > MAX_FRAME_BYTES || !read_user_u64(cfa - 8, &ra))
+	if (cfa <= s->sp || cfa - s->sp > MAX_FRAME_BYTES)
 		return 1;
+	/* The saved rbp is most often just below the return address (a
+	 * frame-pointer frame, or push %rbp first): one read gets both. */
+	saved_at_16 = row.cfa_rule == OFFCPU_CFA_NONE ||
+		      (row.rbp_rule == OFFCPU_RBP_AT_CFA && row.rbp_off == -16);
+	if (saved_at_16) {
+		if (bpf_probe_read_user(pair, sizeof(pair), (const void *)(cfa - 16)))
+			return 1;
+		bp = pair[0];
+		ra = pair[1];
+	} else if (!read_user_u64(cfa - 8, &ra)) {
+		return 1;
+	}
 	if (ra && ra == s->trampoline && s->ri)
 		ra = uretprobe_return_address(s);
 	if (row.rbp_rule == OFFCPU_RBP_AT_CFA && row.cfa_rule != OFFCPU_CFA_NONE) {
-		if (!read_user_u64(cfa + row.rbp_off, &bp))
+		if (!saved_at_16 && !read_user_u64(cfa + row.rbp_off, &bp))
 			return 1;
 	} else if (row.rbp_rule == OFFCPU_RBP_UNDEFINED) {
 		s->bp_known = false;
