@@ -220,6 +220,11 @@ class DaemonTest(unittest.TestCase):
         st = self.daemon.status()
         self.assertEqual(st["slots_max"], 16)
         self.assertIn(st["tracepoint"], ("tp_btf", "raw_tp"))
+        # The fallback is for kernels without BTF-typed tracepoints; where the
+        # kernel has BTF, raw_tp means the verifier refused the tp_btf
+        # programs (a change to bpf/ that went too far): the log says why.
+        if os.path.exists("/sys/kernel/btf/vmlinux"):
+            self.assertEqual(st["tracepoint"], "tp_btf", self.daemon.log_text()[-3000:])
         progs = {p["name"]: p for p in st["programs"]}
         switch = progs.get("sched_switch_btf") or progs.get("sched_switch_raw")
         self.assertTrue(switch and switch["attached"], progs)
