@@ -89,7 +89,11 @@ static __always_inline void unwind_refresh(__u32 tgid)
 {
 	__u64 now = bpf_ktime_get_ns(), *asked = bpf_map_lookup_elem(&unwind_requested, &tgid);
 
-	if (!asked || now - *asked < UNWIND_REFRESH_NS)
+	if (!asked) { /* published unasked (a capture's targets), or its entry evicted */
+		unwind_request(tgid);
+		return;
+	}
+	if (now - *asked < UNWIND_REFRESH_NS)
 		return;
 	*asked = now;
 	unwind_submit(tgid);
