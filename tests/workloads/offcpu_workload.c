@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -127,6 +128,7 @@ struct worker {
 	uint64_t start_cpu_ns;
 	uint64_t run_delay_ns; /* the kernel's own count of run-queue waits */
 	uint64_t start_run_delay_ns;
+	int schedstat_fd;
 };
 
 static struct worker workers[N_WORKERS];
@@ -230,36 +232,43 @@ static WORKLOAD_FRAME void wait_for_holder(void)
 }
 
 /* The time this thread waited on a run queue, as the scheduler counts it
- * (sched_info's run_delay, the second field of schedstat); 0 if the kernel
- * does not say. */
-static uint64_t run_delay_ns(void)
+ * (sched_info's run_delay, the second field of schedstat), read from fd, the
+ * thread's own /proc/thread-self/schedstat; 0 if the kernel does not say.
+ * pread on an fd opened earlier: no allocation, no path lookup, so a worker
+ * that must never block (the spinner) does not block here. */
+static uint64_t run_delay_ns(int fd)
 {
-	unsigned long long cpu = 0, delay = 0;
-	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	char buf[128], *end;
+	ssize_t n;
 
-	if (!f)
+	if (fd < 0)
 		return 0;
-	if (fscanf(f, "%llu %llu", &cpu, &delay) != 2)
-		delay = 0;
-	fclose(f);
-	return delay;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	strtoull(buf, &end, 10); /* CPU time */
+	return strtoull(end, NULL, 10);
 }
 
 static void worker_begin(struct worker *w)
 {
 	pthread_setname_np(pthread_self(), w->spec->name);
 	w->tid = gettid();
+	w->schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	wait_for_start();
 	w->start_ns = now_ns(CLOCK_MONOTONIC);
 	w->start_cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
-	w->start_run_delay_ns = run_delay_ns();
+	w->start_run_delay_ns = run_delay_ns(w->schedstat_fd);
 }
 
 static void worker_end(struct worker *w)
 {
 	w->wall_ns = now_ns(CLOCK_MONOTONIC) - w->start_ns;
 	w->cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - w->start_cpu_ns;
-	w->run_delay_ns = run_delay_ns() - w->start_run_delay_ns;
+	w->run_delay_ns = run_delay_ns(w->schedstat_fd) - w->start_run_delay_ns;
+	if (w->schedstat_fd >= 0)
+		close(w->schedstat_fd);
 }
 
 static WORKLOAD_FRAME void *sleeper_thread(void *arg)
