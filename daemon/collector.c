@@ -438,18 +438,13 @@ static int sched_links_update(struct collector *c, uint32_t used, uint32_t waker
 		if (want[i] && !c->sched_links[i]) {
 			int r = -errno;
 
-			sched_link_set(c, 0, c->used_mask);
-			sched_link_set(c, 1, c->used_mask && (!c->runq_clock || c->waker_slots));
+			/* Back as they were: those links are attached, so this
+			 * only detaches. */
+			sched_links_update(c, c->used_mask, c->waker_slots);
 			return r;
 		}
 	}
 	return 0;
-}
-
-static void sched_detach(struct collector *c)
-{
-	sched_link_set(c, 0, false);
-	sched_link_set(c, 1, false);
 }
 
 static void links_destroy(struct bpf_link **links, size_t *n)
@@ -721,7 +716,7 @@ void collector_free(struct collector *c)
 	for (unsigned slot = 0; slot < OFFCPU_MAX_SLOTS; slot++)
 		collector_request_detach(c, slot);
 	oncpu_detach(c);
-	sched_detach(c);
+	sched_links_update(c, 0, 0);
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
 	io_detach(c, IO_BIO);
