@@ -171,15 +171,16 @@ def prog_stats(pid):
 
 
 @contextlib.contextmanager
-def bpf_stats():
-    """kernel.bpf_stats_enabled = 1 inside the block (programs' run_cnt and
-    run_time_ns count; offcpud turns them on for itself anyway, so bpftrace
-    then pays the same timing cost), put back after."""
+def bpf_stats(on=True):
+    """kernel.bpf_stats_enabled = on inside the block, put back after. While
+    on, programs' run_cnt and run_time_ns count, and every BPF program on the
+    host pays two clock reads per run (offcpud keeps them on only with
+    bpf_stats = true; bpftrace never does)."""
     path = "/proc/sys/kernel/bpf_stats_enabled"
     with open(path) as f:
         was = f.read().strip()
     with open(path, "w") as f:
-        f.write("1")
+        f.write("1" if on else "0")
     try:
         yield
     finally:

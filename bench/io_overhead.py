@@ -117,7 +117,7 @@ def main():
         for _ in range(args.runs):
             for load in loads:
                 results[(load, "none")].append(run_load(paths, load, args.ios, args.cpu))
-            daemon = Daemon("continuous = false\n")
+            daemon = Daemon("continuous = false\nbpf_stats = true\n")  # ns_per_run below
             try:
                 for mode, capture_args in MODES.items():
                     if capture_args is None:

@@ -66,7 +66,7 @@ def main():
     per_sample = {}
     for _ in range(args.runs):
         results["none"].append(burn())
-        daemon = Daemon("continuous = false\noncpu_frequency = 99\n")
+        daemon = Daemon("continuous = false\noncpu_frequency = 99\nbpf_stats = true\n")
         try:
             # Load the on-CPU programs (on first use), then measure them idle.
             r = daemon.ctl("capture", "--kind", "oncpu", "--seconds", "1", "-o", os.devnull)
@@ -79,7 +79,7 @@ def main():
             after = sample_cost(daemon)
         finally:
             daemon.stop()
-        daemon = Daemon("continuous = false\noncpu_frequency = 999\n")
+        daemon = Daemon("continuous = false\noncpu_frequency = 999\nbpf_stats = true\n")
         try:
             time.sleep(1)
             results["oncpu999"].append(run_with_capture(daemon, burn, "--kind", "oncpu"))

@@ -154,6 +154,9 @@ int cmd_status(int argc, char **argv)
 			n_loaded += st->programs[i].loaded;
 		printf("programs (via %s): %zu of %zu loaded%s\n", st->tracepoint, n_loaded,
 		       st->n_programs, verbose ? "" : "; --verbose lists them");
+		if (verbose && !st->bpf_stats)
+			printf("  (runs and run times: off; bpf_stats = true in offcpud.conf "
+			       "turns them on, at two clock reads per run of any BPF program)\n");
 		for (size_t i = 0; verbose && i < st->n_programs; i++) {
 			const struct proto_program *p = &st->programs[i];
 

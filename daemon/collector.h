@@ -38,6 +38,7 @@ struct collector_options {
 	uint32_t unwind_rows;	   /* rows of all loaded unwind tables */
 	uint32_t unwind_processes; /* processes with tables at once */
 	uint32_t oncpu_frequency;  /* on-CPU samples per second and CPU; 0: no sampling */
+	bool bpf_stats;		   /* keep the kernel's BPF run-time stats on (status) */
 	bool defer_walks;	   /* sampled slots walk user stacks when threads are current
 				      again, where the kernel can (else at switch-out) */
 };
@@ -248,7 +249,8 @@ struct collector_program {
 size_t collector_programs(struct collector *c, struct collector_program *ret, size_t max);
 
 /* Whether the kernel measures the programs' run time (BPF_ENABLE_STATS,
- * held for the collector's lifetime; two clock reads per program run). */
+ * held for the collector's lifetime where options.bpf_stats asked; two
+ * clock reads per program run). */
 bool collector_bpf_stats(const struct collector *c);
 
 /* Entries each buffer of the drained maps holds at most. */

@@ -31,6 +31,7 @@ struct config {
 	uint32_t agg_map_entries;   /* per buffer; two buffers exist */
 	uint32_t stack_map_entries; /* per buffer; two buffers exist */
 	bool trace_self;	    /* include offcpud's own threads */
+	bool bpf_stats;		    /* the kernel's BPF run-time stats on, for status */
 	unsigned tracepoint;	    /* enum config_tracepoint */
 	unsigned unwind;	    /* enum config_unwind: how user stacks are walked */
 	uint32_t unwind_max_depth;  /* user frames walked with unwind tables */

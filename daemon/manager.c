@@ -237,6 +237,7 @@ static int collector_start(struct manager *m)
 		.unwind_rows = cfg->unwind_rows,
 		.unwind_processes = cfg->unwind_processes,
 		.oncpu_frequency = cfg->oncpu_frequency,
+		.bpf_stats = cfg->bpf_stats,
 		.attach = cfg->tracepoint == CONFIG_TRACEPOINT_TP_BTF	? COLLECTOR_ATTACH_TP_BTF
 			  : cfg->tracepoint == CONFIG_TRACEPOINT_RAW_TP ? COLLECTOR_ATTACH_RAW_TP
 									: COLLECTOR_ATTACH_AUTO,
@@ -271,7 +272,7 @@ static int collector_start(struct manager *m)
 		 "(on-CPU sampling at %u Hz per CPU)",
 		 cfg->oncpu_frequency);
 	m->stats.n_programs = collector_programs(m->collector, m->stats.programs, MAX_PROGRAMS);
-	if (!collector_bpf_stats(m->collector))
+	if (cfg->bpf_stats && !collector_bpf_stats(m->collector))
 		log_info(
 			"the kernel refused BPF run-time stats: status shows no program run times");
 	r = proc_files_new(PROC_ROOT, &m->proc_files);

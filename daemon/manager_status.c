@@ -297,6 +297,7 @@ void handle_status(struct manager *m, struct server_conn *conn)
 		.pid = getpid(),
 		.tracepoint = collector_tracepoint(m->collector),
 		.runq_clock = collector_runq_clock(m->collector),
+		.bpf_stats = collector_bpf_stats(m->collector),
 		.bio_tracepoints = io_path_or_empty(m, OFFCPU_KIND_BIO),
 		.fileio_tracepoints = io_path_or_empty(m, OFFCPU_KIND_FILEIO),
 		.programs = programs,

@@ -319,6 +319,9 @@ struct proto_status {
 	 * the scheduler itself counts, read at switch-in) or "sched_waking"
 	 * (from the wakeup on); "" from older daemons. */
 	const char *runq_clock;
+	/* The kernel's BPF run-time stats are on (config bpf_stats): programs'
+	 * run_cnt and run_time_ns count. */
+	bool bpf_stats;
 	/* What each I/O kind is traced with; "" if it is unavailable here. */
 	const char *bio_tracepoints;
 	const char *fileio_tracepoints;

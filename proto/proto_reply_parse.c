@@ -414,6 +414,8 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	s->bio_tracepoints = s->fileio_tracepoints = s->runq_clock = "";
 	if ((cJSON_GetObjectItemCaseSensitive(o, "runq_clock") &&
 	     proto__reply_str(o, "runq_clock", &s->runq_clock) < 0) ||
+	    (cJSON_GetObjectItemCaseSensitive(o, "bpf_stats") &&
+	     proto__reply_bool(o, "bpf_stats", &s->bpf_stats) < 0) ||
 	    (cJSON_GetObjectItemCaseSensitive(o, "bio_tracepoints") &&
 	     proto__reply_str(o, "bio_tracepoints", &s->bio_tracepoints) < 0) ||
 	    (cJSON_GetObjectItemCaseSensitive(o, "fileio_tracepoints") &&

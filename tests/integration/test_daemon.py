@@ -41,7 +41,8 @@ def per_thread(capture, tid, where=lambda s: True):
 class DaemonTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.daemon = Daemon()
+        # Run-time stats on: the self-accounting test reads the programs' run times.
+        cls.daemon = Daemon("bpf_stats = true\n")
 
     @classmethod
     def tearDownClass(cls):
@@ -232,6 +233,7 @@ class DaemonTest(unittest.TestCase):
         time.sleep(2.5)  # two drains, so the rates have an interval
         st = self.daemon.status()
         switch = {p["name"]: p for p in st["programs"]}[switch["name"]]
+        self.assertTrue(st["bpf_stats"])
         self.assertGreater(switch["run_cnt"], 0)
         self.assertGreater(switch["run_time_ns"], 0)
         self.assertGreater(switch["events_per_s"], 0)

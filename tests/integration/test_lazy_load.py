@@ -68,6 +68,9 @@ class StartTest(unittest.TestCase):
             self.assertEqual(state, dict.fromkeys(GROUPS, "on_demand"), st["program_groups"])
             progs = {p["name"]: p for p in st["programs"]}
             self.assertTrue(progs["sched_switch_btf"]["loaded"])
+            # The kernel's run-time stats cost every BPF program two clock
+            # reads per run: off unless bpf_stats asks.
+            self.assertFalse(st["bpf_stats"])
             # Attached with the continuous slot (status's program list may
             # lag it by a drain).
             deadline = time.monotonic() + 5
@@ -107,7 +110,7 @@ class IdleTest(unittest.TestCase):
         self.fail(f"sched programs attached != {want}: {progs}")
 
     def test_attached_only_while_a_slot_is_used(self):
-        d = Daemon("continuous = false\n")
+        d = Daemon("continuous = false\nbpf_stats = true\n")  # run_cnt counts
         try:
             idle = self.wait_attached(d, False)
             time.sleep(0.5)  # switches happen all the time; none may run them
