@@ -50,6 +50,29 @@ extern __u32 filename_slots;   /* FILEIO slots that key rows by file name too */
 extern __u32 sampled_slots;    /* slots that sample stacks (slot.sample_period_ns) */
 extern __u32 epoch;	       /* its low bit selects the buffer being written */
 
+/*
+ * A thread's exact totals and histogram counts for a sampled slot, kept in
+ * its start record (task storage, tp_btf only) so that a block that takes no
+ * sample writes no map. Keyed as total_add() keys the totals map, and moved
+ * into it by bank_flush(): at each drain (the flush_thread_totals task
+ * iterator), when the thread is freed, and when the bank is wanted for
+ * another slot. One bank per epoch buffer.
+ */
+struct thread_total_cell {
+	__u64 sum_ns;
+	__u64 short_ns; /* of blocks shorter than the period */
+	__u32 count;
+	__u32 samples; /* blocks whose stacks were taken */
+};
+
+struct thread_totals {
+	__u64 slot_start; /* slots[slot].start_ns of the slot counted; 0: empty */
+	__u32 slot;
+	__u32 kind; /* the slot's kind: cells[0]'s; cells[1] is its run-queue part */
+	struct thread_total_cell cells[2][OFFCPU_STATE_COUNT];
+	__u32 hist[2][OFFCPU_HIST_BUCKETS]; /* by enum offcpu_hist_type */
+};
+
 struct start_rec {
 	__u64 ts;
 	__u64 wake_ts; /* first sched_waking of this block; 0: none yet */
@@ -66,6 +89,7 @@ struct start_rec {
 	__u64 khash, uhash;
 	__u32 tgid, pid;
 	char comm[OFFCPU_COMM_LEN];	/* at switch-out, when the thread is current */
+	struct thread_totals banks[2];	/* by epoch & 1 */
 	struct offcpu_chain chain;	/* who woke this block */
 	struct offcpu_chain last_chain; /* who woke this thread last: its wakees' next levels */
 	struct offcpu_stack kstack;

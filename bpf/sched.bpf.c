@@ -345,6 +345,146 @@ __noinline int total_add(struct start_rec *rec, __u32 slot, __u64 value, __u32 t
 	return 0;
 }
 
+/* Set by the loader where start records are task storage (tp_btf): the first
+ * sampled slot a block counts in keeps its totals in the thread's banks. */
+const volatile bool thread_banks = false;
+
+/* Adds n (count, sum, short, samples) to key's total in total_map, this
+ * CPU's copy; atomic, as a flush may interrupt another on this CPU. */
+static __always_inline void total_merge(void *total_map, struct offcpu_key *key,
+					const struct thread_total_cell *c, const char *comm)
+{
+	struct offcpu_total *t, init = {};
+
+	t = bpf_map_lookup_elem(total_map, key);
+	if (!t) {
+		__builtin_memcpy(init.comm, comm, sizeof(init.comm));
+		init.sum_ns = c->sum_ns;
+		init.count = c->count;
+		init.short_ns = c->short_ns;
+		init.samples = c->samples;
+		if (map_insert(total_map, key, &init, OFFCPU_CNT_DROP_TOTAL_FULL, (void **)&t))
+			return;
+	}
+	__sync_fetch_and_add(&t->sum_ns, c->sum_ns);
+	__sync_fetch_and_add(&t->count, c->count);
+	__sync_fetch_and_add(&t->short_ns, c->short_ns);
+	__sync_fetch_and_add(&t->samples, c->samples);
+}
+
+static __always_inline void hist_merge(void *hist_map, __u32 slot, __u32 tgid, __u32 type,
+				       __u32 bucket, __u64 n)
+{
+	struct offcpu_hist_key k = { .slot = slot, .tgid = tgid, .type = type, .bucket = bucket };
+	__u64 *v;
+
+	v = bpf_map_lookup_elem(hist_map, &k);
+	if (!v && map_insert(hist_map, &k, &n, OFFCPU_CNT_DROP_HIST_FULL, (void **)&v))
+		return;
+	__sync_fetch_and_add(v, n);
+}
+
+/*
+ * Moves bank buf of rec (struct thread_totals) into the totals and hists
+ * maps of buffer dst, and empties it. The first to take the bank's stamp
+ * moves it: a thread freed while the drain's iterator visits it is flushed
+ * once. Returns 0 (a global function: verified once for its callers).
+ */
+__noinline int bank_flush(struct start_rec *rec, __u32 buf, __u32 dst)
+{
+	struct offcpu_key key = {};
+	struct thread_totals *b;
+	void *tot, *hst;
+	__u64 start;
+
+	if (!rec)
+		return 0;
+	b = &rec->banks[buf & 1];
+	if (!b->slot_start)
+		return 0;
+	start = __sync_lock_test_and_set(&b->slot_start, 0);
+	if (!start)
+		return 0;
+	dst &= 1;
+	tot = bpf_map_lookup_elem(&totals, &dst);
+	hst = bpf_map_lookup_elem(&hists, &dst);
+	if (!tot || !hst) {
+		count(OFFCPU_CNT_BUFFER_MISSING);
+		return 0;
+	}
+	key.slot = b->slot;
+	key.tgid = rec->tgid;
+	key.pid = rec->pid;
+	for (__u32 part = 0; part < 2; part++) {
+		for (__u32 st = 0; st < OFFCPU_STATE_COUNT; st++) {
+			struct thread_total_cell *c = &b->cells[part][st];
+
+			if (!c->count)
+				continue;
+			key.state = st;
+			key.kind = part ? OFFCPU_KIND_RUNQ : b->kind;
+			total_merge(tot, &key, c, rec->comm);
+			c->sum_ns = c->short_ns = 0;
+			c->count = c->samples = 0;
+		}
+	}
+	for (__u32 type = 0; type < 2; type++) {
+		for (__u32 bucket = 0; bucket < OFFCPU_HIST_BUCKETS; bucket++) {
+			__u32 n = b->hist[type][bucket];
+
+			if (!n)
+				continue;
+			hist_merge(hst, key.slot, key.tgid, type, bucket, n);
+			b->hist[type][bucket] = 0;
+		}
+	}
+	return 0;
+}
+
+static __always_inline void bank_cell_add(struct thread_total_cell *c, __u64 ns, bool is_short,
+					  bool taken)
+{
+	c->sum_ns += ns;
+	c->count++;
+	if (is_short)
+		c->short_ns += ns;
+	c->samples += taken;
+}
+
+/*
+ * total_add() into rec's bank of buffer buf: the thread's own memory, no
+ * map. A bank that holds another slot's counts (an earlier slot in this
+ * index, or a lower sampled slot that came since) is flushed first.
+ */
+static __always_inline void bank_add(struct start_rec *rec, __u32 i, __u32 buf, __u64 value,
+				     bool taken)
+{
+	struct thread_totals *b = &rec->banks[buf & 1];
+	struct offcpu_slot *s = &slots[i & (OFFCPU_MAX_SLOTS - 1)];
+	bool is_short = rec->delta < s->sample_period_ns;
+	__u32 st = rec->state & (OFFCPU_STATE_COUNT - 1);
+
+	if (b->slot_start != s->start_ns || b->slot != i) {
+		bank_flush(rec, buf, buf);
+		b->slot = i;
+		b->kind = s->kind;
+		b->slot_start = s->start_ns;
+	}
+	if (b->kind == OFFCPU_KIND_OFFCPU && (split_runq_slots & (1u << i))) {
+		if (rec->blocked)
+			bank_cell_add(&b->cells[0][st], rec->blocked, is_short, taken);
+		if (rec->runq) /* one sample per block */
+			bank_cell_add(&b->cells[1][st], rec->runq, is_short, taken && !rec->blocked);
+	} else {
+		bank_cell_add(&b->cells[0][st], value, is_short, taken);
+	}
+	if (hist_slots & (1u << i)) {
+		b->hist[OFFCPU_HIST_OFFCPU][log2_bucket(rec->delta) & (OFFCPU_HIST_BUCKETS - 1)]++;
+		if (rec->runq) /* as slot_hist_add() */
+			b->hist[OFFCPU_HIST_RUNQ][log2_bucket(rec->runq) & (OFFCPU_HIST_BUCKETS - 1)]++;
+	}
+}
+
 /* Adds a sampled block, its stacks in rec, to the sampled slots in slots. */
 __noinline int sample_account(struct start_rec *rec, __u32 slots_mask)
 {
@@ -371,8 +511,8 @@ __noinline int sample_account(struct start_rec *rec, __u32 slots_mask)
  */
 __noinline int block_end(struct start_rec *rec, __u64 now)
 {
-	__u32 matched, rand = bpf_get_prandom_u32(), need = 0;
-	bool interned = false, seen = false, took = false;
+	__u32 matched, rand = bpf_get_prandom_u32(), need = 0, buf = epoch & 1;
+	bool interned = false, seen = false, took = false, banked = false;
 	struct buffers b = {};
 	__u64 delta;
 
@@ -411,7 +551,11 @@ __noinline int block_end(struct start_rec *rec, __u64 now)
 		if (sampled_slots & bit) {
 			bool take = sample_take(delta, s->sample_period_ns, rand);
 
-			total_add(rec, i, value, take);
+			if (thread_banks && !banked)
+				bank_add(rec, i, buf, value, take);
+			else
+				total_add(rec, i, value, take);
+			banked = thread_banks;
 			seen = true;
 			took |= take;
 			if (!take)
@@ -568,6 +712,41 @@ int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct ta
 	count(OFFCPU_CNT_SWITCHES);
 	switch_out(ctx, preempt, prev, false, &now);
 	switch_in(prev, next, false, &now);
+	return 0;
+}
+
+/*
+ * The drain's flush of every thread's banks of the buffer it drains (the
+ * one not written since its epoch flip): run by user space through an
+ * iterator link after the flip, before it reads the totals and hists maps.
+ */
+SEC("iter/task")
+int flush_thread_totals(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct start_rec *rec;
+	__u32 old = (epoch & 1) ^ 1;
+
+	if (!t)
+		return 0;
+	rec = bpf_task_storage_get(&task_starts, t, NULL, 0);
+	if (rec)
+		bank_flush(rec, old, old);
+	return 0;
+}
+
+/* A freed thread's banks, into the buffer being written (the older one a
+ * window late, rather than lost): its storage goes with it. */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(sched_process_free_btf, struct task_struct *t)
+{
+	struct start_rec *rec = bpf_task_storage_get(&task_starts, t, NULL, 0);
+	__u32 cur = epoch & 1;
+
+	if (rec) {
+		bank_flush(rec, cur, cur);
+		bank_flush(rec, cur ^ 1, cur);
+	}
 	return 0;
 }
 

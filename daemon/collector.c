@@ -38,6 +38,9 @@ struct collector {
 	struct offcpu_bpf *skel; /* the core; its maps are every group's */
 	struct bpf_link *links[4];
 	size_t n_links;
+	/* The task iterator that moves threads' banks of exact totals into the
+	 * maps at each drain (tp_btf only; see struct thread_totals). */
+	struct bpf_link *banks_link;
 	/* sched_switch and sched_waking run at every context switch: attached
 	 * only while a slot needs them (sched_links_update()), so an idle
 	 * daemon costs the switch nothing. A record a thread kept from before
@@ -237,6 +240,8 @@ static void group_autoload(const struct collector *c, struct offcpu_bpf *skel, u
 		bpf_program__set_autoload(skel->progs.sched_switch_btf, !c->raw_tp);
 		bpf_program__set_autoload(skel->progs.sched_switch_raw, c->raw_tp);
 		bpf_program__set_autoload(skel->progs.sched_process_free_raw, c->raw_tp);
+		bpf_program__set_autoload(skel->progs.sched_process_free_btf, !c->raw_tp);
+		bpf_program__set_autoload(skel->progs.flush_thread_totals, !c->raw_tp);
 		bpf_program__set_autoload(skel->progs.sched_waking_btf, !c->raw_tp);
 		bpf_program__set_autoload(skel->progs.sched_waking_raw, c->raw_tp);
 		bpf_program__set_autoload(skel->progs.unwind_exec, skel->rodata->unwind_dwarf);
@@ -352,6 +357,7 @@ static int load(struct collector *c, const struct collector_options *opts)
 	skel->rodata->defer_walks = !c->no_defer_why;
 	c->runq_clock = kernel.runq_clock && !c->raw_tp;
 	skel->rodata->runq_from_sched_info = c->runq_clock;
+	skel->rodata->thread_banks = !c->raw_tp;
 	bpf_map__set_max_entries(skel->maps.unwind_rows,
 				 skel->rodata->unwind_dwarf ? opts->unwind_rows : 1);
 	bpf_map__set_max_entries(skel->maps.unwind_procs, opts->unwind_processes);
@@ -692,6 +698,9 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	} else {
 		c->sched_progs[0] = c->skel->progs.sched_switch_btf;
 		c->sched_progs[1] = c->skel->progs.sched_waking_btf;
+		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_process_free_btf);
+		c->banks_link = bpf_program__attach_iter(c->skel->progs.flush_thread_totals, NULL);
+		c->links[c->n_links++] = c->banks_link;
 	}
 	if (c->skel->rodata->unwind_dwarf)
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.unwind_exec);
@@ -1254,6 +1263,29 @@ static void count_sum(void *sum, const void *cpu)
 	*(uint64_t *)sum += *(const uint64_t *)cpu;
 }
 
+/*
+ * Moves every thread's bank of the buffer being drained into its totals and
+ * hists maps: one pass of the flush_thread_totals task iterator (it prints
+ * nothing; reading runs it to the end).
+ */
+static int banks_flush(struct collector *c)
+{
+	char buf[64];
+	ssize_t n;
+	int fd;
+
+	if (!c->banks_link)
+		return 0;
+	fd = bpf_iter_create(bpf_link__fd(c->banks_link));
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+		;
+	n = n < 0 ? -errno : 0;
+	close(fd);
+	return (int)n;
+}
+
 int collector_drain(struct collector *c, struct collector_batch *ret)
 {
 	uint32_t old;
@@ -1266,6 +1298,9 @@ int collector_drain(struct collector *c, struct collector_batch *ret)
 	wait_for_programs();
 	old = __atomic_fetch_add(&c->skel->bss->epoch, 1, __ATOMIC_SEQ_CST) & 1;
 	wait_for_programs();
+	r = banks_flush(c);
+	if (r < 0)
+		return r;
 
 	agg = old ? c->skel->maps.agg1 : c->skel->maps.agg0;
 	stk = old ? c->skel->maps.stacks1 : c->skel->maps.stacks0;
