@@ -349,8 +349,8 @@ __noinline int total_add(struct start_rec *rec, __u32 slot, __u64 value, __u32 t
  * sampled slot a block counts in keeps its totals in the thread's banks. */
 const volatile bool thread_banks = false;
 
-/* Adds n (count, sum, short, samples) to key's total in total_map, this
- * CPU's copy; atomic, as a flush may interrupt another on this CPU. */
+/* Adds cell c to key's total in total_map, this CPU's copy; atomic, as a
+ * flush may interrupt another on this CPU. */
 static __always_inline void total_merge(void *total_map, struct offcpu_key *key,
 					const struct thread_total_cell *c, const char *comm)
 {

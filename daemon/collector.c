@@ -1298,9 +1298,9 @@ int collector_drain(struct collector *c, struct collector_batch *ret)
 	wait_for_programs();
 	old = __atomic_fetch_add(&c->skel->bss->epoch, 1, __ATOMIC_SEQ_CST) & 1;
 	wait_for_programs();
-	r = banks_flush(c);
-	if (r < 0)
-		return r;
+	/* Where the iterator fails, the banks are moved at a later drain: late
+	 * by a window, not lost (a bank keeps adding until it is moved). */
+	ret->banks_error = banks_flush(c);
 
 	agg = old ? c->skel->maps.agg1 : c->skel->maps.agg0;
 	stk = old ? c->skel->maps.stacks1 : c->skel->maps.stacks0;

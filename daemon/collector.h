@@ -113,6 +113,7 @@ struct collector_batch {
 	struct collector_total *totals;
 	size_t n_totals;
 	uint64_t counters[OFFCPU_CNT_MAX]; /* totals since load, read after the flip */
+	int banks_error; /* -errno: the threads' banks were not moved (a later drain will) */
 };
 
 /* Opens, loads and attaches the scheduler core (no optional group). Returns

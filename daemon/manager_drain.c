@@ -94,6 +94,7 @@ static void drain_work_cb(uv_work_t *req)
 	m->drain.drain_error = drain_run(&b, &lk, &m->drain.drain_result);
 	if (r < 0)
 		m->drain.drain_error = r;
+	m->drain.banks_error = b.banks_error;
 	collector_batch_release(&b);
 }
 
@@ -125,6 +126,10 @@ static void drain_after_cb(uv_work_t *req, int status)
 	if (status < 0 || m->drain.drain_error < 0)
 		log_warning("draining the kernel maps failed: %s",
 			    strerror(-(status < 0 ? status : m->drain.drain_error)));
+	if (m->drain.banks_error < 0)
+		log_warning("moving the threads' exact totals into the maps failed: %s (a later "
+			    "drain moves them, a window late)",
+			    strerror(-m->drain.banks_error));
 
 	memcpy(m->stats.counters_prev, m->stats.counters, sizeof(m->stats.counters));
 	m->stats.counters_prev_ns = m->stats.counters_ns;

@@ -38,6 +38,7 @@ struct manager_drain {
 	uint32_t drain_tgids[OFFCPU_MAX_SLOTS * PROTO_MAX_IDS]; /* targets to prime */
 	size_t n_drain_tgids;
 	int drain_error;
+	int banks_error; /* collector_batch.banks_error of the last drain */
 	bool draining;
 	bool drain_again; /* a capture ended during a drain: run another at once */
 	uint64_t drains_started;
