@@ -108,12 +108,14 @@ def main():
     period = f"sample_period_us = {args.sample_period_us}\n" if args.sample_period_us is not None else ""
     bench_env.tracefs_ready()
 
-    samples = {}  # mode -> list of measure() results
-    names = {}
+    samples = {}  # mode -> list of measure() results, by program name
 
     def record(mode, got):
-        samples.setdefault(mode, []).append(got)
-        names.update(prog_names())
+        """Keeps got by program name: each run's tracer loads its programs
+        anew, under new ids."""
+        names = prog_names()
+        samples.setdefault(mode, []).append(
+            {load: {names.get(i, f"id {i}"): v for i, v in progs.items()} for load, progs in got.items()})
 
     with bench_env.cleanup(), bench_env.bpf_stats():
         for _ in range(args.runs):
@@ -142,10 +144,10 @@ def main():
     report = {"workload": args.workload, "round_trips": args.round_trips, "runs": args.runs, "modes": {}}
     for mode, runs in samples.items():
         progs = {}
-        for prog_id in runs[0]["1cpu"]:
+        for name in runs[0]["1cpu"]:
             rows = {}
             for load in ("1cpu", "2cpu"):
-                per = [r[load].get(prog_id) for r in runs]
+                per = [r[load].get(name) for r in runs]
                 if any(p is None or p[0] == 0 for p in per):
                     break
                 rows[load] = {"runs_per_switch": round(statistics.median(p[0] / p[2] for p in per), 3),
@@ -153,7 +155,7 @@ def main():
             if len(rows) < 2 or rows["1cpu"]["runs_per_switch"] < 0.1:
                 continue
             rows["ratio_2cpu_to_1cpu"] = round(rows["2cpu"]["ns_per_run"] / rows["1cpu"]["ns_per_run"], 3)
-            progs[f"{names.get(prog_id, '?')} (id {prog_id})"] = rows
+            progs[name] = rows
         report["modes"][mode] = progs
     if args.json:
         print(json.dumps(report))
