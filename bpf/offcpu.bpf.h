@@ -55,8 +55,8 @@ extern __u32 epoch;	       /* its low bit selects the buffer being written */
  * its start record (task storage, tp_btf only) so that a block that takes no
  * sample writes no map. Keyed as total_add() keys the totals map, and moved
  * into it by bank_flush(): at each drain (the flush_thread_totals task
- * iterator), when the thread is freed, and when the bank is wanted for
- * another slot. One bank per epoch buffer.
+ * iterator), when the thread exits and when it is freed, and when the bank
+ * is wanted for another slot. One bank per epoch buffer.
  */
 struct thread_total_cell {
 	__u64 sum_ns;

@@ -735,18 +735,36 @@ int flush_thread_totals(struct bpf_iter__task *ctx)
 	return 0;
 }
 
-/* A freed thread's banks, into the buffer being written (the older one a
- * window late, rather than lost): its storage goes with it. */
-SEC("tp_btf/sched_process_free")
-int BPF_PROG(sched_process_free_btf, struct task_struct *t)
+/* Moves t's banks, each into its own buffer, where its rows are too. */
+static __always_inline void task_banks_flush(struct task_struct *t)
 {
 	struct start_rec *rec = bpf_task_storage_get(&task_starts, t, NULL, 0);
 	__u32 cur = epoch & 1;
 
 	if (rec) {
 		bank_flush(rec, cur, cur);
-		bank_flush(rec, cur ^ 1, cur);
+		bank_flush(rec, cur ^ 1, cur ^ 1);
 	}
+}
+
+/*
+ * An exiting thread's banks, while it is still where the drain's iterator
+ * looks: a thread leaves the task list at its exit and is freed only a grace
+ * period later, so a drain between the two would carry its last rows
+ * without their totals (and sampling_calibrate() drops such rows).
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(sched_process_exit_btf, struct task_struct *t)
+{
+	task_banks_flush(t);
+	return 0;
+}
+
+/* ... and what blocks on its way out added: its storage goes with it. */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(sched_process_free_btf, struct task_struct *t)
+{
+	task_banks_flush(t);
 	return 0;
 }
 

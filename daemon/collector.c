@@ -36,7 +36,7 @@ struct group {
 
 struct collector {
 	struct offcpu_bpf *skel; /* the core; its maps are every group's */
-	struct bpf_link *links[4];
+	struct bpf_link *links[6];
 	size_t n_links;
 	/* The task iterator that moves threads' banks of exact totals into the
 	 * maps at each drain (tp_btf only; see struct thread_totals). */
@@ -241,6 +241,7 @@ static void group_autoload(const struct collector *c, struct offcpu_bpf *skel, u
 		bpf_program__set_autoload(skel->progs.sched_switch_raw, c->raw_tp);
 		bpf_program__set_autoload(skel->progs.sched_process_free_raw, c->raw_tp);
 		bpf_program__set_autoload(skel->progs.sched_process_free_btf, !c->raw_tp);
+		bpf_program__set_autoload(skel->progs.sched_process_exit_btf, !c->raw_tp);
 		bpf_program__set_autoload(skel->progs.flush_thread_totals, !c->raw_tp);
 		bpf_program__set_autoload(skel->progs.sched_waking_btf, !c->raw_tp);
 		bpf_program__set_autoload(skel->progs.sched_waking_raw, c->raw_tp);
@@ -698,6 +699,7 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	} else {
 		c->sched_progs[0] = c->skel->progs.sched_switch_btf;
 		c->sched_progs[1] = c->skel->progs.sched_waking_btf;
+		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_process_exit_btf);
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_process_free_btf);
 		c->banks_link = bpf_program__attach_iter(c->skel->progs.flush_thread_totals, NULL);
 		c->links[c->n_links++] = c->banks_link;
