@@ -170,6 +170,15 @@ def prog_stats(pid):
     return stats
 
 
+def rss_kib(pid):
+    """Resident memory of process pid, KiB (VmRSS); 0 where it has none."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 @contextlib.contextmanager
 def bpf_stats(on=True):
     """kernel.bpf_stats_enabled = on inside the block, put back after. While

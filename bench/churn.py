@@ -192,14 +192,6 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def fd_kinds(pid):
     """{kind: count} of pid's open descriptors: file, socket, pipe, bpf-map,
     bpf-prog, other anon_inode kinds..."""
@@ -250,11 +242,11 @@ class Watch:
         self.pid = pid
         self.t0 = time.monotonic()
         self.ticks0 = cpu_ticks(pid)
-        self.rss = [rss_kib(pid)]
+        self.rss = [bench_env.rss_kib(pid)]
         self.fds = [len(os.listdir(f"/proc/{pid}/fd"))]
 
     def sample(self):
-        self.rss.append(rss_kib(self.pid))
+        self.rss.append(bench_env.rss_kib(self.pid))
         self.fds.append(len(os.listdir(f"/proc/{self.pid}/fd")))
 
     def end(self):

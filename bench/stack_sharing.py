@@ -37,14 +37,6 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 import bench_env  # noqa: E402 (after the path is set)
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def store_counts(db):
     """(stacks, series) in the store, read through SQLite as offcpuctl's
     offline mode does (the daemon's WAL is read too)."""
@@ -67,7 +59,7 @@ def run_count(build, daemon, n, naps):
     binary = os.path.join(build, "tests", "short_workload")
     stacks_before, series_before = store_counts(daemon.database)
     t0_ms = int(time.time() * 1000)
-    rss_before = rss_kib(daemon.proc.pid)
+    rss_before = bench_env.rss_kib(daemon.proc.pid)
     procs = [subprocess.Popen([binary, "--threads", "4", "--naps", str(naps), "--nap-us", "1000"],
                               stdout=subprocess.DEVNULL) for _ in range(n)]
     most = 0
@@ -92,7 +84,7 @@ def run_count(build, daemon, n, naps):
             "store_stacks_added": stacks_after - stacks_before,
             "store_series_added": series_after - series_before,
             "window_bytes": window_bytes_since(daemon, t0_ms),
-            "rss_kib_before": rss_before, "rss_kib_after": rss_kib(daemon.proc.pid)}
+            "rss_kib_before": rss_before, "rss_kib_after": bench_env.rss_kib(daemon.proc.pid)}
 
 
 def main():
