@@ -434,7 +434,7 @@ class RunQueueGroundTruthTest(unittest.TestCase):
             # The premise, a sleeper that queues, is the scheduler's to grant:
             # a woken sleeper may preempt the spinner at once every time (CI
             # saw it once, on a loaded host). Such a run proves nothing: try again.
-            for attempt in range(3):
+            for _ in range(3):
                 w = Workload("--sleeps", "100", "--sleep-ms", "5")
                 for tid in w.tids.values():
                     subprocess.run(["taskset", "-pc", "0", str(tid)], check=True, capture_output=True)
