@@ -135,8 +135,7 @@ static int capture_option(struct capture_args *a, int opt, const char *arg)
 		return EXIT_OK;
 	switch (opt) {
 	case 'p':
-		if (parse_ids(arg, a->cap->pids, &a->cap->n_pids) < 0)
-			r = usage_error("bad --pid '%s': want positive pids, comma-separated", arg);
+		r = parse_pids(arg, a->cap->pids, &a->cap->n_pids);
 		break;
 	case 't':
 		if (parse_ids(arg, a->cap->tids, &a->cap->n_tids) < 0)
@@ -148,10 +147,7 @@ static int capture_option(struct capture_args *a, int opt, const char *arg)
 		a->cap->seconds = v;
 		break;
 	case OPT_STATE:
-		if (thread_state_mask_parse(arg, &a->cap->state_mask) < 0)
-			r = usage_error("bad --state '%s': want a list of R, S, D, O "
-					"(running, sleeping, disk, other)",
-					arg);
+		r = parse_states(arg, &a->cap->state_mask);
 		break;
 	case OPT_MIN:
 		if (parse_u64(arg, UINT64_MAX / 1000, &a->cap->min_block_us) < 0)

@@ -174,16 +174,9 @@ static int export_option(struct proto_export_request *ex, struct export_args *a,
 	case OPT_METRIC:
 		return parse_metric(arg, &ex->metric);
 	case 'p':
-		if (parse_ids(arg, ex->pids, &ex->n_pids) < 0)
-			return usage_error("bad --pid '%s': want positive pids, comma-separated",
-					   arg);
-		return EXIT_OK;
+		return parse_pids(arg, ex->pids, &ex->n_pids);
 	case OPT_STATE:
-		if (thread_state_mask_parse(arg, &ex->state_mask) < 0)
-			return usage_error("bad --state '%s': want a list of R, S, D, O "
-					   "(running, sleeping, disk, other)",
-					   arg);
-		return EXIT_OK;
+		return parse_states(arg, &ex->state_mask);
 	case OPT_DIFF_AGAINST:
 		a->baseline = arg;
 		return EXIT_OK;

@@ -147,10 +147,7 @@ int cmd_hist(int argc, char **argv)
 			continue;
 		switch (opt) {
 		case 'p':
-			if (parse_ids(optarg, h->pids, &h->n_pids) < 0)
-				r = usage_error(
-					"bad --pid '%s': want positive pids, comma-separated",
-					optarg);
+			r = parse_pids(optarg, h->pids, &h->n_pids);
 			break;
 		case OPT_KIND:
 			r = parse_kind(optarg, kinds, "bad --kind '%s': want offcpu or runq",

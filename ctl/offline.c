@@ -105,13 +105,12 @@ int offline_filter(const struct offline_args *a, struct stack_filter **ret)
 	r = filter_args_copy(&a->f, comm, grep, exclude);
 	if (r != EXIT_OK)
 		return r;
-	if (a->pid && parse_ids(a->pid, pids, &spec.n_pids) < 0)
-		return usage_error("bad --pid '%s': want positive pids, comma-separated", a->pid);
+	r = a->pid ? parse_pids(a->pid, pids, &spec.n_pids) : EXIT_OK;
+	if (r == EXIT_OK && a->state)
+		r = parse_states(a->state, &spec.state_mask);
+	if (r != EXIT_OK)
+		return r;
 	spec.pids = pids;
-	if (a->state && thread_state_mask_parse(a->state, &spec.state_mask) < 0)
-		return usage_error("bad --state '%s': want a list of R, S, D, O (running, "
-				   "sleeping, disk, other)",
-				   a->state);
 	r = stack_filter_new(&spec, ret, err, sizeof(err));
 	if (r == -EINVAL) {
 		snprintf(msg, sizeof(msg),

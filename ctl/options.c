@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "thread_state.h"
 #include "stack_filter.h"
 #include "timearg.h"
 
@@ -84,6 +85,22 @@ int parse_metric(const char *arg, enum proto_metric *ret)
 	if (m < 0)
 		return usage_error("bad --metric '%s': want time, count or bytes", arg);
 	*ret = m;
+	return EXIT_OK;
+}
+
+int parse_pids(const char *arg, uint32_t *pids, size_t *n)
+{
+	if (parse_ids(arg, pids, n) < 0)
+		return usage_error("bad --pid '%s': want positive pids, comma-separated", arg);
+	return EXIT_OK;
+}
+
+int parse_states(const char *arg, uint32_t *mask)
+{
+	if (thread_state_mask_parse(arg, mask) < 0)
+		return usage_error("bad --state '%s': want a list of R, S, D, O "
+				   "(running, sleeping, disk, other)",
+				   arg);
 	return EXIT_OK;
 }
 

@@ -119,6 +119,12 @@ int parse_profile_kind(const char *arg, enum proto_kind *ret, uint32_t *oncpu);
 
 int parse_metric(const char *arg, enum proto_metric *ret);
 
+/* --pid LIST into pids (*n of them). Returns an exit code. */
+int parse_pids(const char *arg, uint32_t *pids, size_t *n);
+
+/* --state LIST (R, S, D, O) into a mask of thread states. Returns an exit code. */
+int parse_states(const char *arg, uint32_t *mask);
+
 /* Takes one of RESULT_OPTIONS; anything else is a bad option of cmd. */
 int result_option(struct result_opts *o, const char *cmd, int opt, const char *arg);
 
