@@ -192,15 +192,21 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+def fd_targets(pid):
+    """What each of pid's open descriptors points to (/proc/PID/fd links);
+    one closed meanwhile is left out."""
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            yield os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+
+
 def fd_kinds(pid):
     """{kind: count} of pid's open descriptors: file, socket, pipe, bpf-map,
     bpf-prog, other anon_inode kinds..."""
     out = {}
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
+    for target in fd_targets(pid):
         if target.startswith("/"):
             kind = "file"
         elif target.startswith("anon_inode:"):
@@ -214,14 +220,7 @@ def fd_kinds(pid):
 def inner_socket_pairs(pid):
     """Unix socket pairs with both ends held by pid (ss -x: each socket's
     inode and its peer's)."""
-    inodes = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(int(target[8:-1]))
+    inodes = {int(t[8:-1]) for t in fd_targets(pid) if t.startswith("socket:[")}
     if not shutil.which("ss"):
         return None
     r = subprocess.run(["ss", "-xanH"], capture_output=True, text=True)
