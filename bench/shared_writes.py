@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Do the scheduler programs write shared memory on every event? Their run
-time per event with one busy CPU against two.
+time per event with one busy CPU against several.
 
 A BPF program that writes a cache line other CPUs also write (a shared hash
 map, a global counter) gets slower when more CPUs run it at once: the line
 moves between CPUs. One whose events touch only task-local or per-CPU state
-does not. On this 2-CPU host the test is 1 busy CPU against 2 (issue 15's
-"on 2 CPUs, show that the unsampled path touches no shared map"; its 1 vs 15
-CPUs target is for the 16-CPU machine of DEVELOPERS.md).
+does not. On a 2-CPU host the test is 1 busy CPU against 2 (issue 15's
+"on 2 CPUs, show that the unsampled path touches no shared map"); on the
+16-CPU machine of DEVELOPERS.md, --busy 1,8,15 (its "15 busy CPUs within
+1.2x of one").
 
-bench/pingpong (pinned) runs on CPU 0 alone ("1 CPU"), then on CPUs 0 and 1
-at once, one ping-pong each ("2 CPUs"), under each mode:
+For each load of --busy (default 1,2: a count N of CPUs 0..N-1, or a list
+of CPUs), bench/pingpong (pinned) runs on those CPUs at once, one ping-pong
+each, under each mode:
   bpftrace-sum, bpftrace-offcputime  the references of bench/overhead.py
                        (bpftrace's hash maps are written on every switch)
   attached             offcpud, continuous = false, no slot on
@@ -20,20 +22,26 @@ at once, one ping-pong each ("2 CPUs"), under each mode:
                        overhead.py; auto adds them where the daemon knows it)
 Each program's run count and run time come from the kernel's BPF statistics
 (run_cnt and run_time_ns in /proc/PID/fdinfo of the tracer's program fds;
-kernel.bpf_stats_enabled is set for the whole run and put back after).
+kernel.bpf_stats_enabled is set for the whole run and put back after, so
+the wall times below include the stats' own two clock reads per run).
 Reported per program that ran at least once per 10 switches: runs per
-switch and ns per run with 1 and 2 busy CPUs (median of --runs), and
-2 CPUs / 1 CPU. A ratio near 1.0 for the sched_switch program means its
-events share no written cache line; bpftrace's is the contrast in the same
-run. ns per run is the program alone, without the tracepoint's own cost.
+switch and ns per run with each count of busy CPUs (median of --runs), and
+each count's ns per run over the first's. A ratio near 1.0 for the
+sched_switch program means its events share no written cache line;
+bpftrace's is the contrast in the same run. ns per run is the program
+alone, without the tracepoint's own cost. Also reported, per mode and
+count: the workload's own wall time per switch (mean of its ping-pongs,
+median of --runs) and, against the run with no tracer ("none"), the extra
+ns per switch that the tracer costs, tracepoint and all.
 
 Usage: sudo bench/shared_writes.py [--build DIR] [--runs N] [--round-trips N]
-           [--workload threads|processes] [--stacks auto|none|sampled,exact]
+           [--busy N,N...] [--workload threads|processes] [--stacks auto|none|sampled,exact]
            [--sample-period-us T] [--json]
 """
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,13 +61,15 @@ def prog_names():
 
 
 def busy(args, cpus):
-    """One pinned pingpong per CPU in cpus, at once; returns the host's
-    context switches meanwhile."""
+    """One pinned pingpong per CPU in cpus, at once; returns (the host's
+    context switches meanwhile, the ping-pongs' mean wall ns per switch)."""
     errors = []
+    per_switch = []
 
     def one(cpu):
         try:
-            run_pingpong(args.build, args.round_trips, cpu, args=WORKLOADS[args.workload])
+            ns, switches = run_pingpong(args.build, args.round_trips, cpu, args=WORKLOADS[args.workload])
+            per_switch.append(ns / max(switches, 1))
         except Exception as e:  # reported below, in the main thread
             errors.append(e)
 
@@ -71,20 +81,34 @@ def busy(args, cpus):
         t.join()
     if errors:
         raise errors[0]
-    return ctxt() - before
+    return ctxt() - before, statistics.mean(per_switch)
+
+
+def busy_cpus(item):
+    """The CPUs of one --busy item: a count N (CPUs 0 to N-1), or a list of
+    CPUs and ranges joined by '+' (0+2+4, 0-3+8-11), to choose where the
+    load runs: one CPU per core against both threads of fewer cores, say."""
+    if item.isdigit():
+        return list(range(int(item)))
+    cpus = []
+    for part in item.split("+"):
+        first, _, last = part.partition("-")
+        cpus += range(int(first), int(last or first) + 1)
+    return cpus
 
 
 def measure(args, pid, run_load=lambda load: load()):
-    """{load: {prog id: (runs, ns, switches)}} over one run of each load, for
-    the programs of process pid. run_load(load) runs a load (a capture
-    around it, say) and returns its switch count."""
+    """{busy CPUs: ({prog id: (runs, ns, switches)}, wall ns per switch)}
+    over one run of each load, for the programs of process pid (none: no
+    programs). run_load(load) runs a load (a capture around it, say) and
+    returns what the load returns."""
     got = {}
-    for name, cpus in (("1cpu", [0]), ("2cpu", [0, 1])):
-        before = bench_env.prog_stats(pid)
-        switches = run_load(lambda: busy(args, cpus))
-        after = bench_env.prog_stats(pid)
-        got[name] = {i: (after[i][0] - before[i][0], after[i][1] - before[i][1], switches)
-                     for i in after if i in before}
+    for n, cpus in args.busy.items():
+        before = bench_env.prog_stats(pid) if pid else {}
+        switches, wall = run_load(lambda: busy(args, cpus))
+        after = bench_env.prog_stats(pid) if pid else {}
+        got[n] = ({i: (after[i][0] - before[i][0], after[i][1] - before[i][1], switches)
+                   for i in after if i in before}, wall)
     return got
 
 
@@ -93,6 +117,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--round-trips", type=int, default=200000)
+    ap.add_argument("--busy", default="1,2", help="loads, comma-separated, each a count of busy CPUs or a "
+                    "list of them (0+2+4, 0-7); the first is the base of the ratios (default 1,2)")
     ap.add_argument("--workload", choices=list(WORKLOADS), default="threads")
     ap.add_argument("--stacks", default="auto", help="as for overhead.py")
     ap.add_argument("--sample-period-us", type=int)
@@ -100,13 +126,19 @@ def main():
     args = ap.parse_args()
     if args.runs < 1:
         ap.error("--runs must be at least 1")
-    if os.cpu_count() < 2:
-        ap.error("needs at least 2 CPUs")
+    try:
+        args.busy = {item: busy_cpus(item) for item in args.busy.split(",")}
+    except ValueError:
+        ap.error("--busy wants counts of CPUs or CPU lists (0+2+4, 0-7), comma-separated")
+    if len(args.busy) < 2 or any(not cpus or max(cpus) >= os.cpu_count() for cpus in args.busy.values()):
+        ap.error(f"--busy wants at least two loads, of CPUs 0 to {os.cpu_count() - 1} (this host's)")
     bench_env.set_build(args.build)
     stacks = stack_modes(args.stacks, args.sample_period_us)
     sampled_capture = ["--sampled"] if bench_env.ctl_knows("--sampled") else []
     period = f"sample_period_us = {args.sample_period_us}\n" if args.sample_period_us is not None else ""
     bench_env.tracefs_ready()
+    if not shutil.which("bpftrace"):
+        print("shared_writes: bpftrace is not installed: its reference rows are left out", file=sys.stderr)
 
     samples = {}  # mode -> list of measure() results, by program name
 
@@ -115,11 +147,13 @@ def main():
         anew, under new ids."""
         names = prog_names()
         samples.setdefault(mode, []).append(
-            {load: {names.get(i, f"id {i}"): v for i, v in progs.items()} for load, progs in got.items()})
+            {n: ({names.get(i, f"id {i}"): v for i, v in progs.items()}, wall)
+             for n, (progs, wall) in got.items()})
 
     with bench_env.cleanup(), bench_env.bpf_stats():
         for _ in range(args.runs):
-            for mode, script in BPFTRACE.items():
+            record("none", measure(args, None))
+            for mode, script in (BPFTRACE.items() if shutil.which("bpftrace") else ()):
                 tracer = bench_env.Bpftrace(script)
                 try:
                     record(mode, measure(args, tracer.proc.pid))
@@ -141,32 +175,45 @@ def main():
                 finally:
                     daemon.stop()
 
-    report = {"workload": args.workload, "round_trips": args.round_trips, "runs": args.runs, "modes": {}}
+    loads = list(args.busy)
+    base = loads[0]
+    report = {"workload": args.workload, "round_trips": args.round_trips, "runs": args.runs,
+              "busy": args.busy, "cpus": os.cpu_count(), "modes": {}}
+    wall_none = {n: statistics.median(r[n][1] for r in samples["none"]) for n in loads}
     for mode, runs in samples.items():
-        progs = {}
-        for name in runs[0]["1cpu"]:
+        wall = {n: statistics.median(r[n][1] for r in runs) for n in loads}
+        entry = {"wall_ns_per_switch": {n: round(w, 1) for n, w in wall.items()},
+                 "extra_ns_per_switch": {n: round(wall[n] - wall_none[n], 1) for n in loads},
+                 "programs": {}}
+        for name in runs[0][base][0]:
             rows = {}
-            for load in ("1cpu", "2cpu"):
-                per = [r[load].get(name) for r in runs]
+            for n in loads:
+                per = [r[n][0].get(name) for r in runs]
                 if any(p is None or p[0] == 0 for p in per):
                     break
-                rows[load] = {"runs_per_switch": round(statistics.median(p[0] / p[2] for p in per), 3),
-                              "ns_per_run": round(statistics.median(p[1] / p[0] for p in per))}
-            if len(rows) < 2 or rows["1cpu"]["runs_per_switch"] < 0.1:
+                rows[n] = {"runs_per_switch": round(statistics.median(p[0] / p[2] for p in per), 3),
+                           "ns_per_run": round(statistics.median(p[1] / p[0] for p in per))}
+            if len(rows) < len(loads) or rows[base]["runs_per_switch"] < 0.1:
                 continue
-            rows["ratio_2cpu_to_1cpu"] = round(rows["2cpu"]["ns_per_run"] / rows["1cpu"]["ns_per_run"], 3)
-            progs[name] = rows
-        report["modes"][mode] = progs
+            for n in loads[1:]:
+                rows[n]["ratio_to_base"] = round(rows[n]["ns_per_run"] / rows[base]["ns_per_run"], 3)
+            entry["programs"][name] = rows
+        report["modes"][mode] = entry
     if args.json:
         print(json.dumps(report))
         return
-    print(f"pingpong ({args.workload}): {args.round_trips} round trips per busy CPU, {args.runs} runs; "
-          "BPF run time per event, 1 busy CPU vs 2")
-    print(f"{'mode':20} {'program':34} {'runs/switch':>11} {'ns/run 1cpu':>11} {'ns/run 2cpu':>11} {'2cpu/1cpu':>9}")
-    for mode, progs in report["modes"].items():
-        for prog, r in progs.items():
-            print(f"{mode:20} {prog:34} {r['1cpu']['runs_per_switch']:11.3f} {r['1cpu']['ns_per_run']:11d} "
-                  f"{r['2cpu']['ns_per_run']:11d} {r['ratio_2cpu_to_1cpu']:8.2f}x")
+    print(f"pingpong ({args.workload}): {args.round_trips} round trips per busy CPU, {args.runs} runs, "
+          f"{os.cpu_count()} CPUs; per event, with {' / '.join(loads)} busy CPUs")
+    counts = " / ".join(loads)
+    print(f"{'mode':20} {'what':34} {'runs/switch':>11}  {'ns per run, ' + counts + ' CPUs':28} ratio to {base}")
+    for mode, e in report["modes"].items():
+        extra = " / ".join(f"{e['extra_ns_per_switch'][n]:.0f}" for n in loads)
+        walls = " / ".join(f"{e['wall_ns_per_switch'][n]:.0f}" for n in loads)
+        print(f"{mode:20} {'wall ns/switch (extra vs none)':34} {'':11}  {walls} ({extra})")
+        for prog, r in e["programs"].items():
+            ns = " / ".join(str(r[n]["ns_per_run"]) for n in loads)
+            ratios = " / ".join(f"{r[n]['ratio_to_base']:.2f}x" for n in loads[1:])
+            print(f"{mode:20} {prog:34} {r[base]['runs_per_switch']:11.3f}  {ns:28} {ratios}")
 
 
 if __name__ == "__main__":
