@@ -212,11 +212,38 @@ struct offcpu_unwind_mapping {
 	__u32 n_rows;	  /* 0: no table; frame pointers */
 };
 
+/* offcpu_unwind_proc.flags */
+#define OFFCPU_UNWIND_FROM_VMAS 1u /* built by the kernel side: provisional */
+
 /* Sorted by start; a process with none has n = 0 (known, nothing to use). */
 struct offcpu_unwind_proc {
 	__u32 n;
-	__u32 pad;
+	__u32 flags;
 	struct offcpu_unwind_mapping maps[OFFCPU_UNWIND_MAPPINGS];
+};
+
+/*
+ * A file's table, by file identity, for the kernel side to build a new
+ * process's mappings itself from its VMAs before user space publishes them
+ * (unwind_proc_from_vmas()): the process's first blocks are walked with the
+ * tables of the files it shares with processes seen before.
+ */
+#define OFFCPU_UNWIND_FILE_LOADS 4
+
+struct offcpu_unwind_file_key {
+	__u32 major, minor; /* the file system's device */
+	__u64 ino;
+};
+
+struct offcpu_unwind_load {
+	__u64 offset, vaddr, filesz; /* an ELF PT_LOAD segment */
+};
+
+struct offcpu_unwind_file {
+	__u32 first_row, n_rows; /* in the unwind_rows array; n_rows > 0 */
+	__u32 n_loads;
+	__u32 pad;
+	struct offcpu_unwind_load loads[OFFCPU_UNWIND_FILE_LOADS];
 };
 
 /* fileio --with-filename: the file's name (its last path component), by
@@ -271,7 +298,11 @@ struct offcpu_file_name {
 	X(DROP_TOTAL_FULL, "drop_total_map_full", "total_map_full") /* a sampled block lost */  \
 	/* user stacks walked with frame pointers where tables were wanted: the  \
 	 * process's were not built yet (its first blocks) or could not be */     \
-	X(USTACK_FP_FALLBACK, "ustack_fp_fallback", NULL)
+	X(USTACK_FP_FALLBACK, "ustack_fp_fallback", NULL)				   \
+	/* a new process's mappings, built by the kernel side from its VMAs \
+	 * and the tables of files seen before, before user space published \
+	 * them: its first blocks walked with tables after all */             \
+	X(UNWIND_FROM_VMAS, "unwind_from_vmas", NULL)
 
 enum offcpu_counter {
 #define OFFCPU_COUNTER_ENUM(name, status, drop) OFFCPU_CNT_##name,

@@ -112,10 +112,12 @@ static __always_inline void sample_finish(struct start_rec *rec, struct task_str
 		count(OFFCPU_CNT_DEFER_LOST);
 		return;
 	}
-	walk_task_user_stack(t, rec->tgid, &rec->ustack);
+	walk_task_user_stack(t, rec->tgid, &rec->ustack, walk_counter == OFFCPU_CNT_WALK_DEFERRED);
 	count(walk_counter);
 	sample_account(rec, slots);
 }
+
+static __always_inline bool walk_defer(struct task_struct *t, __u32 pid);
 
 /* Slots of the I/O kinds, which sched_switch leaves alone (offcpu_io.bpf.h). */
 static __always_inline __u32 io_kind_slots(void)
@@ -192,9 +194,15 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	if (walk & kernel_stack_slots)
 		walk_stack(ctx, &rec->kstack, 0, OFFCPU_CNT_DROP_KSTACK_ERROR);
 	if ((walk & user_stack_slots) &&
-	    !((btf ? prev->flags : BPF_CORE_READ(prev, flags)) & PF_KTHREAD))
+	    !((btf ? prev->flags : BPF_CORE_READ(prev, flags)) & PF_KTHREAD)) {
 		walk_user_stack(ctx, prev, tgid, &rec->ustack, btf);
-	else if (btf && unwind_dwarf && (matched & user_stack_slots) &&
+		/* Its process not published yet (frame pointers): its mappings
+		 * can be built from its VMAs, for its next blocks, once it is
+		 * back in a task context (deferred_walk_cb()). */
+		if (btf && unwind_dwarf && !(rec->ustack.flags & OFFCPU_STACK_DWARF) &&
+		    unwind_asked_lately(tgid))
+			walk_defer(prev, pid);
+	} else if (btf && unwind_dwarf && (matched & user_stack_slots) &&
 		 rec->tables_mm != (__u64)prev->mm) {
 		/* Ask for the process's unwind tables now, not at its first
 		 * sampled block: once per thread and program image (an exec
@@ -590,9 +598,12 @@ static int deferred_walk_cb(struct bpf_map *map, void *key, void *value)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct start_rec *rec = bpf_task_storage_get(&task_starts, t, NULL, 0);
+	__u32 tgid = t->tgid;
 
 	if (rec && rec->walk_pending)
 		sample_finish(rec, t, OFFCPU_CNT_WALK_DEFERRED);
+	else if (unwind_dwarf && !bpf_map_lookup_elem(&unwind_procs, &tgid))
+		unwind_proc_from_vmas(tgid); /* asked for by switch_out() */
 	bpf_map_delete_elem(&deferred_walks, key);
 	return 0;
 }
@@ -628,6 +639,7 @@ static __always_inline void sample_stacks(struct task_struct *prev, struct task_
 {
 	struct pt_regs *regs;
 	struct mm_struct *mm;
+	bool published;
 	long n = 0;
 
 	rec->kstack.nr = 0;
@@ -648,8 +660,11 @@ static __always_inline void sample_stacks(struct task_struct *prev, struct task_
 		sample_account(rec, need);
 		return;
 	}
-	if (mm == prev->mm) {
-		walk_task_user_stack(next, rec->tgid, &rec->ustack);
+	/* A process not published yet is walked from the task work, where its
+	 * mappings can be read from its VMAs. */
+	published = !unwind_dwarf || bpf_map_lookup_elem(&unwind_procs, &rec->tgid);
+	if (mm == prev->mm && published) {
+		walk_task_user_stack(next, rec->tgid, &rec->ustack, false);
 		count(OFFCPU_CNT_WALK_SAME_MM);
 		sample_account(rec, need);
 		return;

@@ -7,8 +7,15 @@
  * with frame pointers meanwhile. Exec forgets a process; a walk that meets
  * code outside its known mappings (a library loaded since, JIT code) asks
  * again, at most once per UNWIND_REFRESH_NS. (Tracing mmap instead would need
- * a syscall tracepoint, which slows every system call on the machine.) The
- * walk itself is in stack.bpf.h, inlined where stacks are walked.
+ * a syscall tracepoint, which slows every system call on the machine.)
+ *
+ * User space publishes a process some 20 ms after it asks (an mmap may be
+ * under way), and a new process often blocks before that. So the tables it
+ * has loaded are also in unwind_files, by file identity: a process not
+ * published yet gets its mappings here, from its VMAs, for the files whose
+ * tables are there (unwind_proc_from_vmas()); user space's list replaces
+ * them when it comes. The walk itself is in stack.bpf.h, inlined where
+ * stacks are walked.
  */
 #include "stack.bpf.h"
 
@@ -22,6 +29,33 @@ struct {
 	__type(key, __u32);
 	__type(value, struct offcpu_unwind_row);
 } unwind_rows SEC(".maps");
+
+/* Written from user space only: a table, by the file it is of. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct offcpu_unwind_file_key);
+	__type(value, struct offcpu_unwind_file);
+} unwind_files SEC(".maps");
+
+/* Bumped by user space before it rewrites rows that unwind_files pointed
+ * at: a list built across a bump may point at another file's rows. */
+__u32 unwind_files_gen;
+
+/* The list unwind_proc_from_vmas() builds: 2 KiB, too large for the stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_unwind_proc);
+} unwind_vma_scratch SEC(".maps");
+
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task,
+				 __u64 addr) __ksym __weak;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym __weak;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym __weak;
+
+#define VM_EXEC 0x4
 
 /*
  * The row each recently unwound pc had, per CPU, by a hash of the pc: the
@@ -159,6 +193,88 @@ __noinline int unwind_rule(const struct offcpu_unwind_proc *p, __u64 pc,
 	if (!m->n_rows)
 		return 1;
 	return unwind_row_get(m, pc, row) ? 2 : 1;
+}
+
+/* The address a mapping of f at start, from file offset pgoff, shifts f's
+ * virtual addresses by (as mapping_bias() in daemon/unwinder.c). */
+static __always_inline bool file_bias(const struct offcpu_unwind_file *f, __u64 start, __u64 pgoff,
+				      __u64 *bias)
+{
+	for (__u32 i = 0; i < OFFCPU_UNWIND_FILE_LOADS; i++) {
+		const struct offcpu_unwind_load *l = &f->loads[i];
+
+		if (i >= f->n_loads)
+			break;
+		if (pgoff >= (l->offset & ~0xfffull) && pgoff < l->offset + l->filesz) {
+			*bias = start - pgoff + l->offset - l->vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Publishes the current process (tgid), asked for lately, in unwind_procs
+ * with the executable file mappings among its VMAs whose files have tables
+ * in unwind_files. Returns 1 if it did: 0 if it maps no such file, its VMAs
+ * cannot be read now (the kernel lacks the VMA iterator; irqs are off, as
+ * in sched_switch, or mmap_lock is held: the iterator fails rather than
+ * waits), or an entry is there already. A global function: verified once.
+ */
+__noinline int unwind_proc_from_vmas(__u32 tgid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct offcpu_unwind_file_key key = {};
+	struct offcpu_unwind_proc *e;
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	__u32 zero = 0, gen = unwind_files_gen;
+
+	if (!bpf_iter_task_vma_new || !unwind_asked_lately(tgid)) /* a __weak kfunc: 0 if missing */
+		return 0;
+	e = bpf_map_lookup_elem(&unwind_vma_scratch, &zero);
+	if (!e)
+		return 0;
+	e->n = 0;
+	e->flags = OFFCPU_UNWIND_FROM_VMAS;
+	bpf_iter_task_vma_new(&it, task, 0); /* on failure, _next() returns NULL */
+	while ((vma = bpf_iter_task_vma_next(&it))) {
+		const struct offcpu_unwind_file *f;
+		struct inode *inode;
+		__u64 pgoff, bias;
+		__u32 n = e->n, dev;
+
+		if (n >= OFFCPU_UNWIND_MAPPINGS)
+			break;
+		if (!(vma->vm_flags & VM_EXEC) || !vma->vm_file)
+			continue;
+		inode = BPF_CORE_READ(vma, vm_file, f_inode);
+		dev = BPF_CORE_READ(inode, i_sb, s_dev);
+		key.major = dev >> 20; /* the kernel's dev_t: MAJOR << 20 | MINOR */
+		key.minor = dev & 0xfffff;
+		key.ino = BPF_CORE_READ(inode, i_ino);
+		f = bpf_map_lookup_elem(&unwind_files, &key);
+		pgoff = vma->vm_pgoff << 12;
+		if (!f || !file_bias(f, vma->vm_start, pgoff, &bias))
+			continue;
+		e->maps[n & (OFFCPU_UNWIND_MAPPINGS - 1)] = (struct offcpu_unwind_mapping){
+			.start = vma->vm_start,
+			.end = vma->vm_end,
+			.bias = bias,
+			.first_row = f->first_row,
+			.n_rows = f->n_rows,
+		};
+		e->n = n + 1;
+	}
+	bpf_iter_task_vma_destroy(&it);
+	if (!e->n || bpf_map_update_elem(&unwind_procs, &tgid, e, BPF_NOEXIST))
+		return 0;
+	if (unwind_files_gen != gen) { /* rows rewritten meanwhile: withdraw */
+		bpf_map_delete_elem(&unwind_procs, &tgid);
+		return 0;
+	}
+	count(OFFCPU_CNT_UNWIND_FROM_VMAS);
+	return 1;
 }
 
 /* Never written; not const, because a global function's pointer arguments

@@ -43,6 +43,7 @@ extern struct unwind_requests_map unwind_requests SEC(".maps");
 extern struct offcpu_unwind_proc no_tables;
 
 int unwind_rule(const struct offcpu_unwind_proc *p, __u64 pc, struct offcpu_unwind_row *row);
+int unwind_proc_from_vmas(__u32 tgid);
 __u64 stack_hash(const struct offcpu_stack *st);
 
 static __always_inline void walk_stack(void *ctx, struct offcpu_stack *st, __u64 flags,
@@ -97,6 +98,16 @@ static __always_inline void unwind_refresh(__u32 tgid)
 		return;
 	*asked = now;
 	unwind_submit(tgid);
+}
+
+/* Whether tgid's tables were asked for less than UNWIND_REFRESH_NS ago: a
+ * new process user space has not read yet, not one it could not read (a
+ * full map, say), whose every walk would try its VMAs again. */
+static __always_inline bool unwind_asked_lately(__u32 tgid)
+{
+	__u64 *asked = bpf_map_lookup_elem(&unwind_requested, &tgid);
+
+	return asked && bpf_ktime_get_ns() - *asked < UNWIND_REFRESH_NS;
 }
 
 struct user_walk {
@@ -246,8 +257,15 @@ static __always_inline void unwind_user_stack(struct task_struct *t, __u32 tgid,
 	bpf_loop(depth, unwind_step, &s, 0);
 	if (!proc)
 		return;
-	if (s.unknown_pc)
+	/* A list built from the VMAs may be from before the process's loader
+	 * mapped its libraries: one that did not take a walk to its end is
+	 * built again at the next chance. User space's list is refreshed. */
+	if (proc->flags & OFFCPU_UNWIND_FROM_VMAS) {
+		if (!(st->flags & OFFCPU_STACK_COMPLETE))
+			bpf_map_delete_elem(&unwind_procs, &tgid);
+	} else if (s.unknown_pc) {
 		unwind_refresh(tgid);
+	}
 	count(OFFCPU_CNT_USTACK_TABLE_WALKS);
 	if (!(st->flags & OFFCPU_STACK_COMPLETE))
 		count(OFFCPU_CNT_USTACK_TRUNCATED);
@@ -260,6 +278,19 @@ static __always_inline const struct offcpu_unwind_proc *unwind_proc(__u32 tgid)
 
 	if (!proc)
 		unwind_request(tgid);
+	return proc;
+}
+
+/* As unwind_proc(), for a walk of the current task's process from a task
+ * work (irqs on: the VMA iterator refuses to run with them off, as in
+ * sched_switch): one that has none yet gets its mappings from its VMAs,
+ * where it maps files whose tables are loaded already. */
+static __always_inline const struct offcpu_unwind_proc *unwind_proc_current(__u32 tgid)
+{
+	const struct offcpu_unwind_proc *proc = unwind_proc(tgid);
+
+	if (!proc && unwind_proc_from_vmas(tgid))
+		proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	return proc;
 }
 
@@ -282,11 +313,15 @@ static __always_inline void walk_user_stack(void *ctx, struct task_struct *prev,
 }
 
 /* t's user stack where there is no program context to walk from (a task
- * work, or t not current but of the current mm). tp_btf only. */
+ * work, or t not current but of the current mm). tp_btf only. in_task_work:
+ * t is current, in a task work (irqs on). */
 static __always_inline void walk_task_user_stack(struct task_struct *t, __u32 tgid,
-						 struct offcpu_stack *st)
+						 struct offcpu_stack *st, bool in_task_work)
 {
-	const struct offcpu_unwind_proc *proc = unwind_dwarf ? unwind_proc(tgid) : NULL;
+	const struct offcpu_unwind_proc *proc = NULL;
+
+	if (unwind_dwarf)
+		proc = in_task_work ? unwind_proc_current(tgid) : unwind_proc(tgid);
 
 	if (unwind_dwarf && !proc)
 		count(OFFCPU_CNT_USTACK_FP_FALLBACK);

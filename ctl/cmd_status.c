@@ -27,6 +27,7 @@ static void unwind_summary(const struct proto_status *st)
 	uint64_t walks = counter_value(st, "ustack_table_walks");
 	uint64_t truncated = counter_value(st, "ustack_truncated");
 	uint64_t fallback = counter_value(st, "ustack_fp_fallback");
+	uint64_t from_vmas = counter_value(st, "unwind_from_vmas");
 
 	if (!*u->mode)
 		return;
@@ -51,6 +52,8 @@ static void unwind_summary(const struct proto_status *st)
 		       100.0 * (walks - truncated) / walks);
 	if (fallback)
 		printf("; %" PRIu64 " with frame pointers, before their process's tables", fallback);
+	if (u->from_vmas)
+		printf("; %" PRIu64 " new processes mapped from their VMAs", from_vmas);
 	printf("\n");
 	printf("user frames: names kept for %" PRIu64 " processes (%" PRIu64 " files held)",
 	       u->kept_processes, u->kept_files);

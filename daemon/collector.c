@@ -62,6 +62,7 @@ struct collector {
 	uint32_t fileio_slots; /* slots of kind FILEIO handed out */
 	uint32_t waker_slots;  /* of kinds WAKEUP, OFFWAKE and CHAIN */
 	bool runq_clock;       /* the programs read run-queue waits at switch-in */
+	bool unwind_from_vmas; /* new processes' mappings built from their VMAs */
 	bool raw_tp;
 	uint32_t used_mask; /* slots handed out, as seen by this thread */
 	int ncpus;
@@ -263,6 +264,7 @@ const char *collector_walk_mode(const struct collector *c, const char **ret_why)
 struct kernel_features {
 	bool task_work;	  /* the BPF task work kfunc deferred walks need */
 	bool runq_clock;  /* sched_info.last_queued and a task's run queue (queued_at()) */
+	bool vma_iter;	  /* the VMA iterator kfuncs (6.7) unwind_proc_from_vmas() needs */
 };
 
 static bool btf_has_member(const struct btf *btf, const char *type, const char *member)
@@ -286,6 +288,7 @@ static struct kernel_features kernel_features(void)
 		return f;
 	f.task_work = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
 					     BTF_KIND_FUNC) > 0;
+	f.vma_iter = btf__find_by_name_kind(vmlinux, "bpf_iter_task_vma_new", BTF_KIND_FUNC) > 0;
 	f.runq_clock = btf_has_member(vmlinux, "task_struct", "sched_info") &&
 		       btf_has_member(vmlinux, "sched_info", "last_queued") &&
 		       btf_has_member(vmlinux, "sched_entity", "cfs_rq") &&
@@ -357,6 +360,8 @@ static int load(struct collector *c, const struct collector_options *opts)
 	c->no_defer_why = no_defer_reason(opts, c->raw_tp, &kernel);
 	skel->rodata->defer_walks = !c->no_defer_why;
 	c->runq_clock = kernel.runq_clock && !c->raw_tp;
+	/* Built in task works only: the iterator refuses to run with irqs off. */
+	c->unwind_from_vmas = kernel.vma_iter && skel->rodata->unwind_dwarf && !c->no_defer_why;
 	skel->rodata->runq_from_sched_info = c->runq_clock;
 	skel->rodata->thread_banks = !c->raw_tp;
 	bpf_map__set_max_entries(skel->maps.unwind_rows,
@@ -755,6 +760,8 @@ bool collector_unwind_maps(const struct collector *c, struct unwinder_maps *ret)
 		.procs_fd = bpf_map__fd(c->skel->maps.unwind_procs),
 		.requested_fd = bpf_map__fd(c->skel->maps.unwind_requested),
 		.requests_fd = bpf_map__fd(c->skel->maps.unwind_requests),
+		.files_fd = bpf_map__fd(c->skel->maps.unwind_files),
+		.files_gen = &c->skel->bss->unwind_files_gen,
 	};
 	return true;
 }
@@ -1175,6 +1182,11 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 		n++;
 	}
 	return n;
+}
+
+bool collector_unwind_from_vmas(const struct collector *c)
+{
+	return c->unwind_from_vmas;
 }
 
 bool collector_bpf_stats(const struct collector *c)

@@ -126,6 +126,11 @@ void collector_free(struct collector *c); /* NULL-safe; detaches */
  * slots do); *ret_why says why not deferred ("" if it is). */
 const char *collector_walk_mode(const struct collector *c, const char **ret_why);
 
+/* Whether the kernel side builds a new process's mappings from its VMAs,
+ * for its walks before user space has read them (bpf/stack.bpf.c): it
+ * needs the VMA iterator kfuncs and deferred walks. */
+bool collector_unwind_from_vmas(const struct collector *c);
+
 /* "tp_btf" or "raw_tp": which sched_switch program is attached. */
 const char *collector_tracepoint(const struct collector *c);
 

@@ -200,6 +200,7 @@ static void unwind_status(struct manager *m, struct unwinder_stats *ustats,
 		.given_up = ustats->given_up,
 		.failed = ustats->failed,
 		.requests = ustats->requests,
+		.from_vmas = collector_unwind_from_vmas(m->collector),
 	};
 }
 

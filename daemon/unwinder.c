@@ -21,6 +21,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -171,6 +172,59 @@ static int64_t find_room(struct unwinder *u, uint32_t n)
 	return found;
 }
 
+static struct proc *proc_find(struct unwinder *u, uint32_t tgid);
+
+static struct offcpu_unwind_file_key file_key(const struct table *t)
+{
+	return (struct offcpu_unwind_file_key){ .major = major(t->dev),
+						 .minor = minor(t->dev),
+						 .ino = t->ino };
+}
+
+/* Tells the kernel side t's rows, for the processes it has not been told
+ * of yet (unwind_proc_from_vmas() in bpf/stack.bpf.c). */
+static void file_publish(struct unwinder *u, const struct table *t)
+{
+	struct offcpu_unwind_file_key key = file_key(t);
+	struct offcpu_unwind_file f = { .first_row = t->first_row, .n_rows = t->n_rows };
+
+	for (size_t i = 0; i < t->n_loads && i < OFFCPU_UNWIND_FILE_LOADS; i++)
+		f.loads[f.n_loads++] = (struct offcpu_unwind_load){ t->loads[i].offset,
+								     t->loads[i].vaddr,
+								     t->loads[i].filesz };
+	bpf_map_update_elem(u->maps.files_fd, &key, &f, BPF_ANY); /* full: frame pointers */
+}
+
+/* Deletes the unwind_procs entries the kernel side built itself (those of
+ * processes not in u->procs); with only_gone, only those of processes
+ * that are gone. */
+static void drop_kernel_built(struct unwinder *u, bool only_gone)
+{
+	uint32_t key, next, *prev = NULL;
+
+	while (bpf_map_get_next_key(u->maps.procs_fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (proc_find(u, key) || (only_gone && !(kill((pid_t)key, 0) < 0 && errno == ESRCH)))
+			continue;
+		bpf_map_delete_elem(u->maps.procs_fd, &key);
+		if (only_gone)
+			bpf_map_delete_elem(u->maps.requested_fd, &key);
+	}
+}
+
+/* Withdraws t's rows, which are about to be rewritten, from the kernel
+ * side: its unwind_files entry, and every list it built that may point at
+ * them. The bump makes a list built meanwhile withdraw itself. */
+static void file_withdraw(struct unwinder *u, const struct table *t)
+{
+	struct offcpu_unwind_file_key key = file_key(t);
+
+	bpf_map_delete_elem(u->maps.files_fd, &key);
+	__atomic_fetch_add(u->maps.files_gen, 1, __ATOMIC_SEQ_CST);
+	drop_kernel_built(u, false);
+}
+
 /* Drops the least recently used table no process uses, other than keep
  * (the one being loaded); false if none. */
 static bool evict_one(struct unwinder *u, const struct table *keep)
@@ -188,6 +242,7 @@ static bool evict_one(struct unwinder *u, const struct table *keep)
 		return false;
 	victim->live = false;
 	if (victim->n_rows) {
+		file_withdraw(u, victim);
 		pthread_mutex_lock(&u->stats_lock);
 		u->stats.evictions++;
 		pthread_mutex_unlock(&u->stats_lock);
@@ -288,6 +343,8 @@ static ssize_t table_get(struct unwinder *u, int fd, const char *path)
 	/* On failure the file keeps a table of 0 rows (frame pointers). */
 	t->no_room = load_rows(u, fd, t, path) == -ENOSPC;
 	t->retry_ns = clock_monotonic_ns() + NO_ROOM_RETRY_NS;
+	if (t->n_rows)
+		file_publish(u, t);
 found:
 	u->tables[idx].last_used = ++u->clock;
 	return (ssize_t)idx;
@@ -446,9 +503,11 @@ static int prepare(struct unwinder *u, uint32_t tgid)
 	return 0;
 }
 
-/* Forgets processes that exited or exec'd (exec deletes their entry). */
+/* Forgets processes that exited or exec'd (exec deletes their entry), and
+ * the lists the kernel side built for processes gone before they were read. */
 static void sweep(struct unwinder *u)
 {
+	drop_kernel_built(u, true);
 	for (size_t i = 0; i < u->n_procs;) {
 		struct offcpu_unwind_proc e;
 		uint32_t tgid = u->procs[i].tgid;

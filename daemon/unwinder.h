@@ -25,6 +25,8 @@ struct unwinder_maps {
 	int procs_fd;	   /* unwind_procs */
 	int requested_fd;  /* unwind_requested */
 	int requests_fd;   /* unwind_requests ring buffer */
+	int files_fd;	   /* unwind_files: loaded tables by file identity */
+	volatile uint32_t *files_gen; /* unwind_files_gen, in the mmapped .bss */
 };
 
 struct unwinder_stats {

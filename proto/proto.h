@@ -274,6 +274,9 @@ struct proto_unwind_status {
 	 * kept for naming after they exit, and the files held for them. */
 	uint64_t unknown_exited, unknown_unmapped, unknown_anonymous;
 	uint64_t kept_processes, kept_files;
+	/* New processes' mappings built by the kernel side from their VMAs
+	 * until user space reads them (a 6.7+ kernel with BPF task work). */
+	bool from_vmas;
 };
 
 /* One kind of recording as status reports it (daemon/kind_status.h). */

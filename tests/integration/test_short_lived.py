@@ -9,10 +9,15 @@ second) between two drains: the drain that names its stacks runs after it
 has exited, and its /proc/PID/maps and map_files are gone by then.
 
 Each process first blocks in wait_for_go (its start line), where its
-unwind tables are built: naps are counted, not that first block. Whole
-stacks from a process's very first block are the unwinder's part of
-issue 16, not checked here. With unwind = fp nothing keeps their mappings:
-their frames say so ([unknown: exited]) and status counts them.
+unwind tables are built: naps are counted, not that first block. With
+unwind = fp nothing keeps their mappings: their frames say so ([unknown:
+exited]) and status counts them.
+
+From the first block (test_always_on_whole_from_the_first_block): processes
+that start napping at once, before user space has read their mappings,
+under the always-on (sampled) profile. Their binary's tables are loaded
+already (an earlier process of it ran), so the kernel side builds their
+mappings from their VMAs at their first deferred walk: every nap whole.
 """
 import json
 import os
@@ -174,6 +179,50 @@ class ShortLivedTest(unittest.TestCase):
             for why in ("exited", "unmapped", "anonymous"):
                 self.assertIn(f"unknown_{why}", u)
             self.assertIn("user frames: names kept for", d.ctl("status").stdout)
+        finally:
+            self.assertEqual(d.stop(), 0, d.log_text())
+
+    def test_always_on_whole_from_the_first_block(self):
+        # The default stack mode (sampled): a 1 ms nap is at least the
+        # default period T, so every nap is sampled, and its user stack is
+        # walked on its way back to user mode.
+        d = self.daemon(SLOW_DRAINS + "window_seconds = 10\ncontinuous_stacks = sampled\n"
+                        "continuous_states = S\n")
+        try:
+            if not d.status()["unwind"]["from_vmas"]:
+                self.skipTest("this kernel cannot build a new process's mappings from its VMAs "
+                              "(VMA iterator kfuncs, 6.7, and BPF task work needed)")
+            # (Before the first window starts: export takes the windows
+            # that start in its range.)
+            begin = int(time.time() * 1000)
+            # A first process of the binary, held at its start line while
+            # its tables are loaded (user space reads a process's maps 20 ms
+            # after it first blocks).
+            first = ShortWorkload()
+            try:
+                time.sleep(0.5)
+                first.go()
+                first.truth()
+            finally:
+                first.kill()
+            procs = [subprocess.Popen([SHORT_WORKLOAD, "--threads", str(THREADS), "--naps", str(NAPS)],
+                                      stdout=subprocess.PIPE, text=True) for _ in range(PROCESSES)]
+            truth = {}
+            for p in procs:
+                out, _ = p.communicate(timeout=60)
+                self.assertEqual(p.returncode, 0)
+                got = json.loads(out.strip().splitlines()[-1])
+                truth[got["pid"]] = {t["tid"]: t["naps"] for t in got["threads"]}
+            end = int(time.time() * 1000)
+            deadline = time.monotonic() + 60
+            while not any(w["start_ms"] >= end + 11000 for w in continuous(windows(d))):
+                self.assertLess(time.monotonic(), deadline, "no window after the processes' exit")
+                time.sleep(0.5)
+            for pid in truth:
+                exp = export_json(d, "--from", str(begin / 1000 - 1), "--to", str(time.time() + 1),
+                                  "--pid", str(pid))
+                self.check(exp["samples"], {pid: truth[pid]}, "always-on, from the first block")
+            self.assertGreater(d.status()["counters"]["unwind_from_vmas"], 0)
         finally:
             self.assertEqual(d.stop(), 0, d.log_text())
 
