@@ -52,6 +52,7 @@ struct table {
 	size_t build_id_len;
 	struct elf_load loads[LOADS_MAX];
 	size_t n_loads;
+	char *path;		    /* as the process it was built for maps it, or NULL */
 	uint32_t first_row, n_rows; /* n_rows 0: no table (none built, or no room) */
 	uint32_t refs;		    /* processes whose published mappings use it */
 	bool no_room;		    /* rows were full: built again when asked for after retry_ns */
@@ -173,6 +174,7 @@ static int64_t find_room(struct unwinder *u, uint32_t n)
 }
 
 static struct proc *proc_find(struct unwinder *u, uint32_t tgid);
+static void keep_kernel_built(struct unwinder *u, uint32_t tgid);
 
 static struct offcpu_unwind_file_key file_key(const struct table *t)
 {
@@ -207,6 +209,8 @@ static void drop_kernel_built(struct unwinder *u, bool only_gone)
 		prev = &key;
 		if (proc_find(u, key) || (only_gone && !(kill((pid_t)key, 0) < 0 && errno == ESRCH)))
 			continue;
+		if (only_gone)
+			keep_kernel_built(u, key);
 		bpf_map_delete_elem(u->maps.procs_fd, &key);
 		if (only_gone)
 			bpf_map_delete_elem(u->maps.requested_fd, &key);
@@ -241,6 +245,8 @@ static bool evict_one(struct unwinder *u, const struct table *keep)
 	if (!victim)
 		return false;
 	victim->live = false;
+	free(victim->path);
+	victim->path = NULL;
 	if (victim->n_rows) {
 		file_withdraw(u, victim);
 		pthread_mutex_lock(&u->stats_lock);
@@ -340,6 +346,7 @@ static ssize_t table_get(struct unwinder *u, int fd, const char *path)
 	t = &u->tables[idx];
 	*t = key;
 	t->live = true;
+	t->path = strdup(path);
 	/* On failure the file keeps a table of 0 rows (frame pointers). */
 	t->no_room = load_rows(u, fd, t, path) == -ENOSPC;
 	t->retry_ns = clock_monotonic_ns() + NO_ROOM_RETRY_NS;
@@ -364,6 +371,64 @@ static bool mapping_bias(const struct table *t, uint64_t start, uint64_t pgoff, 
 		}
 	}
 	return false;
+}
+
+/* The file offset a mapping at start with bias maps from: mapping_bias()
+ * inverted, for the load segment it falls in. */
+static bool mapping_pgoff(const struct table *t, uint64_t start, uint64_t bias, uint64_t *pgoff)
+{
+	for (size_t i = 0; i < t->n_loads; i++) {
+		const struct elf_load *l = &t->loads[i];
+		uint64_t off = start - bias + l->offset - l->vaddr;
+
+		if (!(off & 0xfff) && off >= (l->offset & ~0xfffull) && off < l->offset + l->filesz) {
+			*pgoff = off;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The live table whose rows start at first_row; NULL if none. */
+static const struct table *table_at_row(const struct unwinder *u, uint32_t first_row)
+{
+	for (size_t i = 0; i < u->n_tables; i++)
+		if (u->tables[i].live && u->tables[i].n_rows && u->tables[i].first_row == first_row)
+			return &u->tables[i];
+	return NULL;
+}
+
+/*
+ * tgid exited before its maps were read: keeps what the kernel side built
+ * of them from its VMAs (if it did), as maps lines, for its stacks to be
+ * named after all (proc_files_keep()). Call before its entry is deleted.
+ */
+static void keep_kernel_built(struct unwinder *u, uint32_t tgid)
+{
+	struct offcpu_unwind_proc e;
+	char *lines = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!u->files || bpf_map_lookup_elem(u->maps.procs_fd, &tgid, &e) < 0 ||
+	    !(e.flags & OFFCPU_UNWIND_FROM_VMAS))
+		return;
+	f = open_memstream(&lines, &len);
+	if (!f)
+		return;
+	for (uint32_t i = 0; i < e.n && i < OFFCPU_UNWIND_MAPPINGS; i++) {
+		const struct offcpu_unwind_mapping *m = &e.maps[i];
+		const struct table *t = table_at_row(u, m->first_row);
+		uint64_t pgoff;
+
+		if (t && t->path && mapping_pgoff(t, m->start, m->bias, &pgoff))
+			fprintf(f, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " %02x:%02x %" PRIu64 " %s\n",
+				(uint64_t)m->start, (uint64_t)m->end, pgoff, major(t->dev), minor(t->dev),
+				(uint64_t)t->ino, t->path);
+	}
+	if (fclose(f) == 0 && len)
+		proc_files_keep(u->files, tgid, lines, len);
+	free(lines);
 }
 
 static int open_mapping(struct unwinder *u, uint32_t tgid, uint64_t start, uint64_t end,
@@ -403,11 +468,13 @@ static void proc_forget(struct unwinder *u, struct proc *p)
 	*p = u->procs[--u->n_procs];
 }
 
-/* Reads tgid's executable file mappings into e (and their tables into p). */
+/* Reads tgid's executable file mappings into e (and their tables into p).
+ * Returns 0, or -ESRCH if it is gone (or a zombie: its maps are empty). */
 static int read_maps(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_proc *e,
 		     struct proc *p)
 {
 	char path[PATH_MAX], line[PATH_MAX + 128];
+	bool any = false;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", u->proc_root, tgid);
@@ -422,6 +489,7 @@ static int read_maps(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_pro
 
 		if (!proc_maps_parse(line, &m) || !proc_map_exec(&m))
 			continue;
+		any = true;
 		if (m.path[0] != '/')
 			continue; /* [vdso], anonymous (JIT) code: frame pointers */
 		fd = open_mapping(u, tgid, m.start, m.end, m.path);
@@ -442,7 +510,7 @@ static int read_maps(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_pro
 		};
 	}
 	fclose(f);
-	return 0;
+	return any ? 0 : -ESRCH; /* a zombie's maps are empty */
 }
 
 /* When the kernel side last asked for tgid's tables; 0 if it did not. */
@@ -603,6 +671,7 @@ static void *unwinder_thread(void *arg)
 {
 	struct unwinder *u = arg;
 	struct epoll_event ev;
+	int err;
 
 	while (!atomic_load(&u->stop)) {
 		uint64_t now = clock_monotonic_ns();
@@ -620,8 +689,11 @@ static void *unwinder_thread(void *arg)
 				continue;
 			}
 			u->pending[i] = u->pending[--u->n_pending];
-			if (prepare(u, tgid) == -ENOMEM)
+			err = prepare(u, tgid);
+			if (err == -ENOMEM)
 				bpf_map_delete_elem(u->maps.requested_fd, &tgid);
+			else if (err == -ESRCH) /* gone before it was read */
+				keep_kernel_built(u, tgid);
 		}
 		if (now - u->last_sweep_ns >= SWEEP_INTERVAL_NS) {
 			sweep(u);
@@ -710,6 +782,8 @@ void unwinder_free(struct unwinder *u)
 	ring_buffer__free(u->rb);
 	if (u->rows)
 		munmap(u->rows, u->rows_bytes);
+	for (size_t i = 0; i < u->n_tables; i++)
+		free(u->tables[i].path);
 	free(u->tables);
 	free(u->procs);
 	free(u->pending);

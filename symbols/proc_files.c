@@ -258,24 +258,20 @@ static int pf_proc_hold(struct proc_files *pf, struct pf_proc *p)
 	return 0;
 }
 
-int proc_files_note(struct proc_files *pf, uint32_t tgid)
+/* Keeps fresh (its lines read) as what is known of its process, in place
+ * of what was kept of it. */
+static int pf_store(struct proc_files *pf, struct pf_proc fresh, uint64_t now)
 {
-	struct pf_proc fresh = { .tgid = tgid }, *p;
-	uint64_t now = pf_now_ns();
+	struct pf_proc *p;
 	int r;
 
-	r = pf_read_maps(pf, tgid, &fresh);
-	if (r < 0) {
-		free(fresh.lines);
-		return r;
-	}
 	fresh.noted_ns = now;
 	pthread_mutex_lock(&pf->lock);
 	pf_sweep(pf, now);
 	/* Hold the new references before the old go: an exec'd or re-noted
 	 * process keeps the files it shares with its old image open. */
 	r = pf_proc_hold(pf, &fresh);
-	p = pf_proc_find(pf, tgid);
+	p = pf_proc_find(pf, fresh.tgid);
 	if (r < 0) {
 		pf_proc_release(pf, &fresh);
 	} else if (p) {
@@ -300,6 +296,34 @@ int proc_files_note(struct proc_files *pf, uint32_t tgid)
 	}
 	pthread_mutex_unlock(&pf->lock);
 	return r;
+}
+
+int proc_files_note(struct proc_files *pf, uint32_t tgid)
+{
+	struct pf_proc fresh = { .tgid = tgid };
+	int r = pf_read_maps(pf, tgid, &fresh);
+
+	if (r < 0) {
+		free(fresh.lines);
+		return r;
+	}
+	return pf_store(pf, fresh, pf_now_ns());
+}
+
+int proc_files_keep(struct proc_files *pf, uint32_t tgid, const char *lines, size_t len)
+{
+	struct pf_proc fresh = { .tgid = tgid, .len = len };
+	uint64_t now = pf_now_ns();
+
+	if (!len || lines[len - 1] != '\n' || len > PF_MAPS_BYTES)
+		return -EINVAL;
+	fresh.lines = malloc(len + 1);
+	if (!fresh.lines)
+		return -ENOMEM;
+	memcpy(fresh.lines, lines, len);
+	fresh.lines[len] = '\0';
+	fresh.exited_ns = now;
+	return pf_store(pf, fresh, now);
 }
 
 int proc_files_maps(struct proc_files *pf, uint32_t tgid, int (*parse)(void *arg, char *line),

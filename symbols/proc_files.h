@@ -41,6 +41,13 @@ void proc_files_free(struct proc_files *pf); /* NULL-safe; closes the files */
  * -ENOMEM (what was kept stays). */
 int proc_files_note(struct proc_files *pf, uint32_t tgid);
 
+/* Keeps lines, /proc/PID/maps lines of executable mappings, each ending
+ * in '\n', for tgid, which has exited without its maps read: what another
+ * source knew of them (the unwinder's kernel-built list). Its files are
+ * held where some other kept process holds them, else opened by path.
+ * Returns 0, -EINVAL or -ENOMEM. */
+int proc_files_keep(struct proc_files *pf, uint32_t tgid, const char *lines, size_t len);
+
 /* Calls parse(arg, line) on each kept executable mapping of tgid, a
  * /proc/PID/maps line (parse may change it), until parse returns < 0.
  * Returns that, 0, or -ENOENT if tgid is not kept. */

@@ -18,6 +18,8 @@ that start napping at once, before user space has read their mappings,
 under the always-on (sampled) profile. Their binary's tables are loaded
 already (an earlier process of it ran), so the kernel side builds their
 mappings from their VMAs at their first deferred walk: every nap whole.
+Those that exit before user space reads their maps are named from that
+list.
 """
 import json
 import os
@@ -205,8 +207,12 @@ class ShortLivedTest(unittest.TestCase):
                 first.truth()
             finally:
                 first.kill()
-            procs = [subprocess.Popen([SHORT_WORKLOAD, "--threads", str(THREADS), "--naps", str(NAPS)],
-                                      stdout=subprocess.PIPE, text=True) for _ in range(PROCESSES)]
+            # Then processes that nap at once: PROCESSES that live some
+            # 0.1 s, and as many that exit within 10 ms, before user space
+            # reads their maps: named from the kernel's list of them.
+            runs = [(THREADS, NAPS)] * PROCESSES + [(1, 5)] * PROCESSES
+            procs = [subprocess.Popen([SHORT_WORKLOAD, "--threads", str(t), "--naps", str(n)],
+                                      stdout=subprocess.PIPE, text=True) for t, n in runs]
             truth = {}
             for p in procs:
                 out, _ = p.communicate(timeout=60)

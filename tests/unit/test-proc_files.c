@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -135,6 +136,29 @@ int main(int argc, char **argv)
 	CHECK(proc_files_open(pf, f.exe_map.dev, f.exe_map.ino + 1) == -ENOENT);
 	proc_files_stats(pf, &st);
 	CHECK(st.processes == 1);
+
+	/* A process never read, kept from lines another source knew (the
+	 * unwinder's kernel-built list): its mapping of the held file opens
+	 * that file. */
+	{
+		char keep[256];
+		struct found k = { 0 };
+		pid_t other = 4194304; /* above pid_max: never a live process */
+
+		snprintf(keep, sizeof(keep), "%llx-%llx r-xp %08llx %02x:%02x %llu %s\n",
+			 (unsigned long long)f.exe_map.start, (unsigned long long)f.exe_map.end,
+			 (unsigned long long)f.exe_map.pgoff, major(f.exe_map.dev),
+			 minor(f.exe_map.dev), (unsigned long long)f.exe_map.ino, exe);
+		CHECK(proc_files_keep(pf, other, keep, strlen(keep) - 1) == -EINVAL); /* no '\n' */
+		CHECK(proc_files_keep(pf, other, keep, strlen(keep)) == 0);
+		CHECK(proc_files_maps(pf, other, find_exe, &k) == 0);
+		CHECK(k.lines == 1 && !strcmp(k.exe_path, exe) && k.exe_map.start == f.exe_map.start);
+		fd = proc_files_open(pf, k.exe_map.dev, k.exe_map.ino);
+		CHECK(fd >= 0);
+		close(fd);
+		proc_files_stats(pf, &st);
+		CHECK(st.processes == 2 && st.exited >= 1); /* (the other one: once a sweep notices) */
+	}
 	proc_files_free(pf);
 	CHECK(rmdir(dir) == 0);
 	return check_failures ? 1 : 0;
