@@ -319,15 +319,24 @@ void flame_pl_colour(char *buf, enum flame_pl_palette p, enum flame_colour_key k
 	snprintf(buf, FLAME_COLOUR_MAX, "rgb(%d,%d,%d)", r & 0xff, g & 0xff, b & 0xff);
 }
 
+unsigned flame_diff_shade(double delta, double max)
+{
+	double share = fabs(delta) / fmax(max, 1);
+
+	if (!(share <= 1)) /* beyond max, inf, NaN: huge counts overflow to inf */
+		share = 1;
+	return (unsigned)(210 * (1 - share));
+}
+
 void flame_pl_diff_colour(char *buf, double delta, double max)
 {
-	int r = 255, g = 255, b = 255;
+	unsigned r = 255, g = 255, b = 255;
 
 	if (delta > 0)
-		g = b = (int)(210 * (max - delta) / max);
+		g = b = flame_diff_shade(delta, max);
 	else if (delta < 0)
-		r = g = (int)(210 * (max + delta) / max);
-	snprintf(buf, FLAME_COLOUR_MAX, "rgb(%d,%d,%d)", r & 0xff, g & 0xff, b & 0xff);
+		r = g = flame_diff_shade(delta, max);
+	snprintf(buf, FLAME_COLOUR_MAX, "rgb(%u,%u,%u)", r, g, b);
 }
 
 /* The palette map: an open-addressing table of (name, colour) strings. */

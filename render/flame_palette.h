@@ -63,6 +63,11 @@ void flame_pl_colour(char *buf, enum flame_pl_palette p, enum flame_colour_key k
  * max; white unchanged. */
 void flame_pl_diff_colour(char *buf, double delta, double max);
 
+/* The other two channels of a changed frame: 210 unchanged, 0 at the
+ * largest change, max (taken as at least 1, as flamegraph.pl's maxdelta);
+ * 0 too where delta or max is inf or NaN. */
+unsigned flame_diff_shade(double delta, double max);
+
 /* A consistent palette: names to colours, kept in a file across graphs. */
 struct flame_palette_map;
 

@@ -252,11 +252,10 @@ static void svg_diff_colour(char buf[8], double change, double max)
 {
 	unsigned r = 255, g = 255, b = 255;
 
-	max = fmax(max, 1);
 	if (change > 0)
-		g = b = (unsigned)(210 * (max - fmin(change, max)) / max);
+		g = b = flame_diff_shade(change, max);
 	else if (change < 0)
-		r = g = (unsigned)(210 * (max + fmax(change, -max)) / max);
+		r = g = flame_diff_shade(change, max);
 	snprintf(buf, 8, "#%02x%02x%02x", r, g, b);
 }
 

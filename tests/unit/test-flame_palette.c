@@ -3,6 +3,7 @@
  * from Perl's own rand (perl -e 'srand(unpack("%32W*", $n)); print rand(1)'),
  * not from this code. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,13 @@ static void test_palettes(void)
 	CHECK_STR(buf, "rgb(0,0,255)");
 	flame_pl_diff_colour(buf, 0, 20);
 	CHECK_STR(buf, "rgb(255,255,255)");
+	/* counts too large for a double: inf and NaN take the largest change
+	 * (the fuzzer's find: a float-to-int conversion out of range) */
+	CHECK(flame_diff_shade(5, 20) == 157 && flame_diff_shade(-5, 0.5) == 0);
+	CHECK(flame_diff_shade(INFINITY, 20) == 0 && flame_diff_shade(INFINITY, INFINITY) == 0);
+	CHECK(flame_diff_shade(NAN, 20) == 0 && flame_diff_shade(5, INFINITY) == 210);
+	flame_pl_diff_colour(buf, INFINITY, INFINITY);
+	CHECK_STR(buf, "rgb(255,0,0)");
 }
 
 static void test_annotations_background(void)
