@@ -19,10 +19,11 @@ named (from start_thread or __libc_start_main down, no [truncated] or
 daemon's counters over the run: user stacks walked with frame pointers for
 want of tables (ustack_fp_fallback), table walks that stopped short
 (ustack_truncated), and mapping lists the kernel side built from a new
-process's VMAs (unwind_from_vmas).
+process's VMAs (unwind_from_vmas); and the later processes' stacks that are
+not whole that hold the most time (--examples).
 
 Usage: sudo bench/first_blocks.py [--build DIR] [--processes N] [--threads N]
-           [--naps N] [--stacks sampled,exact] [--json]
+           [--naps N] [--stacks sampled,exact] [--examples N] [--json]
 """
 import argparse
 import json
@@ -58,8 +59,9 @@ def run_processes(build, args):
     return pids
 
 
-def shares(samples):
-    """(whole ns, all ns, whole blocks, all blocks) of these samples."""
+def shares(samples, broken):
+    """(whole ns, all ns, whole blocks, all blocks) of these samples; adds
+    the others' time to broken, by (comm, user stack)."""
     w_ns = a_ns = w_n = a_n = 0
     for s in samples:
         if s["kind"] != "offcpu":
@@ -69,6 +71,9 @@ def shares(samples):
         if whole(s["ustack"]):
             w_ns += s["value_ns"]
             w_n += s["count"]
+        else:
+            key = (s["comm"], ";".join(s["ustack"]))
+            broken[key] = broken.get(key, 0) + s["value_ns"]
     return w_ns, a_ns, w_n, a_n
 
 
@@ -90,15 +95,18 @@ def measure(build, args, mode):
             time.sleep(0.5)
         after = daemon.status()["counters"]
         got = {"first": [0, 0, 0, 0], "later": [0, 0, 0, 0]}
+        broken = {}  # the later processes' stacks that are not whole
         for i, pid in enumerate(pids):
             r = daemon.ctl("--json", "export", "--from", str(begin - 1), "--to", str(time.time() + 1),
                            "--pid", str(pid))
             if r.returncode:
                 raise RuntimeError(f"export failed: {r.stdout}{r.stderr}")
-            part = shares(json.loads(r.stdout)["export"]["samples"])
+            part = shares(json.loads(r.stdout)["export"]["samples"], broken if i else {})
             got["first" if i == 0 else "later"] = [a + b for a, b in
                                                     zip(got["first" if i == 0 else "later"], part)]
+        worst = sorted(broken.items(), key=lambda kv: -kv[1])[:args.examples]
         return {"counters": {k: after.get(k, 0) - before.get(k, 0) for k in COUNTERS},
+                "not_whole": [{"comm": c, "ustack": u, "ns": ns} for (c, u), ns in worst],
                 **{k: {"whole_time": round(v[0] / v[1], 4) if v[1] else None,
                        "whole_blocks": round(v[2] / v[3], 4) if v[3] else None,
                        "blocks": v[3]} for k, v in got.items()}}
@@ -113,6 +121,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--naps", type=int, default=50)
     ap.add_argument("--stacks", default="sampled,exact")
+    ap.add_argument("--examples", type=int, default=3,
+                    help="the later processes' stacks that are not whole to show, most time first")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     modes = [m for m in args.stacks.split(",") if m]
@@ -136,6 +146,8 @@ def main():
             b = "-" if x["whole_blocks"] is None else f"{100 * x['whole_blocks']:.1f}%"
             print(f"{mode:8} {which:9} {x['blocks']:7d} {t:>10} {b:>12}")
         print(f"{'':8} counters: " + ", ".join(f"{k} {v}" for k, v in r["counters"].items()))
+        for x in r["not_whole"]:
+            print(f"{'':8} not whole, {x['ns'] / 1e6:.1f} ms: {x['comm']};{x['ustack'][:160]}")
 
 
 if __name__ == "__main__":

@@ -214,9 +214,8 @@ static __always_inline bool file_bias(const struct offcpu_unwind_file *f, __u64 
 }
 
 /*
- * Publishes the current process (tgid), asked for lately, in unwind_procs
- * with the executable file mappings among its VMAs whose files have tables
- * in unwind_files. Returns 1 if it did: 0 if it maps no such file, its VMAs
+ * Publishes the current process (tgid) in unwind_procs with the executable
+ * file mappings among its VMAs whose files have tables in unwind_files. Returns 1 if it did: 0 if it maps no such file, its VMAs
  * cannot be read now (the kernel lacks the VMA iterator; irqs are off, as
  * in sched_switch, or mmap_lock is held: the iterator fails rather than
  * waits), or an entry is there already. A global function: verified once.
@@ -230,7 +229,7 @@ __noinline int unwind_proc_from_vmas(__u32 tgid)
 	struct vm_area_struct *vma;
 	__u32 zero = 0, gen = unwind_files_gen;
 
-	if (!bpf_iter_task_vma_new || !unwind_asked_lately(tgid)) /* a __weak kfunc: 0 if missing */
+	if (!bpf_iter_task_vma_new) /* a __weak kfunc: 0 if missing (before 6.7) */
 		return 0;
 	e = bpf_map_lookup_elem(&unwind_vma_scratch, &zero);
 	if (!e)
@@ -300,6 +299,34 @@ __noinline __u64 stack_hash(const struct offcpu_stack *st)
 		h ^= h >> 29;
 	}
 	return h ? h : 1;
+}
+
+/*
+ * The dynamic loader's debugger hook, _dl_debug_state(), a bare return that
+ * ld.so calls once its initial libraries are mapped (and before, and at
+ * each dlopen): in a process some slot walks, the mappings are built from
+ * the VMAs here, before main(), so that even the first blocks of an exact
+ * capture are walked with tables. Attached to the system's loader by
+ * user space (collector.c); a list user space published stays.
+ */
+SEC("uprobe")
+int unwind_loader_ready(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	const struct offcpu_unwind_proc *proc;
+
+	if (!unwind_dwarf || !task_filter(active_mask & user_stack_slots, tgid, (__u32)id))
+		return 0;
+	proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	if (proc && !(proc->flags & OFFCPU_UNWIND_FROM_VMAS))
+		return 0;
+	if (proc) /* built at an earlier call: libraries mapped since */
+		bpf_map_delete_elem(&unwind_procs, &tgid);
+	/* User space is asked too: a list here keeps walks from asking. */
+	if (unwind_proc_from_vmas(tgid))
+		unwind_request(tgid);
+	return 0;
 }
 
 /* A new program image: its unwind tables are asked for at its next walk. */

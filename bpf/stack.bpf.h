@@ -115,7 +115,8 @@ struct user_walk {
 	const struct offcpu_unwind_proc *proc;
 	__u64 ip, sp, bp;
 	bool bp_known;
-	bool unknown_pc; /* met code outside the published mappings */
+	bool unknown_pc;    /* met code outside the published mappings */
+	bool unknown_first; /* the thread's own PC was outside them */
 	/* A uretprobe replaces a return address with its trampoline; the real
 	 * ones are in the task's return instances, newest first. */
 	__u64 trampoline;
@@ -166,6 +167,8 @@ unwind_step(__u32 i, void *arg)
 	known = unwind_rule(s->proc, pc, &row);
 	if (!known && i) /* a preempted thread's own PC is often in the vDSO */
 		s->unknown_pc = true;
+	else if (!known)
+		s->unknown_first = true;
 	switch (row.cfa_rule) {
 	case OFFCPU_CFA_END:
 		st->flags |= OFFCPU_STACK_COMPLETE;
@@ -258,10 +261,11 @@ static __always_inline void unwind_user_stack(struct task_struct *t, __u32 tgid,
 	if (!proc)
 		return;
 	/* A list built from the VMAs may be from before the process's loader
-	 * mapped its libraries: one that did not take a walk to its end is
-	 * built again at the next chance. User space's list is refreshed. */
+	 * mapped its libraries: one that met code outside it (and did not
+	 * reach the first frame anyway) is built again at the next chance.
+	 * User space's list is refreshed. */
 	if (proc->flags & OFFCPU_UNWIND_FROM_VMAS) {
-		if (!(st->flags & OFFCPU_STACK_COMPLETE))
+		if (s.unknown_pc || (s.unknown_first && !(st->flags & OFFCPU_STACK_COMPLETE)))
 			bpf_map_delete_elem(&unwind_procs, &tgid);
 	} else if (s.unknown_pc) {
 		unwind_refresh(tgid);
@@ -289,7 +293,7 @@ static __always_inline const struct offcpu_unwind_proc *unwind_proc_current(__u3
 {
 	const struct offcpu_unwind_proc *proc = unwind_proc(tgid);
 
-	if (!proc && unwind_proc_from_vmas(tgid))
+	if (!proc && unwind_asked_lately(tgid) && unwind_proc_from_vmas(tgid))
 		proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	return proc;
 }

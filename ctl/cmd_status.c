@@ -53,7 +53,8 @@ static void unwind_summary(const struct proto_status *st)
 	if (fallback)
 		printf("; %" PRIu64 " with frame pointers, before their process's tables", fallback);
 	if (u->from_vmas)
-		printf("; %" PRIu64 " new processes mapped from their VMAs", from_vmas);
+		printf("; %" PRIu64 " new processes mapped from their VMAs%s", from_vmas,
+		       u->loader_hook ? " (also when their loader is done)" : "");
 	printf("\n");
 	printf("user frames: names kept for %" PRIu64 " processes (%" PRIu64 " files held)",
 	       u->kept_processes, u->kept_files);

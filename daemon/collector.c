@@ -3,6 +3,8 @@
 #include "unwinder.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
 #include <stddef.h>
 #include <linux/membarrier.h>
 #include <linux/perf_event.h>
@@ -63,6 +65,7 @@ struct collector {
 	uint32_t waker_slots;  /* of kinds WAKEUP, OFFWAKE and CHAIN */
 	bool runq_clock;       /* the programs read run-queue waits at switch-in */
 	bool unwind_from_vmas; /* new processes' mappings built from their VMAs */
+	struct bpf_link *loader_link; /* unwind_loader_ready on ld.so, or NULL */
 	bool raw_tp;
 	uint32_t used_mask; /* slots handed out, as seen by this thread */
 	int ncpus;
@@ -247,6 +250,7 @@ static void group_autoload(const struct collector *c, struct offcpu_bpf *skel, u
 		bpf_program__set_autoload(skel->progs.sched_waking_btf, !c->raw_tp);
 		bpf_program__set_autoload(skel->progs.sched_waking_raw, c->raw_tp);
 		bpf_program__set_autoload(skel->progs.unwind_exec, skel->rodata->unwind_dwarf);
+		bpf_program__set_autoload(skel->progs.unwind_loader_ready, c->unwind_from_vmas);
 		break;
 	case COLLECTOR_GROUP_BIO:
 		bio_autoload(skel, c->bio_path);
@@ -332,6 +336,47 @@ static int buffers_publish(struct offcpu_bpf *skel)
 				return -errno;
 		}
 	return 0;
+}
+
+/* The dynamic loader this daemon runs under (its PT_INTERP), which is the
+ * system's: the one dynamically linked programs here start in. */
+static bool loader_path(char *buf, size_t size)
+{
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	bool found = false;
+	size_t n;
+	Elf *elf;
+
+	if (fd < 0)
+		return false;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	for (size_t i = 0; elf && !elf_getphdrnum(elf, &n) && i < n && !found; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_INTERP && ph.p_filesz < size &&
+		    pread(fd, buf, ph.p_filesz, (off_t)ph.p_offset) == (ssize_t)ph.p_filesz) {
+			buf[ph.p_filesz] = '\0';
+			found = buf[0] == '/';
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return found;
+}
+
+/* prog on the loader's _dl_debug_state(), in every process; NULL (the
+ * hook is an extra: a process's first walk still builds its list) if the
+ * loader has no such symbol or the kernel refuses. */
+static struct bpf_link *loader_attach(struct bpf_program *prog)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = "_dl_debug_state");
+	char path[4096];
+
+	if (!loader_path(path, sizeof(path)))
+		return NULL;
+	return bpf_program__attach_uprobe_opts(prog, -1, path, 0, &opts);
 }
 
 /* Opens, loads and attaches the core, which creates every map. */
@@ -711,6 +756,8 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	}
 	if (c->skel->rodata->unwind_dwarf)
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.unwind_exec);
+	if (c->unwind_from_vmas)
+		c->loader_link = loader_attach(c->skel->progs.unwind_loader_ready);
 	for (size_t i = 0; i < c->n_links; i++) {
 		if (!c->links[i]) {
 			r = -errno;
@@ -737,6 +784,7 @@ void collector_free(struct collector *c)
 	sched_links_update(c, 0, 0);
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
+	bpf_link__destroy(c->loader_link);
 	io_detach(c, IO_BIO);
 	io_detach(c, IO_FILEIO);
 	/* The groups' instances first: they hold the core's maps too. */
@@ -1187,6 +1235,11 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 bool collector_unwind_from_vmas(const struct collector *c)
 {
 	return c->unwind_from_vmas;
+}
+
+bool collector_unwind_loader_hook(const struct collector *c)
+{
+	return c->loader_link != NULL;
 }
 
 bool collector_bpf_stats(const struct collector *c)

@@ -131,6 +131,10 @@ const char *collector_walk_mode(const struct collector *c, const char **ret_why)
  * needs the VMA iterator kfuncs and deferred walks. */
 bool collector_unwind_from_vmas(const struct collector *c);
 
+/* Whether those lists are also built when the dynamic loader has mapped a
+ * new process's libraries (a uprobe on its _dl_debug_state). */
+bool collector_unwind_loader_hook(const struct collector *c);
+
 /* "tp_btf" or "raw_tp": which sched_switch program is attached. */
 const char *collector_tracepoint(const struct collector *c);
 

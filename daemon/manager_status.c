@@ -201,6 +201,7 @@ static void unwind_status(struct manager *m, struct unwinder_stats *ustats,
 		.failed = ustats->failed,
 		.requests = ustats->requests,
 		.from_vmas = collector_unwind_from_vmas(m->collector),
+		.loader_hook = collector_unwind_loader_hook(m->collector),
 	};
 }
 

@@ -202,11 +202,14 @@ static void file_publish(struct unwinder *u, const struct table *t)
  * that are gone. */
 static void drop_kernel_built(struct unwinder *u, bool only_gone)
 {
-	uint32_t key, next, *prev = NULL;
+	uint32_t key, next;
+	bool more = bpf_map_get_next_key(u->maps.procs_fd, NULL, &next) == 0;
 
-	while (bpf_map_get_next_key(u->maps.procs_fd, prev, &next) == 0) {
+	while (more) {
 		key = next;
-		prev = &key;
+		/* The next key before key goes: after a deleted key, the
+		 * iteration would start over. */
+		more = bpf_map_get_next_key(u->maps.procs_fd, &key, &next) == 0;
 		if (proc_find(u, key) || (only_gone && !(kill((pid_t)key, 0) < 0 && errno == ESRCH)))
 			continue;
 		if (only_gone)

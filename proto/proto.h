@@ -277,6 +277,7 @@ struct proto_unwind_status {
 	/* New processes' mappings built by the kernel side from their VMAs
 	 * until user space reads them (a 6.7+ kernel with BPF task work). */
 	bool from_vmas;
+	bool loader_hook; /* ... and built when ld.so has mapped the libraries */
 };
 
 /* One kind of recording as status reports it (daemon/kind_status.h). */

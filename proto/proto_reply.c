@@ -255,7 +255,8 @@ static bool proto__add_unwind(cJSON *body, const struct proto_status *s)
 	       proto__add_u64(unwind, "unknown_anonymous", s->unwind.unknown_anonymous) &&
 	       proto__add_u64(unwind, "kept_processes", s->unwind.kept_processes) &&
 	       proto__add_u64(unwind, "kept_files", s->unwind.kept_files) &&
-	       proto__add_bool(unwind, "from_vmas", s->unwind.from_vmas);
+	       proto__add_bool(unwind, "from_vmas", s->unwind.from_vmas) &&
+	       proto__add_bool(unwind, "loader_hook", s->unwind.loader_hook);
 }
 
 static bool proto__add_pt(cJSON *body, const struct proto_status *s)

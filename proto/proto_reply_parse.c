@@ -341,7 +341,8 @@ static int proto__reply_unwind(struct proto_status *s, const cJSON *o)
 	     proto__reply_u64(item, "kept_files", &s->unwind.kept_files) < 0))
 		return -EINVAL;
 	if (item && cJSON_GetObjectItemCaseSensitive(item, "from_vmas") &&
-	    proto__reply_bool(item, "from_vmas", &s->unwind.from_vmas) < 0)
+	    (proto__reply_bool(item, "from_vmas", &s->unwind.from_vmas) < 0 ||
+	     proto__reply_bool(item, "loader_hook", &s->unwind.loader_hook) < 0))
 		return -EINVAL;
 	return 0;
 }

@@ -13,13 +13,13 @@ unwind tables are built: naps are counted, not that first block. With
 unwind = fp nothing keeps their mappings: their frames say so ([unknown:
 exited]) and status counts them.
 
-From the first block (test_always_on_whole_from_the_first_block): processes
-that start napping at once, before user space has read their mappings,
-under the always-on (sampled) profile. Their binary's tables are loaded
-already (an earlier process of it ran), so the kernel side builds their
-mappings from their VMAs at their first deferred walk: every nap whole.
-Those that exit before user space reads their maps are named from that
-list.
+From the first block (test_*_whole_from_the_first_block): processes that
+start napping at once, before user space has read their mappings. Their
+binary's tables are loaded already (an earlier process of it ran), so the
+kernel side builds their mappings from their VMAs: when their loader is
+done (a hook on ld.so), else at their first deferred walk (the always-on
+profile's sampled stacks). Every nap whole; those that exit before user
+space reads their maps are named from that list.
 """
 import json
 import os
@@ -184,6 +184,34 @@ class ShortLivedTest(unittest.TestCase):
         finally:
             self.assertEqual(d.stop(), 0, d.log_text())
 
+    def run_fresh_processes(self, d):
+        """A first process of short_workload's binary, held at its start
+        line while its tables are loaded (user space reads a process's maps
+        20 ms after it first blocks); then processes that nap at once:
+        PROCESSES that live some 0.1 s, and as many that exit within 10 ms,
+        before user space reads their maps (named from the kernel's list
+        of them). Returns their {pid: {tid: naps}}."""
+        if not d.status()["unwind"]["from_vmas"]:
+            self.skipTest("this kernel cannot build a new process's mappings from its VMAs "
+                          "(VMA iterator kfuncs, 6.7, and BPF task work needed)")
+        first = ShortWorkload()
+        try:
+            time.sleep(0.5)
+            first.go()
+            first.truth()
+        finally:
+            first.kill()
+        runs = [(THREADS, NAPS)] * PROCESSES + [(1, 5)] * PROCESSES
+        procs = [subprocess.Popen([SHORT_WORKLOAD, "--threads", str(t), "--naps", str(n)],
+                                  stdout=subprocess.PIPE, text=True) for t, n in runs]
+        truth = {}
+        for p in procs:
+            out, _ = p.communicate(timeout=60)
+            self.assertEqual(p.returncode, 0)
+            got = json.loads(out.strip().splitlines()[-1])
+            truth[got["pid"]] = {t["tid"]: t["naps"] for t in got["threads"]}
+        return truth
+
     def test_always_on_whole_from_the_first_block(self):
         # The default stack mode (sampled): a 1 ms nap is at least the
         # default period T, so every nap is sampled, and its user stack is
@@ -191,34 +219,10 @@ class ShortLivedTest(unittest.TestCase):
         d = self.daemon(SLOW_DRAINS + "window_seconds = 10\ncontinuous_stacks = sampled\n"
                         "continuous_states = S\n")
         try:
-            if not d.status()["unwind"]["from_vmas"]:
-                self.skipTest("this kernel cannot build a new process's mappings from its VMAs "
-                              "(VMA iterator kfuncs, 6.7, and BPF task work needed)")
             # (Before the first window starts: export takes the windows
             # that start in its range.)
             begin = int(time.time() * 1000)
-            # A first process of the binary, held at its start line while
-            # its tables are loaded (user space reads a process's maps 20 ms
-            # after it first blocks).
-            first = ShortWorkload()
-            try:
-                time.sleep(0.5)
-                first.go()
-                first.truth()
-            finally:
-                first.kill()
-            # Then processes that nap at once: PROCESSES that live some
-            # 0.1 s, and as many that exit within 10 ms, before user space
-            # reads their maps: named from the kernel's list of them.
-            runs = [(THREADS, NAPS)] * PROCESSES + [(1, 5)] * PROCESSES
-            procs = [subprocess.Popen([SHORT_WORKLOAD, "--threads", str(t), "--naps", str(n)],
-                                      stdout=subprocess.PIPE, text=True) for t, n in runs]
-            truth = {}
-            for p in procs:
-                out, _ = p.communicate(timeout=60)
-                self.assertEqual(p.returncode, 0)
-                got = json.loads(out.strip().splitlines()[-1])
-                truth[got["pid"]] = {t["tid"]: t["naps"] for t in got["threads"]}
+            truth = self.run_fresh_processes(d)
             end = int(time.time() * 1000)
             deadline = time.monotonic() + 60
             while not any(w["start_ms"] >= end + 11000 for w in continuous(windows(d))):
@@ -230,6 +234,26 @@ class ShortLivedTest(unittest.TestCase):
                 self.check(exp["samples"], {pid: truth[pid]}, "always-on, from the first block")
             self.assertGreater(d.status()["counters"]["unwind_from_vmas"], 0)
         finally:
+            self.assertEqual(d.stop(), 0, d.log_text())
+
+    def test_capture_whole_from_the_first_block(self):
+        # Exact stacks, walked at switch-out, where the VMAs cannot be read:
+        # the lists come from the loader's hook, before main().
+        d = self.daemon(SLOW_DRAINS + "continuous = false\n")
+        proc = None
+        try:
+            if not d.status()["unwind"]["loader_hook"]:
+                self.skipTest("no hook on the dynamic loader here (its _dl_debug_state)")
+            proc = d.ctl_popen("--json", "capture", "--seconds", "6", "-U", "--state", "S")
+            d.wait_captures(1)
+            truth = self.run_fresh_processes(d)
+            out, err = proc.communicate(timeout=60)
+            self.assertEqual(proc.returncode, 0, f"capture failed: {out} {err}")
+            self.check(json.loads(out)["capture"]["samples"], truth, "capture, from the first block")
+        finally:
+            if proc and proc.poll() is None:
+                proc.kill()
+                proc.wait()
             self.assertEqual(d.stop(), 0, d.log_text())
 
     def test_without_unwinder_frames_say_why(self):
