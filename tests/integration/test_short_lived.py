@@ -110,6 +110,20 @@ class ShortLivedTest(unittest.TestCase):
                                  f"{naps} naps whole and named ({total} blocks in all; one "
                                  f"that is not: {other})")
 
+    def check_windows(self, d, begin, end, truth, where):
+        """check() on the windows from begin (ms) once they hold what ran
+        until end (ms). The drain that carries the blocks runs within a
+        drain interval of their exit, into the window open then; windows
+        are stored in order, so one that starts later means it is in."""
+        deadline = time.monotonic() + 60
+        while not any(w["start_ms"] >= end + 11000 for w in continuous(windows(d))):
+            self.assertLess(time.monotonic(), deadline, "no window after the processes' exit")
+            time.sleep(0.5)
+        for pid in truth:
+            exp = export_json(d, "--from", str(begin / 1000 - 1), "--to", str(time.time() + 1),
+                              "--pid", str(pid))
+            self.check(exp["samples"], {pid: truth[pid]}, where)
+
     def daemon(self, config):
         d = Daemon(config)
         if d.status()["unwind"]["mode"] != "dwarf":
@@ -163,17 +177,7 @@ class ShortLivedTest(unittest.TestCase):
         try:
             begin = int(time.time() * 1000)
             truth, end = run_processes()
-            # The drain that carries their blocks runs within a drain
-            # interval of their exit, into the window open then; windows
-            # are stored in order, so one that starts later means it is in.
-            deadline = time.monotonic() + 60
-            while not any(w["start_ms"] >= end + 11000 for w in continuous(windows(d))):
-                self.assertLess(time.monotonic(), deadline, "no window after the processes' exit")
-                time.sleep(0.5)
-            for pid in truth:
-                exp = export_json(d, "--from", str(begin / 1000 - 1), "--to", str(time.time() + 1),
-                                  "--pid", str(pid))
-                self.check(exp["samples"], {pid: truth[pid]}, "windows")
+            self.check_windows(d, begin, end, truth, "windows")
             # Status: what is kept for names, what could not be named.
             u = d.status()["unwind"]
             self.assertGreaterEqual(u["kept_processes"], PROCESSES, u)
@@ -223,15 +227,8 @@ class ShortLivedTest(unittest.TestCase):
             # that start in its range.)
             begin = int(time.time() * 1000)
             truth = self.run_fresh_processes(d)
-            end = int(time.time() * 1000)
-            deadline = time.monotonic() + 60
-            while not any(w["start_ms"] >= end + 11000 for w in continuous(windows(d))):
-                self.assertLess(time.monotonic(), deadline, "no window after the processes' exit")
-                time.sleep(0.5)
-            for pid in truth:
-                exp = export_json(d, "--from", str(begin / 1000 - 1), "--to", str(time.time() + 1),
-                                  "--pid", str(pid))
-                self.check(exp["samples"], {pid: truth[pid]}, "always-on, from the first block")
+            self.check_windows(d, begin, int(time.time() * 1000), truth,
+                               "always-on, from the first block")
             self.assertGreater(d.status()["counters"]["unwind_from_vmas"], 0)
         finally:
             self.assertEqual(d.stop(), 0, d.log_text())
