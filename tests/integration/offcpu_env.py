@@ -4,12 +4,14 @@ socket, offcpuctl, and the ground-truth workload.
 Everything here runs the real programs; nothing is mocked. The tests need
 root (BPF) and the build directory in OFFCPU_BUILD_DIR.
 """
+import atexit
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -88,6 +90,25 @@ class CtlPopen(subprocess.Popen):
         return out, err
 
 
+# Daemons started and not stopped yet: killed when the interpreter exits,
+# whatever a test did (one that raised before its try block leaked two
+# always-on daemons once, which profiled the machine for the rest of the
+# session). SIGTERM (timeout, ctest) exits through atexit too.
+_running = set()
+
+
+def _kill_leftovers():
+    for d in list(_running):
+        if d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait()
+
+
+atexit.register(_kill_leftovers)
+if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 class Daemon:
     """offcpud with its own config, socket and log in a temporary directory."""
 
@@ -113,6 +134,7 @@ class Daemon:
             self.log = open(self.log_path, "a")
         self.proc = subprocess.Popen([*self.wrapper, OFFCPUD, "--config", self.config], stdout=self.log, stderr=self.log,
                                      env=self.env)
+        _running.add(self)
         deadline = time.monotonic() + 60
         while not os.path.exists(self.socket):
             if self.proc.poll() is not None:
@@ -141,6 +163,7 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        _running.discard(self)
         self.log.close()
         check_sanitizer_report(self.log_text(), f"offcpud (log {self.log_path})")
         return self.proc.returncode

@@ -126,7 +126,12 @@ class ShortLivedTest(unittest.TestCase):
 
     def daemon(self, config):
         d = Daemon(config)
-        if d.status()["unwind"]["mode"] != "dwarf":
+        try:
+            mode = d.status()["unwind"]["mode"]
+        except BaseException:
+            d.stop()
+            raise
+        if mode != "dwarf":
             d.stop()
             self.skipTest("unwind tables need the tp_btf program, which this kernel refuses")
         return d
