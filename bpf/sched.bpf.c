@@ -602,9 +602,8 @@ static int deferred_walk_cb(struct bpf_map *map, void *key, void *value)
 
 	if (rec && rec->walk_pending)
 		sample_finish(rec, t, OFFCPU_CNT_WALK_DEFERRED);
-	else if (unwind_dwarf && !bpf_map_lookup_elem(&unwind_procs, &tgid) &&
-		 unwind_asked_lately(tgid))
-		unwind_proc_from_vmas(tgid); /* asked for by switch_out() */
+	else if (unwind_dwarf)
+		unwind_proc_current(tgid); /* asked for by switch_out() */
 	bpf_map_delete_elem(&deferred_walks, key);
 	return 0;
 }

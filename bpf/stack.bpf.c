@@ -215,10 +215,11 @@ static __always_inline bool file_bias(const struct offcpu_unwind_file *f, __u64 
 
 /*
  * Publishes the current process (tgid) in unwind_procs with the executable
- * file mappings among its VMAs whose files have tables in unwind_files. Returns 1 if it did: 0 if it maps no such file, its VMAs
- * cannot be read now (the kernel lacks the VMA iterator; irqs are off, as
- * in sched_switch, or mmap_lock is held: the iterator fails rather than
- * waits), or an entry is there already. A global function: verified once.
+ * file mappings among its VMAs whose files have tables in unwind_files.
+ * Returns 1 if it did: 0 if it maps no such file, its VMAs cannot be read
+ * now (the kernel lacks the VMA iterator; irqs are off, as in sched_switch,
+ * or mmap_lock is held: the iterator fails rather than waits), or an entry
+ * is there already. A global function: verified once.
  */
 __noinline int unwind_proc_from_vmas(__u32 tgid)
 {

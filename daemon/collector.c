@@ -405,7 +405,8 @@ static int load(struct collector *c, const struct collector_options *opts)
 	c->no_defer_why = no_defer_reason(opts, c->raw_tp, &kernel);
 	skel->rodata->defer_walks = !c->no_defer_why;
 	c->runq_clock = kernel.runq_clock && !c->raw_tp;
-	/* Built in task works only: the iterator refuses to run with irqs off. */
+	/* Built in task works and the loader's uprobe only: the iterator refuses
+	 * to run with irqs off, as in sched_switch. */
 	c->unwind_from_vmas = kernel.vma_iter && skel->rodata->unwind_dwarf && !c->no_defer_why;
 	skel->rodata->runq_from_sched_info = c->runq_clock;
 	skel->rodata->thread_banks = !c->raw_tp;

@@ -110,6 +110,20 @@ class ShortLivedTest(unittest.TestCase):
                                  f"{naps} naps whole and named ({total} blocks in all; one "
                                  f"that is not: {other})")
 
+    def check_capture(self, proc, truth, where):
+        """check() on the reply of the capture proc, once it ends."""
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 0, f"capture failed: {out} {err}")
+        self.check(json.loads(out)["capture"]["samples"], truth, where)
+
+    def stop(self, d, proc):
+        """Kills the capture proc (None: not started) if it still runs,
+        then stops d, which must exit cleanly."""
+        if proc and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        self.assertEqual(d.stop(), 0, d.log_text())
+
     def check_windows(self, d, begin, end, truth, where):
         """check() on the windows from begin (ms) once they hold what ran
         until end (ms). The drain that carries the blocks runs within a
@@ -145,14 +159,9 @@ class ShortLivedTest(unittest.TestCase):
         try:
             d.wait_captures(1)
             truth, _ = run_processes()
-            out, err = proc.communicate(timeout=60)
-            self.assertEqual(proc.returncode, 0, f"capture failed: {out} {err}")
-            self.check(json.loads(out)["capture"]["samples"], truth, "capture")
+            self.check_capture(proc, truth, "capture")
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            self.assertEqual(d.stop(), 0, d.log_text())
+            self.stop(d, proc)
 
     def test_capture_targeting_them(self):
         d = self.daemon(SLOW_DRAINS)
@@ -166,14 +175,9 @@ class ShortLivedTest(unittest.TestCase):
                 d.wait_captures(1)
 
             truth, _ = run_processes(start_capture)
-            out, err = proc.communicate(timeout=60)
-            self.assertEqual(proc.returncode, 0, f"capture failed: {out} {err}")
-            self.check(json.loads(out)["capture"]["samples"], truth, "capture")
+            self.check_capture(proc, truth, "capture")
         finally:
-            if proc and proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            self.assertEqual(d.stop(), 0, d.log_text())
+            self.stop(d, proc)
 
     def test_windows_of_processes_that_exit_between_drains(self):
         # Every block's stacks walked, sleeping time only: one block per nap.
@@ -249,14 +253,9 @@ class ShortLivedTest(unittest.TestCase):
             proc = d.ctl_popen("--json", "capture", "--seconds", "6", "-U", "--state", "S")
             d.wait_captures(1)
             truth = self.run_fresh_processes(d)
-            out, err = proc.communicate(timeout=60)
-            self.assertEqual(proc.returncode, 0, f"capture failed: {out} {err}")
-            self.check(json.loads(out)["capture"]["samples"], truth, "capture, from the first block")
+            self.check_capture(proc, truth, "capture, from the first block")
         finally:
-            if proc and proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            self.assertEqual(d.stop(), 0, d.log_text())
+            self.stop(d, proc)
 
     def test_without_unwinder_frames_say_why(self):
         # unwind = fp: no unwinder reads the processes' mappings, nothing
@@ -277,10 +276,7 @@ class ShortLivedTest(unittest.TestCase):
             self.assertNotIn("[unknown]", frames)
             self.assertGreater(d.status()["unwind"]["unknown_exited"], 0)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            self.assertEqual(d.stop(), 0, d.log_text())
+            self.stop(d, proc)
 
 
 if __name__ == "__main__":
