@@ -185,6 +185,7 @@ struct totals_outer {
 struct scratch {
 	struct offcpu_stack stack;
 	struct offcpu_chain chain;
+	__u64 addr; /* address_of() (stack_cache.bpf.h) */
 };
 
 struct scratch_map {

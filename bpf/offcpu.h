@@ -219,6 +219,8 @@ struct offcpu_unwind_mapping {
 struct offcpu_unwind_proc {
 	__u32 n;
 	__u32 flags;
+	__u32 files_added; /* FROM_VMAS: unwind_files_added when it was built */
+	__u32 pad;
 	struct offcpu_unwind_mapping maps[OFFCPU_UNWIND_MAPPINGS];
 };
 
@@ -302,7 +304,14 @@ struct offcpu_file_name {
 	/* a new process's mappings, built by the kernel side from its VMAs \
 	 * and the tables of files seen before, before user space published \
 	 * them: its first blocks walked with tables after all */             \
-	X(UNWIND_FROM_VMAS, "unwind_from_vmas", NULL)
+	X(UNWIND_FROM_VMAS, "unwind_from_vmas", NULL)					   \
+	/* exact kernel stacks from the verified cache (bpf/stack_cache.bpf.c), \
+	 * not walked; stacks learned into it; hits walked anyway to check it, \
+	 * and those whose walk differed */                                      \
+	X(KSTACK_CACHE_HITS, "kstack_cache_hits", NULL)					   \
+	X(KSTACK_CACHE_LEARNED, "kstack_cache_learned", NULL)				   \
+	X(KSTACK_CACHE_AUDITS, "kstack_cache_audits", NULL)				   \
+	X(KSTACK_CACHE_MISMATCHES, "kstack_cache_mismatches", NULL)
 
 enum offcpu_counter {
 #define OFFCPU_COUNTER_ENUM(name, status, drop) OFFCPU_CNT_##name,

@@ -14,7 +14,7 @@
  * the thread is current again.
  */
 #include "requests.bpf.h"
-#include "stack.bpf.h"
+#include "stack_cache.bpf.h"
 #include "wakers.bpf.h"
 
 /*
@@ -191,7 +191,9 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		walk &= ~sampled_slots;
 	else if (walk & sampled_slots)
 		count(OFFCPU_CNT_WALK_SWITCH_OUT);
-	if (walk & kernel_stack_slots)
+	if ((walk & kernel_stack_slots) && btf)
+		walk_kernel_stack(ctx, &rec->kstack, OFFCPU_CNT_DROP_KSTACK_ERROR);
+	else if (walk & kernel_stack_slots)
 		walk_stack(ctx, &rec->kstack, 0, OFFCPU_CNT_DROP_KSTACK_ERROR);
 	if ((walk & user_stack_slots) &&
 	    !((btf ? prev->flags : BPF_CORE_READ(prev, flags)) & PF_KTHREAD)) {

@@ -42,6 +42,10 @@ struct {
  * at: a list built across a bump may point at another file's rows. */
 __u32 unwind_files_gen;
 
+/* Bumped by user space after it publishes a table in unwind_files: a list
+ * built from the VMAs before may now cover more of its process. */
+__u32 unwind_files_added;
+
 /* The list unwind_proc_from_vmas() builds: 2 KiB, too large for the stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -237,6 +241,7 @@ __noinline int unwind_proc_from_vmas(__u32 tgid)
 		return 0;
 	e->n = 0;
 	e->flags = OFFCPU_UNWIND_FROM_VMAS;
+	e->files_added = unwind_files_added;
 	bpf_iter_task_vma_new(&it, task, 0); /* on failure, _next() returns NULL */
 	while ((vma = bpf_iter_task_vma_next(&it))) {
 		const struct offcpu_unwind_file *f;

@@ -14,6 +14,7 @@
 
 extern const volatile __u32 unwind_dwarf;
 extern const volatile __u32 unwind_max_depth;
+extern __u32 unwind_files_added;
 
 struct unwind_procs_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -260,12 +261,15 @@ static __always_inline void unwind_user_stack(struct task_struct *t, __u32 tgid,
 	bpf_loop(depth, unwind_step, &s, 0);
 	if (!proc)
 		return;
-	/* A list built from the VMAs may be from before the process's loader
-	 * mapped its libraries: one that met code outside it (and did not
-	 * reach the first frame anyway) is built again at the next chance.
-	 * User space's list is refreshed. */
+	/* A list built from the VMAs lacks the files that had no table yet
+	 * (the first process of a binary, until user space builds its table):
+	 * one that met code outside it (and did not reach the first frame
+	 * anyway) is built again at the next chance, if tables were published
+	 * since; else it would come out the same, at the cost of a VMA walk
+	 * per block. User space's list is refreshed. */
 	if (proc->flags & OFFCPU_UNWIND_FROM_VMAS) {
-		if (s.unknown_pc || (s.unknown_first && !(st->flags & OFFCPU_STACK_COMPLETE)))
+		if ((s.unknown_pc || (s.unknown_first && !(st->flags & OFFCPU_STACK_COMPLETE))) &&
+		    proc->files_added != unwind_files_added)
 			bpf_map_delete_elem(&unwind_procs, &tgid);
 	} else if (s.unknown_pc) {
 		unwind_refresh(tgid);

@@ -91,6 +91,26 @@ static void sampling_summary(const struct proto_sampling_status *sm)
 		       sm->window_samples, sm->window_blocks, sm->window_error_pct);
 }
 
+/* Exact kernel stacks: how many came from the verified cache, and what
+ * its audits found (bpf/stack_cache.bpf.c). */
+static void kstack_cache_summary(const struct proto_status *st)
+{
+	uint64_t hits = counter_value(st, "kstack_cache_hits");
+	uint64_t audits = counter_value(st, "kstack_cache_audits");
+
+	if (!*st->kstack_cache_reason && !st->kstack_cache)
+		return; /* an older daemon */
+	if (!st->kstack_cache) {
+		printf("exact kernel stacks: walked at every block (%s)\n",
+		       st->kstack_cache_reason);
+		return;
+	}
+	printf("exact kernel stacks: %" PRIu64 " from the cache, %" PRIu64 " walked; %" PRIu64
+	       " cache hits walked again to check: %" PRIu64 " differed\n",
+	       hits - audits, counter_value(st, "kernel_stack_walks"), audits,
+	       counter_value(st, "kstack_cache_mismatches"));
+}
+
 static void pt_summary(const struct proto_pt_status *pt)
 {
 	if (!*pt->event)
@@ -204,6 +224,7 @@ int cmd_status(int argc, char **argv)
 		       st->store.last_error);
 		unwind_summary(st);
 		sampling_summary(&st->sampling);
+		kstack_cache_summary(st);
 		if (!st->n_kinds || st->pt.available) /* else kinds said why not */
 			pt_summary(&st->pt);
 		printf("slots: %u of %u in use, %u capture%s running\n", st->slots_active,

@@ -74,6 +74,7 @@ struct collector {
 	int stats_fd; /* keeps the kernel's BPF run-time stats on; -1: off or refused */
 	struct bpf_link **oncpu_links; /* one per CPU that has an event; NULL entries: none */
 	const char *no_defer_why;      /* why sampled walks are not deferred; NULL if they are */
+	const char *no_kstack_cache_why; /* why exact kernel walks are not cached; NULL: they are */
 	bool wanted[MAX_PROGRAMS]; /* by index in the object: a group's program that loads here */
 };
 
@@ -258,6 +259,12 @@ static void group_autoload(const struct collector *c, struct offcpu_bpf *skel, u
 	}
 }
 
+bool collector_kstack_cache(const struct collector *c, const char **ret_why)
+{
+	*ret_why = c->no_kstack_cache_why ? c->no_kstack_cache_why : "";
+	return !c->no_kstack_cache_why;
+}
+
 const char *collector_walk_mode(const struct collector *c, const char **ret_why)
 {
 	*ret_why = c->no_defer_why ? c->no_defer_why : "";
@@ -269,6 +276,7 @@ struct kernel_features {
 	bool task_work;	  /* the BPF task work kfunc deferred walks need */
 	bool runq_clock;  /* sched_info.last_queued and a task's run queue (queued_at()) */
 	bool vma_iter;	  /* the VMA iterator kfuncs (6.7) unwind_proc_from_vmas() needs */
+	bool rdonly_cast; /* bpf_rdonly_cast() (6.2): loads from the kernel stack */
 };
 
 static bool btf_has_member(const struct btf *btf, const char *type, const char *member)
@@ -293,6 +301,7 @@ static struct kernel_features kernel_features(void)
 	f.task_work = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
 					     BTF_KIND_FUNC) > 0;
 	f.vma_iter = btf__find_by_name_kind(vmlinux, "bpf_iter_task_vma_new", BTF_KIND_FUNC) > 0;
+	f.rdonly_cast = btf__find_by_name_kind(vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
 	f.runq_clock = btf_has_member(vmlinux, "task_struct", "sched_info") &&
 		       btf_has_member(vmlinux, "sched_info", "last_queued") &&
 		       btf_has_member(vmlinux, "sched_entity", "cfs_rq") &&
@@ -311,6 +320,41 @@ static const char *no_defer_reason(const struct collector_options *opts, bool ra
 		return "the raw_tp fallback has no task storage";
 	if (!kernel->task_work)
 		return "the kernel has no BPF task work (bpf_task_work_schedule_resume_impl, 6.18)";
+	return NULL;
+}
+
+/* The address of the kernel's _stext in /proc/kallsyms; 0 if it is not
+ * there or hidden (kptr_restrict shows zeros to the unprivileged). */
+static uint64_t kernel_text_start(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	char line[512], name[256], type;
+	unsigned long long addr;
+	uint64_t found = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) == 3 &&
+		    !strcmp(name, "_stext")) {
+			found = addr;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* Why exact kernel stack walks are not cached here; NULL if they are. */
+static const char *no_kstack_cache_reason(const struct collector_options *opts, bool raw_tp,
+					  const struct kernel_features *kernel, uint64_t text)
+{
+	if (!opts->stack_cache)
+		return "stack_cache = off";
+	if (raw_tp)
+		return "the raw_tp fallback has no task storage";
+	if (!kernel->rdonly_cast)
+		return "the kernel has no bpf_rdonly_cast (6.2)";
+	if (!text)
+		return "/proc/kallsyms does not show _stext";
 	return NULL;
 }
 
@@ -384,6 +428,7 @@ static int load(struct collector *c, const struct collector_options *opts)
 {
 	struct kernel_features kernel = kernel_features();
 	struct offcpu_bpf *skel;
+	uint64_t text;
 	int r;
 
 	skel = offcpu_bpf__open();
@@ -409,6 +454,12 @@ static int load(struct collector *c, const struct collector_options *opts)
 	 * to run with irqs off, as in sched_switch. */
 	c->unwind_from_vmas = kernel.vma_iter && skel->rodata->unwind_dwarf && !c->no_defer_why;
 	skel->rodata->runq_from_sched_info = c->runq_clock;
+	text = kernel_text_start();
+	c->no_kstack_cache_why = no_kstack_cache_reason(opts, c->raw_tp, &kernel, text);
+	skel->rodata->kstack_cache_on = !c->no_kstack_cache_why;
+	skel->rodata->kstack_audit_period = opts->stack_cache_audit;
+	skel->rodata->kernel_text_start = text;
+	bpf_map__set_autocreate(skel->maps.kstack_caches, !c->raw_tp);
 	skel->rodata->thread_banks = !c->raw_tp;
 	bpf_map__set_max_entries(skel->maps.unwind_rows,
 				 skel->rodata->unwind_dwarf ? opts->unwind_rows : 1);
@@ -811,6 +862,7 @@ bool collector_unwind_maps(const struct collector *c, struct unwinder_maps *ret)
 		.requests_fd = bpf_map__fd(c->skel->maps.unwind_requests),
 		.files_fd = bpf_map__fd(c->skel->maps.unwind_files),
 		.files_gen = &c->skel->bss->unwind_files_gen,
+		.files_added = &c->skel->bss->unwind_files_added,
 	};
 	return true;
 }

@@ -41,6 +41,9 @@ struct collector_options {
 	bool bpf_stats;		   /* keep the kernel's BPF run-time stats on (status) */
 	bool defer_walks;	   /* sampled slots walk user stacks when threads are current
 				      again, where the kernel can (else at switch-out) */
+	bool stack_cache;	   /* exact kernel stacks from a verified cache, where the
+				      kernel can (bpf/stack_cache.bpf.c) */
+	uint32_t stack_cache_audit; /* one cache hit in this many is walked and compared */
 };
 
 /* One capture's filter. Empty id lists mean "all". */
@@ -125,6 +128,10 @@ void collector_free(struct collector *c); /* NULL-safe; detaches */
  * current again, by BPF task work) or "switch-out" (every block's, as exact
  * slots do); *ret_why says why not deferred ("" if it is). */
 const char *collector_walk_mode(const struct collector *c, const char **ret_why);
+
+/* Whether exact kernel stack walks are cached (stack_cache.bpf.c); if not,
+ * *ret_why says why. */
+bool collector_kstack_cache(const struct collector *c, const char **ret_why);
 
 /* Whether the kernel side builds a new process's mappings from its VMAs,
  * for its walks before user space has read them (bpf/stack.bpf.c): it

@@ -114,6 +114,8 @@ static const struct key keys[] = {
 	KEY(unwind_max_depth, KEY_U32, uint32_t, 1, 127), /* OFFCPU_MAX_STACK_DEPTH */
 	KEY(unwind_rows, KEY_U32, uint32_t, 4096, 1u << 26),
 	KEY(unwind_processes, KEY_U32, uint32_t, 16, 65536),
+	KEY(stack_cache, KEY_BOOL, bool, 0, 1),
+	KEY(stack_cache_audit, KEY_U32, uint32_t, 1, 1u << 20),
 	{ .name = "tracepoint",
 	  .type = KEY_CHOICE,
 	  .choices = tracepoint_names,
@@ -172,6 +174,8 @@ static const struct config config_defaults = {
 	.unwind_max_depth = 64,
 	.unwind_rows = 1u << 21,
 	.unwind_processes = 4096,
+	.stack_cache = true,
+	.stack_cache_audit = 64,
 	.tracepoint = CONFIG_TRACEPOINT_AUTO,
 	.continuous = true,
 	.continuous_kinds = 1u << PROTO_KIND_OFFCPU,

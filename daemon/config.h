@@ -37,6 +37,8 @@ struct config {
 	uint32_t unwind_max_depth;  /* user frames walked with unwind tables */
 	uint32_t unwind_rows;	    /* rows of all loaded unwind tables (16 bytes each) */
 	uint32_t unwind_processes;  /* processes with unwind tables at once */
+	bool stack_cache;	    /* exact kernel stacks from the verified cache */
+	uint32_t stack_cache_audit; /* one hit in this many is walked and compared */
 
 	/* The continuous profile and its store. */
 	bool continuous;		  /* run the always-on capture of every process */

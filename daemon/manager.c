@@ -234,6 +234,8 @@ static int collector_start(struct manager *m)
 		.unwind_dwarf = cfg->unwind == CONFIG_UNWIND_DWARF,
 		.unwind_max_depth = cfg->unwind_max_depth,
 		.defer_walks = cfg->sampled_walk == CONFIG_SAMPLED_WALK_AUTO,
+		.stack_cache = cfg->stack_cache,
+		.stack_cache_audit = cfg->stack_cache_audit,
 		.unwind_rows = cfg->unwind_rows,
 		.unwind_processes = cfg->unwind_processes,
 		.oncpu_frequency = cfg->oncpu_frequency,

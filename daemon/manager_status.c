@@ -286,6 +286,7 @@ void handle_status(struct manager *m, struct server_conn *conn)
 	char pt_reason[512];
 	struct kind_status kinds[KIND_STATUS_COUNT];
 	struct proto_kind_status pkinds[KIND_STATUS_COUNT];
+	const char *kstack_cache_why;
 	struct proto_status st;
 
 	collector_counters(m->collector, now);
@@ -300,6 +301,8 @@ void handle_status(struct manager *m, struct server_conn *conn)
 		.tracepoint = collector_tracepoint(m->collector),
 		.runq_clock = collector_runq_clock(m->collector),
 		.bpf_stats = collector_bpf_stats(m->collector),
+		.kstack_cache = collector_kstack_cache(m->collector, &kstack_cache_why),
+		.kstack_cache_reason = kstack_cache_why,
 		.bio_tracepoints = io_path_or_empty(m, OFFCPU_KIND_BIO),
 		.fileio_tracepoints = io_path_or_empty(m, OFFCPU_KIND_FILEIO),
 		.programs = programs,

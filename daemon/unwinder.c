@@ -194,7 +194,9 @@ static void file_publish(struct unwinder *u, const struct table *t)
 		f.loads[f.n_loads++] = (struct offcpu_unwind_load){ t->loads[i].offset,
 								     t->loads[i].vaddr,
 								     t->loads[i].filesz };
-	bpf_map_update_elem(u->maps.files_fd, &key, &f, BPF_ANY); /* full: frame pointers */
+	/* Full: the file's processes walk it with frame pointers until they are read. */
+	if (bpf_map_update_elem(u->maps.files_fd, &key, &f, BPF_ANY) == 0)
+		__atomic_fetch_add(u->maps.files_added, 1, __ATOMIC_SEQ_CST);
 }
 
 /* Deletes the unwind_procs entries the kernel side built itself (those of

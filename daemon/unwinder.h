@@ -27,6 +27,7 @@ struct unwinder_maps {
 	int requests_fd;   /* unwind_requests ring buffer */
 	int files_fd;	   /* unwind_files: loaded tables by file identity */
 	volatile uint32_t *files_gen; /* unwind_files_gen, in the mmapped .bss */
+	volatile uint32_t *files_added; /* unwind_files_added, likewise */
 };
 
 struct unwinder_stats {

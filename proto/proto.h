@@ -326,6 +326,11 @@ struct proto_status {
 	/* The kernel's BPF run-time stats are on (config bpf_stats): programs'
 	 * run_cnt and run_time_ns count. */
 	bool bpf_stats;
+	/* Exact kernel stacks come from the verified cache where a thread
+	 * blocks again where it did (bpf/stack_cache.bpf.c); if not, why ("" from
+	 * older daemons, which have none). */
+	bool kstack_cache;
+	const char *kstack_cache_reason;
 	/* What each I/O kind is traced with; "" if it is unavailable here. */
 	const char *bio_tracepoints;
 	const char *fileio_tracepoints;

@@ -303,6 +303,9 @@ char *proto_reply_status(const struct proto_status *s)
 	    !proto__add_string(body, "tracepoint", s->tracepoint) ||
 	    !proto__add_string(body, "runq_clock", s->runq_clock ? s->runq_clock : "") ||
 	    !proto__add_bool(body, "bpf_stats", s->bpf_stats) ||
+	    !proto__add_bool(body, "kstack_cache", s->kstack_cache) ||
+	    !proto__add_string(body, "kstack_cache_reason",
+			       s->kstack_cache_reason ? s->kstack_cache_reason : "") ||
 	    !proto__add_string(body, "bio_tracepoints", s->bio_tracepoints) ||
 	    !proto__add_string(body, "fileio_tracepoints", s->fileio_tracepoints) ||
 	    !proto__add_programs(body, s) || !proto__add_groups(body, s) ||

@@ -415,9 +415,13 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 		return -EINVAL;
 
 	/* Optional: daemons before the I/O kinds did not send them. */
-	s->bio_tracepoints = s->fileio_tracepoints = s->runq_clock = "";
+	s->bio_tracepoints = s->fileio_tracepoints = s->runq_clock = s->kstack_cache_reason = "";
 	if ((cJSON_GetObjectItemCaseSensitive(o, "runq_clock") &&
 	     proto__reply_str(o, "runq_clock", &s->runq_clock) < 0) ||
+	    (cJSON_GetObjectItemCaseSensitive(o, "kstack_cache") &&
+	     proto__reply_bool(o, "kstack_cache", &s->kstack_cache) < 0) ||
+	    (cJSON_GetObjectItemCaseSensitive(o, "kstack_cache_reason") &&
+	     proto__reply_str(o, "kstack_cache_reason", &s->kstack_cache_reason) < 0) ||
 	    (cJSON_GetObjectItemCaseSensitive(o, "bpf_stats") &&
 	     proto__reply_bool(o, "bpf_stats", &s->bpf_stats) < 0) ||
 	    (cJSON_GetObjectItemCaseSensitive(o, "bio_tracepoints") &&

@@ -120,6 +120,8 @@ static void test_defaults(void)
 	CHECK_STR(c.database, "/var/lib/offcpud/offcpud.db");
 	CHECK(c.max_db_bytes == 256ull << 20);
 	CHECK(c.max_age_s == 86400);
+	CHECK(c.stack_cache);
+	CHECK(c.stack_cache_audit == 64);
 }
 
 static void test_empty(void)
@@ -160,6 +162,7 @@ static const struct {
 	INT_KEY(continuous_min_block_us, 0, 60000000),
 	INT_KEY(pt_keep, 1, 100000),
 	INT_KEY(pt_max_threads, 1, 4096),
+	INT_KEY(stack_cache_audit, 1, 1048576),
 #undef INT_KEY
 };
 
@@ -278,6 +281,7 @@ static void test_bool(void)
 		{ "trace_self", offsetof(struct config, trace_self) },
 		{ "continuous", offsetof(struct config, continuous) },
 		{ "continuous_split_runq", offsetof(struct config, continuous_split_runq) },
+		{ "stack_cache", offsetof(struct config, stack_cache) },
 	};
 	char text[128], want[256];
 	struct config c;

@@ -2046,6 +2046,8 @@ static void test_reply_status(void)
 		.uptime_s = 86400 * 3,
 		.pid = 4242,
 		.tracepoint = "tp_btf",
+		.kstack_cache = false,
+		.kstack_cache_reason = "stack_cache = off",
 		.programs = programs,
 		.n_programs = 2,
 		.maps = maps,
@@ -2082,6 +2084,8 @@ static void test_reply_status(void)
 		CHECK(p->uptime_s == 86400 * 3);
 		CHECK(p->pid == 4242);
 		CHECK(!strcmp(p->tracepoint, "tp_btf"));
+		CHECK(!p->kstack_cache);
+		CHECK_STR(p->kstack_cache_reason, "stack_cache = off");
 		CHECK(p->n_programs == 2);
 		if (p->n_programs == 2) {
 			CHECK(!strcmp(p->programs[0].name, "offcpu_switch") &&
@@ -2173,6 +2177,7 @@ static void test_reply_status(void)
 		CHECK(reply->status.n_programs == 0 && reply->status.n_counters == 0);
 		CHECK(reply->status.n_kinds == 0);
 		CHECK(!strcmp(reply->status.version, ""));
+		CHECK(!reply->status.kstack_cache && !strcmp(reply->status.kstack_cache_reason, ""));
 		CHECK(reply->status.switches_per_s == 0 && reply->status.recorded_per_s == 0);
 	}
 	proto_reply_free(reply);
