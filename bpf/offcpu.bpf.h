@@ -251,10 +251,12 @@ static __always_inline void count(__u32 idx)
 		*c += 1;
 }
 
-static __always_inline __u32 task_state(struct task_struct *t)
+/* btf: t is a BTF-typed pointer (tp_btf), read with a plain load rather
+ * than a helper call. */
+static __always_inline __u32 task_state(struct task_struct *t, bool btf)
 {
 	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
+		return btf ? t->__state : BPF_CORE_READ(t, __state);
 	return BPF_CORE_READ((struct task_struct___pre_5_14 *)t, state);
 }
 

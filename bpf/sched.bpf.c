@@ -163,7 +163,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		if (block_end(rec, switched_in_at(prev, rec, btf)))
 			count(OFFCPU_CNT_DEFER_LOST); /* its kernel stack is gone */
 	}
-	state = state_class(preempt, task_state(prev));
+	state = state_class(preempt, task_state(prev, btf));
 	matched = match_slots(tgid, pid, state) & ~io_kind_slots();
 	if (btf && (active_mask & request_slots))
 		matched = request_switch_out(prev, matched);
