@@ -6,16 +6,19 @@ threads napping 1 ms, every nap in the same two functions) run at once
 under the default daemon (the always-on profile, 1 s windows), for N = 2
 and N = 50 (--counts). Reported for each N:
   - the kernel's stack map: the most entries one drain found (status
-    maps "stacks"): stacks are keyed by virtual address per process there,
-    so every process brings its own copies;
+    maps "stacks"): user frames in files with unwind tables are keyed by
+    file and ELF address (bpf/offcpu.h, OFFCPU_FRAME_FILE), the same in
+    every process (a daemon before that keyed them by each process's
+    virtual addresses: every process brought its own copies);
   - the store: stacks (distinct symbolized frame lists, shared by every
     process and window), series (one per thread, state and stack pair: per
     thread by nature) and the bytes of the windows stored meanwhile (as
     offcpuctl windows reports them);
   - the daemon's RSS before and after.
 The store keys stacks by their symbolized frames, so 50 processes of one
-binary add no stacks there; what grows with N is the kernel map's entries
-and the work of symbolizing them at each drain.
+binary add no stacks there; what grows with N is per thread by nature
+(series), and whatever keeps per-process addresses: the first blocks
+walked before a process's mappings were known, and frames outside files.
 
 The daemon started here is stopped at the end, on an error, Ctrl-C or
 SIGTERM too.

@@ -210,7 +210,25 @@ struct offcpu_unwind_mapping {
 	__u64 bias;	  /* address in the process - ELF virtual address */
 	__u32 first_row;  /* in the unwind_rows array */
 	__u32 n_rows;	  /* 0: no table; frame pointers */
+	__u32 file_id;	  /* the mapped file's (OFFCPU_FRAME_FILE); 0: none */
+	__u32 pad;
 };
+
+/*
+ * A user frame in a mapped file whose id the mapping carries is recorded as
+ * that file's id and the ELF virtual address, not the process's address:
+ * the same code then has the same frame in every process that maps the
+ * file (and one stack id for one stack), and it is named from the file,
+ * whether the process still lives or not. Bit 63 marks such a frame (user
+ * addresses are below 2^47); other frames (JIT and anonymous code, the
+ * vDSO, walks with no tables) keep the process's address.
+ */
+#define OFFCPU_FRAME_FILE	(1ull << 63)
+#define OFFCPU_FRAME_FILE_SHIFT 40
+#define OFFCPU_FRAME_VADDR_MASK ((1ull << OFFCPU_FRAME_FILE_SHIFT) - 1)
+#define OFFCPU_FRAME_FILE_IDS	(1u << 23) /* ids are 1 to OFFCPU_FRAME_FILE_IDS - 1 */
+#define OFFCPU_FRAME_FILE_ID(frame) \
+	((__u32)((frame) >> OFFCPU_FRAME_FILE_SHIFT) & (OFFCPU_FRAME_FILE_IDS - 1))
 
 /* offcpu_unwind_proc.flags */
 #define OFFCPU_UNWIND_FROM_VMAS 1u /* built by the kernel side: provisional */
@@ -244,7 +262,7 @@ struct offcpu_unwind_load {
 struct offcpu_unwind_file {
 	__u32 first_row, n_rows; /* in the unwind_rows array; n_rows > 0 */
 	__u32 n_loads;
-	__u32 pad;
+	__u32 file_id; /* as offcpu_unwind_mapping's */
 	struct offcpu_unwind_load loads[OFFCPU_UNWIND_FILE_LOADS];
 };
 

@@ -46,7 +46,7 @@ __u32 unwind_files_gen;
  * built from the VMAs before may now cover more of its process. */
 __u32 unwind_files_added;
 
-/* The list unwind_proc_from_vmas() builds: 2 KiB, too large for the stack. */
+/* The list unwind_proc_from_vmas() builds: 2.5 KiB, too large for the stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -181,19 +181,22 @@ __noinline int unwind_row_get(const struct offcpu_unwind_mapping *m, __u64 pc,
 
 /*
  * The unwind rule for pc in process p: 0 if no mapping of p covers pc, 1 if
- * one does but its table has no row for pc (rule NONE), 2 with *row filled.
- * A global function: the verifier checks its searches once, not per frame.
+ * one does but its table has no row for pc (rule NONE), 2 with *row filled;
+ * *file is the covering mapping's file. A global function: the verifier
+ * checks its searches once, not per frame.
  */
 __noinline int unwind_rule(const struct offcpu_unwind_proc *p, __u64 pc,
-			   struct offcpu_unwind_row *row)
+			   struct offcpu_unwind_row *row, struct unwind_file_ref *file)
 {
 	const struct offcpu_unwind_mapping *m;
 
-	if (!p || !row)
+	if (!p || !row || !file)
 		return 0;
 	m = unwind_find_mapping(p, pc);
 	if (!m)
 		return 0;
+	file->bias = m->bias;
+	file->file_id = m->file_id;
 	if (!m->n_rows)
 		return 1;
 	return unwind_row_get(m, pc, row) ? 2 : 1;
@@ -268,6 +271,7 @@ __noinline int unwind_proc_from_vmas(__u32 tgid)
 			.bias = bias,
 			.first_row = f->first_row,
 			.n_rows = f->n_rows,
+			.file_id = f->file_id,
 		};
 		e->n = n + 1;
 	}

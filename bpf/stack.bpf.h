@@ -18,7 +18,7 @@ extern __u32 unwind_files_added;
 
 struct unwind_procs_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC); /* 2 KiB each, written from user space only */
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* 2.5 KiB each, written from user space only */
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, struct offcpu_unwind_proc);
@@ -43,7 +43,15 @@ extern struct unwind_requests_map unwind_requests SEC(".maps");
 /* A process with no mappings known: every frame is walked with frame pointers. */
 extern struct offcpu_unwind_proc no_tables;
 
-int unwind_rule(const struct offcpu_unwind_proc *p, __u64 pc, struct offcpu_unwind_row *row);
+/* The file a pc of a mapping is in, for its frame (OFFCPU_FRAME_FILE). */
+struct unwind_file_ref {
+	__u64 bias;
+	__u32 file_id; /* 0: none */
+	__u32 pad;
+};
+
+int unwind_rule(const struct offcpu_unwind_proc *p, __u64 pc, struct offcpu_unwind_row *row,
+		struct unwind_file_ref *file);
 int unwind_proc_from_vmas(__u32 tgid);
 __u64 stack_hash(const struct offcpu_stack *st);
 
@@ -153,6 +161,7 @@ unwind_step(__u32 i, void *arg)
 {
 	struct user_walk *s = arg;
 	struct offcpu_unwind_row row = { .cfa_rule = OFFCPU_CFA_NONE };
+	struct unwind_file_ref file = {};
 	__u64 pc = i ? s->ip - 1 : s->ip, cfa, ra, bp = s->bp, pair[2];
 	bool saved_at_16;
 	struct offcpu_stack *st = s->st;
@@ -165,7 +174,10 @@ unwind_step(__u32 i, void *arg)
 		return 1;
 	st->ips[at] = s->ip;
 	st->nr = at + 1;
-	known = unwind_rule(s->proc, pc, &row);
+	known = unwind_rule(s->proc, pc, &row, &file);
+	if (file.file_id && s->ip - file.bias <= OFFCPU_FRAME_VADDR_MASK)
+		st->ips[at] = OFFCPU_FRAME_FILE | (__u64)file.file_id << OFFCPU_FRAME_FILE_SHIFT |
+			      (s->ip - file.bias);
 	if (!known && i) /* a preempted thread's own PC is often in the vDSO */
 		s->unknown_pc = true;
 	else if (!known)

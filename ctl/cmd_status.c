@@ -56,12 +56,15 @@ static void unwind_summary(const struct proto_status *st)
 		printf("; %" PRIu64 " new processes mapped from their VMAs%s", from_vmas,
 		       u->loader_hook ? " (also when their loader is done)" : "");
 	printf("\n");
-	printf("user frames: names kept for %" PRIu64 " processes (%" PRIu64 " files held)",
-	       u->kept_processes, u->kept_files);
-	if (u->unknown_exited || u->unknown_unmapped || u->unknown_anonymous)
+	printf("user frames: by file and address for %" PRIu64 " files; names kept for %" PRIu64
+	       " processes (%" PRIu64 " files held)",
+	       u->file_ids, u->kept_processes, u->kept_files);
+	if (u->unknown_exited || u->unknown_unmapped || u->unknown_anonymous ||
+	    u->unknown_forgotten)
 		printf("; [unknown]: %" PRIu64 " exited, %" PRIu64 " unmapped, %" PRIu64
-		       " anonymous",
-		       u->unknown_exited, u->unknown_unmapped, u->unknown_anonymous);
+		       " anonymous, %" PRIu64 " file forgotten",
+		       u->unknown_exited, u->unknown_unmapped, u->unknown_anonymous,
+		       u->unknown_forgotten);
 	printf("\n");
 }
 

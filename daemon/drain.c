@@ -11,7 +11,8 @@
 
 /* Names are cached per drain: kernel stacks by hash (tgid 0), user stacks by
  * (tgid, hash) because the same addresses mean different code in two
- * processes. */
+ * processes; a user stack of file frames alone (OFFCPU_FRAME_FILE) means
+ * the same in every process, by hash alone (tgid 0). */
 struct name_key {
 	uint64_t hash;
 	uint32_t tgid;
@@ -144,12 +145,25 @@ static const struct collector_stack *stack_find(const struct collector_batch *b,
 			   : NULL;
 }
 
+/* Whether every frame of st is a file's (OFFCPU_FRAME_FILE): the stack
+ * names the same code in every process. */
+static bool stack_of_files(const struct offcpu_stack *st)
+{
+	uint32_t nr = st->nr < OFFCPU_MAX_STACK_DEPTH ? st->nr : OFFCPU_MAX_STACK_DEPTH;
+
+	for (uint32_t i = 0; i < nr; i++)
+		if (!(st->ips[i] & OFFCPU_FRAME_FILE))
+			return false;
+	return true;
+}
+
 static const char *name_get(struct drain_result *r, const struct drain_lookup *lk,
 			    const struct collector_batch *b, uint64_t hash, uint32_t tgid,
 			    bool kernel)
 {
-	struct name_key key = { .hash = hash, .tgid = kernel ? 0 : tgid, .kind = kernel };
-	const struct collector_stack *found;
+	const struct collector_stack *found = hash ? stack_find(b, hash) : NULL;
+	bool shared = kernel || (found && stack_of_files(&found->stack));
+	struct name_key key = { .hash = hash, .tgid = shared ? 0 : tgid, .kind = kernel };
 	char **slot;
 	bool created;
 
@@ -160,7 +174,6 @@ static const char *name_get(struct drain_result *r, const struct drain_lookup *l
 		return "[out of memory]";
 	if (!created)
 		return *slot;
-	found = stack_find(b, hash);
 	/* The stack map was full when this block was counted: keep the time. */
 	*slot = found ? stack_name(lk, &found->stack, tgid, kernel, false) : strdup("[stack lost]");
 	return *slot ? *slot : "[out of memory]";

@@ -30,6 +30,7 @@
 #include "state_lock.h"
 #include "store_queue.h"
 #include "tracefs.h"
+#include "file_ids.h"
 #include "proc_files.h"
 #include "symbolizer.h"
 #include "unwinder.h"
@@ -278,12 +279,14 @@ static int collector_start(struct manager *m)
 		log_info(
 			"the kernel refused BPF run-time stats: status shows no program run times");
 	r = proc_files_new(PROC_ROOT, &m->proc_files);
+	if (r >= 0)
+		r = file_ids_new(OFFCPU_FRAME_FILE_IDS - 1, FILE_IDS_KEEP_S, &m->file_ids);
 	if (r < 0) {
 		log_error("out of memory");
 		return r;
 	}
 	if (collector_unwind_maps(m->collector, &umaps)) {
-		r = unwinder_new(&umaps, PROC_ROOT, m->proc_files, &m->unwinder);
+		r = unwinder_new(&umaps, PROC_ROOT, m->proc_files, m->file_ids, &m->unwinder);
 		if (r < 0) {
 			log_error("cannot start the unwinder: %s", strerror(-r));
 			return r;
@@ -369,6 +372,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		goto fail;
 	}
 	symbolizer_use_proc_files(m->symbolizer, m->proc_files);
+	symbolizer_use_file_ids(m->symbolizer, m->file_ids);
 	if (cfg->continuous) {
 		r = continuous_start(m);
 		if (r < 0)
@@ -425,6 +429,7 @@ static void manager_free(struct manager *m)
 		request_probes_free(&m->cap.requests[i]);
 	symbolizer_free(m->symbolizer);
 	proc_files_free(m->proc_files); /* after the unwinder and symbolizer that use it */
+	file_ids_free(m->file_ids);	/* likewise */
 	profile_free(m->windows.window);
 	hashtab_free(m->windows.window_hists);
 	store_queue_free(m->store_queue);

@@ -49,7 +49,11 @@ static void lookup_user_frames(void *arg, uint32_t tgid, uint64_t addr, char *bu
 {
 	struct manager *m = arg;
 
-	symbolizer_user(m->symbolizer, tgid, addr, buf, size);
+	if (addr & OFFCPU_FRAME_FILE) /* a file's id and address: any process's */
+		symbolizer_user_file(m->symbolizer, OFFCPU_FRAME_FILE_ID(addr),
+				     addr & OFFCPU_FRAME_VADDR_MASK, buf, size);
+	else
+		symbolizer_user(m->symbolizer, tgid, addr, buf, size);
 }
 
 static int lookup_waker_stack(void *arg, uint64_t hash, struct offcpu_stack *ret)

@@ -97,6 +97,7 @@ struct manager {
 	struct symbolizer *symbolizer;
 	struct unwinder *unwinder; /* NULL: user stacks by frame pointers only */
 	struct proc_files *proc_files; /* exited processes' maps and files, for names */
+	struct file_ids *file_ids;     /* the files user frames are recorded by */
 	struct server *server;
 	uv_timer_t watchdog_timer;
 	struct store *store;

@@ -29,6 +29,7 @@
 #include "state_lock.h"
 #include "store_queue.h"
 #include "tracefs.h"
+#include "file_ids.h"
 #include "proc_files.h"
 #include "symbolizer.h"
 #include "unwinder.h"
@@ -218,6 +219,8 @@ static void names_status(struct manager *m, struct proto_unwind_status *ret)
 	ret->unknown_exited = unnamed[SYMBOLIZER_UNNAMED_EXITED];
 	ret->unknown_unmapped = unnamed[SYMBOLIZER_UNNAMED_UNMAPPED];
 	ret->unknown_anonymous = unnamed[SYMBOLIZER_UNNAMED_ANONYMOUS];
+	ret->unknown_forgotten = unnamed[SYMBOLIZER_UNNAMED_FORGOTTEN];
+	ret->file_ids = m->file_ids ? file_ids_count(m->file_ids) : 0;
 	ret->kept_processes = fst.processes;
 	ret->kept_files = fst.files;
 }

@@ -27,6 +27,7 @@
 
 #include "clock.h"
 #include "elf_build_id.h"
+#include "file_ids.h"
 #include "offcpu.h"
 #include "proc_files.h"
 #include "proc_maps.h"
@@ -54,6 +55,7 @@ struct table {
 	size_t n_loads;
 	char *path;		    /* as the process it was built for maps it, or NULL */
 	uint32_t first_row, n_rows; /* n_rows 0: no table (none built, or no room) */
+	uint32_t file_id;	    /* its frames' file (file_ids.h); 0: none */
 	uint32_t refs;		    /* processes whose published mappings use it */
 	bool no_room;		    /* rows were full: built again when asked for after retry_ns */
 	uint64_t retry_ns;
@@ -76,6 +78,7 @@ struct unwinder {
 	struct unwinder_maps maps;
 	char proc_root[64];
 	struct proc_files *files;	/* NULL, or told each process read */
+	struct file_ids *file_ids;	/* NULL, or told each file a table is made for */
 	struct offcpu_unwind_row *rows; /* the BPF array, mmapped */
 	size_t rows_bytes;
 	struct ring_buffer *rb;
@@ -188,7 +191,9 @@ static struct offcpu_unwind_file_key file_key(const struct table *t)
 static void file_publish(struct unwinder *u, const struct table *t)
 {
 	struct offcpu_unwind_file_key key = file_key(t);
-	struct offcpu_unwind_file f = { .first_row = t->first_row, .n_rows = t->n_rows };
+	struct offcpu_unwind_file f = {
+		.first_row = t->first_row, .n_rows = t->n_rows, .file_id = t->file_id
+	};
 
 	for (size_t i = 0; i < t->n_loads && i < OFFCPU_UNWIND_FILE_LOADS; i++)
 		f.loads[f.n_loads++] = (struct offcpu_unwind_load){ t->loads[i].offset,
@@ -252,6 +257,9 @@ static bool evict_one(struct unwinder *u, const struct table *keep)
 	victim->live = false;
 	free(victim->path);
 	victim->path = NULL;
+	if (u->file_ids && victim->file_id)
+		file_ids_retire(u->file_ids, victim->file_id);
+	victim->file_id = 0;
 	if (victim->n_rows) {
 		file_withdraw(u, victim);
 		pthread_mutex_lock(&u->stats_lock);
@@ -324,9 +332,25 @@ static int load_rows(struct unwinder *u, int fd, struct table *t, const char *pa
 	return err;
 }
 
-/* The table of the file fd, loading it if no table of that file is loaded.
- * Returns its index, or -1 (no memory, not ELF). */
-static ssize_t table_get(struct unwinder *u, int fd, const char *path)
+/* An id for t's frames (OFFCPU_FRAME_FILE), told to u->file_ids; 0 if
+ * there is none to give (the frames keep their process's addresses). */
+static uint32_t file_id_add(struct unwinder *u, const struct table *t, uint32_t tgid,
+			    const char *path)
+{
+	struct file_id_info info = { .dev = t->dev, .ino = t->ino, .tgid = tgid };
+
+	if (!u->file_ids)
+		return 0;
+	memcpy(info.build_id, t->build_id, t->build_id_len);
+	info.build_id_len = t->build_id_len;
+	snprintf(info.path, sizeof(info.path), "%s", path);
+	return file_ids_add(u->file_ids, &info);
+}
+
+/* The table of the file fd, mapped at path by process tgid, loading it if
+ * no table of that file is loaded. Returns its index, or -1 (no memory,
+ * not ELF). */
+static ssize_t table_get(struct unwinder *u, int fd, uint32_t tgid, const char *path)
 {
 	struct table key = { 0 }, *t = NULL;
 	size_t idx;
@@ -352,6 +376,7 @@ static ssize_t table_get(struct unwinder *u, int fd, const char *path)
 	*t = key;
 	t->live = true;
 	t->path = strdup(path);
+	t->file_id = file_id_add(u, t, tgid, path);
 	/* On failure the file keeps a table of 0 rows (frame pointers). */
 	t->no_room = load_rows(u, fd, t, path) == -ENOSPC;
 	t->retry_ns = clock_monotonic_ns() + NO_ROOM_RETRY_NS;
@@ -500,7 +525,7 @@ static int read_maps(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_pro
 		fd = open_mapping(u, tgid, m.start, m.end, m.path);
 		if (fd < 0)
 			continue;
-		idx = table_get(u, fd, m.path);
+		idx = table_get(u, fd, tgid, m.path);
 		close(fd);
 		if (idx < 0 || !mapping_bias(&u->tables[idx], m.start, m.pgoff, &bias))
 			continue;
@@ -512,6 +537,7 @@ static int read_maps(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_pro
 			.bias = bias,
 			.first_row = u->tables[idx].first_row,
 			.n_rows = u->tables[idx].n_rows,
+			.file_id = u->tables[idx].file_id,
 		};
 	}
 	fclose(f);
@@ -721,7 +747,7 @@ static void *unwinder_thread(void *arg)
 }
 
 int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct proc_files *files,
-		 struct unwinder **ret)
+		 struct file_ids *file_ids, struct unwinder **ret)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
 	long page = sysconf(_SC_PAGESIZE);
@@ -732,6 +758,7 @@ int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct
 		return -ENOMEM;
 	u->maps = *maps;
 	u->files = files;
+	u->file_ids = file_ids;
 	u->stop_fd = u->epoll_fd = -1;
 	pthread_mutex_init(&u->lock, NULL);
 	snprintf(u->proc_root, sizeof(u->proc_root), "%s", proc_root);

@@ -46,12 +46,15 @@ struct unwinder_stats {
 };
 
 struct proc_files;
+struct file_ids;
 
 /* proc_root is usually "/proc". files, if not NULL, is told each process
- * whose maps are read (proc_files_note()), and must outlive u. Starts the
- * thread. Returns 0 or -errno. */
+ * whose maps are read (proc_files_note()); file_ids, if not NULL, gives
+ * each file a table is made for the id its frames are recorded by
+ * (OFFCPU_FRAME_FILE; else they keep their process's addresses). Both must
+ * outlive u. Starts the thread. Returns 0 or -errno. */
 int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct proc_files *files,
-		 struct unwinder **ret);
+		 struct file_ids *file_ids, struct unwinder **ret);
 void unwinder_free(struct unwinder *u); /* NULL-safe; stops the thread */
 
 /* Loads tgid's tables now, before a capture of it starts, so that its

@@ -278,6 +278,11 @@ struct proto_unwind_status {
 	 * until user space reads them (a 6.7+ kernel with BPF task work). */
 	bool from_vmas;
 	bool loader_hook; /* ... and built when ld.so has mapped the libraries */
+	/* Files user frames are recorded by (file and ELF address, the same in
+	 * every process: bpf/offcpu.h OFFCPU_FRAME_FILE), retired ones kept for a
+	 * while included; frames whose file id was forgotten ("[unknown: file
+	 * forgotten]"). Absent (0) from older daemons. */
+	uint64_t file_ids, unknown_forgotten;
 };
 
 /* One kind of recording as status reports it (daemon/kind_status.h). */

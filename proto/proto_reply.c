@@ -256,7 +256,9 @@ static bool proto__add_unwind(cJSON *body, const struct proto_status *s)
 	       proto__add_u64(unwind, "kept_processes", s->unwind.kept_processes) &&
 	       proto__add_u64(unwind, "kept_files", s->unwind.kept_files) &&
 	       proto__add_bool(unwind, "from_vmas", s->unwind.from_vmas) &&
-	       proto__add_bool(unwind, "loader_hook", s->unwind.loader_hook);
+	       proto__add_bool(unwind, "loader_hook", s->unwind.loader_hook) &&
+	       proto__add_u64(unwind, "file_ids", s->unwind.file_ids) &&
+	       proto__add_u64(unwind, "unknown_forgotten", s->unwind.unknown_forgotten);
 }
 
 static bool proto__add_pt(cJSON *body, const struct proto_status *s)

@@ -344,6 +344,10 @@ static int proto__reply_unwind(struct proto_status *s, const cJSON *o)
 	    (proto__reply_bool(item, "from_vmas", &s->unwind.from_vmas) < 0 ||
 	     proto__reply_bool(item, "loader_hook", &s->unwind.loader_hook) < 0))
 		return -EINVAL;
+	if (item && cJSON_GetObjectItemCaseSensitive(item, "file_ids") &&
+	    (proto__reply_u64(item, "file_ids", &s->unwind.file_ids) < 0 ||
+	     proto__reply_u64(item, "unknown_forgotten", &s->unwind.unknown_forgotten) < 0))
+		return -EINVAL;
 	return 0;
 }
 

@@ -28,6 +28,7 @@
 #include "demangle.h"
 #include "elf_build_id.h"
 #include "elf_symtab.h"
+#include "file_ids.h"
 #include "frame.h"
 #include "hashtab.h"
 #include "perfmap.h"
@@ -48,6 +49,7 @@
 #define SYM_ELF_PHDRS_MAX	  4096
 #define SYM_ELF_CACHE_MAX	  (1u << 16) /* named addresses kept per ELF file */
 #define SYM_FRAMES_MAX_BYTES	  4096	     /* one address's frames, inlines included */
+#define SYM_FILES_MAX		  65536	     /* file ids remembered (file_ids.h) */
 
 enum sym_bind {
 	SYM_BIND_GLOBAL,
@@ -110,6 +112,15 @@ struct sym_map {
 	uint64_t elf_serial;
 };
 
+/* What a file id (file_ids.h) was found to be, while its serial holds. */
+struct sym_file {
+	uint64_t serial; /* the id's in file_ids when this was filled; 0: not yet */
+	enum sym_map_elf_state elf_state;
+	struct sym_elf *elf; /* valid while elf->serial == elf_serial */
+	uint64_t elf_serial;
+	char name[256]; /* the file's base name, for module+0xVADDR */
+};
+
 struct sym_proc {
 	uint32_t tgid;
 	int err;    /* maps unreadable: every lookup is [unknown: exited] */
@@ -136,6 +147,8 @@ struct symbolizer {
 	size_t n_procs;
 
 	struct proc_files *files; /* NULL: none; else exited processes' maps and files */
+	struct file_ids *file_ids; /* NULL: none; else what file frames' ids stand for */
+	struct hashtab *file_frames; /* file id -> struct sym_file */
 	uint64_t unnamed[SYMBOLIZER_UNNAMED_COUNT]; /* read from other threads: atomics */
 
 	struct sym_elf *elfs; /* SYM_ELFS_MAX slots */
@@ -589,28 +602,17 @@ static int sym_map_open(struct symbolizer *s, uint32_t tgid, const struct sym_ma
 	return fd;
 }
 
-/* Returns the ELF slot of m's file, opening and loading it if needed, or
- * NULL if it cannot be read as ELF (remembered until the maps are dropped). */
-static struct sym_elf *sym_map_elf(struct symbolizer *s, uint32_t tgid, struct sym_map *m,
-				   const char *path)
+/* The ELF slot of the file fd (st: its stat, path: how it is named),
+ * loading it unless a slot of that file (build-id, else device and inode)
+ * is loaded; NULL if it cannot be read as ELF. Closes fd. */
+static struct sym_elf *sym_elf_from_fd(struct symbolizer *s, int fd, const struct stat *st,
+				       const char *path)
 {
 	struct sym_elf_key key = { 0 };
 	struct sym_elf *e = NULL;
-	struct stat st;
 	size_t phnum;
 	Elf *elf;
-	int fd;
 
-	if (m->elf_state == SYM_MAP_ELF_NONE)
-		return NULL;
-	if (m->elf_state == SYM_MAP_ELF_OK && m->elf->serial == m->elf_serial) {
-		m->elf->last_used = ++s->elf_clock;
-		return m->elf;
-	}
-	m->elf_state = SYM_MAP_ELF_NONE;
-	fd = sym_map_open(s, tgid, m, path, &st);
-	if (fd < 0)
-		return NULL;
 	/* ELF_C_READ: elfutils reads only the parts asked for, and a file
 	 * truncated under us gives errors, not SIGBUS as a mapping would. */
 	elf = elf_begin(fd, ELF_C_READ, NULL);
@@ -618,16 +620,16 @@ static struct sym_elf *sym_map_elf(struct symbolizer *s, uint32_t tgid, struct s
 		goto out;
 	if (phnum > SYM_ELF_PHDRS_MAX)
 		phnum = SYM_ELF_PHDRS_MAX;
-	if (!sym_elf_build_id(elf, phnum, st.st_size, &key)) {
-		key.dev = st.st_dev;
-		key.ino = st.st_ino;
+	if (!sym_elf_build_id(elf, phnum, st->st_size, &key)) {
+		key.dev = st->st_dev;
+		key.ino = st->st_ino;
 	}
 	e = sym_elf_find(s, &key);
 	if (!e) {
 		int dbg_fd;
 
 		e = sym_elf_victim(s);
-		if (sym_elf_load(e, elf, phnum, st.st_size) < 0) {
+		if (sym_elf_load(e, elf, phnum, st->st_size) < 0) {
 			sym_elf_clear(e);
 			e = NULL;
 			goto out;
@@ -640,12 +642,37 @@ static struct sym_elf *sym_map_elf(struct symbolizer *s, uint32_t tgid, struct s
 		e->serial = ++s->elf_serial;
 	}
 	e->last_used = ++s->elf_clock;
-	m->elf = e;
-	m->elf_serial = e->serial;
-	m->elf_state = SYM_MAP_ELF_OK;
 out:
 	elf_end(elf);
 	close(fd);
+	return e;
+}
+
+/* Returns the ELF slot of m's file, opening and loading it if needed, or
+ * NULL if it cannot be read as ELF (remembered until the maps are dropped). */
+static struct sym_elf *sym_map_elf(struct symbolizer *s, uint32_t tgid, struct sym_map *m,
+				   const char *path)
+{
+	struct sym_elf *e;
+	struct stat st;
+	int fd;
+
+	if (m->elf_state == SYM_MAP_ELF_NONE)
+		return NULL;
+	if (m->elf_state == SYM_MAP_ELF_OK && m->elf->serial == m->elf_serial) {
+		m->elf->last_used = ++s->elf_clock;
+		return m->elf;
+	}
+	m->elf_state = SYM_MAP_ELF_NONE;
+	fd = sym_map_open(s, tgid, m, path, &st);
+	if (fd < 0)
+		return NULL;
+	e = sym_elf_from_fd(s, fd, &st, path);
+	if (e) {
+		m->elf = e;
+		m->elf_serial = e->serial;
+		m->elf_state = SYM_MAP_ELF_OK;
+	}
 	return e;
 }
 
@@ -972,6 +999,7 @@ static const char *const unnamed_frames[SYMBOLIZER_UNNAMED_COUNT] = {
 	[SYMBOLIZER_UNNAMED_EXITED] = "[unknown: exited]",
 	[SYMBOLIZER_UNNAMED_UNMAPPED] = "[unknown: unmapped]",
 	[SYMBOLIZER_UNNAMED_ANONYMOUS] = "[unknown: anonymous]",
+	[SYMBOLIZER_UNNAMED_FORGOTTEN] = "[unknown: file forgotten]",
 };
 
 static int sym_unnamed(struct symbolizer *s, enum symbolizer_unnamed why, char *buf, size_t size)
@@ -1020,6 +1048,105 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
 		return -ENOENT;
 	}
 	return sym_elf_name_cached(e, path, vaddr, buf, size);
+}
+
+/* Opens the file of f for reading where the unwinder found it: the
+ * descriptor proc_files holds, else its path in its process's root, else
+ * its path here, the inode checked. Returns an fd or -errno. */
+static int sym_file_open(struct symbolizer *s, const struct file_id_info *f, struct stat *st)
+{
+	char buf[PATH_MAX];
+	int fd = -ENOENT;
+
+	if (s->files && f->ino) {
+		fd = proc_files_open(s->files, f->dev, f->ino);
+		if (fd >= 0 && (fstat(fd, st) < 0 || !S_ISREG(st->st_mode))) {
+			close(fd);
+			fd = -ENOENT;
+		}
+	}
+	if (fd < 0 && f->tgid &&
+	    snprintf(buf, sizeof(buf), "%s/%" PRIu32 "/root%s", s->proc_root, f->tgid, f->path) <
+		    (int)sizeof(buf))
+		fd = sym_open_regular(buf, f->ino, st);
+	if (fd < 0)
+		fd = sym_open_regular(f->path, f->ino, st);
+	return fd;
+}
+
+/* Fills slot for the file of id, whose serial in s->file_ids is serial. */
+static void sym_file_fill(struct symbolizer *s, struct sym_file *slot, uint32_t id,
+			  uint64_t serial)
+{
+	struct file_id_info info;
+	struct sym_elf_key key = { 0 };
+	struct sym_elf *e;
+	struct stat st;
+	int fd;
+
+	memset(slot, 0, sizeof(*slot));
+	slot->serial = serial;
+	slot->elf_state = SYM_MAP_ELF_NONE;
+	if (file_ids_get(s->file_ids, id, &info) < 0 || info.serial != serial) {
+		slot->serial = 0; /* forgotten meanwhile */
+		return;
+	}
+	snprintf(slot->name, sizeof(slot->name), "%.255s", sym_basename(info.path));
+	if (info.build_id_len) {
+		memcpy(key.build_id, info.build_id, info.build_id_len);
+		key.build_id_len = info.build_id_len;
+	} else {
+		key.dev = info.dev;
+		key.ino = info.ino;
+	}
+	e = sym_elf_find(s, &key);
+	if (!e) {
+		fd = sym_file_open(s, &info, &st);
+		e = fd >= 0 ? sym_elf_from_fd(s, fd, &st, info.path) : NULL;
+	}
+	if (!e)
+		return;
+	slot->elf = e;
+	slot->elf_serial = e->serial;
+	slot->elf_state = SYM_MAP_ELF_OK;
+}
+
+int symbolizer_user_file(struct symbolizer *s, uint32_t id, uint64_t vaddr, char *buf, size_t size)
+{
+	uint64_t serial = s->file_ids ? file_ids_serial(s->file_ids, id) : 0;
+	struct sym_file *slot;
+	bool created;
+
+	if (!serial)
+		return sym_unnamed(s, SYMBOLIZER_UNNAMED_FORGOTTEN, buf, size);
+	if (s->file_frames && hashtab_count(s->file_frames) >= SYM_FILES_MAX) {
+		hashtab_free(s->file_frames); /* start afresh rather than grow without bound */
+		s->file_frames = NULL;
+	}
+	if (!s->file_frames && hashtab_new(sizeof(id), sizeof(*slot), &s->file_frames) < 0)
+		s->file_frames = NULL;
+	slot = s->file_frames ? hashtab_put(s->file_frames, &id, &created) : NULL;
+	if (!slot) {
+		snprintf(buf, size, "[out of memory]");
+		return -ENOENT;
+	}
+	/* New, now another file's id, or its ELF slot given to another file. */
+	if (slot->serial != serial ||
+	    (slot->elf_state == SYM_MAP_ELF_OK && slot->elf->serial != slot->elf_serial))
+		sym_file_fill(s, slot, id, serial);
+	if (!slot->serial)
+		return sym_unnamed(s, SYMBOLIZER_UNNAMED_FORGOTTEN, buf, size);
+	if (slot->elf_state != SYM_MAP_ELF_OK) {
+		snprintf(buf, size, "%s+0x%" PRIx64, slot->name, vaddr);
+		return -ENOENT;
+	}
+	slot->elf->last_used = ++s->elf_clock;
+	return sym_elf_name_cached(slot->elf, slot->name, vaddr, buf, size);
+}
+
+void symbolizer_use_file_ids(struct symbolizer *s, struct file_ids *ids)
+{
+	s->file_ids = ids;
 }
 
 void symbolizer_refresh_processes(struct symbolizer *s)
@@ -1091,6 +1218,7 @@ void symbolizer_free(struct symbolizer *s)
 			sym_elf_clear(&s->elfs[i]);
 	free(s->elfs);
 	sym_table_free(&s->kernel);
+	hashtab_free(s->file_frames);
 	free(s->proc_root);
 	free(s->debug_root);
 	free(s);

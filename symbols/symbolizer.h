@@ -33,6 +33,8 @@ enum symbolizer_unnamed {
 	SYMBOLIZER_UNNAMED_EXITED,    /* "exited": the process's mappings were never read */
 	SYMBOLIZER_UNNAMED_UNMAPPED,  /* "unmapped": no executable mapping at the address */
 	SYMBOLIZER_UNNAMED_ANONYMOUS, /* "anonymous": anonymous code no perf map names */
+	SYMBOLIZER_UNNAMED_FORGOTTEN, /* "file forgotten": a file frame (symbolizer_user_file())
+					 whose id was retired too long ago */
 	SYMBOLIZER_UNNAMED_COUNT,
 };
 
@@ -62,6 +64,23 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, char *buf, size_t siz
  * module+0xOFFSET, [vdso] (a special mapping's name) or [unknown: WHY].
  */
 int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *buf, size_t size);
+
+struct file_ids;
+
+/* Names the frames recorded by file id and ELF virtual address
+ * (symbolizer_user_file()) from the files ids says they stand for. ids must
+ * outlive s. */
+void symbolizer_use_file_ids(struct symbolizer *s, struct file_ids *ids);
+
+/*
+ * As symbolizer_user(), for an ELF virtual address of the file that id
+ * stands for in the ids of symbolizer_use_file_ids(): the same name in
+ * every process that maps the file, whether it lives or not. The file is
+ * opened where the unwinder read it (held by proc_files, its process's
+ * root, its path; the inode must match). Returns 0 if named, -ENOENT if
+ * written as module+0xVADDR or [unknown: file forgotten].
+ */
+int symbolizer_user_file(struct symbolizer *s, uint32_t id, uint64_t vaddr, char *buf, size_t size);
 
 /* Marks cached process maps stale, so the next lookup re-reads them
  * (mappings change with dlopen and exec; pids get reused). A process whose

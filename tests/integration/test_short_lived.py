@@ -191,9 +191,12 @@ class ShortLivedTest(unittest.TestCase):
             u = d.status()["unwind"]
             self.assertGreaterEqual(u["kept_processes"], PROCESSES, u)
             self.assertGreater(u["kept_files"], 0, u)
-            for why in ("exited", "unmapped", "anonymous"):
+            for why in ("exited", "unmapped", "anonymous", "forgotten"):
                 self.assertIn(f"unknown_{why}", u)
-            self.assertIn("user frames: names kept for", d.ctl("status").stdout)
+            self.assertGreater(u["file_ids"], 0, u)
+            text = d.ctl("status").stdout
+            self.assertIn("user frames: by file and address for", text)
+            self.assertIn("names kept for", text)
         finally:
             self.assertEqual(d.stop(), 0, d.log_text())
 
@@ -256,6 +259,44 @@ class ShortLivedTest(unittest.TestCase):
             self.check_capture(proc, truth, "capture, from the first block")
         finally:
             self.stop(d, proc)
+
+    def stacks_of_processes(self, d, n):
+        """Captures n processes of short_workload, held at their start line
+        until the capture runs (sleeping time, user stacks: their naps and
+        the main thread's wait); checks every nap is whole and named and
+        returns how many stacks the kernel's stack map held at the drain
+        that ended the capture (the daemon drains at no other time)."""
+        ws = [ShortWorkload() for _ in range(n)]
+        proc = None
+        try:
+            proc = d.ctl_popen("--json", "capture", "--pid", ",".join(str(w.pid) for w in ws),
+                               "--seconds", "3", "-U", "--state", "S")
+            d.wait_captures(1)
+            time.sleep(0.5)  # their tables are built while they wait
+            for w in ws:
+                w.go()
+            truth = {w.pid: w.truth() for w in ws}
+            self.check_capture(proc, truth, f"{n} processes")
+        finally:
+            for w in ws:
+                w.kill()
+            if proc and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        return next(m["entries"] for m in d.status()["maps"] if m["name"] == "stacks")
+
+    def test_processes_of_one_binary_share_stacks(self):
+        # User frames are recorded by file and ELF address, not by each
+        # process's (randomized) addresses: 8 processes' naps are the same
+        # stacks as 1 process's, in the kernel's map as in the names.
+        d = self.daemon("continuous = false\ndrain_interval_ms = 60000\n")
+        try:
+            one = self.stacks_of_processes(d, 1)
+            eight = self.stacks_of_processes(d, 8)
+            self.assertGreater(one, 0)
+            self.assertLessEqual(eight, one + 2, f"1 process: {one} stacks; 8 processes: {eight}")
+        finally:
+            self.assertEqual(d.stop(), 0, d.log_text())
 
     def test_without_unwinder_frames_say_why(self):
         # unwind = fp: no unwinder reads the processes' mappings, nothing

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "file_ids.h"
 
 /* Looks addr up and compares both the return value and the text. */
 #define CHECK_USER(s, tgid, addr, want_r, want)                                                    \
@@ -626,6 +627,71 @@ static void remove_tree(const char *path)
 		fprintf(stderr, "could not remove %s\n", path);
 }
 
+/* As check_user(), for a frame recorded by file id. */
+#define CHECK_FILE(s, id, vaddr, want_r, want) check_file(__FILE__, __LINE__, s, id, vaddr, want_r, want)
+
+static void check_file(const char *file, int line, struct symbolizer *s, uint32_t id,
+		       uint64_t vaddr, int want_r, const char *want)
+{
+	char buf[256], *name;
+	int r = symbolizer_user_file(s, id, vaddr, buf, sizeof(buf));
+
+	name = frame_list_strip_lines(buf);
+	check_result(file, line, "file frame", vaddr, r, name ? name : "", want_r, want);
+	free(name);
+}
+
+/* Frames recorded by file id and ELF address (file_ids.h): named from the
+ * file, whatever process they came from, until the id is forgotten; an id
+ * handed out again names its new file, not what was cached for the old. */
+static void test_file_frames(void)
+{
+	struct file_id_info f = { .tgid = TGID_MISSING }, other = { 0 };
+	uint64_t counts[SYMBOLIZER_UNNAMED_COUNT], vaddr, before;
+	const char *exe_base = strrchr(exe, '/') + 1;
+	struct symbolizer *s = NULL;
+	struct file_ids *ids = NULL;
+	char want[PATH_MAX + 32];
+	struct stat st;
+	Dl_info dl;
+	uint32_t id, id2;
+
+	CHECK(dladdr((void *)symbolizer_test_target, &dl) && dl.dli_fbase);
+	vaddr = (uintptr_t)symbolizer_test_target - (uintptr_t)dl.dli_fbase; /* PIE: based at 0 */
+	CHECK(stat(exe, &st) == 0);
+	f.dev = st.st_dev;
+	f.ino = st.st_ino;
+	snprintf(f.path, sizeof(f.path), "%s", exe);
+	CHECK(file_ids_new(2, 0, &ids) == 0); /* ids 1 and 2; a retired one goes at the next add */
+	CHECK(symbolizer_new(dir, "/nonexistent", &s) == 0);
+	if (!s || !ids)
+		goto out;
+	symbolizer_use_file_ids(s, ids);
+	id = file_ids_add(ids, &f);
+	id2 = file_ids_add(ids, &f); /* the same file, as another table saw it */
+	CHECK(id == 1 && id2 == 2);
+	CHECK_FILE(s, id, vaddr, 0, "symbolizer_test_target");
+	CHECK_FILE(s, id, vaddr + 3, 0, "symbolizer_test_target");
+	CHECK_FILE(s, id2, vaddr + 3, 0, "symbolizer_test_target");
+	symbolizer_unnamed(s, counts);
+	before = counts[SYMBOLIZER_UNNAMED_FORGOTTEN];
+	CHECK_FILE(s, 3, vaddr, -ENOENT, "[unknown: file forgotten]");
+	symbolizer_unnamed(s, counts);
+	CHECK(counts[SYMBOLIZER_UNNAMED_FORGOTTEN] == before + 1);
+	/* Id 1 given to another file: a path that is not this inode any more
+	 * names nothing, and the old file's names are not reused. */
+	file_ids_retire(ids, id);
+	other = f;
+	other.ino = st.st_ino + 1;
+	CHECK(file_ids_add(ids, &other) == 1);
+	snprintf(want, sizeof(want), "%s+0x%" PRIx64, exe_base, vaddr);
+	CHECK_FILE(s, 1, vaddr, -ENOENT, want);
+	CHECK_FILE(s, id2, vaddr, 0, "symbolizer_test_target");
+out:
+	symbolizer_free(s);
+	file_ids_free(ids);
+}
+
 int main(void)
 {
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -642,6 +708,7 @@ int main(void)
 	test_processes();
 	test_jit();
 	test_corrupt_elf();
+	test_file_frames();
 
 	if (!check_failures)
 		remove_tree(dir);
