@@ -230,6 +230,15 @@ struct offcpu_unwind_mapping {
 #define OFFCPU_FRAME_FILE_ID(frame) \
 	((__u32)((frame) >> OFFCPU_FRAME_FILE_SHIFT) & (OFFCPU_FRAME_FILE_IDS - 1))
 
+/* What the kernel side asks user space through the unwind_requests ring
+ * buffer: read the mappings of process tgid (and build their tables). */
+#define OFFCPU_UNWIND_REQUEST_NOW 1u /* the loader is done mapping: read at once */
+
+struct offcpu_unwind_request {
+	__u32 tgid;
+	__u32 flags;
+};
+
 /* offcpu_unwind_proc.flags */
 #define OFFCPU_UNWIND_FROM_VMAS 1u /* built by the kernel side: provisional */
 

@@ -319,20 +319,59 @@ __noinline __u64 stack_hash(const struct offcpu_stack *st)
  * capture are walked with tables. Attached to the system's loader by
  * user space (collector.c); a list user space published stays.
  */
+/* The ELF addresses of _dl_debug_state and of _r_debug.r_state in the
+ * system's loader (collector.c reads them from its symbols); 0: unknown. */
+const volatile __u64 loader_debug_state = 0;
+const volatile __u64 loader_r_state = 0;
+
+#define RT_CONSISTENT 0 /* enum r_state (<link.h>): the link map is whole */
+
+/* The loader's r_debug.r_state at this call of _dl_debug_state (ctx): its
+ * libraries are mapped at RT_CONSISTENT, and about to be at RT_ADD; -1 if
+ * it cannot be read. */
+static __always_inline int loader_state(struct pt_regs *ctx)
+{
+	__u64 bias;
+	int state;
+
+	if (!loader_debug_state || !loader_r_state)
+		return -1;
+	/* The loader is mapped at a page boundary; the pc may be one past the
+	 * breakpoint. */
+	bias = (PT_REGS_IP(ctx) - loader_debug_state) & ~0xfffull;
+	if (bpf_probe_read_user(&state, sizeof(state), (const void *)(bias + loader_r_state)))
+		return -1;
+	return state;
+}
+
 SEC("uprobe")
 int unwind_loader_ready(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid(), now;
 	__u32 tgid = id >> 32;
 	const struct offcpu_unwind_proc *proc;
+	int state;
 
 	if (!unwind_dwarf || !task_filter(active_mask & user_stack_slots, tgid, (__u32)id))
 		return 0;
+	state = loader_state(ctx);
+	if (state > RT_CONSISTENT)
+		return 0; /* mapping libraries: wait for the call that says it is done */
 	proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	if (proc && !(proc->flags & OFFCPU_UNWIND_FROM_VMAS))
 		return 0;
 	if (proc) /* built at an earlier call: libraries mapped since */
 		bpf_map_delete_elem(&unwind_procs, &tgid);
+	if (state == RT_CONSISTENT) {
+		/* User space reads the maps at once, not ~20 ms later, when a
+		 * short-lived process may be gone: the files this list lacks
+		 * (a binary no process ran before) get their tables now. */
+		unwind_proc_from_vmas(tgid);
+		now = bpf_ktime_get_ns();
+		bpf_map_update_elem(&unwind_requested, &tgid, &now, BPF_ANY);
+		unwind_submit(tgid, OFFCPU_UNWIND_REQUEST_NOW);
+		return 0;
+	}
 	/* User space is asked too: a list here keeps walks from asking. */
 	if (unwind_proc_from_vmas(tgid))
 		unwind_request(tgid);

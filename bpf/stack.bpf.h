@@ -70,13 +70,15 @@ static __always_inline void walk_stack(void *ctx, struct offcpu_stack *st, __u64
 	st->flags = 0;
 }
 
-static __always_inline bool unwind_submit(__u32 tgid)
+static __always_inline bool unwind_submit(__u32 tgid, __u32 flags)
 {
-	__u32 *req = bpf_ringbuf_reserve(&unwind_requests, sizeof(*req), 0);
+	struct offcpu_unwind_request *req =
+		bpf_ringbuf_reserve(&unwind_requests, sizeof(*req), 0);
 
 	if (!req)
 		return false;
-	*req = tgid;
+	req->tgid = tgid;
+	req->flags = flags;
 	bpf_ringbuf_submit(req, 0);
 	return true;
 }
@@ -88,7 +90,7 @@ static __always_inline void unwind_request(__u32 tgid)
 
 	if (bpf_map_update_elem(&unwind_requested, &tgid, &now, BPF_NOEXIST))
 		return;
-	if (!unwind_submit(tgid))
+	if (!unwind_submit(tgid, 0))
 		bpf_map_delete_elem(&unwind_requested, &tgid); /* ask again next time */
 }
 
@@ -106,7 +108,7 @@ static __always_inline void unwind_refresh(__u32 tgid)
 	if (now - *asked < UNWIND_REFRESH_NS)
 		return;
 	*asked = now;
-	unwind_submit(tgid);
+	unwind_submit(tgid, 0);
 }
 
 /* Whether tgid's tables were asked for less than UNWIND_REFRESH_NS ago: a

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <link.h>
 #include <stddef.h>
 #include <linux/membarrier.h>
 #include <linux/perf_event.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +24,7 @@
 #include <bpf/libbpf.h>
 
 #include "clock.h"
+#include "elf_symtab.h"
 #include "offcpu.skel.h"
 
 #define MAX_PROGRAMS 64 /* in the object */
@@ -410,6 +413,53 @@ static bool loader_path(char *buf, size_t size)
 	return found;
 }
 
+struct loader_symbols {
+	uint64_t debug_state, r_debug;
+};
+
+static int loader_symbol(void *arg, const GElf_Sym *sym, const char *name)
+{
+	struct loader_symbols *l = arg;
+
+	if (!strcmp(name, "_dl_debug_state"))
+		l->debug_state = sym->st_value;
+	else if (!strcmp(name, "_r_debug"))
+		l->r_debug = sym->st_value;
+	return l->debug_state && l->r_debug;
+}
+
+/* The ELF addresses of _dl_debug_state and _r_debug.r_state in the
+ * system's loader, for the hook to tell the call that says the loader has
+ * mapped the libraries (unwind_loader_ready()); false if they cannot be
+ * read (the hook then builds a list at every call). */
+static bool loader_symbols(uint64_t *debug_state, uint64_t *r_state)
+{
+	struct loader_symbols l = { 0 };
+	char path[4096];
+	Elf_Scn *scn = NULL;
+	struct stat st;
+	Elf *elf = NULL;
+	int fd = -1;
+
+	if (!loader_path(path, sizeof(path)) || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 ||
+	    fstat(fd, &st) < 0 || !(elf = elf_begin(fd, ELF_C_READ, NULL)))
+		goto out;
+	while ((scn = elf_nextscn(elf, scn)) && !(l.debug_state && l.r_debug)) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
+			elf_symtab_defined(elf, scn, (uint64_t)st.st_size, loader_symbol, &l);
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	*debug_state = l.debug_state;
+	*r_state = l.r_debug ? l.r_debug + offsetof(struct r_debug, r_state) : 0;
+	return l.debug_state && l.r_debug;
+}
+
 /* prog on the loader's _dl_debug_state(), in every process; NULL (the
  * hook is an extra: a process's first walk still builds its list) if the
  * loader has no such symbol or the kernel refuses. */
@@ -427,8 +477,8 @@ static struct bpf_link *loader_attach(struct bpf_program *prog)
 static int load(struct collector *c, const struct collector_options *opts)
 {
 	struct kernel_features kernel = kernel_features();
+	uint64_t text, debug_state, r_state;
 	struct offcpu_bpf *skel;
-	uint64_t text;
 	int r;
 
 	skel = offcpu_bpf__open();
@@ -453,6 +503,10 @@ static int load(struct collector *c, const struct collector_options *opts)
 	/* Built in task works and the loader's uprobe only: the iterator refuses
 	 * to run with irqs off, as in sched_switch. */
 	c->unwind_from_vmas = kernel.vma_iter && skel->rodata->unwind_dwarf && !c->no_defer_why;
+	if (c->unwind_from_vmas && loader_symbols(&debug_state, &r_state)) {
+		skel->rodata->loader_debug_state = debug_state;
+		skel->rodata->loader_r_state = r_state;
+	}
 	skel->rodata->runq_from_sched_info = c->runq_clock;
 	text = kernel_text_start();
 	c->no_kstack_cache_why = no_kstack_cache_reason(opts, c->raw_tp, &kernel, text);

@@ -34,6 +34,7 @@
 #include "unwind_table.h"
 
 #define LOADS_MAX	  8
+#define ALIASES_MAX	  8 /* other files (device, inode) of the same build-id, published */
 #define SETTLE_NS	  (20 * 1000 * 1000ull)	      /* let an mmap under way finish */
 #define SWEEP_INTERVAL_NS (5 * 1000 * 1000 * 1000ull) /* forget processes that are gone */
 #define PROCESSES_MAX	  65536
@@ -46,9 +47,18 @@ struct elf_load {
 };
 
 /* One file's table: where its rows are in the BPF array, who uses it. */
+struct file_identity {
+	dev_t dev;
+	ino_t ino;
+};
+
 struct table {
 	dev_t dev;
 	ino_t ino;
+	/* Other files with its build-id (copies, other layers of a container
+	 * image): the kernel side finds tables by device and inode. */
+	struct file_identity aliases[ALIASES_MAX];
+	size_t n_aliases;
 	uint8_t build_id[ELF_BUILD_ID_MAX];
 	size_t build_id_len;
 	struct elf_load loads[LOADS_MAX];
@@ -179,18 +189,19 @@ static int64_t find_room(struct unwinder *u, uint32_t n)
 static struct proc *proc_find(struct unwinder *u, uint32_t tgid);
 static void keep_kernel_built(struct unwinder *u, uint32_t tgid);
 
-static struct offcpu_unwind_file_key file_key(const struct table *t)
+static struct offcpu_unwind_file_key file_key(dev_t dev, ino_t ino)
 {
-	return (struct offcpu_unwind_file_key){ .major = major(t->dev),
-						 .minor = minor(t->dev),
-						 .ino = t->ino };
+	return (struct offcpu_unwind_file_key){ .major = major(dev),
+						 .minor = minor(dev),
+						 .ino = ino };
 }
 
-/* Tells the kernel side t's rows, for the processes it has not been told
- * of yet (unwind_proc_from_vmas() in bpf/stack.bpf.c). */
-static void file_publish(struct unwinder *u, const struct table *t)
+/* Tells the kernel side t's rows as those of the file (dev, ino), for the
+ * processes it has not been told of yet (unwind_proc_from_vmas() in
+ * bpf/stack.bpf.c). */
+static void file_publish(struct unwinder *u, const struct table *t, dev_t dev, ino_t ino)
 {
-	struct offcpu_unwind_file_key key = file_key(t);
+	struct offcpu_unwind_file_key key = file_key(dev, ino);
 	struct offcpu_unwind_file f = {
 		.first_row = t->first_row, .n_rows = t->n_rows, .file_id = t->file_id
 	};
@@ -232,9 +243,13 @@ static void drop_kernel_built(struct unwinder *u, bool only_gone)
  * them. The bump makes a list built meanwhile withdraw itself. */
 static void file_withdraw(struct unwinder *u, const struct table *t)
 {
-	struct offcpu_unwind_file_key key = file_key(t);
+	struct offcpu_unwind_file_key key = file_key(t->dev, t->ino);
 
 	bpf_map_delete_elem(u->maps.files_fd, &key);
+	for (size_t i = 0; i < t->n_aliases; i++) {
+		key = file_key(t->aliases[i].dev, t->aliases[i].ino);
+		bpf_map_delete_elem(u->maps.files_fd, &key);
+	}
 	__atomic_fetch_add(u->maps.files_gen, 1, __ATOMIC_SEQ_CST);
 	drop_kernel_built(u, false);
 }
@@ -332,6 +347,22 @@ static int load_rows(struct unwinder *u, int fd, struct table *t, const char *pa
 	return err;
 }
 
+/* Publishes t's rows for the file (dev, ino) too, if it is another file
+ * with t's build-id: a copy of a binary has the same code and table, but
+ * the kernel side finds tables by device and inode. */
+static void table_alias(struct unwinder *u, struct table *t, dev_t dev, ino_t ino)
+{
+	if (t->dev == dev && t->ino == ino)
+		return;
+	for (size_t i = 0; i < t->n_aliases; i++)
+		if (t->aliases[i].dev == dev && t->aliases[i].ino == ino)
+			return;
+	if (t->n_aliases == ALIASES_MAX)
+		return; /* its processes are walked with frame pointers until they are read */
+	t->aliases[t->n_aliases++] = (struct file_identity){ dev, ino };
+	file_publish(u, t, dev, ino);
+}
+
 /* An id for t's frames (OFFCPU_FRAME_FILE), told to u->file_ids; 0 if
  * there is none to give (the frames keep their process's addresses). */
 static uint32_t file_id_add(struct unwinder *u, const struct table *t, uint32_t tgid,
@@ -381,9 +412,12 @@ static ssize_t table_get(struct unwinder *u, int fd, uint32_t tgid, const char *
 	t->no_room = load_rows(u, fd, t, path) == -ENOSPC;
 	t->retry_ns = clock_monotonic_ns() + NO_ROOM_RETRY_NS;
 	if (t->n_rows)
-		file_publish(u, t);
+		file_publish(u, t, t->dev, t->ino);
 found:
-	u->tables[idx].last_used = ++u->clock;
+	t = &u->tables[idx];
+	if (t->n_rows)
+		table_alias(u, t, key.dev, key.ino);
+	t->last_used = ++u->clock;
 	return (ssize_t)idx;
 }
 
@@ -647,29 +681,35 @@ static void update_counts(struct unwinder *u)
 static int on_request(void *ctx, void *data, size_t size)
 {
 	struct unwinder *u = ctx;
-	/* An mmap may be under way (a new process's loader maps its libraries
-	 * right after exec; a dlopen): the maps are read a little later. */
-	uint64_t due = clock_monotonic_ns() + SETTLE_NS;
-	uint32_t tgid;
+	struct offcpu_unwind_request req;
+	uint64_t due;
 
-	if (size < sizeof(tgid))
+	if (size < sizeof(req))
 		return 0;
-	memcpy(&tgid, data, sizeof(tgid));
-	for (size_t i = 0; i < u->n_pending; i++)
-		if (u->pending[i].tgid == tgid)
-			return 0;
+	memcpy(&req, data, sizeof(req));
+	/* An mmap may be under way (a new process's loader maps its libraries
+	 * right after exec; a dlopen): the maps are read a little later,
+	 * unless the loader said it is done. */
+	due = clock_monotonic_ns() + (req.flags & OFFCPU_UNWIND_REQUEST_NOW ? 0 : SETTLE_NS);
+	for (size_t i = 0; i < u->n_pending; i++) {
+		if (u->pending[i].tgid != req.tgid)
+			continue;
+		if (due < u->pending[i].due_ns)
+			u->pending[i].due_ns = due;
+		return 0;
+	}
 	if (u->n_pending == u->cap_pending) {
 		size_t cap = u->cap_pending ? u->cap_pending * 2 : 64;
 		void *p = reallocarray(u->pending, cap, sizeof(*u->pending));
 
 		if (!p) { /* ask again at the next walk */
-			bpf_map_delete_elem(u->maps.requested_fd, &tgid);
+			bpf_map_delete_elem(u->maps.requested_fd, &req.tgid);
 			return 0;
 		}
 		u->pending = p;
 		u->cap_pending = cap;
 	}
-	u->pending[u->n_pending++] = (struct pending){ tgid, due };
+	u->pending[u->n_pending++] = (struct pending){ req.tgid, due };
 	pthread_mutex_lock(&u->stats_lock);
 	u->stats.requests++;
 	pthread_mutex_unlock(&u->stats_lock);

@@ -15,8 +15,8 @@ bool elf_section_usable(const GElf_Shdr *sh, uint64_t file_size)
 	       elf_in_file(sh->sh_offset, sh->sh_size, file_size);
 }
 
-int elf_symtab_funcs(Elf *elf, Elf_Scn *scn, uint64_t file_size, elf_func_visit_fn visit,
-		     void *arg)
+static int visit_symbols(Elf *elf, Elf_Scn *scn, uint64_t file_size, bool funcs_only,
+			 elf_func_visit_fn visit, void *arg)
 {
 	size_t entsize = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT), n;
 	GElf_Shdr sh, str_sh;
@@ -39,7 +39,7 @@ int elf_symtab_funcs(Elf *elf, Elf_Scn *scn, uint64_t file_size, elf_func_visit_
 
 		if (!gelf_getsym(d, i, &sym))
 			break;
-		if (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
+		if (funcs_only && GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
 		    GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC)
 			continue;
 		if (sym.st_shndx == SHN_UNDEF || !sym.st_value)
@@ -52,4 +52,16 @@ int elf_symtab_funcs(Elf *elf, Elf_Scn *scn, uint64_t file_size, elf_func_visit_
 			return r;
 	}
 	return 0;
+}
+
+int elf_symtab_funcs(Elf *elf, Elf_Scn *scn, uint64_t file_size, elf_func_visit_fn visit,
+		     void *arg)
+{
+	return visit_symbols(elf, scn, file_size, true, visit, arg);
+}
+
+int elf_symtab_defined(Elf *elf, Elf_Scn *scn, uint64_t file_size, elf_func_visit_fn visit,
+		       void *arg)
+{
+	return visit_symbols(elf, scn, file_size, false, visit, arg);
 }

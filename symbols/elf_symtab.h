@@ -32,4 +32,9 @@ typedef int (*elf_func_visit_fn)(void *arg, const GElf_Sym *sym, const char *nam
 int elf_symtab_funcs(Elf *elf, Elf_Scn *scn, uint64_t file_size, elf_func_visit_fn visit,
 		     void *arg);
 
+/* As elf_symtab_funcs(), for every defined symbol, functions or not
+ * (data such as the loader's _r_debug). */
+int elf_symtab_defined(Elf *elf, Elf_Scn *scn, uint64_t file_size, elf_func_visit_fn visit,
+		       void *arg);
+
 #endif

@@ -23,6 +23,7 @@ space reads their maps are named from that list.
 """
 import json
 import os
+import shutil
 import subprocess
 import time
 import unittest
@@ -38,8 +39,8 @@ SLOW_DRAINS = "drain_interval_ms = 10000\n"
 class ShortWorkload:
     """short_workload --wait-go: started, held at its start line until go()."""
 
-    def __init__(self):
-        self.proc = subprocess.Popen([SHORT_WORKLOAD, "--wait-go", "--threads", str(THREADS),
+    def __init__(self, binary=SHORT_WORKLOAD):
+        self.proc = subprocess.Popen([binary, "--wait-go", "--threads", str(THREADS),
                                       "--naps", str(NAPS)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline().split()
@@ -257,6 +258,38 @@ class ShortLivedTest(unittest.TestCase):
             d.wait_captures(1)
             truth = self.run_fresh_processes(d)
             self.check_capture(proc, truth, "capture, from the first block")
+        finally:
+            self.stop(d, proc)
+
+    def test_copy_of_a_binary_whole_from_the_first_block(self):
+        # A copy of a binary (another inode, the same build-id: the same
+        # binary in another layer of a container image, say) shares its
+        # table; the kernel side finds tables by device and inode, so the
+        # table is published under the copy's too once user space has read
+        # a process of it, and the copy's next processes are whole from
+        # their first block.
+        d = self.daemon(SLOW_DRAINS + "continuous = false\n")
+        proc = None
+        copy = os.path.join(d.dir, "copied_workload")
+        try:
+            if not d.status()["unwind"]["loader_hook"]:
+                self.skipTest("no hook on the dynamic loader here (its _dl_debug_state)")
+            shutil.copy(SHORT_WORKLOAD, copy)
+            proc = d.ctl_popen("--json", "capture", "--seconds", "5", "-U", "--state", "S")
+            d.wait_captures(1)
+            for binary in (SHORT_WORKLOAD, copy):  # each read while it waits to start
+                w = ShortWorkload(binary)
+                try:
+                    time.sleep(0.5)
+                    w.go()
+                    w.truth()
+                finally:
+                    w.kill()
+            out = subprocess.run([copy, "--threads", str(THREADS), "--naps", "20"],
+                                 capture_output=True, text=True, check=True).stdout
+            got = json.loads(out.strip().splitlines()[-1])
+            self.check_capture(proc, {got["pid"]: {t["tid"]: t["naps"] for t in got["threads"]}},
+                               "a process of a copy, from its first block")
         finally:
             self.stop(d, proc)
 
