@@ -28,8 +28,8 @@ struct file_ids {
 	pthread_mutex_t lock;
 	uint32_t max_id;
 	uint64_t keep_ns;
-	uint32_t next;	 /* the id to try next */
-	uint64_t serial; /* the last handed out */
+	uint32_t next;			/* the id to try next */
+	uint64_t serial;		/* the last handed out */
 	struct file_id_entry **entries; /* sorted by id */
 	size_t n, cap;
 };

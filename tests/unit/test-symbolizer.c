@@ -43,17 +43,25 @@ static void check_result(const char *file, int line, const char *what, uint64_t 
 	check_failures++;
 }
 
+/* check_result() on a user frame's names: source lines come with DWARF
+ * (this test's, libc's when its debug package is installed), the names are
+ * what is checked here. */
+static void check_names(const char *file, int line, const char *what, uint64_t addr, int r,
+			const char *buf, int want_r, const char *want)
+{
+	char *name = frame_list_strip_lines(buf);
+
+	check_result(file, line, what, addr, r, name ? name : "", want_r, want);
+	free(name);
+}
+
 static void check_user(const char *file, int line, struct symbolizer *s, uint32_t tgid,
 		       uint64_t addr, int want_r, const char *want)
 {
-	char buf[256], *name;
+	char buf[256];
 	int r = symbolizer_user(s, tgid, addr, buf, sizeof(buf));
 
-	/* Source lines come with DWARF (this test's, libc's when its debug
-	 * package is installed): the names are what is checked here. */
-	name = frame_list_strip_lines(buf);
-	check_result(file, line, "user", addr, r, name ? name : "", want_r, want);
-	free(name);
+	check_names(file, line, "user", addr, r, buf, want_r, want);
 }
 
 static void check_kernel(const char *file, int line, struct symbolizer *s, uint64_t addr,
@@ -628,17 +636,16 @@ static void remove_tree(const char *path)
 }
 
 /* As check_user(), for a frame recorded by file id. */
-#define CHECK_FILE(s, id, vaddr, want_r, want) check_file(__FILE__, __LINE__, s, id, vaddr, want_r, want)
+#define CHECK_FILE(s, id, vaddr, want_r, want)                                                     \
+	check_file(__FILE__, __LINE__, s, id, vaddr, want_r, want)
 
 static void check_file(const char *file, int line, struct symbolizer *s, uint32_t id,
 		       uint64_t vaddr, int want_r, const char *want)
 {
-	char buf[256], *name;
+	char buf[256];
 	int r = symbolizer_user_file(s, id, vaddr, buf, sizeof(buf));
 
-	name = frame_list_strip_lines(buf);
-	check_result(file, line, "file frame", vaddr, r, name ? name : "", want_r, want);
-	free(name);
+	check_names(file, line, "file frame", vaddr, r, buf, want_r, want);
 }
 
 /* Frames recorded by file id and ELF address (file_ids.h): named from the
