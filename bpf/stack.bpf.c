@@ -311,14 +311,6 @@ __noinline __u64 stack_hash(const struct offcpu_stack *st)
 	return h ? h : 1;
 }
 
-/*
- * The dynamic loader's debugger hook, _dl_debug_state(), a bare return that
- * ld.so calls once its initial libraries are mapped (and before, and at
- * each dlopen): in a process some slot walks, the mappings are built from
- * the VMAs here, before main(), so that even the first blocks of an exact
- * capture are walked with tables. Attached to the system's loader by
- * user space (collector.c); a list user space published stays.
- */
 /* The ELF addresses of _dl_debug_state and of _r_debug.r_state in the
  * system's loader (collector.c reads them from its symbols); 0: unknown. */
 const volatile __u64 loader_debug_state = 0;
@@ -344,6 +336,16 @@ static __always_inline int loader_state(struct pt_regs *ctx)
 	return state;
 }
 
+/*
+ * The dynamic loader's debugger hook, _dl_debug_state(), a bare return that
+ * ld.so calls before and once its initial libraries are mapped, and around
+ * each dlopen, with r_state saying which: in a process some slot walks, the
+ * mappings are built from the VMAs here once they are mapped, before
+ * main(), so that even the first blocks of an exact capture are walked with
+ * tables, and user space is asked to read the process at once. Attached to
+ * the system's loader by user space (collector.c); a list user space
+ * published stays.
+ */
 SEC("uprobe")
 int unwind_loader_ready(struct pt_regs *ctx)
 {
