@@ -191,7 +191,7 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		walk &= ~sampled_slots;
 	else if (walk & sampled_slots)
 		count(OFFCPU_CNT_WALK_SWITCH_OUT);
-	if ((walk & kernel_stack_slots) && btf)
+	if ((walk & kernel_stack_slots) && btf) /* the cache needs task storage */
 		walk_kernel_stack(ctx, &rec->kstack, OFFCPU_CNT_DROP_KSTACK_ERROR);
 	else if (walk & kernel_stack_slots)
 		walk_stack(ctx, &rec->kstack, 0, OFFCPU_CNT_DROP_KSTACK_ERROR);

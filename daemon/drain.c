@@ -161,19 +161,26 @@ static const char *name_get(struct drain_result *r, const struct drain_lookup *l
 			    const struct collector_batch *b, uint64_t hash, uint32_t tgid,
 			    bool kernel)
 {
-	const struct collector_stack *found = hash ? stack_find(b, hash) : NULL;
-	bool shared = kernel || (found && stack_of_files(&found->stack));
-	struct name_key key = { .hash = hash, .tgid = shared ? 0 : tgid, .kind = kernel };
+	struct name_key shared = { .hash = hash, .kind = kernel },
+			own = { .hash = hash, .tgid = tgid, .kind = kernel };
+	const struct collector_stack *found;
 	char **slot;
 	bool created;
 
 	if (!hash)
 		return "";
-	slot = hashtab_put(r->names, &key, &created);
+	/* Named already: the stack is found and scanned only the first time. */
+	slot = hashtab_get(r->names, &shared);
+	if (!slot && !kernel)
+		slot = hashtab_get(r->names, &own);
+	if (slot)
+		return *slot;
+	found = stack_find(b, hash);
+	slot = hashtab_put(r->names,
+			   kernel || (found && stack_of_files(&found->stack)) ? &shared : &own,
+			   &created);
 	if (!slot)
 		return "[out of memory]";
-	if (!created)
-		return *slot;
 	/* The stack map was full when this block was counted: keep the time. */
 	*slot = found ? stack_name(lk, &found->stack, tgid, kernel, false) : strdup("[stack lost]");
 	return *slot ? *slot : "[out of memory]";

@@ -46,12 +46,12 @@ struct elf_load {
 	uint64_t offset, vaddr, filesz;
 };
 
-/* One file's table: where its rows are in the BPF array, who uses it. */
 struct file_identity {
 	dev_t dev;
 	ino_t ino;
 };
 
+/* One file's table: where its rows are in the BPF array, who uses it. */
 struct table {
 	dev_t dev;
 	ino_t ino;
