@@ -226,7 +226,6 @@ class WakeupsTest(unittest.TestCase):
                  and has_frame(f, "futex_wait")]
         blocked = [(f, v) for f, v in split if f[-1] != RUNQ]
         runq = [(f, v) for f, v in split if f[-1] == RUNQ]
-        self.assertGreater(total_us(runq), 0, "every wakeup is followed by some wait for the CPU")
         stacks = {tuple(f) for f, _ in blocked}
         for f, _ in runq:
             self.assertIn(tuple(f[:-1]), stacks, "a [runqueue] line is a blocked line's stack plus [runqueue]")
@@ -236,6 +235,16 @@ class WakeupsTest(unittest.TestCase):
         # preempted inside its measured waits, and such time is on other stacks (the system
         # call's way out), so the futex-wait lines alone fall short of the measured time.
         everything = [(f, v) for f, v in parse_folded(outs["split"]) if f[0] == "wk-sleeper"]
+        # The run-queue part, all stacks: the scheduler's own count of the thread's waits for a
+        # CPU (schedstat's run_delay, read by the thread). That may be near 0: a wakeup onto an
+        # idle CPU can be counted as no wait at all (the run queue's clock is not read again
+        # before the switch), so "some wait" is no truth to test. Slack: the waits at the edges
+        # of the timed phase, 20 us per line for rounding and for waits the two see differently.
+        sched_us = truth["wk-sleeper"]["run_delay_ns"] / 1000
+        if sched_us >= 0:
+            all_runq = [(f, v) for f, v in everything if f[-1] == RUNQ]
+            self.assertTrue(near(total_us(all_runq), sched_us, 0.10, 200 + 20 * len(all_runq)),
+                            f"[runqueue] {total_us(all_runq)} us, scheduler's run_delay {sched_us:.0f} us")
         off_ns = truth["wk-sleeper"]["wall_ns"] - truth["wk-sleeper"]["cpu_ns"]
         self.assertAlmostEqual(total_us(everything) * 1000 / off_ns, 1.0, delta=TOLERANCE,
                                msg=f"off-CPU {total_us(everything)} us, wall - CPU {off_ns} ns")

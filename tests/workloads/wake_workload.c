@@ -105,8 +105,10 @@ struct worker {
 	uint64_t wakes;	     /* signals sent to another worker */
 	uint64_t wall_ns;
 	uint64_t cpu_ns;
+	int64_t run_delay_ns; /* waited on a run queue, as the scheduler counts it; -1: unknown */
 	uint64_t start_ns;
 	uint64_t start_cpu_ns;
+	int64_t start_run_delay_ns;
 };
 
 /*
@@ -141,6 +143,21 @@ static uint64_t now_ns(clockid_t clock)
 
 	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* The calling thread's total wait on a run queue (schedstat's second field, CONFIG_SCHED_INFO):
+ * the scheduler's own count of what a run-queue split reports. -1 where the kernel has none. */
+static int64_t thread_run_delay_ns(void)
+{
+	unsigned long long on_cpu, run_delay;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	int n;
+
+	if (!f)
+		return -1;
+	n = fscanf(f, "%llu %llu", &on_cpu, &run_delay);
+	fclose(f);
+	return n == 2 ? (int64_t)run_delay : -1;
 }
 
 static struct timespec ms_to_timespec(unsigned long ms)
@@ -236,12 +253,15 @@ static void worker_begin(struct worker *w)
 	wait_for_start();
 	w->start_ns = now_ns(CLOCK_MONOTONIC);
 	w->start_cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	w->start_run_delay_ns = thread_run_delay_ns();
 }
 
 static void worker_end(struct worker *w)
 {
 	w->wall_ns = now_ns(CLOCK_MONOTONIC) - w->start_ns;
 	w->cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - w->start_cpu_ns;
+	w->run_delay_ns =
+		w->start_run_delay_ns < 0 ? -1 : thread_run_delay_ns() - w->start_run_delay_ns;
 }
 
 /* ---- condvar ---- */
@@ -608,9 +628,9 @@ static void print_result(const struct worker *workers, size_t n)
 
 		printf("%s{\"name\":\"%s\",\"tid\":%d,\"function\":\"%s\",\"blocked_ns\":%" PRIu64
 		       ",\"blocks\":%" PRIu64 ",\"wakes\":%" PRIu64 ",\"wall_ns\":%" PRIu64
-		       ",\"cpu_ns\":%" PRIu64 "}",
+		       ",\"cpu_ns\":%" PRIu64 ",\"run_delay_ns\":%" PRId64 "}",
 		       sep, w->spec->name, (int)w->tid, w->spec->function, w->blocked_ns, w->blocks,
-		       w->wakes, w->wall_ns, w->cpu_ns);
+		       w->wakes, w->wall_ns, w->cpu_ns, w->run_delay_ns);
 		sep = ",";
 	}
 	printf("]}\n");
