@@ -201,6 +201,8 @@ static void unwind_status(struct manager *m, struct unwinder_stats *ustats,
 		.given_up = ustats->given_up,
 		.failed = ustats->failed,
 		.requests = ustats->requests,
+		.files_opened = ustats->files_opened,
+		.files_known = ustats->files_known,
 		.from_vmas = collector_unwind_from_vmas(m->collector),
 		.loader_hook = collector_unwind_loader_hook(m->collector),
 	};

@@ -35,6 +35,7 @@
 
 #define LOADS_MAX	  8
 #define ALIASES_MAX	  8 /* other files (device, inode) of the same build-id, published */
+#define KNOWN_FILES_MAX	  4096 /* struct known_file: forgotten all at once when full */
 #define SETTLE_NS	  (20 * 1000 * 1000ull)	      /* let an mmap under way finish */
 #define SWEEP_INTERVAL_NS (5 * 1000 * 1000 * 1000ull) /* forget processes that are gone */
 #define PROCESSES_MAX	  65536
@@ -73,6 +74,22 @@ struct table {
 	bool live; /* false: a free entry of u->tables */
 };
 
+/* A mapped file recognized by what /proc/PID/maps says of it (device and
+ * inode), so that the next process mapping it needs no open and no ELF
+ * read: the open through map_files is a path walk in procfs, and a churn
+ * of new processes does it for every library of every process. Trusted
+ * while proc_files holds the file (its inode cannot be reused meanwhile)
+ * and the held file's status is the one seen (a rewrite in place changes
+ * its ctime). */
+struct known_file {
+	uint64_t maps_dev, maps_ino;
+	dev_t dev;
+	ino_t ino;
+	struct timespec ctime;
+	off_t size;
+	uint32_t table; /* index into u->tables */
+};
+
 struct proc {
 	uint32_t tgid;
 	uint32_t n_tables;
@@ -103,6 +120,8 @@ struct unwinder {
 	size_t n_tables;
 	struct proc *procs;
 	size_t n_procs;
+	struct known_file *known;
+	size_t n_known;
 	struct pending *pending;
 	size_t n_pending, cap_pending;
 	uint64_t clock;
@@ -254,6 +273,23 @@ static void file_withdraw(struct unwinder *u, const struct table *t)
 	drop_kernel_built(u, false);
 }
 
+static void stat_add(struct unwinder *u, uint64_t *counter)
+{
+	pthread_mutex_lock(&u->stats_lock);
+	++*counter;
+	pthread_mutex_unlock(&u->stats_lock);
+}
+
+static void known_files_forget(struct unwinder *u, uint32_t table)
+{
+	for (size_t i = 0; i < u->n_known;) {
+		if (u->known[i].table == table)
+			u->known[i] = u->known[--u->n_known];
+		else
+			i++;
+	}
+}
+
 /* Drops the least recently used table no process uses, other than keep
  * (the one being loaded); false if none. */
 static bool evict_one(struct unwinder *u, const struct table *keep)
@@ -269,6 +305,7 @@ static bool evict_one(struct unwinder *u, const struct table *keep)
 	}
 	if (!victim)
 		return false;
+	known_files_forget(u, (uint32_t)(victim - u->tables));
 	victim->live = false;
 	free(victim->path);
 	victim->path = NULL;
@@ -277,9 +314,7 @@ static bool evict_one(struct unwinder *u, const struct table *keep)
 	victim->file_id = 0;
 	if (victim->n_rows) {
 		file_withdraw(u, victim);
-		pthread_mutex_lock(&u->stats_lock);
-		u->stats.evictions++;
-		pthread_mutex_unlock(&u->stats_lock);
+		stat_add(u, &u->stats.evictions);
 	}
 	return true;
 }
@@ -532,12 +567,88 @@ static void proc_forget(struct unwinder *u, struct proc *p)
 	*p = u->procs[--u->n_procs];
 }
 
-/* Reads tgid's executable file mappings into e (and their tables into p).
- * Returns 0, or -ESRCH if it is gone (or a zombie: its maps are empty). */
-static int read_maps(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_proc *e,
-		     struct proc *p)
+/* The table of a file m maps that a mapping seen before recognized
+ * (struct known_file); -1 if none may be trusted. */
+static ssize_t known_file_table(struct unwinder *u, const struct proc_map *m)
 {
-	char path[PATH_MAX], line[PATH_MAX + 128];
+	struct stat st;
+
+	if (!u->files)
+		return -1;
+	for (size_t i = 0; i < u->n_known; i++) {
+		const struct known_file *k = &u->known[i];
+		struct table *t = &u->tables[k->table];
+
+		if (k->maps_dev != m->dev || k->maps_ino != m->ino)
+			continue;
+		if (!t->live || (t->no_room && clock_monotonic_ns() >= t->retry_ns) ||
+		    proc_files_stat(u->files, m->dev, m->ino, &st) < 0 || st.st_dev != k->dev ||
+		    st.st_ino != k->ino || st.st_size != k->size ||
+		    st.st_ctim.tv_sec != k->ctime.tv_sec || st.st_ctim.tv_nsec != k->ctime.tv_nsec)
+			return -1;
+		t->last_used = ++u->clock;
+		return (ssize_t)k->table;
+	}
+	return -1;
+}
+
+static void known_file_learn(struct unwinder *u, const struct proc_map *m, const struct stat *st,
+			     size_t table)
+{
+	struct known_file k = {
+		.maps_dev = m->dev,
+		.maps_ino = m->ino,
+		.dev = st->st_dev,
+		.ino = st->st_ino,
+		.ctime = st->st_ctim,
+		.size = st->st_size,
+		.table = (uint32_t)table,
+	};
+	size_t i;
+
+	for (i = 0; i < u->n_known; i++)
+		if (u->known[i].maps_dev == m->dev && u->known[i].maps_ino == m->ino)
+			break;
+	if (i == u->n_known) {
+		if (!u->known && !(u->known = calloc(KNOWN_FILES_MAX, sizeof(*u->known))))
+			return;
+		if (u->n_known == KNOWN_FILES_MAX)
+			u->n_known = 0;
+		i = u->n_known++;
+	}
+	u->known[i] = k;
+}
+
+/* The table of the file mapping m of tgid maps, made if need be; -1 if
+ * there is none (not ELF, unreadable). */
+static ssize_t mapping_table(struct unwinder *u, uint32_t tgid, const struct proc_map *m)
+{
+	ssize_t idx = known_file_table(u, m);
+	struct stat st;
+	int fd;
+
+	if (idx >= 0) {
+		stat_add(u, &u->stats.files_known);
+		return idx;
+	}
+	stat_add(u, &u->stats.files_opened);
+	fd = open_mapping(u, tgid, m->start, m->end, m->path);
+	if (fd < 0)
+		return -1;
+	idx = fstat(fd, &st) == 0 ? table_get(u, fd, tgid, m->path) : -1;
+	close(fd);
+	if (idx >= 0)
+		known_file_learn(u, m, &st, (size_t)idx);
+	return idx;
+}
+
+/* Reads tgid's executable file mappings into e (and their tables into p),
+ * and their maps lines into *lines (open_memstream's). Returns 0, or -ESRCH
+ * if it is gone (or a zombie: its maps are empty). */
+static int read_maps(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_proc *e,
+		     struct proc *p, FILE *lines)
+{
+	char path[PATH_MAX], line[PATH_MAX + 128], parsed[sizeof(line)];
 	bool any = false;
 	FILE *f;
 
@@ -545,22 +656,22 @@ static int read_maps(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_pro
 	f = fopen(path, "re");
 	if (!f)
 		return -ESRCH;
-	while (fgets(line, sizeof(line), f) && e->n < OFFCPU_UNWIND_MAPPINGS) {
+	while (fgets(line, sizeof(line), f)) {
+		size_t n = strlen(line);
 		struct proc_map m;
 		uint64_t bias;
 		ssize_t idx;
-		int fd;
 
-		if (!proc_maps_parse(line, &m) || !proc_map_exec(&m))
+		if (!n || line[n - 1] != '\n')
+			continue; /* longer than PATH_MAX: no file of ours */
+		memcpy(parsed, line, n + 1);
+		if (!proc_maps_parse(parsed, &m) || !proc_map_exec(&m))
 			continue;
+		fwrite(line, 1, n, lines);
 		any = true;
-		if (m.path[0] != '/')
+		if (m.path[0] != '/' || e->n >= OFFCPU_UNWIND_MAPPINGS)
 			continue; /* [vdso], anonymous (JIT) code: frame pointers */
-		fd = open_mapping(u, tgid, m.start, m.end, m.path);
-		if (fd < 0)
-			continue;
-		idx = table_get(u, fd, tgid, m.path);
-		close(fd);
+		idx = mapping_table(u, tgid, &m);
 		if (idx < 0 || !mapping_bias(&u->tables[idx], m.start, m.pgoff, &bias))
 			continue;
 		u->tables[idx].refs++;
@@ -586,29 +697,25 @@ static uint64_t asked_at(struct unwinder *u, uint32_t tgid)
 	return bpf_map_lookup_elem(u->maps.requested_fd, &tgid, &at) == 0 ? at : 0;
 }
 
-static int prepare(struct unwinder *u, uint32_t tgid)
+/* Publishes e, tgid's mappings read into fresh when the kernel side had
+ * last asked at asked, and keeps fresh as tgid's. */
+static int publish(struct unwinder *u, uint32_t tgid, uint64_t asked,
+		   const struct offcpu_unwind_proc *e, struct proc *fresh)
 {
-	struct offcpu_unwind_proc e = { 0 };
-	struct proc fresh = { .tgid = tgid }, *p;
-	uint64_t asked = asked_at(u, tgid);
+	struct proc *p;
 	int err;
 
-	err = read_maps(u, tgid, &e, &fresh);
-	if (err) {
-		proc_release(u, &fresh);
-		return err;
-	}
 	/* Publish first, then drop the old refs: the old tables stay until then. */
-	if (bpf_map_update_elem(u->maps.procs_fd, &tgid, &e, BPF_ANY) < 0) {
+	if (bpf_map_update_elem(u->maps.procs_fd, &tgid, e, BPF_ANY) < 0) {
 		err = -errno;
-		proc_release(u, &fresh);
+		proc_release(u, fresh);
 		return err;
 	}
 	/* An exec (or a new request) while the maps were read: these mappings
 	 * may be the old image's. Withdraw them; the new request redoes the work. */
 	if (asked_at(u, tgid) != asked) {
 		bpf_map_delete_elem(u->maps.procs_fd, &tgid);
-		proc_release(u, &fresh);
+		proc_release(u, fresh);
 		return -EAGAIN;
 	}
 	p = proc_find(u, tgid);
@@ -618,22 +725,45 @@ static int prepare(struct unwinder *u, uint32_t tgid)
 		void *q = reallocarray(u->procs, u->n_procs + 1, sizeof(*u->procs));
 
 		if (!q) {
-			proc_release(u, &fresh);
+			proc_release(u, fresh);
 			bpf_map_delete_elem(u->maps.procs_fd, &tgid);
 			return -ENOMEM;
 		}
 		u->procs = q;
 		p = &u->procs[u->n_procs++];
 	} else {
-		proc_release(u, &fresh);
+		proc_release(u, fresh);
 		bpf_map_delete_elem(u->maps.procs_fd, &tgid);
 		return -ENOSPC;
 	}
-	*p = fresh;
-	/* Its mappings and files kept, for naming its stacks once it exits. */
-	if (u->files)
-		proc_files_note(u->files, tgid);
+	*p = *fresh;
 	return 0;
+}
+
+static int prepare(struct unwinder *u, uint32_t tgid)
+{
+	struct offcpu_unwind_proc e = { 0 };
+	struct proc fresh = { .tgid = tgid };
+	uint64_t asked = asked_at(u, tgid);
+	char *lines = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&lines, &len);
+	int err;
+
+	if (!mem)
+		return -ENOMEM;
+	err = read_maps(u, tgid, &e, &fresh, mem);
+	if (fclose(mem) && !err)
+		err = -ENOMEM;
+	if (err)
+		proc_release(u, &fresh);
+	else
+		err = publish(u, tgid, asked, &e, &fresh);
+	/* Its mappings and files kept, for naming its stacks once it exits. */
+	if (!err && u->files)
+		proc_files_note_lines(u->files, tgid, lines, len);
+	free(lines);
+	return err;
 }
 
 /* Forgets processes that exited or exec'd (exec deletes their entry), and
@@ -710,9 +840,7 @@ static int on_request(void *ctx, void *data, size_t size)
 		u->cap_pending = cap;
 	}
 	u->pending[u->n_pending++] = (struct pending){ req.tgid, due };
-	pthread_mutex_lock(&u->stats_lock);
-	u->stats.requests++;
-	pthread_mutex_unlock(&u->stats_lock);
+	stat_add(u, &u->stats.requests);
 	return 0;
 }
 
@@ -857,6 +985,7 @@ void unwinder_free(struct unwinder *u)
 	for (size_t i = 0; i < u->n_tables; i++)
 		free(u->tables[i].path);
 	free(u->tables);
+	free(u->known);
 	free(u->procs);
 	free(u->pending);
 	pthread_mutex_destroy(&u->stats_lock);

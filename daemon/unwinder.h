@@ -43,6 +43,8 @@ struct unwinder_stats {
 	uint32_t given_up;	  /* files not built again for a while: no room last time */
 	uint64_t failed;	  /* mappings without a usable table (no .eh_frame...) */
 	uint64_t requests;	  /* process (re)loads asked for by the BPF side */
+	uint64_t files_opened;	  /* mappings whose file was opened to find its table */
+	uint64_t files_known;	  /* mappings whose table was known from the maps line */
 };
 
 struct proc_files;

@@ -283,6 +283,10 @@ struct proto_unwind_status {
 	 * while included; frames whose file id was forgotten ("[unknown: file
 	 * forgotten]"). Absent (0) from older daemons. */
 	uint64_t file_ids, unknown_forgotten;
+	/* Mappings of processes read whose file was opened to find its table,
+	 * and those recognized from their maps line alone. Absent (0) from
+	 * older daemons. */
+	uint64_t files_opened, files_known;
 };
 
 /* One kind of recording as status reports it (daemon/kind_status.h). */

@@ -348,6 +348,10 @@ static int proto__reply_unwind(struct proto_status *s, const cJSON *o)
 	    (proto__reply_u64(item, "file_ids", &s->unwind.file_ids) < 0 ||
 	     proto__reply_u64(item, "unknown_forgotten", &s->unwind.unknown_forgotten) < 0))
 		return -EINVAL;
+	if (item && cJSON_GetObjectItemCaseSensitive(item, "files_opened") &&
+	    (proto__reply_u64(item, "files_opened", &s->unwind.files_opened) < 0 ||
+	     proto__reply_u64(item, "files_known", &s->unwind.files_known) < 0))
+		return -EINVAL;
 	return 0;
 }
 

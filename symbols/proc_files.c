@@ -310,10 +310,11 @@ int proc_files_note(struct proc_files *pf, uint32_t tgid)
 	return pf_store(pf, fresh, pf_now_ns());
 }
 
-int proc_files_keep(struct proc_files *pf, uint32_t tgid, const char *lines, size_t len)
+/* Stores a copy of lines for tgid, exited at exited_ns (0: alive). */
+static int pf_store_lines(struct proc_files *pf, uint32_t tgid, const char *lines, size_t len,
+			  uint64_t now, uint64_t exited_ns)
 {
-	struct pf_proc fresh = { .tgid = tgid, .len = len };
-	uint64_t now = pf_now_ns();
+	struct pf_proc fresh = { .tgid = tgid, .len = len, .exited_ns = exited_ns };
 
 	if (!len || lines[len - 1] != '\n' || len > PF_MAPS_BYTES)
 		return -EINVAL;
@@ -322,8 +323,28 @@ int proc_files_keep(struct proc_files *pf, uint32_t tgid, const char *lines, siz
 		return -ENOMEM;
 	memcpy(fresh.lines, lines, len);
 	fresh.lines[len] = '\0';
-	fresh.exited_ns = now;
 	return pf_store(pf, fresh, now);
+}
+
+int proc_files_note_lines(struct proc_files *pf, uint32_t tgid, const char *lines, size_t len)
+{
+	if (!len)
+		return -ESRCH;
+	if (len > PF_MAPS_BYTES) { /* as pf_read_maps(): the lines that fit */
+		const char *nl = memrchr(lines, '\n', PF_MAPS_BYTES);
+
+		if (!nl)
+			return -EINVAL;
+		len = (size_t)(nl - lines) + 1;
+	}
+	return pf_store_lines(pf, tgid, lines, len, pf_now_ns(), 0);
+}
+
+int proc_files_keep(struct proc_files *pf, uint32_t tgid, const char *lines, size_t len)
+{
+	uint64_t now = pf_now_ns();
+
+	return pf_store_lines(pf, tgid, lines, len, now, now);
 }
 
 int proc_files_maps(struct proc_files *pf, uint32_t tgid, int (*parse)(void *arg, char *line),
@@ -377,6 +398,19 @@ int proc_files_open(struct proc_files *pf, uint64_t dev, uint64_t ino)
 	}
 	pthread_mutex_unlock(&pf->lock);
 	return fd;
+}
+
+int proc_files_stat(struct proc_files *pf, uint64_t dev, uint64_t ino, struct stat *ret)
+{
+	struct pf_file *f;
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&pf->lock);
+	f = pf_file_find(pf, dev, ino);
+	if (f && fstat(f->fd, ret) == 0)
+		r = 0;
+	pthread_mutex_unlock(&pf->lock);
+	return r;
 }
 
 void proc_files_stats(struct proc_files *pf, struct proc_files_stats *ret)

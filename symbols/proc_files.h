@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define PROC_FILES_KEEP_S    60
 #define PROC_FILES_PROCS_MAX 4096
@@ -41,6 +42,12 @@ void proc_files_free(struct proc_files *pf); /* NULL-safe; closes the files */
  * -ENOMEM (what was kept stays). */
 int proc_files_note(struct proc_files *pf, uint32_t tgid);
 
+/* As proc_files_note(), with lines, /proc/PID/maps lines of tgid's
+ * executable mappings each ending in '\n', that the caller has just read
+ * (the unwinder reads them anyway: one read of the maps, not two). Returns
+ * 0, -EINVAL, -ESRCH (no lines: a zombie's maps are empty) or -ENOMEM. */
+int proc_files_note_lines(struct proc_files *pf, uint32_t tgid, const char *lines, size_t len);
+
 /* Keeps lines, /proc/PID/maps lines of executable mappings, each ending
  * in '\n', for tgid, which has exited without its maps read: what another
  * source knew of them (the unwinder's kernel-built list). Its files are
@@ -58,6 +65,12 @@ int proc_files_maps(struct proc_files *pf, uint32_t tgid, int (*parse)(void *arg
  * writes them) for reading, with a file offset of its own. Returns an fd
  * or -ENOENT. */
 int proc_files_open(struct proc_files *pf, uint64_t dev, uint64_t ino);
+
+/* The status (fstat) of the held file of device dev and inode ino, as
+ * /proc/PID/maps writes them, without a path lookup: while it is held its
+ * inode cannot be reused, and its ctime tells a rewrite. Returns 0 or
+ * -ENOENT (not held). */
+int proc_files_stat(struct proc_files *pf, uint64_t dev, uint64_t ino, struct stat *ret);
 
 void proc_files_stats(struct proc_files *pf, struct proc_files_stats *ret);
 

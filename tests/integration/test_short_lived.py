@@ -293,6 +293,53 @@ class ShortLivedTest(unittest.TestCase):
         finally:
             self.stop(d, proc)
 
+    def test_file_known_from_its_maps_line_until_rewritten(self):
+        # The unwinder recognizes a file it has read before from its process's
+        # maps line (device, inode) without opening it, while proc_files holds
+        # it and the held file's status is unchanged: a file rewritten in place
+        # (the same inode, a new build-id) is opened and gets its own table.
+        d = self.daemon(SLOW_DRAINS + "continuous = false\n")
+        copy = os.path.join(d.dir, "rewritten_workload")
+        try:
+            shutil.copy(SHORT_WORKLOAD, copy)
+
+            def read_one():
+                """Runs a process of copy, its maps read by a capture of its pid
+                (read before the capture starts); returns the unwinder's counters'
+                growth."""
+                before = d.status()["unwind"]
+                w = ShortWorkload(copy)
+                try:
+                    r = d.ctl("capture", "--pid", str(w.pid), "--seconds", "1", "-U")
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    w.go()
+                    w.truth()
+                finally:
+                    w.kill()
+                after = d.status()["unwind"]
+                return {k: after[k] - before[k] for k in ("files_opened", "files_known", "builds")}
+
+            first = read_one()
+            self.assertGreaterEqual(first["files_opened"], 1, first)
+            self.assertGreaterEqual(first["builds"], 1, first)
+            again = read_one()  # the first has exited; its files are held
+            self.assertEqual(again["files_opened"], 0, again)
+            self.assertGreaterEqual(again["files_known"], 2, again)  # the binary, libc, ld.so
+            self.assertEqual(again["builds"], 0, again)
+
+            build_id = subprocess.run(["readelf", "-n", copy], capture_output=True, text=True,
+                                      check=True).stdout.split("Build ID: ")[1].split()[0]
+            with open(copy, "r+b") as f:  # in place: the same inode
+                data = f.read()
+                at = data.index(bytes.fromhex(build_id))
+                f.seek(at)
+                f.write(bytes([data[at] ^ 0xff]))
+            rewritten = read_one()
+            self.assertGreaterEqual(rewritten["files_opened"], 1, rewritten)
+            self.assertEqual(rewritten["builds"], 1, f"a new build-id, a new table: {rewritten}")
+        finally:
+            self.stop(d, None)
+
     def stacks_of_processes(self, d, n):
         """Captures n processes of short_workload, held at their start line
         until the capture runs (sleeping time, user stacks: their naps and

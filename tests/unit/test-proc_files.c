@@ -87,6 +87,7 @@ int main(int argc, char **argv)
 	struct found f = { 0 };
 	char magic[4];
 	struct stat sb;
+	size_t lines_len = 0;
 	int fd, stops = 0;
 	pid_t pid;
 
@@ -134,6 +135,10 @@ int main(int argc, char **argv)
 								 4));
 	close(fd);
 	CHECK(proc_files_open(pf, f.exe_map.dev, f.exe_map.ino + 1) == -ENOENT);
+	/* Its status without a path: the held, deleted inode. */
+	CHECK(proc_files_stat(pf, f.exe_map.dev, f.exe_map.ino, &sb) == 0);
+	CHECK(sb.st_ino == f.exe_map.ino && sb.st_nlink == 0 && S_ISREG(sb.st_mode));
+	CHECK(proc_files_stat(pf, f.exe_map.dev, f.exe_map.ino + 1, &sb) == -ENOENT);
 	proc_files_stats(pf, &st);
 	CHECK(st.processes == 1);
 
@@ -158,6 +163,36 @@ int main(int argc, char **argv)
 		close(fd);
 		proc_files_stats(pf, &st);
 		CHECK(st.processes == 2 && st.exited >= 1); /* (the other one: once a sweep notices) */
+	}
+	/* A live process noted from lines its reader had just read (the
+	 * unwinder's): kept as read, its files held. */
+	{
+		char line[4096], parsed[sizeof(line)], *lines = NULL;
+		FILE *maps = fopen("/proc/self/maps", "re"), *mem = open_memstream(&lines, &lines_len);
+		struct proc_map first = { 0 }, m;
+		struct found self = { 0 };
+		int n_exec = 0;
+
+		CHECK(maps && mem);
+		while (fgets(line, sizeof(line), maps)) {
+			memcpy(parsed, line, sizeof(line));
+			if (!proc_maps_parse(parsed, &m) || !proc_map_exec(&m))
+				continue;
+			if (!first.ino && m.path[0] == '/')
+				first = m;
+			fputs(line, mem);
+			n_exec++;
+		}
+		fclose(maps);
+		CHECK(fclose(mem) == 0 && n_exec >= 2 && first.ino);
+		CHECK(proc_files_note_lines(pf, getpid(), lines, 0) == -ESRCH);
+		CHECK(proc_files_note_lines(pf, getpid(), lines, lines_len - 1) == -EINVAL);
+		CHECK(proc_files_note_lines(pf, getpid(), lines, lines_len) == 0);
+		CHECK(proc_files_maps(pf, getpid(), find_exe, &self) == 0 && self.lines == n_exec);
+		CHECK(proc_files_stat(pf, first.dev, first.ino, &sb) == 0 && sb.st_ino == first.ino);
+		proc_files_stats(pf, &st);
+		CHECK(st.processes == 3);
+		free(lines);
 	}
 	proc_files_free(pf);
 	CHECK(rmdir(dir) == 0);
