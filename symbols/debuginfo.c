@@ -33,12 +33,32 @@
 #define DEBUGINFO_PATH_PREFIX "+:.debug:" /* then debug_root */
 #define DEBUGINFO_FRAMES_MAX 32 /* functions inlined into one another at one address */
 
+/* One address range of a function's code. */
+struct debuginfo_range {
+	Dwarf_Addr low, high; /* [low, high), CU addresses */
+	Dwarf_Die func;	      /* its subprogram DIE */
+	size_t order;	      /* the DIE's place in the CU's tree */
+};
+
+/* A compilation unit's functions by address, built at its first lookup:
+ * a lookup is then a binary search and a descent through one function's
+ * inlined instances, not a walk of the CU's tree from its root (which
+ * dwarf_getscopes() does at every address, and which was most of naming
+ * a new address). */
+struct debuginfo_cu {
+	Dwarf_Off offset; /* the CU DIE's */
+	struct debuginfo_range *ranges;
+	size_t n_ranges, cap_ranges;
+};
+
 struct debuginfo {
 	Dwfl_Callbacks callbacks; /* referenced by dwfl: lives as long */
 	char *search_path;	  /* "+:.debug:DEBUG_ROOT": CRC-checked debuglinks */
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
-	Dwarf_Addr bias; /* module address - ELF vaddr */
+	Dwarf_Addr bias;	 /* module address - ELF vaddr */
+	struct debuginfo_cu *cus; /* sorted by offset */
+	size_t n_cus;
 };
 
 /* The executable and its DWARF are opened by us and by the standard
@@ -181,6 +201,9 @@ void debuginfo_free(struct debuginfo *d)
 {
 	if (!d)
 		return;
+	for (size_t i = 0; i < d->n_cus; i++)
+		free(d->cus[i].ranges);
+	free(d->cus);
 	dwfl_end(d->dwfl);
 	free(d->search_path);
 	free(d);
@@ -295,6 +318,185 @@ static int debuginfo_caller(Dwarf_Die *inlined, Dwarf_Die *ret)
 	return r;
 }
 
+/* Tags whose children may hold functions but which hold no code of their
+ * own (C++ member functions and namespace-scope ones can be defined there). */
+static bool debuginfo_is_container(int tag)
+{
+	return tag == DW_TAG_namespace || tag == DW_TAG_module || tag == DW_TAG_class_type ||
+	       tag == DW_TAG_structure_type || tag == DW_TAG_union_type;
+}
+
+static int debuginfo_range_add(struct debuginfo_cu *c, Dwarf_Addr low, Dwarf_Addr high,
+			       Dwarf_Die *func)
+{
+	if (c->n_ranges == c->cap_ranges) {
+		size_t cap = c->cap_ranges ? c->cap_ranges * 2 : 64;
+		void *p = reallocarray(c->ranges, cap, sizeof(*c->ranges));
+
+		if (!p)
+			return -ENOMEM;
+		c->ranges = p;
+		c->cap_ranges = cap;
+	}
+	c->ranges[c->n_ranges] = (struct debuginfo_range){ low, high, *func, c->n_ranges };
+	c->n_ranges++;
+	return 0;
+}
+
+/* Adds the code ranges of the functions among parent's children (and in
+ * the containers among them) to c. */
+static int debuginfo_index_children(struct debuginfo_cu *c, Dwarf_Die *parent, int depth)
+{
+	Dwarf_Die child;
+	int r;
+
+	if (depth > 8 || dwarf_child(parent, &child) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+
+		if (tag == DW_TAG_subprogram) {
+			Dwarf_Addr base, low, high;
+			ptrdiff_t off = 0;
+
+			while ((off = dwarf_ranges(&child, off, &base, &low, &high)) > 0)
+				if (low < high && (r = debuginfo_range_add(c, low, high, &child)) < 0)
+					return r;
+		} else if (debuginfo_is_container(tag) &&
+			   (r = debuginfo_index_children(c, &child, depth + 1)) < 0) {
+			return r;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+static int debuginfo_range_cmp(const void *a, const void *b)
+{
+	const struct debuginfo_range *x = a, *y = b;
+
+	if (x->low != y->low)
+		return x->low < y->low ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* cu's index, built if need be; NULL if it cannot be. */
+static struct debuginfo_cu *debuginfo_cu_index(struct debuginfo *d, Dwarf_Die *cu)
+{
+	Dwarf_Off offset = dwarf_dieoffset(cu);
+	size_t lo = 0, hi = d->n_cus;
+	struct debuginfo_cu c = { .offset = offset };
+	void *p;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->cus[mid].offset == offset)
+			return &d->cus[mid];
+		if (d->cus[mid].offset < offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	p = reallocarray(d->cus, d->n_cus + 1, sizeof(*d->cus));
+	if (!p)
+		return NULL;
+	d->cus = p;
+	if (debuginfo_index_children(&c, cu, 0) < 0) {
+		free(c.ranges);
+		return NULL;
+	}
+	qsort(c.ranges, c.n_ranges, sizeof(*c.ranges), debuginfo_range_cmp);
+	memmove(&d->cus[lo + 1], &d->cus[lo], (d->n_cus - lo) * sizeof(*d->cus));
+	d->cus[lo] = c;
+	d->n_cus++;
+	return &d->cus[lo];
+}
+
+/* The subprogram of c whose code holds pc (a CU address); false if none. */
+static bool debuginfo_cu_function(const struct debuginfo_cu *c, Dwarf_Addr pc, Dwarf_Die *ret)
+{
+	size_t lo = 0, hi = c->n_ranges;
+
+	while (lo < hi) { /* the first range starting after pc */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->ranges[mid].low <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Functions' ranges overlap where an assembly file's CU has one
+	 * subprogram per alias of a symbol (glibc's __finitel and
+	 * __GI___finitel): the first in the tree holds pc, as for
+	 * dwarf_getscopes(). */
+	const struct debuginfo_range *best = NULL;
+
+	for (size_t i = lo, seen = 0; i-- > 0 && seen < 8; seen++) {
+		const struct debuginfo_range *r = &c->ranges[i];
+
+		if (pc < r->high && (!best || r->order < best->order))
+			best = r;
+	}
+	if (best)
+		*ret = best->func;
+	return best != NULL;
+}
+
+/*
+ * The functions at pc within func, outermost first: func, then the
+ * instance inlined in it whose code holds pc, and so on (through lexical
+ * blocks, which are scopes but not frames). Returns how many were written
+ * to path (at most max).
+ */
+static int debuginfo_inlined_path(Dwarf_Die *func, Dwarf_Addr pc, Dwarf_Die *path, int max)
+{
+	Dwarf_Die scope = *func, child;
+	int n = 0;
+
+	path[n++] = *func;
+	while (n < max && dwarf_child(&scope, &child) == 0) {
+		bool found = false;
+
+		do {
+			int tag = dwarf_tag(&child);
+
+			if ((tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block) &&
+			    dwarf_haspc(&child, pc) > 0) {
+				found = true;
+				break;
+			}
+		} while (dwarf_siblingof(&child, &child) == 0);
+		if (!found)
+			break;
+		if (dwarf_tag(&child) == DW_TAG_inlined_subroutine)
+			path[n++] = child;
+		scope = child;
+	}
+	return n;
+}
+
+/* The functions at pc in cu, outermost first (the subprogram, then each
+ * instance inlined in the one before), by dwarf_getscopes(): for a CU the
+ * index does not cover. Returns how many were written to chain. */
+static int debuginfo_scopes_chain(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *chain, int max)
+{
+	Dwarf_Die *scopes = NULL, inner[DEBUGINFO_FRAMES_MAX];
+	int n_scopes = dwarf_getscopes(cu, pc, &scopes), i, n = 0;
+
+	for (i = 0; i < n_scopes && !debuginfo_is_function(&scopes[i]); i++)
+		;
+	if (i < n_scopes)
+		inner[n++] = scopes[i]; /* the innermost function */
+	free(scopes);
+	while (n > 0 && n < max && n < DEBUGINFO_FRAMES_MAX &&
+	       dwarf_tag(&inner[n - 1]) == DW_TAG_inlined_subroutine &&
+	       debuginfo_caller(&inner[n - 1], &inner[n]) == 0)
+		n++;
+	for (i = 0; i < n; i++)
+		chain[i] = inner[n - 1 - i];
+	return n;
+}
+
 int debuginfo_frames(struct debuginfo *d, uint64_t vaddr, const char *outer_name, char *buf,
 		     size_t size)
 {
@@ -306,25 +508,24 @@ int debuginfo_frames(struct debuginfo *d, uint64_t vaddr, const char *outer_name
 	} frames[DEBUGINFO_FRAMES_MAX];
 	char names[DEBUGINFO_FRAMES_MAX][DEBUGINFO_NAME_MAX];
 	Dwarf_Addr addr = vaddr + d->bias, cu_bias;
-	Dwarf_Die *cu, *scopes = NULL, cur, caller;
+	Dwarf_Die *cu, chain[DEBUGINFO_FRAMES_MAX], func;
+	struct debuginfo_cu *index;
 	const char *file = NULL;
 	unsigned line = 0;
 	Dwfl_Line *src;
-	int n_scopes, n = 0, i;
+	int depth, n = 0;
 	size_t len = 0;
 
 	cu = dwfl_module_addrdie(d->mod, addr, &cu_bias);
 	if (!cu)
 		return 0;
-	n_scopes = dwarf_getscopes(cu, addr - cu_bias, &scopes);
-	for (i = 0; i < n_scopes && !debuginfo_is_function(&scopes[i]); i++)
-		;
-	if (i >= n_scopes) {
-		free(scopes);
+	index = debuginfo_cu_index(d, cu);
+	if (index && debuginfo_cu_function(index, addr - cu_bias, &func))
+		depth = debuginfo_inlined_path(&func, addr - cu_bias, chain, DEBUGINFO_FRAMES_MAX);
+	else
+		depth = debuginfo_scopes_chain(cu, addr - cu_bias, chain, DEBUGINFO_FRAMES_MAX);
+	if (!depth)
 		return 0;
-	}
-	cur = scopes[i]; /* the innermost function */
-	free(scopes);
 	src = dwfl_module_getsrc(d->mod, addr);
 	if (src) {
 		int l = 0;
@@ -334,29 +535,27 @@ int debuginfo_frames(struct debuginfo *d, uint64_t vaddr, const char *outer_name
 	}
 	/* Innermost to outermost, each frame with its line: the innermost at
 	 * addr, each outer one at the call site of the instance inlined in it. */
-	while (n < DEBUGINFO_FRAMES_MAX) {
-		bool inlined = dwarf_tag(&cur) == DW_TAG_inlined_subroutine;
+	for (int k = depth - 1; k >= 0 && n < DEBUGINFO_FRAMES_MAX; k--) {
+		Dwarf_Die *cur = &chain[k];
+		bool inlined = dwarf_tag(cur) == DW_TAG_inlined_subroutine;
 		const char *name = !inlined && outer_name
 					   ? outer_name
-					   : debuginfo_die_name(&cur, names[n], sizeof(names[n]));
+					   : debuginfo_die_name(cur, names[n], sizeof(names[n]));
 
 		frames[n].name = name ? name : "[unknown]";
 		frames[n].file = debuginfo_basename(file);
 		frames[n].line = line;
 		frames[n].inlined = inlined;
 		n++;
-		if (!inlined)
+		if (!inlined || k == 0)
 			break;
-		file = debuginfo_call_site(cu, &cur, &line);
-		if (debuginfo_caller(&cur, &caller) < 0)
-			break;
+		file = debuginfo_call_site(cu, cur, &line);
 		/* The caller takes the innermost frame's place, keeping its line. */
-		if (debuginfo_same_function(&cur, &caller)) {
+		if (debuginfo_same_function(cur, &chain[k - 1])) {
 			n--;
 			file = frames[n].file;
 			line = frames[n].line;
 		}
-		cur = caller;
 	}
 	for (int k = n; k-- > 0;) {
 		char frame[DEBUGINFO_NAME_MAX + 64];
