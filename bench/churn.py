@@ -258,7 +258,8 @@ class Watch:
 def unwind_counters(status):
     u = status.get("unwind", {})
     keys = ("requests", "builds", "build_ns_total", "no_room", "given_up", "failed", "evictions", "tables", "processes",
-            "kept_processes", "kept_files", "unknown_exited", "unknown_unmapped", "unknown_anonymous")
+            "kept_processes", "kept_files", "unknown_exited", "unknown_unmapped", "unknown_anonymous",
+            "files_opened", "files_known")
     return {k: u[k] for k in keys if k in u}
 
 
@@ -403,9 +404,13 @@ def main():
           f"{res['fds_by_kind_end']}, Unix pairs inside offcpud {res['unix_pairs_inside_end']}")
     u0, u1 = res["unwind_start"], res["unwind_end"]
     build_s = (u1.get("build_ns_total", 0) - u0.get("build_ns_total", 0)) / 1e9
-    print(f"unwind tables built during the churn: {u1['builds'] - u0['builds']} in {build_s:.2f} s "
-          f"({100 * build_s / res['seconds']:.2f} % of a core; evictions {u1['evictions'] - u0['evictions']}, "
-          f"no_room {u1['no_room'] - u0['no_room']})")
+    # Wall time, preemptions included (2 CPUs under the churn): an upper bound
+    # on the builds' share of offcpud's CPU, which counts them already.
+    print(f"unwind tables built during the churn: {u1['builds'] - u0['builds']} in {build_s:.2f} s of "
+          f"wall time ({100 * build_s / res['seconds']:.2f} % of the run; evictions "
+          f"{u1['evictions'] - u0['evictions']}, no_room {u1['no_room'] - u0['no_room']}); mappings "
+          f"read: {u1.get('files_known', 0) - u0.get('files_known', 0)} known from their maps line, "
+          f"{u1.get('files_opened', 0) - u0.get('files_opened', 0)} opened")
     print(f"unwind at start: {res['unwind_start']}")
     print(f"unwind at end:   {res['unwind_end']}")
     u = res["unknown_user_frames"]

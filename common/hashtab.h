@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct hashtab;
 
@@ -24,6 +25,11 @@ void *hashtab_get(const struct hashtab *h, const void *key);
 void *hashtab_put(struct hashtab *h, const void *key, bool *ret_created);
 
 size_t hashtab_count(const struct hashtab *h);
+
+/* The hash the table uses, for callers that key by a hash of their own
+ * (content of any length: a stack string of kilobytes). Not stable across
+ * versions or byte orders: never store it. */
+uint64_t hashtab_hash(const void *p, size_t n);
 
 /* Iteration: start with *pos = 0; returns false at the end. Insertions during
  * iteration are not allowed. */

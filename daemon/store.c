@@ -19,12 +19,12 @@ static const char *const stmt_sql[STMT_COUNT] = {
 	[STMT_COMMIT] = "COMMIT",
 	[STMT_ROLLBACK] = "ROLLBACK",
 	[STMT_STRING_FIND] = "SELECT id FROM strings WHERE name = ?1",
-	[STMT_STRING_INSERT] = "INSERT INTO strings (name) VALUES (?1)",
+	[STMT_STRING_INSERT] = "INSERT INTO strings (name) VALUES (?1) ON CONFLICT DO NOTHING",
 	[STMT_STRING_GET] = "SELECT name FROM strings WHERE id = ?1",
 	[STMT_STRING_DELETE] = "DELETE FROM strings WHERE id = ?1",
 	[STMT_STRINGS_ALL] = "SELECT id FROM strings",
 	[STMT_STACK_FIND] = "SELECT id FROM stacks WHERE frames = ?1",
-	[STMT_STACK_INSERT] = "INSERT INTO stacks (frames) VALUES (?1)",
+	[STMT_STACK_INSERT] = "INSERT INTO stacks (frames) VALUES (?1) ON CONFLICT DO NOTHING",
 	[STMT_STACK_GET] = "SELECT frames FROM stacks WHERE id = ?1",
 	[STMT_STACK_DELETE] = "DELETE FROM stacks WHERE id = ?1",
 	[STMT_STACKS_ALL] = "SELECT id, frames FROM stacks",
@@ -45,7 +45,8 @@ static const char *const stmt_sql[STMT_COUNT] = {
 			     "AND kind = ?4 AND state = ?5 AND ustack_id = ?6 AND kstack_id = ?7 "
 			     "AND chain_id = ?8",
 	[STMT_SERIES_INSERT] = "INSERT INTO series (tgid, pid, comm_id, kind, state, ustack_id, "
-			       "kstack_id, chain_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+			       "kstack_id, chain_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+			       "ON CONFLICT DO NOTHING",
 	[STMT_SERIES_DELETE] = "DELETE FROM series WHERE id = ?1",
 	[STMT_SERIES_ALL] = "SELECT id, comm_id, ustack_id, kstack_id, chain_id FROM series",
 	[STMT_SAMPLE_INSERT] = "INSERT INTO samples (window_id, series_id, sum_ns, count, bytes) "

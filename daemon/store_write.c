@@ -58,20 +58,6 @@ struct hist_row {
 	struct hist_value value;
 };
 
-/* FNV-1a, then a final mix; collisions are checked by the callers. */
-static uint64_t hash64(const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ULL;
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return h;
-}
-
 static void intern_reset(struct intern *c)
 {
 	hashtab_free(c->map);
@@ -175,41 +161,44 @@ static size_t sample_row_bytes(const struct merged_row *m)
 	       ROW_OVERHEAD_BYTES;
 }
 
-/* Id of the blob p[0..n) in a table whose blob column is UNIQUE, inserted if
- * absent; a new row's bytes (row and index entry) are added to *bytes. */
+/*
+ * Id of the blob p[0..n) in a table whose blob column is UNIQUE, inserted if
+ * absent; a new row's bytes (row and index entry) are added to *bytes.
+ * Inserted first (insert ignores a conflict), looked up only if it was
+ * there: what the caches miss is mostly new (a new thread's series, a new
+ * stack), and the insert's uniqueness check is the lookup.
+ */
 static int db_intern(struct store *s, enum stmt find, enum stmt insert, const char *what,
 		     const void *p, size_t n, int64_t *ret_id, uint64_t *bytes)
 {
-	sqlite3_stmt *st = stmt(s, find);
+	sqlite3_stmt *st = stmt(s, insert);
 	int rc;
 
 	/* A non-NULL pointer binds an empty blob, not NULL. */
-	rc = sqlite3_bind_blob64(st, 1, n ? p : "", n, SQLITE_STATIC);
-	if (rc != SQLITE_OK)
-		return store__fail(s, rc, "cannot look up a %s of %zu bytes", what, n);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*ret_id = sqlite3_column_int64(st, 0);
-	sqlite3_reset(st);
-	if (rc == SQLITE_ROW)
-		return 0;
-	if (rc != SQLITE_DONE)
-		return store__fail(s, rc, "cannot look up a %s", what);
-	st = stmt(s, insert);
 	rc = sqlite3_bind_blob64(st, 1, n ? p : "", n, SQLITE_STATIC);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
 		return store__fail(s, rc, "cannot store a %s of %zu bytes", what, n);
-	*ret_id = sqlite3_last_insert_rowid(s->db);
-	*bytes += 2 * (n + 8 + ROW_OVERHEAD_BYTES);
-	return 0;
+	if (sqlite3_changes(s->db)) {
+		*ret_id = sqlite3_last_insert_rowid(s->db);
+		*bytes += 2 * (n + 8 + ROW_OVERHEAD_BYTES);
+		return 0;
+	}
+	st = stmt(s, find);
+	rc = sqlite3_bind_blob64(st, 1, n ? p : "", n, SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*ret_id = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return rc == SQLITE_ROW ? 0 : store__fail(s, rc, "cannot look up a %s", what);
 }
 
 static int string_id(struct store *s, const char *p, size_t n, int64_t *ret_id, uint64_t *bytes)
 {
-	uint64_t hash = hash64(p, n);
+	uint64_t hash = hashtab_hash(p, n);
 	int cached = intern_find(&s->strings, hash, p, n, ret_id);
 	int r;
 
@@ -246,7 +235,7 @@ static int frames_reserve(struct store *s, size_t n)
 static int stack_id(struct store *s, const char *str, int64_t *ret_id, uint64_t *bytes)
 {
 	size_t n = strlen(str), len = 0;
-	uint64_t hash = hash64(str, n);
+	uint64_t hash = hashtab_hash(str, n);
 	int cached = intern_find(&s->stacks, hash, str, n, ret_id);
 	const char *p = str, *end = str + n;
 	int r;
@@ -306,23 +295,27 @@ static int series_id(struct store *s, const struct series_key *key, int64_t *ret
 		*ret_id = *cached;
 		return 0;
 	}
-	st = stmt(s, STMT_SERIES_FIND);
+	/* Inserted first, as in db_intern(). */
+	st = stmt(s, STMT_SERIES_INSERT);
 	series_bind(st, key);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*ret_id = sqlite3_column_int64(st, 0);
 	sqlite3_reset(st);
-	if (rc == SQLITE_DONE) {
-		st = stmt(s, STMT_SERIES_INSERT);
-		series_bind(st, key);
-		rc = sqlite3_step(st);
-		sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return store__fail(s, rc, "cannot store a series");
+	if (sqlite3_changes(s->db)) {
 		*ret_id = sqlite3_last_insert_rowid(s->db);
 		/* The row and its UNIQUE index entry. */
 		*bytes += 2 * (8 + 18 + ROW_OVERHEAD_BYTES);
+	} else {
+		st = stmt(s, STMT_SERIES_FIND);
+		series_bind(st, key);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW)
+			*ret_id = sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		if (rc != SQLITE_ROW)
+			return store__fail(s, rc, "cannot look up a series");
 	}
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return store__fail(s, rc, "cannot store a series");
 
 	/* Cached best effort, like intern_add(). */
 	if (s->series && hashtab_count(s->series) >= INTERN_MAX_ENTRIES) {
