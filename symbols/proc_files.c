@@ -51,6 +51,8 @@ struct proc_files {
 	pthread_mutex_t lock;
 	struct pf_proc *procs;
 	size_t n_procs, cap_procs;
+	/* procs[i].tgid: a lookup scans 4 bytes a process, not 56 */
+	uint32_t tgids[PROC_FILES_PROCS_MAX];
 	struct pf_file files[PROC_FILES_FILES_MAX];
 	size_t n_files;
 	uint64_t last_sweep_ns;
@@ -94,13 +96,14 @@ static void pf_proc_release(struct proc_files *pf, struct pf_proc *p)
 static void pf_proc_drop(struct proc_files *pf, size_t i)
 {
 	pf_proc_release(pf, &pf->procs[i]);
+	pf->tgids[i] = pf->tgids[pf->n_procs - 1];
 	pf->procs[i] = pf->procs[--pf->n_procs];
 }
 
 static struct pf_proc *pf_proc_find(struct proc_files *pf, uint32_t tgid)
 {
 	for (size_t i = 0; i < pf->n_procs; i++)
-		if (pf->procs[i].tgid == tgid)
+		if (pf->tgids[i] == tgid)
 			return &pf->procs[i];
 	return NULL;
 }
@@ -292,6 +295,7 @@ static int pf_store(struct proc_files *pf, struct pf_proc fresh, uint64_t now)
 			pf->procs = q;
 			pf->cap_procs = cap;
 		}
+		pf->tgids[pf->n_procs] = fresh.tgid;
 		pf->procs[pf->n_procs++] = fresh;
 	}
 	pthread_mutex_unlock(&pf->lock);
