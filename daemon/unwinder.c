@@ -643,7 +643,7 @@ static ssize_t mapping_table(struct unwinder *u, uint32_t tgid, const struct pro
 }
 
 /* Reads tgid's executable file mappings into e (and their tables into p),
- * and their maps lines into *lines (open_memstream's). Returns 0, or -ESRCH
+ * and writes their maps lines to lines. Returns 0, or -ESRCH
  * if it is gone (or a zombie: its maps are empty). */
 static int read_maps(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_proc *e,
 		     struct proc *p, FILE *lines)

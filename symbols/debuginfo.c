@@ -415,6 +415,7 @@ static struct debuginfo_cu *debuginfo_cu_index(struct debuginfo *d, Dwarf_Die *c
 /* The subprogram of c whose code holds pc (a CU address); false if none. */
 static bool debuginfo_cu_function(const struct debuginfo_cu *c, Dwarf_Addr pc, Dwarf_Die *ret)
 {
+	const struct debuginfo_range *best = NULL;
 	size_t lo = 0, hi = c->n_ranges;
 
 	while (lo < hi) { /* the first range starting after pc */
@@ -429,8 +430,6 @@ static bool debuginfo_cu_function(const struct debuginfo_cu *c, Dwarf_Addr pc, D
 	 * subprogram per alias of a symbol (glibc's __finitel and
 	 * __GI___finitel): the first in the tree holds pc, as for
 	 * dwarf_getscopes(). */
-	const struct debuginfo_range *best = NULL;
-
 	for (size_t i = lo, seen = 0; i-- > 0 && seen < 8; seen++) {
 		const struct debuginfo_range *r = &c->ranges[i];
 
@@ -442,10 +441,17 @@ static bool debuginfo_cu_function(const struct debuginfo_cu *c, Dwarf_Addr pc, D
 	return best != NULL;
 }
 
+/* Scopes within a function that are not functions (dwarf_getscopes()'s). */
+static bool debuginfo_is_block(int tag)
+{
+	return tag == DW_TAG_lexical_block || tag == DW_TAG_try_block || tag == DW_TAG_catch_block ||
+	       tag == DW_TAG_with_stmt;
+}
+
 /*
  * The functions at pc within func, outermost first: func, then the
  * instance inlined in it whose code holds pc, and so on (through lexical
- * blocks, which are scopes but not frames). Returns how many were written
+ * and try blocks, which are scopes but not frames). Returns how many were written
  * to path (at most max).
  */
 static int debuginfo_inlined_path(Dwarf_Die *func, Dwarf_Addr pc, Dwarf_Die *path, int max)
@@ -460,7 +466,7 @@ static int debuginfo_inlined_path(Dwarf_Die *func, Dwarf_Addr pc, Dwarf_Die *pat
 		do {
 			int tag = dwarf_tag(&child);
 
-			if ((tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block) &&
+			if ((tag == DW_TAG_inlined_subroutine || debuginfo_is_block(tag)) &&
 			    dwarf_haspc(&child, pc) > 0) {
 				found = true;
 				break;
