@@ -31,7 +31,8 @@ uint64_t hashtab_hash(const void *p, size_t n)
 		h = ((h << 31) | (h >> 33)) * 0x4cf5ad432745937fULL;
 	}
 	w = 0;
-	memcpy(&w, b, n);
+	if (n) /* (p may be NULL when n is 0) */
+		memcpy(&w, b, n);
 	h ^= w * 0x87c37b91114253d5ULL;
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdULL;

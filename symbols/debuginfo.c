@@ -405,7 +405,8 @@ static struct debuginfo_cu *debuginfo_cu_index(struct debuginfo *d, Dwarf_Die *c
 		free(c.ranges);
 		return NULL;
 	}
-	qsort(c.ranges, c.n_ranges, sizeof(*c.ranges), debuginfo_range_cmp);
+	if (c.n_ranges) /* (qsort() takes no NULL) */
+		qsort(c.ranges, c.n_ranges, sizeof(*c.ranges), debuginfo_range_cmp);
 	memmove(&d->cus[lo + 1], &d->cus[lo], (d->n_cus - lo) * sizeof(*d->cus));
 	d->cus[lo] = c;
 	d->n_cus++;
