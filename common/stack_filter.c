@@ -86,7 +86,9 @@ static const char *regex_bracket_end(const char *p)
 
 /* The copies an interval makes at p ("{2}", "{2,}", "{,5}", "{2,5}"),
  * with *end at its '}' and *ret_min its lower bound; 0 if p starts no
- * interval, UINT_MAX if a bound is above REGEX_DUP_MAX. */
+ * interval, UINT_MAX if a bound is above REGEX_DUP_MAX. glibc's parser
+ * takes an escaped comma for the comma ("{1\,25544}": 2.7 GB in a
+ * fuzzer's regcomp() when this read it as no interval). */
 static unsigned regex_interval(const char *p, const char **end, unsigned *ret_min)
 {
 	unsigned min = 0, max = 0, digits = 0;
@@ -94,6 +96,8 @@ static unsigned regex_interval(const char *p, const char **end, unsigned *ret_mi
 
 	for (p++; *p >= '0' && *p <= '9'; p++, digits++)
 		min = min > REGEX_DUP_MAX ? min : min * 10 + (*p - '0');
+	if (*p == '\\' && p[1] == ',')
+		p++;
 	if (*p == ',') {
 		comma = true;
 		for (p++; *p >= '0' && *p <= '9'; p++, digits++)

@@ -424,6 +424,13 @@ static void test_bad_patterns(void)
 	CHECK(stack_filter_regex_valid("^do_(sys_)?poll$", why, sizeof(why)));
 	CHECK(!stack_filter_regex_valid("(", why, sizeof(why)) && why[0]);
 	CHECK(!stack_filter_regex_valid("a\\", why, sizeof(why)));
+	/* Bounds above 255 refused, with glibc's escaped comma too. */
+	CHECK(stack_filter_regex_valid("a{2,255}", why, sizeof(why)));
+	CHECK(stack_filter_regex_valid("a{2\\,3}b", why, sizeof(why)));
+	CHECK(!stack_filter_regex_cheap("a{1,256}", why, sizeof(why)) && strstr(why, "above 255"));
+	CHECK(!stack_filter_regex_cheap("a{1\\,256}", why, sizeof(why)) &&
+	      strstr(why, "above 255"));
+	CHECK(!stack_filter_regex_cheap("(:))+)+{1\\,25544}+)+", why, sizeof(why)));
 	stack_filter_free(NULL);
 }
 
