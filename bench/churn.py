@@ -51,6 +51,9 @@ int main(void) { struct point p = { 1, 2 }, q = { 4, 6 }; printf("%d\\n", dist2(
 """
 THREADS = 4
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+# The steady state is measured from here on: the churn's binaries (gcc's
+# cc1 and as, python3, their libraries) have their unwind tables by then.
+WARMUP_S = 60
 
 
 def kinds(build, workdir):
@@ -251,7 +254,8 @@ class Watch:
     def end(self):
         self.sample()
         self.seconds = time.monotonic() - self.t0
-        self.cpu_pct = 100.0 * (cpu_ticks(self.pid) - self.ticks0) / CLK_TCK / self.seconds
+        self.ticks1 = cpu_ticks(self.pid)
+        self.cpu_pct = 100.0 * (self.ticks1 - self.ticks0) / CLK_TCK / self.seconds
         return self
 
 
@@ -308,9 +312,13 @@ def churn_run(daemon, build, seconds, rate, progress=None):
         watch = Watch(daemon.proc.pid)
         fds_by_kind_start = fd_kinds(daemon.proc.pid)
         churn = Churn(build, rate)
+        warm = {}
 
         def every_second():
             watch.sample()
+            if not warm and seconds >= 2 * WARMUP_S and time.monotonic() - watch.t0 >= WARMUP_S:
+                warm.update(t=time.monotonic(), ticks=cpu_ticks(daemon.proc.pid),
+                            children=resource.getrusage(resource.RUSAGE_CHILDREN))
             service.children()
             if progress:
                 progress(watch)
@@ -328,6 +336,14 @@ def churn_run(daemon, build, seconds, rate, progress=None):
     finally:
         service.stop()
     churn_cpu_s = (children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime)
+    steady = None
+    if warm:
+        warm_s = watch.t0 + watch.seconds - warm["t"]  # until the churn's end
+        daemon_pct = 100.0 * (watch.ticks1 - warm["ticks"]) / CLK_TCK / warm_s
+        c0 = warm["children"]
+        churn_pct = 100.0 * ((children1.ru_utime + children1.ru_stime) - (c0.ru_utime + c0.ru_stime)) / warm_s
+        steady = {"seconds": round(warm_s, 1), "daemon_cpu_pct": round(daemon_pct, 2),
+                  "churn_cpu_pct": round(churn_pct, 1), "daemon_per_churn": round(daemon_pct / churn_pct, 4)}
     churn_unknown = unknown_share([s for s in samples if s.get("tgid", s["pid"]) not in service_pids], None)
     return {
         "seconds": round(watch.seconds, 1),
@@ -339,6 +355,7 @@ def churn_run(daemon, build, seconds, rate, progress=None):
         "daemon_cpu_pct": round(watch.cpu_pct, 2),
         "churn_cpu_pct": round(100.0 * churn_cpu_s / watch.seconds, 1),
         "daemon_per_churn": round(watch.cpu_pct / (100.0 * churn_cpu_s / watch.seconds), 4),
+        "steady": steady,
         "rss_kib": {"start": watch.rss[0], "max": max(watch.rss), "end": watch.rss[-1]},
         "fds": {"start": watch.fds[0], "max": max(watch.fds), "end": watch.fds[-1]},
         "fds_by_kind_start": fds_by_kind_start,
@@ -398,6 +415,10 @@ def main():
           f"launches {res['launches']}, {res['launches_failed']} failed)")
     print(f"CPU, % of one core: offcpud {res['daemon_cpu_pct']:.2f}, the churn itself "
           f"{res['churn_cpu_pct']:.1f}: offcpud / churn = {res['daemon_per_churn']:.3f}")
+    if res.get("steady"):
+        st = res["steady"]
+        print(f"  after the first {WARMUP_S} s (the binaries' tables built), {st['seconds']:.0f} s: offcpud "
+              f"{st['daemon_cpu_pct']:.2f}, the churn {st['churn_cpu_pct']:.1f}: {st['daemon_per_churn']:.3f}")
     r, f = res["rss_kib"], res["fds"]
     print(f"offcpud RSS MiB: start {r['start'] / 1024:.1f}, max {r['max'] / 1024:.1f}, end {r['end'] / 1024:.1f}")
     print(f"offcpud descriptors: start {f['start']}, max {f['max']}, end {f['end']}; at the end "
