@@ -567,29 +567,33 @@ static void proc_forget(struct unwinder *u, struct proc *p)
 	*p = u->procs[--u->n_procs];
 }
 
+/* The known file of m's maps line; NULL if none. */
+static struct known_file *known_file_find(struct unwinder *u, const struct proc_map *m)
+{
+	for (size_t i = 0; i < u->n_known; i++)
+		if (u->known[i].maps_dev == m->dev && u->known[i].maps_ino == m->ino)
+			return &u->known[i];
+	return NULL;
+}
+
 /* The table of a file m maps that a mapping seen before recognized
  * (struct known_file); -1 if none may be trusted. */
 static ssize_t known_file_table(struct unwinder *u, const struct proc_map *m)
 {
+	const struct known_file *k = u->files ? known_file_find(u, m) : NULL;
+	struct table *t;
 	struct stat st;
 
-	if (!u->files)
+	if (!k)
 		return -1;
-	for (size_t i = 0; i < u->n_known; i++) {
-		const struct known_file *k = &u->known[i];
-		struct table *t = &u->tables[k->table];
-
-		if (k->maps_dev != m->dev || k->maps_ino != m->ino)
-			continue;
-		if (!t->live || (t->no_room && clock_monotonic_ns() >= t->retry_ns) ||
-		    proc_files_stat(u->files, m->dev, m->ino, &st) < 0 || st.st_dev != k->dev ||
-		    st.st_ino != k->ino || st.st_size != k->size ||
-		    st.st_ctim.tv_sec != k->ctime.tv_sec || st.st_ctim.tv_nsec != k->ctime.tv_nsec)
-			return -1;
-		t->last_used = ++u->clock;
-		return (ssize_t)k->table;
-	}
-	return -1;
+	t = &u->tables[k->table];
+	if (!t->live || (t->no_room && clock_monotonic_ns() >= t->retry_ns) ||
+	    proc_files_stat(u->files, m->dev, m->ino, &st) < 0 || st.st_dev != k->dev ||
+	    st.st_ino != k->ino || st.st_size != k->size || st.st_ctim.tv_sec != k->ctime.tv_sec ||
+	    st.st_ctim.tv_nsec != k->ctime.tv_nsec)
+		return -1;
+	t->last_used = ++u->clock;
+	return (ssize_t)k->table;
 }
 
 static void known_file_learn(struct unwinder *u, const struct proc_map *m, const struct stat *st,
@@ -604,19 +608,16 @@ static void known_file_learn(struct unwinder *u, const struct proc_map *m, const
 		.size = st->st_size,
 		.table = (uint32_t)table,
 	};
-	size_t i;
+	struct known_file *slot = known_file_find(u, m);
 
-	for (i = 0; i < u->n_known; i++)
-		if (u->known[i].maps_dev == m->dev && u->known[i].maps_ino == m->ino)
-			break;
-	if (i == u->n_known) {
+	if (!slot) {
 		if (!u->known && !(u->known = calloc(KNOWN_FILES_MAX, sizeof(*u->known))))
 			return;
 		if (u->n_known == KNOWN_FILES_MAX)
 			u->n_known = 0;
-		i = u->n_known++;
+		slot = &u->known[u->n_known++];
 	}
-	u->known[i] = k;
+	*slot = k;
 }
 
 /* The table of the file mapping m of tgid maps, made if need be; -1 if
@@ -761,7 +762,7 @@ static int prepare(struct unwinder *u, uint32_t tgid)
 		err = publish(u, tgid, asked, &e, &fresh);
 	/* Its mappings and files kept, for naming its stacks once it exits. */
 	if (!err && u->files)
-		proc_files_note_lines(u->files, tgid, lines, len);
+		proc_files_note(u->files, tgid, lines, len);
 	free(lines);
 	return err;
 }

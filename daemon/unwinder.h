@@ -51,7 +51,7 @@ struct proc_files;
 struct file_ids;
 
 /* proc_root is usually "/proc". files, if not NULL, is told each process
- * whose maps are read (proc_files_note_lines()), and the files it holds
+ * whose maps are read (proc_files_note()), and the files it holds
  * are recognized from a maps line without an open; file_ids, if not NULL, gives
  * each file a table is made for the id its frames are recorded by
  * (OFFCPU_FRAME_FILE; else they keep their process's addresses). Both must

@@ -152,51 +152,6 @@ static void pf_evict_one(struct proc_files *pf)
 	pf_proc_drop(pf, victim);
 }
 
-/* Reads tgid's executable mappings into *ret (lines, len). Returns 0,
- * -ESRCH (gone, or no executable mapping: a zombie's maps are empty) or
- * -ENOMEM. */
-static int pf_read_maps(struct proc_files *pf, uint32_t tgid, struct pf_proc *ret)
-{
-	char path[PATH_MAX], line[PF_LINE_MAX], copy[PF_LINE_MAX];
-	size_t cap = 0;
-	FILE *f;
-
-	if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", pf->proc_root, tgid) >=
-	    (int)sizeof(path))
-		return -ESRCH;
-	f = fopen(path, "re");
-	if (!f)
-		return -ESRCH;
-	while (fgets(line, sizeof(line), f)) {
-		size_t n = strlen(line);
-		struct proc_map m;
-
-		if (!n || line[n - 1] != '\n' || ret->len + n > PF_MAPS_BYTES)
-			continue; /* too long for the buffer, or too many */
-		memcpy(copy, line, n + 1);
-		if (!proc_maps_parse(copy, &m) || !proc_map_exec(&m))
-			continue;
-		if (ret->len + n + 1 > cap) {
-			size_t c = cap ? cap * 2 : 4096;
-			char *q;
-
-			while (c < ret->len + n + 1)
-				c *= 2;
-			q = realloc(ret->lines, c);
-			if (!q) {
-				fclose(f);
-				return -ENOMEM;
-			}
-			ret->lines = q;
-			cap = c;
-		}
-		memcpy(ret->lines + ret->len, line, n + 1);
-		ret->len += n;
-	}
-	fclose(f);
-	return ret->len ? 0 : -ESRCH;
-}
-
 /* Takes a reference on the file of mapping m, opening it through
  * map_files if it is not held yet. Returns false if it is not held. */
 static bool pf_file_ref(struct proc_files *pf, uint32_t tgid, const struct proc_map *m)
@@ -302,18 +257,6 @@ static int pf_store(struct proc_files *pf, struct pf_proc fresh, uint64_t now)
 	return r;
 }
 
-int proc_files_note(struct proc_files *pf, uint32_t tgid)
-{
-	struct pf_proc fresh = { .tgid = tgid };
-	int r = pf_read_maps(pf, tgid, &fresh);
-
-	if (r < 0) {
-		free(fresh.lines);
-		return r;
-	}
-	return pf_store(pf, fresh, pf_now_ns());
-}
-
 /* Stores a copy of lines for tgid, exited at exited_ns (0: alive). */
 static int pf_store_lines(struct proc_files *pf, uint32_t tgid, const char *lines, size_t len,
 			  uint64_t now, uint64_t exited_ns)
@@ -330,11 +273,11 @@ static int pf_store_lines(struct proc_files *pf, uint32_t tgid, const char *line
 	return pf_store(pf, fresh, now);
 }
 
-int proc_files_note_lines(struct proc_files *pf, uint32_t tgid, const char *lines, size_t len)
+int proc_files_note(struct proc_files *pf, uint32_t tgid, const char *lines, size_t len)
 {
 	if (!len)
 		return -ESRCH;
-	if (len > PF_MAPS_BYTES) { /* as pf_read_maps(): the lines that fit */
+	if (len > PF_MAPS_BYTES) { /* the lines that fit */
 		const char *nl = memrchr(lines, '\n', PF_MAPS_BYTES);
 
 		if (!nl)

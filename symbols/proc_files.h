@@ -37,16 +37,12 @@ struct proc_files_stats {
 int proc_files_new(const char *proc_root, struct proc_files **ret);
 void proc_files_free(struct proc_files *pf); /* NULL-safe; closes the files */
 
-/* Reads tgid's executable mappings now, replacing what was kept of it,
- * and opens the files not held yet. Returns 0, -ESRCH if it is gone, or
- * -ENOMEM (what was kept stays). */
-int proc_files_note(struct proc_files *pf, uint32_t tgid);
-
-/* As proc_files_note(), with lines, /proc/PID/maps lines of tgid's
- * executable mappings each ending in '\n', that the caller has just read
- * (the unwinder reads them anyway: one read of the maps, not two). Returns
- * 0, -EINVAL, -ESRCH (no lines: a zombie's maps are empty) or -ENOMEM. */
-int proc_files_note_lines(struct proc_files *pf, uint32_t tgid, const char *lines, size_t len);
+/* Keeps lines, /proc/PID/maps lines of live tgid's executable mappings
+ * each ending in '\n', that the caller has just read (the unwinder reads
+ * them anyway: one read of the maps, not two), in place of what was kept
+ * of it, and opens the files not held yet. Returns 0, -EINVAL, -ESRCH (no
+ * lines: a zombie's maps are empty) or -ENOMEM (what was kept stays). */
+int proc_files_note(struct proc_files *pf, uint32_t tgid, const char *lines, size_t len);
 
 /* Keeps lines, /proc/PID/maps lines of executable mappings, each ending
  * in '\n', for tgid, which has exited without its maps read: what another

@@ -64,6 +64,43 @@ static void copy_file(const char *from, const char *to)
 	close(out);
 }
 
+/* The /proc/PID/maps lines of pid's executable mappings, as the unwinder
+ * hands them over (malloc'd, *len bytes; "" if it has none); *first the
+ * first of them with a file, if first is not NULL. */
+static char *exec_lines(pid_t pid, size_t *len, struct proc_map *first)
+{
+	char path[64], line[4096], parsed[sizeof(line)], *lines = NULL;
+	FILE *maps, *mem = open_memstream(&lines, len);
+	struct proc_map m;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	maps = fopen(path, "re");
+	CHECK(mem != NULL);
+	while (maps && fgets(line, sizeof(line), maps)) {
+		memcpy(parsed, line, sizeof(line));
+		if (!proc_maps_parse(parsed, &m) || !proc_map_exec(&m))
+			continue;
+		if (first && !first->ino && m.path[0] == '/')
+			*first = m;
+		fputs(line, mem);
+	}
+	if (maps)
+		fclose(maps);
+	CHECK(fclose(mem) == 0);
+	return lines;
+}
+
+/* proc_files_note() of the executable mappings pid has now. */
+static int note(struct proc_files *pf, pid_t pid)
+{
+	size_t len;
+	char *lines = exec_lines(pid, &len, NULL);
+	int r = proc_files_note(pf, pid, lines, len);
+
+	free(lines);
+	return r;
+}
+
 /* Waits until pid runs exe (its exec is done and its maps are up). */
 static void wait_exec(pid_t pid)
 {
@@ -108,8 +145,8 @@ int main(int argc, char **argv)
 
 	CHECK(proc_files_new("/proc", &pf) == 0);
 	CHECK(proc_files_maps(pf, pid, find_exe, &f) == -ENOENT);
-	CHECK(proc_files_note(pf, pid) == 0);
-	CHECK(proc_files_note(pf, pid) == 0); /* again: replaced, files held once */
+	CHECK(note(pf, pid) == 0);
+	CHECK(note(pf, pid) == 0); /* again: replaced, files held once */
 	proc_files_stats(pf, &st);
 	CHECK(st.processes == 1 && st.exited == 0);
 	CHECK(st.files >= 2); /* exe and libc at least */
@@ -118,9 +155,9 @@ int main(int argc, char **argv)
 	/* A zombie's maps are empty: what was kept stays. */
 	CHECK(kill(pid, SIGKILL) == 0);
 	CHECK(waitid(P_PID, pid, &(siginfo_t){ 0 }, WEXITED | WNOWAIT) == 0);
-	CHECK(proc_files_note(pf, pid) == -ESRCH);
+	CHECK(note(pf, pid) == -ESRCH);
 	CHECK(waitpid(pid, NULL, 0) == pid);
-	CHECK(proc_files_note(pf, pid) == -ESRCH);
+	CHECK(note(pf, pid) == -ESRCH);
 
 	/* Gone, its executable deleted: its mappings and the file remain. */
 	CHECK(proc_files_maps(pf, pid, find_exe, &f) == 0);
@@ -167,27 +204,17 @@ int main(int argc, char **argv)
 	/* A live process noted from lines its reader had just read (the
 	 * unwinder's): kept as read, its files held. */
 	{
-		char line[4096], parsed[sizeof(line)], *lines = NULL;
-		FILE *maps = fopen("/proc/self/maps", "re"), *mem = open_memstream(&lines, &lines_len);
-		struct proc_map first = { 0 }, m;
+		struct proc_map first = { 0 };
 		struct found self = { 0 };
+		char *lines = exec_lines(getpid(), &lines_len, &first);
 		int n_exec = 0;
 
-		CHECK(maps && mem);
-		while (fgets(line, sizeof(line), maps)) {
-			memcpy(parsed, line, sizeof(line));
-			if (!proc_maps_parse(parsed, &m) || !proc_map_exec(&m))
-				continue;
-			if (!first.ino && m.path[0] == '/')
-				first = m;
-			fputs(line, mem);
-			n_exec++;
-		}
-		fclose(maps);
-		CHECK(fclose(mem) == 0 && n_exec >= 2 && first.ino);
-		CHECK(proc_files_note_lines(pf, getpid(), lines, 0) == -ESRCH);
-		CHECK(proc_files_note_lines(pf, getpid(), lines, lines_len - 1) == -EINVAL);
-		CHECK(proc_files_note_lines(pf, getpid(), lines, lines_len) == 0);
+		for (size_t i = 0; i < lines_len; i++)
+			n_exec += lines[i] == '\n';
+		CHECK(n_exec >= 2 && first.ino);
+		CHECK(proc_files_note(pf, getpid(), lines, 0) == -ESRCH);
+		CHECK(proc_files_note(pf, getpid(), lines, lines_len - 1) == -EINVAL);
+		CHECK(proc_files_note(pf, getpid(), lines, lines_len) == 0);
 		CHECK(proc_files_maps(pf, getpid(), find_exe, &self) == 0 && self.lines == n_exec);
 		CHECK(proc_files_stat(pf, first.dev, first.ino, &sb) == 0 && sb.st_ino == first.ino);
 		proc_files_stats(pf, &st);
