@@ -154,7 +154,11 @@ class UnwindTest(unittest.TestCase):
         self.assertTrue(rows)
         for s in rows:  # leaf-most three frames, under a [truncated] root
             self.assertEqual(s[0], "[truncated]", s)
-            self.assertLessEqual(len(s), 4, s)
+            # The limit counts return addresses; one address can name
+            # several functions (libc's futex_wait inlined in
+            # pthread_barrier_wait when libc's debug info is installed).
+            frames = [f for f in s[1:] if " [inlined]" not in f]
+            self.assertLessEqual(len(frames), 3, s)
         self.assertGreater(cap["user_stacks"]["truncated_ns"], 0)
 
     def test_rows_full(self):
