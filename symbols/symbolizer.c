@@ -123,8 +123,10 @@ struct sym_file {
 
 struct sym_proc {
 	uint32_t tgid;
-	int err;    /* maps unreadable: every lookup is [unknown: exited] */
-	bool stale; /* re-read the maps on next use, keeping these if that fails */
+	int err; /* maps unreadable: every lookup is [unknown: exited] */
+	/* The refresh these maps were read in: older ones are re-read on next
+	 * use, keeping these if that fails. */
+	uint64_t maps_gen;
 	struct sym_proc *hash_next;
 	struct sym_proc *lru_prev, *lru_next;
 	struct sym_map *maps;
@@ -132,7 +134,7 @@ struct sym_proc {
 	char *paths;
 	size_t paths_len, paths_cap;
 	struct perfmap *jit; /* /tmp/perf-PID.map; NULL until an anonymous frame */
-	bool jit_checked;    /* the map was looked at since the last refresh */
+	uint64_t jit_gen;    /* the refresh the map was last looked at in */
 };
 
 struct symbolizer {
@@ -145,6 +147,9 @@ struct symbolizer {
 	struct sym_proc *procs[SYM_PROC_BUCKETS];
 	struct sym_proc *lru_oldest, *lru_newest;
 	size_t n_procs;
+	/* Bumped by symbolizer_refresh_processes(): one store marks every
+	 * process stale, however many are cached. */
+	uint64_t refresh_gen;
 
 	struct proc_files *files; /* NULL: none; else exited processes' maps and files */
 	struct file_ids *file_ids; /* NULL: none; else what file frames' ids stand for */
@@ -826,7 +831,7 @@ static void sym_proc_refresh(struct symbolizer *s, struct sym_proc *p)
 {
 	struct sym_proc fresh = { .tgid = p->tgid };
 
-	p->stale = false;
+	p->maps_gen = s->refresh_gen;
 	fresh.err = sym_proc_read_maps(s, &fresh, p->err != 0);
 	if (fresh.err < 0 && !p->err) {
 		free(fresh.maps);
@@ -854,7 +859,7 @@ static struct sym_proc *sym_proc_get(struct symbolizer *s, uint32_t tgid)
 		if (p->tgid == tgid) {
 			sym_lru_unlink(s, p);
 			sym_lru_push(s, p);
-			if (p->stale)
+			if (p->maps_gen != s->refresh_gen)
 				sym_proc_refresh(s, p);
 			return p;
 		}
@@ -863,6 +868,7 @@ static struct sym_proc *sym_proc_get(struct symbolizer *s, uint32_t tgid)
 	if (!p)
 		return NULL;
 	p->tgid = tgid;
+	p->maps_gen = s->refresh_gen;
 	p->err = sym_proc_read_maps(s, p, true);
 	if (p->err == -ENOMEM) {
 		sym_proc_free(p);
@@ -981,9 +987,9 @@ static void sym_proc_jit_refresh(struct symbolizer *s, struct sym_proc *p)
 {
 	char path[PATH_MAX];
 
-	if (p->jit_checked || (!p->jit && perfmap_new(&p->jit) < 0))
+	if (p->jit_gen == s->refresh_gen || (!p->jit && perfmap_new(&p->jit) < 0))
 		return;
-	p->jit_checked = true;
+	p->jit_gen = s->refresh_gen;
 	if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/root/tmp/perf-%" PRIu32 ".map",
 		     s->proc_root, p->tgid, sym_proc_ns_pid(s, p->tgid)) < (int)sizeof(path))
 		perfmap_refresh(p->jit, path);
@@ -1151,10 +1157,7 @@ void symbolizer_use_file_ids(struct symbolizer *s, struct file_ids *ids)
 
 void symbolizer_refresh_processes(struct symbolizer *s)
 {
-	for (struct sym_proc *p = s->lru_oldest; p; p = p->lru_next) {
-		p->stale = true;
-		p->jit_checked = false;
-	}
+	s->refresh_gen++;
 }
 
 void symbolizer_prime(struct symbolizer *s, uint32_t tgid)
@@ -1203,6 +1206,7 @@ int symbolizer_new(const char *proc_root, const char *debug_root, struct symboli
 		symbolizer_free(s);
 		return -ENOMEM;
 	}
+	s->refresh_gen = 1; /* a new process's jit_gen (0) is not current */
 	*ret = s;
 	return 0;
 }
