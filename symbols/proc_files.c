@@ -27,6 +27,8 @@
 #define PF_SWEEP_NS   (5 * 1000000000ull)
 #define PF_LINE_MAX   (PATH_MAX + 128)
 #define PF_MAPS_BYTES (1u << 20) /* executable maps text kept per process */
+/* Processes dropped at once when PROC_FILES_PROCS_MAX are kept. */
+#define PF_EVICT_BATCH (PROC_FILES_PROCS_MAX / 16)
 
 struct pf_file {
 	uint64_t dev, ino;
@@ -138,18 +140,51 @@ static void pf_sweep(struct proc_files *pf, uint64_t now)
 }
 
 /* The oldest exited process if any, else the oldest noted. */
-static void pf_evict_one(struct proc_files *pf)
+/* An eviction rank: exited processes first, then the longest noted. */
+struct pf_rank {
+	uint64_t exited_first; /* 0 for an exited process */
+	uint64_t noted_ns;
+	size_t index;
+};
+
+static int pf_rank_cmp(const void *a, const void *b)
 {
-	size_t victim = 0;
+	const struct pf_rank *x = a, *y = b;
 
-	for (size_t i = 1; i < pf->n_procs; i++) {
-		const struct pf_proc *p = &pf->procs[i], *v = &pf->procs[victim];
+	if (x->exited_first != y->exited_first)
+		return x->exited_first < y->exited_first ? -1 : 1;
+	return x->noted_ns < y->noted_ns ? -1 : x->noted_ns > y->noted_ns;
+}
 
-		if ((!!p->exited_ns > !!v->exited_ns) ||
-		    (!!p->exited_ns == !!v->exited_ns && p->noted_ns < v->noted_ns))
-			victim = i;
+static int pf_index_desc(const void *a, const void *b)
+{
+	const struct pf_rank *x = a, *y = b;
+
+	return x->index < y->index ? 1 : x->index > y->index ? -1 : 0;
+}
+
+/* Drops the first PF_EVICT_BATCH processes by rank: one ranking per batch,
+ * not a scan of every process for every new one of a churning host. */
+static void pf_evict_batch(struct proc_files *pf)
+{
+	size_t n = pf->n_procs, victims = n < PF_EVICT_BATCH ? n : PF_EVICT_BATCH;
+	struct pf_rank *rank = malloc(n * sizeof(*rank));
+
+	if (!rank) { /* room for this one, at least */
+		pf_proc_drop(pf, 0);
+		return;
 	}
-	pf_proc_drop(pf, victim);
+	for (size_t i = 0; i < n; i++)
+		rank[i] = (struct pf_rank){ .exited_first = pf->procs[i].exited_ns ? 0 : 1,
+					    .noted_ns = pf->procs[i].noted_ns,
+					    .index = i };
+	qsort(rank, n, sizeof(*rank), pf_rank_cmp);
+	/* From the highest index down: dropping one moves the last process
+	 * into its place, and that one was kept or is already dropped. */
+	qsort(rank, victims, sizeof(*rank), pf_index_desc);
+	for (size_t i = 0; i < victims; i++)
+		pf_proc_drop(pf, rank[i].index);
+	free(rank);
 }
 
 /* Takes a reference on the file of mapping m, opening it through
@@ -237,7 +272,7 @@ static int pf_store(struct proc_files *pf, struct pf_proc fresh, uint64_t now)
 		*p = fresh;
 	} else {
 		if (pf->n_procs >= PROC_FILES_PROCS_MAX)
-			pf_evict_one(pf);
+			pf_evict_batch(pf);
 		if (pf->n_procs == pf->cap_procs) {
 			size_t cap = pf->cap_procs ? pf->cap_procs * 2 : 64;
 			void *q = reallocarray(pf->procs, cap, sizeof(*pf->procs));

@@ -11,8 +11,9 @@
  * device and inode), while a kept process maps it. An exited process is
  * kept PROC_FILES_KEEP_S seconds after its exit is noticed, at most
  * PROC_FILES_PROCS_MAX processes and PROC_FILES_FILES_MAX files in all
- * (beyond that, the oldest process goes; a file that does not fit is not
- * held and is opened by path). Thread-safe. Does not log.
+ * (beyond that, the oldest sixteenth of the processes goes, exited ones
+ * first; a file that does not fit is not held and is opened by path).
+ * Thread-safe. Does not log.
  */
 #ifndef PROC_FILES_H
 #define PROC_FILES_H

@@ -221,6 +221,29 @@ int main(int argc, char **argv)
 		CHECK(st.processes == 3);
 		free(lines);
 	}
+	/* Full: the oldest sixteenth goes at once, exited processes first
+	 * (the live one noted above stays, though older than them). */
+	{
+		char keep[256];
+		struct found k = { 0 };
+		uint32_t fake = 5000000; /* above pid_max */
+
+		snprintf(keep, sizeof(keep), "%llx-%llx r-xp %08llx %02x:%02x %llu %s\n",
+			 (unsigned long long)f.exe_map.start, (unsigned long long)f.exe_map.end,
+			 (unsigned long long)f.exe_map.pgoff, major(f.exe_map.dev),
+			 minor(f.exe_map.dev), (unsigned long long)f.exe_map.ino, exe);
+		for (uint32_t i = 0; i <= PROC_FILES_PROCS_MAX - 3; i++)
+			CHECK(proc_files_keep(pf, fake + i, keep, strlen(keep)) == 0);
+		proc_files_stats(pf, &st);
+		CHECK(st.processes == PROC_FILES_PROCS_MAX - PROC_FILES_PROCS_MAX / 16 + 1);
+		CHECK(proc_files_maps(pf, 4194304, find_exe, &k) == -ENOENT);
+		CHECK(proc_files_maps(pf, fake, find_exe, &k) == -ENOENT);
+		/* (Whether the first process counts as exited depends on a sweep.) */
+		CHECK(proc_files_maps(pf, fake + PROC_FILES_PROCS_MAX / 16 - 3, find_exe, &k) ==
+		      -ENOENT);
+		CHECK(proc_files_maps(pf, fake + PROC_FILES_PROCS_MAX / 16 - 1, find_exe, &k) == 0);
+		CHECK(proc_files_maps(pf, getpid(), find_exe, &k) == 0);
+	}
 	proc_files_free(pf);
 	CHECK(rmdir(dir) == 0);
 	return check_failures ? 1 : 0;
