@@ -58,12 +58,11 @@ void profile_free(struct profile *p)
 /* 0 for "": the same convention as the kernel's "no stack". */
 static uint64_t name_hash(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h;
 
 	if (!*s)
 		return 0;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	h = hashtab_hash(s, strlen(s));
 	return h ? h : 1;
 }
 
