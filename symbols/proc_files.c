@@ -139,7 +139,6 @@ static void pf_sweep(struct proc_files *pf, uint64_t now)
 	}
 }
 
-/* The oldest exited process if any, else the oldest noted. */
 /* An eviction rank: exited processes first, then the longest noted. */
 struct pf_rank {
 	uint64_t exited_first; /* 0 for an exited process */

@@ -102,6 +102,15 @@ static int note(struct proc_files *pf, pid_t pid)
 }
 
 /* Waits until pid runs exe (its exec is done and its maps are up). */
+/* The maps line of m, the executable's mapping, as proc_files_keep() takes it. */
+static void keep_line(char *buf, size_t size, const struct proc_map *m)
+{
+	snprintf(buf, size, "%llx-%llx r-xp %08llx %02x:%02x %llu %s\n",
+		 (unsigned long long)m->start, (unsigned long long)m->end,
+		 (unsigned long long)m->pgoff, major(m->dev), minor(m->dev),
+		 (unsigned long long)m->ino, exe);
+}
+
 static void wait_exec(pid_t pid)
 {
 	char link[64], target[sizeof(exe)];
@@ -187,10 +196,7 @@ int main(int argc, char **argv)
 		struct found k = { 0 };
 		pid_t other = 4194304; /* above pid_max: never a live process */
 
-		snprintf(keep, sizeof(keep), "%llx-%llx r-xp %08llx %02x:%02x %llu %s\n",
-			 (unsigned long long)f.exe_map.start, (unsigned long long)f.exe_map.end,
-			 (unsigned long long)f.exe_map.pgoff, major(f.exe_map.dev),
-			 minor(f.exe_map.dev), (unsigned long long)f.exe_map.ino, exe);
+		keep_line(keep, sizeof(keep), &f.exe_map);
 		CHECK(proc_files_keep(pf, other, keep, strlen(keep) - 1) == -EINVAL); /* no '\n' */
 		CHECK(proc_files_keep(pf, other, keep, strlen(keep)) == 0);
 		CHECK(proc_files_maps(pf, other, find_exe, &k) == 0);
@@ -228,10 +234,7 @@ int main(int argc, char **argv)
 		struct found k = { 0 };
 		uint32_t fake = 5000000; /* above pid_max */
 
-		snprintf(keep, sizeof(keep), "%llx-%llx r-xp %08llx %02x:%02x %llu %s\n",
-			 (unsigned long long)f.exe_map.start, (unsigned long long)f.exe_map.end,
-			 (unsigned long long)f.exe_map.pgoff, major(f.exe_map.dev),
-			 minor(f.exe_map.dev), (unsigned long long)f.exe_map.ino, exe);
+		keep_line(keep, sizeof(keep), &f.exe_map);
 		for (uint32_t i = 0; i <= PROC_FILES_PROCS_MAX - 3; i++)
 			CHECK(proc_files_keep(pf, fake + i, keep, strlen(keep)) == 0);
 		proc_files_stats(pf, &st);
