@@ -16,14 +16,17 @@ struct profile_value {
 	uint64_t count;
 	uint64_t bytes;
 	char comm[OFFCPU_COMM_LEN];
-	char *ustack;
-	char *kstack;
-	char *chain;
+	const char *ustack; /* the profile's names; NULL if out of memory */
+	const char *kstack;
+	const char *chain;
 	uint32_t ustack_flags; /* of the first row: rows with the same names were walked alike */
 };
 
 struct profile {
 	struct hashtab *rows; /* struct offcpu_key (slot 0) -> struct profile_value */
+	/* name_hash() -> char *: one copy of each stack name, however many
+	 * threads' rows have it (a window's store write sees one pointer). */
+	struct hashtab *names;
 	uint64_t total_ns;
 };
 
@@ -35,22 +38,25 @@ int profile_new(struct profile **ret)
 		free(p);
 		return -ENOMEM;
 	}
+	if (hashtab_new(sizeof(uint64_t), sizeof(char *), &p->names)) {
+		hashtab_free(p->rows);
+		free(p);
+		return -ENOMEM;
+	}
 	*ret = p;
 	return 0;
 }
 
 void profile_free(struct profile *p)
 {
-	struct profile_value *v;
+	char **name;
 	size_t pos = 0;
 
 	if (!p)
 		return;
-	while (hashtab_next(p->rows, &pos, NULL, (void **)&v)) {
-		free(v->ustack);
-		free(v->kstack);
-		free(v->chain);
-	}
+	while (hashtab_next(p->names, &pos, NULL, (void **)&name))
+		free(*name);
+	hashtab_free(p->names);
 	hashtab_free(p->rows);
 	free(p);
 }
@@ -64,6 +70,22 @@ static uint64_t name_hash(const char *s)
 		return 0;
 	h = hashtab_hash(s, strlen(s));
 	return h ? h : 1;
+}
+
+/* The profile's copy of name s, whose name_hash() is hash; NULL if out of
+ * memory. Names are told apart by their hash, as rows are. */
+static const char *name_get(struct profile *p, uint64_t hash, const char *s)
+{
+	char **slot;
+
+	if (!hash)
+		return "";
+	slot = hashtab_put(p->names, &hash, NULL);
+	if (!slot)
+		return NULL;
+	if (!*slot)
+		*slot = strdup(s);
+	return *slot;
 }
 
 /*
@@ -91,9 +113,9 @@ int profile_add_row(struct profile *p, const struct profile_row *row)
 		return -ENOMEM;
 	if (created) {
 		snprintf(v->comm, sizeof(v->comm), "%s", row->comm);
-		v->ustack = strdup(row->ustack);
-		v->kstack = strdup(row->kstack);
-		v->chain = strdup(row->chain ? row->chain : "");
+		v->ustack = name_get(p, key.ustack, row->ustack);
+		v->kstack = name_get(p, key.kstack, row->kstack);
+		v->chain = name_get(p, key.chain, row->chain ? row->chain : "");
 		v->ustack_flags = row->ustack_flags;
 		if (!v->ustack || !v->kstack || !v->chain)
 			return -ENOMEM; /* the row stays, named "" by the readers */

@@ -1,8 +1,10 @@
 /*
  * profile: what one capture (or window, or export) has collected so far.
- * Rows are keyed by thread, state and stack names and summed; names are
- * copied on first sight. Fed with drain rows and read out as folded text or protocol samples
- * by one thread at a time (the loop's, or a worker's for a reply). Does not log.
+ * Rows are keyed by thread, state and stack names and summed; a name is
+ * copied once, at its first sight, and every row that has it shares that
+ * copy (profile_foreach() gives the same pointer). Fed with drain rows
+ * and read out as folded text or protocol samples by one thread at a time
+ * (the loop's, or a worker's for a reply). Does not log.
  */
 #ifndef PROFILE_H
 #define PROFILE_H

@@ -270,6 +270,30 @@ static int stack_id(struct store *s, const char *str, int64_t *ret_id, uint64_t 
 	return 0;
 }
 
+/* stack_id() through ids, a window's cache by the string's address: the
+ * samples of a window share their stack strings (a profile keeps one copy
+ * of each), so a stack is hashed and compared once per window, not once
+ * per thread. */
+static int window_stack_id(struct store *s, struct hashtab *ids, const char *str, int64_t *ret_id,
+			   uint64_t *bytes)
+{
+	int64_t *id = hashtab_get(ids, &str);
+	int r;
+
+	if (id) {
+		*ret_id = *id;
+		return 0;
+	}
+	r = stack_id(s, str, ret_id, bytes);
+	if (r < 0)
+		return r;
+	id = hashtab_put(ids, &str, NULL);
+	if (!id)
+		return store__error(s, -ENOMEM, "out of memory");
+	*id = *ret_id;
+	return 0;
+}
+
 static void series_bind(sqlite3_stmt *st, const struct series_key *key)
 {
 	sqlite3_bind_int64(st, 1, key->tgid);
@@ -339,7 +363,8 @@ static int merged_row_cmp(const void *a, const void *b)
 
 /* Merges the samples into rows by series. */
 static int window_merge(struct store *s, const struct store_sample *samples, size_t n_samples,
-			struct hashtab *rows, struct hashtab *triples, uint64_t *bytes)
+			struct hashtab *rows, struct hashtab *triples, struct hashtab *stack_ids,
+			uint64_t *bytes)
 {
 	for (size_t i = 0; i < n_samples; i++) {
 		const struct store_sample *in = &samples[i];
@@ -353,11 +378,14 @@ static int window_merge(struct store *s, const struct store_sample *samples, siz
 		memset(&key, 0, sizeof(key));
 		r = string_id(s, comm, strlen(comm), &key.comm_id, bytes);
 		if (r >= 0)
-			r = stack_id(s, in->ustack ? in->ustack : "", &key.ustack_id, bytes);
+			r = window_stack_id(s, stack_ids, in->ustack ? in->ustack : "",
+					    &key.ustack_id, bytes);
 		if (r >= 0)
-			r = stack_id(s, in->kstack ? in->kstack : "", &key.kstack_id, bytes);
+			r = window_stack_id(s, stack_ids, in->kstack ? in->kstack : "",
+					    &key.kstack_id, bytes);
 		if (r >= 0)
-			r = stack_id(s, in->chain ? in->chain : "", &key.chain_id, bytes);
+			r = window_stack_id(s, stack_ids, in->chain ? in->chain : "",
+					    &key.chain_id, bytes);
 		key.tgid = in->tgid;
 		key.pid = in->pid;
 		key.kind = in->kind;
@@ -572,7 +600,7 @@ int store_window_add(struct store *s, struct store_window *w, const struct store
 		     size_t n_samples, const struct store_hist *hists, size_t n_hists, char *err,
 		     size_t err_size)
 {
-	struct hashtab *rows = NULL, *triples = NULL, *merged_hists = NULL;
+	struct hashtab *rows = NULL, *triples = NULL, *merged_hists = NULL, *stack_ids = NULL;
 	uint64_t bytes = 0;
 	int r;
 
@@ -589,14 +617,15 @@ int store_window_add(struct store *s, struct store_window *w, const struct store
 		return r;
 	if (hashtab_new(sizeof(int64_t), sizeof(struct sample_sum), &rows) < 0 ||
 	    hashtab_new(sizeof(struct stack_triple), 1, &triples) < 0 ||
-	    hashtab_new(sizeof(struct hist_key), sizeof(struct hist_value), &merged_hists) < 0) {
+	    hashtab_new(sizeof(struct hist_key), sizeof(struct hist_value), &merged_hists) < 0 ||
+	    hashtab_new(sizeof(const char *), sizeof(int64_t), &stack_ids) < 0) {
 		r = store__error(s, -ENOMEM, "out of memory");
 		goto out;
 	}
 	r = stmt_exec(s, STMT_BEGIN, "cannot begin a transaction");
 	if (r < 0)
 		goto out;
-	r = window_merge(s, samples, n_samples, rows, triples, &bytes);
+	r = window_merge(s, samples, n_samples, rows, triples, stack_ids, &bytes);
 	if (r >= 0)
 		r = hists_merge(s, hists, n_hists, merged_hists, &bytes);
 	if (r >= 0)
@@ -619,5 +648,6 @@ out:
 	hashtab_free(rows);
 	hashtab_free(triples);
 	hashtab_free(merged_hists);
+	hashtab_free(stack_ids);
 	return r;
 }

@@ -28,6 +28,19 @@ static int count_rows(void *arg, const struct profile_row *r)
 	return 0;
 }
 
+/* Keeps the ustack and kstack pointers of threads 11 and 12's "main;work"
+ * rows in state 1. */
+static int same_stack_names(void *arg, const struct profile_row *r)
+{
+	const char *(*names)[2] = arg;
+
+	if (r->state == 1 && !strcmp(r->ustack, "main;work") && (r->pid == 11 || r->pid == 12)) {
+		names[r->pid - 11][0] = r->ustack;
+		names[r->pid - 11][1] = r->kstack;
+	}
+	return 0;
+}
+
 int main(void)
 {
 	struct proto_sample *samples;
@@ -113,6 +126,18 @@ int main(void)
 							.ustack = "main;work",
 							.kstack = "entry;schedule" }) == 0);
 	CHECK(profile_rows(p) == 3);
+
+	/* Rows of two threads with one stack share one copy of its names:
+	 * the store's window write takes a stack once by its address. */
+	{
+		const char *names[2][2] = { { NULL } };
+
+		r = row(0x1111, "main;work", 1, 1000);
+		r.key.pid = 12;
+		CHECK(profile_add(p, &r) == 0);
+		CHECK(profile_foreach(p, same_stack_names, names) == 0);
+		CHECK(names[0][0] && names[0][0] == names[1][0] && names[0][1] == names[1][1]);
+	}
 	profile_free(p);
 	profile_free(NULL);
 	return CHECK_DONE();
