@@ -101,7 +101,6 @@ static int note(struct proc_files *pf, pid_t pid)
 	return r;
 }
 
-/* Waits until pid runs exe (its exec is done and its maps are up). */
 /* The maps line of m, the executable's mapping, as proc_files_keep() takes it. */
 static void keep_line(char *buf, size_t size, const struct proc_map *m)
 {
@@ -111,6 +110,7 @@ static void keep_line(char *buf, size_t size, const struct proc_map *m)
 		 (unsigned long long)m->ino, exe);
 }
 
+/* Waits until pid runs exe (its exec is done and its maps are up). */
 static void wait_exec(pid_t pid)
 {
 	char link[64], target[sizeof(exe)];
