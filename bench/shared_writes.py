@@ -15,6 +15,10 @@ of CPUs), bench/pingpong (pinned) runs on those CPUs at once, one ping-pong
 each, under each mode:
   bpftrace-sum, bpftrace-offcputime  the references of bench/overhead.py
                        (bpftrace's hash maps are written on every switch)
+  bpftrace-percpu      the control: a program of about the same run time
+                       that writes per-CPU memory only
+                       (bench/bpftrace/percpu_count.bt); its ratio is what
+                       the host alone adds with more busy CPUs
   attached             offcpud, continuous = false, no slot on
   continuous           offcpud default: the always-on profile
   capture              the default daemon plus an exact system-wide capture
@@ -36,7 +40,7 @@ ns per switch that the tracer costs, tracepoint and all.
 
 Usage: sudo bench/shared_writes.py [--build DIR] [--runs N] [--round-trips N]
            [--busy N,N...] [--workload threads|processes] [--stacks auto|none|sampled,exact]
-           [--sample-period-us T] [--json]
+           [--sample-period-us T] [--modes MODE,...] [--json]
 """
 import argparse
 import json
@@ -52,6 +56,10 @@ sys.path.insert(0, HERE)
 
 import bench_env  # noqa: E402 (after the path is set)
 from overhead import BPFTRACE, WORKLOADS, ctxt, run_pingpong, run_with_capture, stack_modes  # noqa: E402
+
+# The control: a program that writes per-CPU memory only. What it gains with
+# more busy CPUs is the host's, to read the others' ratios against.
+CONTROL = {"bpftrace-percpu": "percpu_count.bt"}
 
 def prog_names():
     """{prog id: name} of every loaded BPF program (bpftool)."""
@@ -122,6 +130,7 @@ def main():
     ap.add_argument("--workload", choices=list(WORKLOADS), default="threads")
     ap.add_argument("--stacks", default="auto", help="as for overhead.py")
     ap.add_argument("--sample-period-us", type=int)
+    ap.add_argument("--modes", help="run only these modes (comma-separated; none, the base, always runs)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.runs < 1:
@@ -141,6 +150,10 @@ def main():
         print("shared_writes: bpftrace is not installed: its reference rows are left out", file=sys.stderr)
 
     samples = {}  # mode -> list of measure() results, by program name
+    wanted = set(args.modes.split(",")) if args.modes else None
+
+    def want(mode):
+        return mode is not None and (wanted is None or mode in wanted)
 
     def record(mode, got):
         """Keeps got by program name: each run's tracer loads its programs
@@ -153,7 +166,9 @@ def main():
     with bench_env.cleanup(), bench_env.bpf_stats():
         for _ in range(args.runs):
             record("none", measure(args, None))
-            for mode, script in (BPFTRACE.items() if shutil.which("bpftrace") else ()):
+            for mode, script in ({**BPFTRACE, **CONTROL}.items() if shutil.which("bpftrace") else ()):
+                if not want(mode):
+                    continue
                 tracer = bench_env.Bpftrace(script)
                 try:
                     record(mode, measure(args, tracer.proc.pid))
@@ -163,12 +178,15 @@ def main():
             daemons += [(f"-{s}", "continuous", "capture", f"continuous_stacks = {s}\n{period}")
                         for s in stacks]
             for suffix, plain, with_capture, config in daemons:
+                if not want(plain + suffix) and not (with_capture and want(with_capture + suffix)):
+                    continue
                 daemon = bench_env.daemon(config)
                 try:
                     # Unmeasured: the daemon builds the binary's unwind tables when it first runs.
                     run_pingpong(args.build, 1000, 0, args=WORKLOADS[args.workload])
-                    record(plain + suffix, measure(args, daemon.proc.pid))
-                    if with_capture:
+                    if want(plain + suffix):
+                        record(plain + suffix, measure(args, daemon.proc.pid))
+                    if with_capture and want(with_capture + suffix):
                         cap = sampled_capture if suffix == "-sampled" else []
                         record(with_capture + suffix, measure(
                             args, daemon.proc.pid, lambda load: run_with_capture(daemon, load, *cap)))

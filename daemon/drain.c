@@ -361,7 +361,8 @@ static const char *chain_get(struct drain_result *r, const struct drain_lookup *
 	return *slot ? *slot : "[out of memory]";
 }
 
-int drain_run(struct collector_batch *b, const struct drain_lookup *lk, struct drain_result *ret)
+int drain_run(struct collector_batch *b, const struct drain_lookup *lk, struct sampling_carry *carry,
+	      struct drain_result *ret)
 {
 	int r;
 
@@ -370,7 +371,7 @@ int drain_run(struct collector_batch *b, const struct drain_lookup *lk, struct d
 	r = hashtab_new(sizeof(struct name_key), sizeof(char *), &ret->names);
 	if (r < 0)
 		return r;
-	r = sampling_calibrate(&b->rows, &b->n_rows, b->totals, b->n_totals, ret->sampling);
+	r = sampling_calibrate(&b->rows, &b->n_rows, b->totals, b->n_totals, carry, ret->sampling);
 	if (r < 0)
 		return r;
 	ret->rows = calloc(b->n_rows ? b->n_rows : 1, sizeof(*ret->rows));

@@ -62,11 +62,12 @@ struct drain_lookup {
 };
 
 /* Names the rows of batch b, one collector_drain()'s: scales the sampled
- * rows (sampling_calibrate), sorts the stacks and chains, and takes the
- * histograms (b->hists is NULL after); b stays the caller's to release.
- * ret->counters are b's whatever happens. Returns 0 or -errno; *ret must be
- * released with drain_result_release() either way. */
-int drain_run(struct collector_batch *b, const struct drain_lookup *lk, struct drain_result *ret);
+ * rows (sampling_calibrate, with carry: may be NULL), sorts the stacks and
+ * chains, and takes the histograms (b->hists is NULL after); b stays the
+ * caller's to release. ret->counters are b's whatever happens. Returns 0
+ * or -errno; *ret must be released with drain_result_release() either way. */
+int drain_run(struct collector_batch *b, const struct drain_lookup *lk, struct sampling_carry *carry,
+	      struct drain_result *ret);
 void drain_result_release(struct drain_result *r);
 
 #endif

@@ -432,6 +432,7 @@ static void manager_free(struct manager *m)
 	file_ids_free(m->file_ids);	/* likewise */
 	profile_free(m->windows.window);
 	hashtab_free(m->windows.window_hists);
+	sampling_carry_release(&m->drain.carry);
 	store_queue_free(m->store_queue);
 	store_close(m->store);
 	state_lock_release(m->state_lock_fd);

@@ -95,7 +95,7 @@ static void drain_work_cb(uv_work_t *req)
 	}
 	/* A failed drain leaves b empty: the result is empty too, but for the
 	 * counters. */
-	m->drain.drain_error = drain_run(&b, &lk, &m->drain.drain_result);
+	m->drain.drain_error = drain_run(&b, &lk, &m->drain.carry, &m->drain.drain_result);
 	if (r < 0)
 		m->drain.drain_error = r;
 	m->drain.banks_error = b.banks_error;
@@ -120,11 +120,55 @@ static void self_accounting_sample(struct manager *m, const struct drain_result 
 	m->stats.drained_hists = r->n_hists;
 }
 
+/* Where slot's rows go: its capture's profile (none while its probes go
+ * in: blocks that ended then are not the capture's), the open window's for
+ * a continuous slot, or nowhere. */
+static struct profile *slot_profile(struct manager *m, unsigned slot)
+{
+	struct capture *c = m->cap.captures[slot];
+
+	if (c)
+		return c->phase == CAPTURE_ATTACHING ? NULL : c->profile;
+	return (m->windows.continuous_slots & (1u << slot)) ? m->windows.window : NULL;
+}
+
+static void carried_row_add(void *arg, const struct collector_row *c)
+{
+	struct drain_row row = {
+		.key = c->key,
+		.value = c->value,
+		.kstack = "",
+		.ustack = DRAIN_UNSAMPLED_FRAME,
+		.chain = "",
+	};
+
+	if (profile_add(arg, &row) < 0)
+		log_warning("out of memory: a row was lost");
+}
+
+/* The carried time of the slots whose window or capture ends with this
+ * drain becomes their unsampled rows; a slot whose rows go nowhere drops
+ * its own. */
+static void carry_settle(struct manager *m, uint64_t completed, bool window_ends)
+{
+	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS && m->drain.carry.n; i++) {
+		struct capture *c = m->cap.captures[i];
+		struct profile *p = slot_profile(m, i);
+		bool ends = c ? c->phase == CAPTURE_ENDING && c->final_drain <= completed : window_ends;
+
+		if (!p)
+			sampling_carry_take(&m->drain.carry, 1u << i, NULL, NULL);
+		else if (ends)
+			sampling_carry_take(&m->drain.carry, 1u << i, carried_row_add, p);
+	}
+}
+
 static void drain_after_cb(uv_work_t *req, int status)
 {
 	struct manager *m = req->data;
 	struct drain_result *r = &m->drain.drain_result;
 	uint64_t completed = m->drain.drains_started;
+	bool rotate, last;
 
 	m->drain.draining = false;
 	if (status < 0 || m->drain.drain_error < 0)
@@ -142,13 +186,7 @@ static void drain_after_cb(uv_work_t *req, int status)
 	self_accounting_sample(m, r);
 
 	for (size_t i = 0; i < r->n_rows; i++) {
-		unsigned slot = r->rows[i].key.slot % OFFCPU_MAX_SLOTS;
-		struct capture *c = m->cap.captures[slot];
-		/* Blocks that ended while the probes went in are not the capture's. */
-		struct profile *p = c ? (c->phase == CAPTURE_ATTACHING ? NULL : c->profile)
-				    : (m->windows.continuous_slots & (1u << slot))
-					    ? m->windows.window
-					    : NULL;
+		struct profile *p = slot_profile(m, r->rows[i].key.slot % OFFCPU_MAX_SLOTS);
 
 		if (p && profile_add(p, &r->rows[i]) < 0)
 			log_warning("out of memory: a row was lost");
@@ -162,7 +200,10 @@ static void drain_after_cb(uv_work_t *req, int status)
 			sampling_summary_add(&m->cap.captures[i]->sampling, &r->sampling[i]);
 	}
 	drain_result_release(r);
-	if (m->windows.window && clock_realtime_ms() >= m->windows.window_close_ms)
+	rotate = m->windows.window && clock_realtime_ms() >= m->windows.window_close_ms;
+	last = m->stopping && !m->drain.drain_again; /* the final drain: the window is stored next */
+	carry_settle(m, completed, rotate || last);
+	if (rotate)
 		window_rotate(m, true);
 
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {

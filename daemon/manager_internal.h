@@ -42,6 +42,9 @@ struct manager_drain {
 	bool draining;
 	bool drain_again; /* a capture ended during a drain: run another at once */
 	uint64_t drains_started;
+	/* Sampled groups no drain's sample stood for yet: the worker's during a
+	 * drain, the loop's between drains (carry_settle()). */
+	struct sampling_carry carry;
 };
 
 /* The always-on captures (manager_continuous.c): a slot per kind, whose rows

@@ -17,7 +17,7 @@ static struct offcpu_key group_of(const struct offcpu_key *k)
 }
 
 struct group {
-	const struct offcpu_total *total;
+	struct offcpu_total total;  /* this drain's and what earlier ones carried */
 	uint64_t weight_ns;	    /* the samples' weight, summed */
 	uint64_t short_weight_ns;   /* of it, samples of short blocks: the estimate */
 	uint64_t seen_ns, seen_short_ns, seen_long_ns; /* of these, in rows scaled so far */
@@ -39,6 +39,47 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+static void total_add(struct offcpu_total *a, const struct offcpu_total *b)
+{
+	a->sum_ns += b->sum_ns;
+	a->count += b->count;
+	a->short_ns += b->short_ns;
+	a->samples += b->samples;
+	if (!a->comm[0])
+		memcpy(a->comm, b->comm, sizeof(a->comm));
+}
+
+/* Appends group key's total t to carry. 0 or -ENOMEM. */
+static int carry_push(struct sampling_carry *carry, const struct offcpu_key *key,
+		      const struct offcpu_total *t)
+{
+	if (carry->n == carry->cap) {
+		size_t cap = carry->cap ? 2 * carry->cap : 64;
+		struct collector_total *grown = realloc(carry->groups, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		carry->groups = grown;
+		carry->cap = cap;
+	}
+	carry->groups[carry->n].key = *key;
+	carry->groups[carry->n].total = *t;
+	carry->n++;
+	return 0;
+}
+
+/* A group's unsampled row: the time t less what its sampled rows were given. */
+static void unsampled_row(struct collector_row *u, const struct offcpu_key *key,
+			  const struct offcpu_total *t, uint64_t given_ns, uint64_t given_n)
+{
+	memset(u, 0, sizeof(*u));
+	u->key = *key;
+	u->key.flags = OFFCPU_KEY_UNSAMPLED;
+	u->value.sum_ns = t->sum_ns - given_ns;
+	u->value.count = t->count - min_u64(given_n, t->count);
+	memcpy(u->value.comm, t->comm, sizeof(u->value.comm));
+}
+
 /*
  * A sampled row's time: its long blocks at their true length (never more,
  * summed over the group's rows, than the group's long time: a late sample
@@ -47,7 +88,7 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
  */
 static void scale_row(struct group *g, struct offcpu_value *v)
 {
-	const struct offcpu_total *t = g->total;
+	const struct offcpu_total *t = &g->total;
 	uint64_t row_short = min_u64(v->short_ns, v->sum_ns), short_ns, long_ns, count;
 
 	g->seen_ns += v->sum_ns;
@@ -67,7 +108,7 @@ static void scale_row(struct group *g, struct offcpu_value *v)
 
 int sampling_calibrate(struct collector_row **rows, size_t *n_rows,
 		       const struct collector_total *totals, size_t n_totals,
-		       struct sampling_summary ret[OFFCPU_MAX_SLOTS])
+		       struct sampling_carry *carry, struct sampling_summary ret[OFFCPU_MAX_SLOTS])
 {
 	struct collector_row *r = *rows, *grown;
 	size_t n = *n_rows, kept = 0, extra = 0, pos;
@@ -76,7 +117,7 @@ int sampling_calibrate(struct collector_row **rows, size_t *n_rows,
 	struct group *g;
 	int e;
 
-	if (!n_totals)
+	if (!n_totals && !(carry && carry->n))
 		return 0;
 	e = hashtab_new(sizeof(struct offcpu_key), sizeof(struct group), &groups);
 	if (e < 0)
@@ -90,11 +131,21 @@ int sampling_calibrate(struct collector_row **rows, size_t *n_rows,
 			hashtab_free(groups);
 			return -ENOMEM;
 		}
-		g->total = &totals[i].total;
-		sum->blocks += g->total->count;
-		sum->samples += g->total->samples;
-		sum->sum_ns += g->total->sum_ns;
-		sum->short_ns += g->total->short_ns;
+		total_add(&g->total, &totals[i].total);
+		sum->blocks += totals[i].total.count;
+		sum->samples += totals[i].total.samples;
+		sum->sum_ns += totals[i].total.sum_ns;
+		sum->short_ns += totals[i].total.short_ns;
+	}
+	/* Carried time joins its group (counted in the summary of its own drain):
+	 * this drain's samples of the group stand for it too. */
+	for (size_t i = 0; carry && i < carry->n; i++) {
+		g = hashtab_put(groups, &carry->groups[i].key, NULL);
+		if (!g) {
+			hashtab_free(groups);
+			return -ENOMEM;
+		}
+		total_add(&g->total, &carry->groups[i].total);
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct offcpu_key k = group_of(&r[i].key);
@@ -116,6 +167,8 @@ int sampling_calibrate(struct collector_row **rows, size_t *n_rows,
 		return -ENOMEM;
 	}
 	r = grown;
+	if (carry)
+		carry->n = 0; /* all of it is in groups now; nothing fails from here */
 	for (size_t i = 0; i < n; i++) {
 		struct offcpu_key k = group_of(&r[i].key);
 
@@ -133,22 +186,47 @@ int sampling_calibrate(struct collector_row **rows, size_t *n_rows,
 	}
 	pos = 0;
 	while (hashtab_next(groups, &pos, (const void **)&key, (void **)&g)) {
-		struct collector_row *u;
-
-		if (g->given_ns >= g->total->sum_ns)
+		if (g->given_ns >= g->total.sum_ns)
 			continue;
-		u = &r[kept++];
-		memset(u, 0, sizeof(*u));
-		u->key = *key;
-		u->key.flags = OFFCPU_KEY_UNSAMPLED;
-		u->value.sum_ns = g->total->sum_ns - g->given_ns;
-		u->value.count = g->total->count - min_u64(g->given_n, g->total->count);
-		memcpy(u->value.comm, g->total->comm, sizeof(u->value.comm));
+		/* No sample of the group in this drain: a later one's may stand for
+		 * it. Its row comes now only if it cannot be carried. */
+		if (carry && !g->weight_ns && carry_push(carry, key, &g->total) == 0)
+			continue;
+		unsampled_row(&r[kept++], key, &g->total, g->given_ns, g->given_n);
 	}
 	hashtab_free(groups);
 	*rows = r;
 	*n_rows = kept;
 	return 0;
+}
+
+size_t sampling_carry_take(struct sampling_carry *carry, uint32_t slots,
+			   void (*row)(void *arg, const struct collector_row *r), void *arg)
+{
+	size_t kept = 0, taken = 0;
+
+	for (size_t i = 0; i < carry->n; i++) {
+		const struct collector_total *c = &carry->groups[i];
+		struct collector_row u;
+
+		if (!(slots & (1u << (c->key.slot % OFFCPU_MAX_SLOTS)))) {
+			carry->groups[kept++] = *c;
+			continue;
+		}
+		taken++;
+		if (row) {
+			unsampled_row(&u, &c->key, &c->total, 0, 0);
+			row(arg, &u);
+		}
+	}
+	carry->n = kept;
+	return taken;
+}
+
+void sampling_carry_release(struct sampling_carry *carry)
+{
+	free(carry->groups);
+	memset(carry, 0, sizeof(*carry));
 }
 
 void sampling_summary_add(struct sampling_summary *a, const struct sampling_summary *b)

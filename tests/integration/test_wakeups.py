@@ -546,7 +546,16 @@ class HistTest(unittest.TestCase):
         if d.status()["runq_clock"] == "sched_waking":
             self.assertGreaterEqual(sum(rq_counts), sleeps, "every sleep ends with a wakeup and a run-queue wait")
         self.assertLessEqual(sum(rq_counts), sum(counts), rq_counts)
-        self.assertLessEqual(sum(rq_counts[14:]), 0.1 * sum(rq_counts), rq_counts)
+        # Each wait far shorter than the sleeps: were a sleep's blocked time
+        # counted as waiting, 50 waits would land in the sleeps' buckets. With
+        # the scheduler's clock only a few waits are counted (a wakeup onto an
+        # idle CPU waits none), so one thread kept off a loaded VM's CPUs for
+        # long may be one of 3 (CI, under ASan: one wait of 0.5-1 s): one is
+        # allowed, and the failure shows where the long ones were.
+        long_waits = sum(rq_counts[14:])
+        if long_waits > max(1, 0.1 * sum(rq_counts)):
+            rows = [line for line in d.ctl("export", *rng).stdout.splitlines() if RUNQ in line]
+            self.fail(f"{long_waits} run-queue waits of 16 ms or more: {rq_counts}\n" + "\n".join(rows))
 
         r = d.ctl("hist", *rng)
         self.assertEqual(r.returncode, 0, r.stderr)

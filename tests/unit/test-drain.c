@@ -247,7 +247,7 @@ static void test_names(void)
 
 	batch_make(&b);
 	hists = b.hists;
-	CHECK(drain_run(&b, &lookup, &r) == 0);
+	CHECK(drain_run(&b, &lookup, NULL, &r) == 0);
 	CHECK(r.n_rows == N_ROWS);
 	if (r.n_rows != N_ROWS)
 		goto out;
@@ -314,7 +314,7 @@ static void test_empty(void)
 	struct drain_result r;
 
 	b.counters[OFFCPU_CNT_SWITCHES] = 5;
-	CHECK(drain_run(&b, &lookup, &r) == 0);
+	CHECK(drain_run(&b, &lookup, NULL, &r) == 0);
 	CHECK(r.n_rows == 0 && r.n_hists == 0 && r.n_stacks == 0);
 	CHECK(r.counters[OFFCPU_CNT_SWITCHES] == 5);
 	drain_result_release(&r);

@@ -145,7 +145,7 @@ static void test_calibrate(void)
 	rows[2] = row(3, 0, 0xc, 5000, 1, OFFCPU_KEY_SAMPLED);	  /* late: its total is gone */
 	rows[3] = row(4, 0, 0xd, 4242, 7, 0);			  /* an exact slot's row */
 	rows[4] = row(1, 4, 0xa, 999, 1, 0);			  /* another kind, exact */
-	CHECK(sampling_calibrate(&rows, &n, totals, 2, sum) == 0);
+	CHECK(sampling_calibrate(&rows, &n, totals, 2, NULL, sum) == 0);
 	CHECK(n == 5); /* one dropped, one added */
 	r = find(rows, n, 1, 0xa, OFFCPU_KEY_SAMPLED);
 	CHECK(r && r->value.sum_ns == 666667 && r->value.count == 200);
@@ -188,7 +188,7 @@ static void test_calibrate_long_blocks(void)
 	rows[1] = row(1, 0, 0xb, 20000000, 1, OFFCPU_KEY_SAMPLED);
 	rows[2] = row(2, 0, 0xa, 50000000, 1, OFFCPU_KEY_SAMPLED);
 	rows[2].value.short_ns = 0;
-	CHECK(sampling_calibrate(&rows, &n, totals, 2, sum) == 0);
+	CHECK(sampling_calibrate(&rows, &n, totals, 2, NULL, sum) == 0);
 	CHECK(n == 4);
 	r = find(rows, n, 1, 0xa, OFFCPU_KEY_SAMPLED);
 	CHECK(r && r->value.sum_ns == 50000000); /* not scaled by the short samples' luck */
@@ -202,10 +202,71 @@ static void test_calibrate_long_blocks(void)
 	free(rows);
 }
 
+static void collect(void *arg, const struct collector_row *r)
+{
+	struct collector_row *taken = arg;
+
+	CHECK(taken->key.pid == 0); /* called once */
+	*taken = *r;
+}
+
+/* A group with no sample in a drain is carried to the next drains, whose
+ * samples then stand for it too (short blocks, and a long block whose
+ * deferred sample came a drain late); what no sample stood for when its
+ * window ends is taken out as its unsampled row. */
+static void test_calibrate_carry(void)
+{
+	struct sampling_carry carry = { 0 };
+	struct sampling_summary sum[OFFCPU_MAX_SLOTS] = { { 0 } };
+	struct collector_total totals[2];
+	struct collector_row *rows = malloc(sizeof(*rows)), taken = { 0 };
+	const struct collector_row *r;
+	size_t n = 0;
+
+	/* Drain 1: 9 short blocks of thread 2, none sampled; a 50 ms block of
+	 * thread 6 whose sample is still pending. No row: both are carried. */
+	totals[0] = total(2, 0, 7777, 9, 7777, 0);
+	totals[1] = total(6, 0, 50000000, 1, 0, 0);
+	CHECK(sampling_calibrate(&rows, &n, totals, 2, &carry, sum) == 0);
+	CHECK(n == 0 && carry.n == 2);
+	CHECK(sum[0].blocks == 10 && sum[0].sum_ns == 50007777);
+
+	/* Drain 2: one more short block of thread 2, sampled (weight T = 1 ms),
+	 * and thread 6's late sample: each stands for its whole group. */
+	totals[0] = total(2, 0, 2223, 1, 2223, 1);
+	free(rows);
+	rows = malloc(2 * sizeof(*rows));
+	rows[0] = row(2, 0, 0xe, 1000000, 1, OFFCPU_KEY_SAMPLED);
+	rows[1] = row(6, 0, 0xf, 50000000, 1, OFFCPU_KEY_SAMPLED);
+	rows[1].value.short_ns = 0;
+	n = 2;
+	CHECK(sampling_calibrate(&rows, &n, totals, 1, &carry, sum) == 0);
+	CHECK(n == 2 && carry.n == 0);
+	r = find(rows, n, 2, 0xe, OFFCPU_KEY_SAMPLED);
+	CHECK(r && r->value.sum_ns == 10000 && r->value.count == 10);
+	r = find(rows, n, 6, 0xf, OFFCPU_KEY_SAMPLED);
+	CHECK(r && r->value.sum_ns == 50000000 && r->value.count == 1);
+	CHECK(sum[0].late_rows == 0);
+
+	/* Drain 3: thread 5 unsampled, carried; its window ends: one row. */
+	totals[0] = total(5, 0, 4444, 3, 4444, 0);
+	n = 0;
+	CHECK(sampling_calibrate(&rows, &n, totals, 1, &carry, sum) == 0);
+	CHECK(n == 0 && carry.n == 1);
+	CHECK(sampling_carry_take(&carry, 1u << 1, collect, &taken) == 0); /* another slot's end */
+	CHECK(carry.n == 1);
+	CHECK(sampling_carry_take(&carry, 1u << 0, collect, &taken) == 1 && carry.n == 0);
+	CHECK(taken.key.pid == 5 && taken.key.flags == OFFCPU_KEY_UNSAMPLED && taken.key.ustack == 0);
+	CHECK(taken.value.sum_ns == 4444 && taken.value.count == 3 && !strcmp(taken.value.comm, "t5"));
+	sampling_carry_release(&carry);
+	free(rows);
+}
+
 int main(void)
 {
 	test_estimator();
 	test_calibrate();
 	test_calibrate_long_blocks();
+	test_calibrate_carry();
 	return check_failures ? 1 : 0;
 }
