@@ -61,6 +61,7 @@ from overhead import BPFTRACE, WORKLOADS, ctxt, run_pingpong, run_with_capture, 
 # more busy CPUs is the host's, to read the others' ratios against.
 CONTROL = {"bpftrace-percpu": "percpu_count.bt"}
 
+
 def prog_names():
     """{prog id: name} of every loaded BPF program (bpftool)."""
     out = subprocess.run(["bpftool", "prog", "show", "--json"], capture_output=True, text=True,
