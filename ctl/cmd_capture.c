@@ -73,9 +73,10 @@ static void capture_summary(const struct proto_capture_result *res, enum proto_k
 		fprintf(stderr,
 			"offcpuctl: note: sampled stacks (T = %" PRIu64 " us): %" PRIu64
 			" of %" PRIu64 " blocks; per-thread totals are exact, a stack holding 1%%"
-			" of the time is within +-%.1f%% (one standard error)\n",
+			" of the time is within +-%.1f%% (one standard error); %.2f%% of the"
+			" time no sample stood for ([unsampled])\n",
 			res->sampling.period_us, res->sampling.samples, res->sampling.blocks,
-			res->sampling.error_pct);
+			res->sampling.error_pct, res->sampling.unsampled_pct);
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "captured %" PRIu64 " stacks, %.3f s %s in %.1f s\n",
 			res->n_samples, res->total_ns / 1e9, what, res->duration_ns / 1e9);

@@ -90,8 +90,9 @@ static void sampling_summary(const struct proto_sampling_status *sm)
 	if (sm->window_blocks)
 		printf("  last window: %" PRIu64 " samples of %" PRIu64
 		       " blocks; a stack holding 1%% of it is within +-%.1f%% (one standard "
-		       "error)\n",
-		       sm->window_samples, sm->window_blocks, sm->window_error_pct);
+		       "error); %.2f%% of its time no sample stood for ([unsampled])\n",
+		       sm->window_samples, sm->window_blocks, sm->window_error_pct,
+		       sm->window_unsampled_pct);
 }
 
 /* Exact kernel stacks: how many came from the verified cache, and what

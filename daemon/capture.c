@@ -216,6 +216,7 @@ static char *capture_reply_profile(const struct capture *c, const struct profile
 			.error_pct = 100 * sampling_relative_error(
 						   (uint64_t)c->req.sample_period_us * 1000,
 						   c->sampling.short_ns, 0.01),
+			.unsampled_pct = sampling_unsampled_pct(&c->sampling),
 		};
 	if (c->req.format == PROTO_FORMAT_JSON) {
 		if (profile_samples(p, &samples, &n_samples) < 0)

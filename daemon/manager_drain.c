@@ -132,8 +132,15 @@ static struct profile *slot_profile(struct manager *m, unsigned slot)
 	return (m->windows.continuous_slots & (1u << slot)) ? m->windows.window : NULL;
 }
 
+/* Where carried rows go at the end of their window or capture. */
+struct carried_to {
+	struct profile *profile;
+	struct sampling_summary *summary;
+};
+
 static void carried_row_add(void *arg, const struct collector_row *c)
 {
+	struct carried_to *to = arg;
 	struct drain_row row = {
 		.key = c->key,
 		.value = c->value,
@@ -142,7 +149,8 @@ static void carried_row_add(void *arg, const struct collector_row *c)
 		.chain = "",
 	};
 
-	if (profile_add(arg, &row) < 0)
+	to->summary->unsampled_ns += c->value.sum_ns;
+	if (profile_add(to->profile, &row) < 0)
 		log_warning("out of memory: a row was lost");
 }
 
@@ -153,13 +161,16 @@ static void carry_settle(struct manager *m, uint64_t completed, bool window_ends
 {
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS && m->drain.carry.n; i++) {
 		struct capture *c = m->cap.captures[i];
-		struct profile *p = slot_profile(m, i);
+		struct carried_to to = {
+			.profile = slot_profile(m, i),
+			.summary = c ? &c->sampling : &m->windows.window_sampling,
+		};
 		bool ends = c ? c->phase == CAPTURE_ENDING && c->final_drain <= completed : window_ends;
 
-		if (!p)
+		if (!to.profile)
 			sampling_carry_take(&m->drain.carry, 1u << i, NULL, NULL);
 		else if (ends)
-			sampling_carry_take(&m->drain.carry, 1u << i, carried_row_add, p);
+			sampling_carry_take(&m->drain.carry, 1u << i, carried_row_add, &to);
 	}
 }
 

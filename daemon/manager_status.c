@@ -68,6 +68,7 @@ static void sampling_status(const struct manager *m, struct proto_sampling_statu
 		.window_error_pct =
 			100 * sampling_relative_error((uint64_t)m->cfg.sample_period_us * 1000,
 						      w->short_ns, 0.01),
+		.window_unsampled_pct = sampling_unsampled_pct(w),
 	};
 	if (!sampled)
 		ret->window_error_pct = 0;

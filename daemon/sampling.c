@@ -192,7 +192,8 @@ int sampling_calibrate(struct collector_row **rows, size_t *n_rows,
 		 * it. Its row comes now only if it cannot be carried. */
 		if (carry && !g->weight_ns && carry_push(carry, key, &g->total) == 0)
 			continue;
-		unsampled_row(&r[kept++], key, &g->total, g->given_ns, g->given_n);
+		unsampled_row(&r[kept], key, &g->total, g->given_ns, g->given_n);
+		ret[key->slot % OFFCPU_MAX_SLOTS].unsampled_ns += r[kept++].value.sum_ns;
 	}
 	hashtab_free(groups);
 	*rows = r;
@@ -236,6 +237,12 @@ void sampling_summary_add(struct sampling_summary *a, const struct sampling_summ
 	a->sum_ns += b->sum_ns;
 	a->short_ns += b->short_ns;
 	a->late_rows += b->late_rows;
+	a->unsampled_ns += b->unsampled_ns;
+}
+
+double sampling_unsampled_pct(const struct sampling_summary *s)
+{
+	return s->sum_ns ? 100.0 * (double)s->unsampled_ns / (double)s->sum_ns : 0;
 }
 
 double sampling_relative_error(uint64_t period_ns, uint64_t short_ns, double share)

@@ -29,6 +29,10 @@ struct sampling_summary {
 	uint64_t sum_ns;    /* exact off-CPU time */
 	uint64_t short_ns;  /* of it, in blocks shorter than the period: estimated */
 	uint64_t late_rows; /* samples whose block's totals an earlier drain took */
+	/* Of sum_ns, what no sample stood for: the [unsampled] rows' time. A
+	 * drain's own, or added at the end of its window or capture for the
+	 * time carried there (sampling_carry_take()'s caller). */
+	uint64_t unsampled_ns;
 };
 
 /*
@@ -61,8 +65,9 @@ int sampling_calibrate(struct collector_row **rows, size_t *n_rows,
 /*
  * Takes the carried groups of the slots in the mask slots out of carry, at
  * the end of their window or capture: calls row(arg, r) with each one's
- * unsampled row (the row is the callee's to copy), or drops them where row
- * is NULL. Returns how many were taken.
+ * unsampled row (the row is the callee's to copy; its time is not in any
+ * summary's unsampled_ns yet), or drops them where row is NULL. Returns how
+ * many were taken.
  */
 size_t sampling_carry_take(struct sampling_carry *carry, uint32_t slots,
 			   void (*row)(void *arg, const struct collector_row *r), void *arg);
@@ -71,6 +76,9 @@ void sampling_carry_release(struct sampling_carry *carry);
 
 /* Adds b to a. */
 void sampling_summary_add(struct sampling_summary *a, const struct sampling_summary *b);
+
+/* Of s's time, the % no sample stood for; 0 if it has none. */
+double sampling_unsampled_pct(const struct sampling_summary *s);
 
 /*
  * The relative standard error of the estimated total of a stack that holds

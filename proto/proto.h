@@ -312,6 +312,7 @@ struct proto_sampling_status {
 	uint64_t window_blocks, window_samples;
 	double window_error_pct; /* relative standard error of a stack holding 1 % of
 				    the window's time, % (0: nothing estimated) */
+	double window_unsampled_pct; /* of the window's time, % no sample stood for */
 };
 
 /* Intel PT recording (latency --pid) on this host. */
@@ -418,6 +419,7 @@ struct proto_capture_sampling {
 	uint64_t period_us; /* T; 0: every block's stacks (not sent) */
 	uint64_t blocks, samples;
 	double error_pct; /* relative standard error of a stack holding 1 % of the time */
+	double unsampled_pct; /* of the time, % no sample stood for ([unsampled] rows) */
 };
 
 struct proto_capture_result {

@@ -292,7 +292,8 @@ static bool proto__add_sampling(cJSON *body, const struct proto_status *s)
 	       proto__add_u64(sampling, "samples_lost", s->sampling.samples_lost) &&
 	       proto__add_u64(sampling, "window_blocks", s->sampling.window_blocks) &&
 	       proto__add_u64(sampling, "window_samples", s->sampling.window_samples) &&
-	       proto__add_rate(sampling, "window_error_pct", s->sampling.window_error_pct);
+	       proto__add_rate(sampling, "window_error_pct", s->sampling.window_error_pct) &&
+	       proto__add_rate(sampling, "window_unsampled_pct", s->sampling.window_unsampled_pct);
 }
 
 char *proto_reply_status(const struct proto_status *s)
@@ -402,7 +403,8 @@ char *proto_reply_capture(const struct proto_capture_result *r, size_t n_samples
 	     !proto__add_u64(sm, "period_us", r->sampling.period_us) ||
 	     !proto__add_u64(sm, "blocks", r->sampling.blocks) ||
 	     !proto__add_u64(sm, "samples", r->sampling.samples) ||
-	     !proto__add_rate(sm, "error_pct", r->sampling.error_pct)))
+	     !proto__add_rate(sm, "error_pct", r->sampling.error_pct) ||
+	     !proto__add_rate(sm, "unsampled_pct", r->sampling.unsampled_pct)))
 		goto fail;
 	return proto__finish(root);
 fail:

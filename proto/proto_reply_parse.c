@@ -388,7 +388,8 @@ static int proto__reply_sampling(struct proto_status *s, const cJSON *o)
 	     proto__reply_u64(item, "samples_lost", &s->sampling.samples_lost) < 0 ||
 	     proto__reply_u64(item, "window_blocks", &s->sampling.window_blocks) < 0 ||
 	     proto__reply_u64(item, "window_samples", &s->sampling.window_samples) < 0 ||
-	     proto__reply_double(item, "window_error_pct", &s->sampling.window_error_pct) < 0))
+	     proto__reply_double(item, "window_error_pct", &s->sampling.window_error_pct) < 0 ||
+	     proto__reply_double(item, "window_unsampled_pct", &s->sampling.window_unsampled_pct) < 0))
 		return -EINVAL;
 	return 0;
 }
@@ -501,7 +502,8 @@ static int proto__reply_capture(struct proto__reply *r, const cJSON *o)
 		   proto__reply_u64(sm, "period_us", &c->sampling.period_us) < 0 ||
 		   proto__reply_u64(sm, "blocks", &c->sampling.blocks) < 0 ||
 		   proto__reply_u64(sm, "samples", &c->sampling.samples) < 0 ||
-		   proto__reply_double(sm, "error_pct", &c->sampling.error_pct) < 0))
+		   proto__reply_double(sm, "error_pct", &c->sampling.error_pct) < 0 ||
+		   proto__reply_double(sm, "unsampled_pct", &c->sampling.unsampled_pct) < 0))
 		return -EINVAL;
 	e = proto__reply_counters(o, "drops", &r->drops, &c->n_drops);
 	if (e < 0)

@@ -127,6 +127,7 @@ class SampledTest(unittest.TestCase):
             self.assertTrue(s["ustack"] or s["kstack"], s)
         st = d.status()["sampling"]
         self.assertGreater(st["window_blocks"], st["window_samples"])
+        self.assertTrue(0 <= st["window_unsampled_pct"] < 100, st)
 
     def test_exact_capture_beside(self):
         """An exact capture and the sampled profile count the same threads'
@@ -180,6 +181,10 @@ class SampledTest(unittest.TestCase):
         self.assertGreaterEqual(exact, 0.9 * truth["ow-sleeper"]["blocked_ns"], caps["exact"]["samples"])
         self.assertAlmostEqual(sampled / exact, 1.0, delta=0.02,
                                msg=f"{[s for s in caps['sampled']['samples'] if s['pid'] == tid]}")
+        # The share of the time no sample stood for, as the reply's rows add up.
+        rows = caps["sampled"]["samples"]
+        unsampled = 100 * sum(s["value_ns"] for s in rows if is_unsampled(s)) / sum(s["value_ns"] for s in rows)
+        self.assertAlmostEqual(caps["sampled"]["sampling"]["unsampled_pct"], unsampled, delta=0.01)
 
     def test_killed_process_keeps_its_time(self):
         """kill -9 of a process whose sample may still wait for its user

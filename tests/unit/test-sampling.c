@@ -162,7 +162,8 @@ static void test_calibrate(void)
 	r = find(rows, n, 2, 0, OFFCPU_KEY_UNSAMPLED);
 	CHECK(r && r->value.sum_ns == 7777 && r->value.count == 9 && !strcmp(r->value.comm, "t2"));
 	CHECK(sum[0].blocks == 309 && sum[0].samples == 3 && sum[0].sum_ns == 1007777 &&
-	      sum[0].short_ns == 1007777 && sum[0].late_rows == 1);
+	      sum[0].short_ns == 1007777 && sum[0].late_rows == 1 && sum[0].unsampled_ns == 7777);
+	CHECK(fabs(sampling_unsampled_pct(&sum[0]) - 100.0 * 7777 / 1007777) < 1e-9);
 	free(rows);
 }
 
@@ -229,7 +230,7 @@ static void test_calibrate_carry(void)
 	totals[1] = total(6, 0, 50000000, 1, 0, 0);
 	CHECK(sampling_calibrate(&rows, &n, totals, 2, &carry, sum) == 0);
 	CHECK(n == 0 && carry.n == 2);
-	CHECK(sum[0].blocks == 10 && sum[0].sum_ns == 50007777);
+	CHECK(sum[0].blocks == 10 && sum[0].sum_ns == 50007777 && sum[0].unsampled_ns == 0);
 
 	/* Drain 2: one more short block of thread 2, sampled (weight T = 1 ms),
 	 * and thread 6's late sample: each stands for its whole group. */
@@ -246,7 +247,7 @@ static void test_calibrate_carry(void)
 	CHECK(r && r->value.sum_ns == 10000 && r->value.count == 10);
 	r = find(rows, n, 6, 0xf, OFFCPU_KEY_SAMPLED);
 	CHECK(r && r->value.sum_ns == 50000000 && r->value.count == 1);
-	CHECK(sum[0].late_rows == 0);
+	CHECK(sum[0].late_rows == 0 && sum[0].unsampled_ns == 0);
 
 	/* Drain 3: thread 5 unsampled, carried; its window ends: one row. */
 	totals[0] = total(5, 0, 4444, 3, 4444, 0);
