@@ -852,8 +852,9 @@ class SlowReplyTest(unittest.TestCase):
             t0 = time.monotonic()
             c.send(b'{"v":1,"cmd":"capture","seconds":3,"format":"json"}\n')
             d.wait_captures(1)
-            # Many short processes: a reply far larger than the socket's buffers.
-            churn = Background("for i in $(seq 800); do sleep 0.05 & done; wait")
+            # Many short processes: a reply far larger than the socket's buffers
+            # (800 gave 352 KiB once under ASan: too close to the bound below).
+            churn = Background("for i in $(seq 1600); do sleep 0.05 & done; wait")
             time.sleep(max(0.0, t0 + 3.0 + 0.8 - time.monotonic()))  # read 0.8 s after the reply is ready
             reply = c.line()
             partial = len(c.buf)
