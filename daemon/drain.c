@@ -361,6 +361,13 @@ static const char *chain_get(struct drain_result *r, const struct drain_lookup *
 	return *slot ? *slot : "[out of memory]";
 }
 
+void drain_unsampled_names(struct drain_row *row)
+{
+	row->kstack = "";
+	row->ustack = DRAIN_UNSAMPLED_FRAME;
+	row->chain = "";
+}
+
 int drain_run(struct collector_batch *b, const struct drain_lookup *lk, struct sampling_carry *carry,
 	      struct drain_result *ret)
 {
@@ -389,9 +396,7 @@ int drain_run(struct collector_batch *b, const struct drain_lookup *lk, struct s
 		row->value = b->rows[i].value;
 		row->value.comm[sizeof(row->value.comm) - 1] = '\0';
 		if (row->key.flags & OFFCPU_KEY_UNSAMPLED) {
-			row->kstack = "";
-			row->ustack = DRAIN_UNSAMPLED_FRAME;
-			row->chain = "";
+			drain_unsampled_names(row);
 			continue;
 		}
 		row->kstack = name_get(ret, lk, b, row->key.kstack, row->key.tgid, true);

@@ -61,6 +61,10 @@ struct drain_lookup {
 	int (*file_name)(void *arg, uint64_t hash, struct offcpu_file_name *ret);
 };
 
+/* Names row, an OFFCPU_KEY_UNSAMPLED one: DRAIN_UNSAMPLED_FRAME, no other
+ * frames. Also for the unsampled rows of carried time (sampling_carry_take()). */
+void drain_unsampled_names(struct drain_row *row);
+
 /* Names the rows of batch b, one collector_drain()'s: scales the sampled
  * rows (sampling_calibrate, with carry: may be NULL), sorts the stacks and
  * chains, and takes the histograms (b->hists is NULL after); b stays the

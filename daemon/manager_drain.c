@@ -141,14 +141,9 @@ struct carried_to {
 static void carried_row_add(void *arg, const struct collector_row *c)
 {
 	struct carried_to *to = arg;
-	struct drain_row row = {
-		.key = c->key,
-		.value = c->value,
-		.kstack = "",
-		.ustack = DRAIN_UNSAMPLED_FRAME,
-		.chain = "",
-	};
+	struct drain_row row = { .key = c->key, .value = c->value };
 
+	drain_unsampled_names(&row);
 	to->summary->unsampled_ns += c->value.sum_ns;
 	if (profile_add(to->profile, &row) < 0)
 		log_warning("out of memory: a row was lost");
