@@ -146,12 +146,6 @@ static void write_work(struct store_job *job, struct store *store)
 		w->r = store_window_add(store, &w->window, s.v, s.n, hists, n_hists, w->msg,
 					sizeof(w->msg));
 	}
-	/* A failure is repaired by the first heatmap that reads the window. */
-	if (w->r == 0) {
-		char msg[256];
-
-		store_heatmap_index(store, &w->window, msg, sizeof(msg));
-	}
 	free(hists);
 	free(s.v);
 	w->have_stats = store_stats(store, &w->stats) == 0;

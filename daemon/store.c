@@ -33,6 +33,8 @@ static const char *const stmt_sql[STMT_COUNT] = {
 	[STMT_WINDOW_DELETE] = "DELETE FROM windows WHERE id = ?1",
 	[STMT_WINDOW_SAMPLES_DELETE] = "DELETE FROM samples WHERE window_id = ?1",
 	[STMT_WINDOW_HIST_DELETE] = "DELETE FROM hist WHERE window_id = ?1",
+	[STMT_WINDOW_HEAT_DELETE] = "DELETE FROM heat_cells WHERE window_id = ?1",
+	[STMT_WINDOW_HEAT_MARK_DELETE] = "DELETE FROM heat_windows WHERE window_id = ?1",
 	[STMT_WINDOWS_SINCE] = "SELECT id, start_ms, end_ms, capture_id, n_stacks, n_samples, "
 			       "bytes FROM windows WHERE start_ms >= ?1 ORDER BY start_ms, id",
 	[STMT_WINDOWS_ENDED_BEFORE] = "SELECT id FROM windows WHERE end_ms < ?1 AND id != ?2",
@@ -55,6 +57,9 @@ static const char *const stmt_sql[STMT_COUNT] = {
 	[STMT_HIST_INSERT] = "INSERT INTO hist (window_id, tgid, comm_id, type, bucket, count) "
 			     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 	[STMT_HIST_REFS] = "SELECT comm_id FROM hist",
+	[STMT_HEAT_INSERT] = "INSERT INTO heat_cells (window_id, tgid, pid, comm_id, state, kind, "
+			     "sum_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[STMT_HEAT_MARK] = "INSERT INTO heat_windows (window_id) VALUES (?1)",
 	[STMT_PAGE_COUNT] = "PRAGMA page_count",
 	[STMT_FREELIST_COUNT] = "PRAGMA freelist_count",
 };

@@ -83,8 +83,10 @@ int store_open(const char *path, const struct store_limits *limits, struct store
 void store_close(struct store *s); /* NULL-safe */
 
 /*
- * Adds a window, its samples and its histogram buckets in one transaction,
- * then evicts by age and size (oldest first, in their own transactions).
+ * Adds a window, its samples and its histogram buckets in one transaction
+ * (a continuous window, capture_id 0, with its heatmap cells: see
+ * store_heatmap.h), then evicts by age and size (oldest first, in their own
+ * transactions).
  * Samples with the same identity (see struct store_sample) are summed, and
  * so are buckets with the same (tgid, type, bucket), which keep the comm of
  * the first of them. On failure nothing of the window is stored; earlier
@@ -92,10 +94,11 @@ void store_close(struct store *s); /* NULL-safe */
  * the store stays usable. -EINVAL, before anything is written: end_ms <
  * start_ms, samples NULL with n_samples > 0, hists NULL with n_hists > 0, or
  * a bucket with type > 1 or bucket >= STORE_HIST_BUCKETS. On success w->id,
- * n_stacks, n_samples and bytes (histograms included) are set.
+ * n_stacks, n_samples and bytes (histograms and heatmap cells included)
+ * are set.
  *
  * Retention runs only after a successful add and never evicts the window
- * just added; an evicted window's histograms go with it. Age: windows with
+ * just added; an evicted window's histograms and cells go with it. Age: windows with
  * end_ms < now - max_age_ms go. Size: when db_bytes (see store_stats)
  * exceeds max_db_bytes, the oldest windows (by start_ms, then id) go until
  * the pages in use fit 7/8 of it, then the file is vacuumed and the WAL

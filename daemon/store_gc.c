@@ -32,24 +32,19 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Deletes one window, its samples and its histograms, inside the caller's
- * transaction. */
+/* Deletes one window, its samples, its histograms and its heatmap cells,
+ * inside the caller's transaction. */
 static int store__evict(struct store *s, int64_t id)
 {
-	sqlite3_stmt *st = stmt(s, STMT_WINDOW_SAMPLES_DELETE);
-	int rc;
+	static const enum stmt deletes[] = {
+		STMT_WINDOW_SAMPLES_DELETE, STMT_WINDOW_HIST_DELETE, STMT_WINDOW_HEAT_DELETE,
+		STMT_WINDOW_HEAT_MARK_DELETE, STMT_WINDOW_DELETE,
+	};
+	int rc = SQLITE_DONE;
 
-	sqlite3_bind_int64(st, 1, id);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	if (rc == SQLITE_DONE) {
-		st = stmt(s, STMT_WINDOW_HIST_DELETE);
-		sqlite3_bind_int64(st, 1, id);
-		rc = sqlite3_step(st);
-		sqlite3_reset(st);
-	}
-	if (rc == SQLITE_DONE) {
-		st = stmt(s, STMT_WINDOW_DELETE);
+	for (size_t i = 0; rc == SQLITE_DONE && i < sizeof(deletes) / sizeof(deletes[0]); i++) {
+		sqlite3_stmt *st = stmt(s, deletes[i]);
+
 		sqlite3_bind_int64(st, 1, id);
 		rc = sqlite3_step(st);
 		sqlite3_reset(st);

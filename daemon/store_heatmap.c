@@ -47,26 +47,13 @@ static int heat_fail(sqlite3 *db, int rc, const char *what, char *err, size_t er
 }
 
 /*
- * The index: each continuous window's time summed by (process, thread,
- * comm, state, kind), written when the window is stored
- * (store_heatmap_index()) or, for windows stored before, by the first
- * query that reads them. A heatmap then reads a row per thread and state
- * rather than one per stack. heat_windows lists the windows indexed (one
- * without rows too). Rows of evicted windows are deleted at the next index
- * write; until then the join with windows leaves them out.
+ * The index (heat_cells, see store_schema.c): each continuous window's time
+ * summed by (process, thread, comm, state, kind), written with the window
+ * (store_write.c) or, for windows an offcpud before schema version 4
+ * stored, by the first query that reads them. A heatmap then reads a row
+ * per thread and state rather than one per stack. heat_windows lists the
+ * windows indexed (one without rows too).
  */
-static const char heat_schema[] =
-	"CREATE TABLE IF NOT EXISTS heat_cells (\n"
-	"	window_id INTEGER NOT NULL,\n"
-	"	tgid INTEGER NOT NULL,\n"
-	"	pid INTEGER NOT NULL,\n"
-	"	comm_id INTEGER NOT NULL,\n"
-	"	state INTEGER NOT NULL,\n"
-	"	kind INTEGER NOT NULL,\n"
-	"	sum_ns INTEGER NOT NULL,\n"
-	"	PRIMARY KEY (window_id, tgid, pid, comm_id, state, kind)\n"
-	") WITHOUT ROWID;\n"
-	"CREATE TABLE IF NOT EXISTS heat_windows (window_id INTEGER PRIMARY KEY);\n";
 
 /* Indexes window id, in the caller's transaction. */
 static int heat_index_one(sqlite3 *db, int64_t id, char *err, size_t err_size)
@@ -103,8 +90,7 @@ static int heat_exec(sqlite3 *db, const char *sql, const char *what, char *err, 
 	return rc == SQLITE_OK ? 0 : heat_fail(db, rc, what, err, err_size);
 }
 
-/* Indexes the continuous windows of [from_ms, to_ms) not indexed yet
- * (all of them: from 0 to INT64_MAX), and drops the rows of evicted ones. */
+/* Indexes the continuous windows of [from_ms, to_ms) not indexed yet. */
 static int heat_index_range(sqlite3 *db, int64_t from_ms, int64_t to_ms, char *err, size_t err_size)
 {
 	static const char missing[] =
@@ -115,9 +101,6 @@ static int heat_index_range(sqlite3 *db, int64_t from_ms, int64_t to_ms, char *e
 	sqlite3_stmt *st;
 	int rc, r;
 
-	r = heat_exec(db, heat_schema, "cannot create the heatmap index", err, err_size);
-	if (r < 0)
-		return r;
 	rc = sqlite3_prepare_v2(db, missing, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return heat_fail(db, rc, "cannot find windows to index", err, err_size);
@@ -148,24 +131,11 @@ static int heat_index_range(sqlite3 *db, int64_t from_ms, int64_t to_ms, char *e
 	for (size_t i = 0; r == 0 && i < n; i++)
 		r = heat_index_one(db, ids[i], err, err_size);
 	if (r == 0)
-		r = heat_exec(
-			db,
-			"DELETE FROM heat_cells WHERE window_id < (SELECT min(id) FROM windows);"
-			"DELETE FROM heat_windows WHERE window_id < (SELECT min(id) FROM windows);",
-			"cannot drop evicted windows from the index", err, err_size);
-	if (r == 0)
 		r = heat_exec(db, "COMMIT", "cannot commit the index", err, err_size);
 	if (r < 0)
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 	free(ids);
 	return r;
-}
-
-int store_heatmap_index(struct store *s, const struct store_window *w, char *err, size_t err_size)
-{
-	if (w->capture_id) /* a heatmap shows the continuous profile only */
-		return 0;
-	return heat_index_range(store__db(s), w->start_ms, w->start_ms + 1, err, err_size);
 }
 
 /* The range's windows: the columns. */

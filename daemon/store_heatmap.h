@@ -2,9 +2,10 @@
  * store_heatmap: the ring's off-CPU time per window and row (process, thread
  * or thread state), summed in SQL, for the heatmap of `offcpuctl serve`:
  * thousands of windows answered without reading a single stack. Part of the
- * store (same connection, same single-thread rule, see store.h), with its
- * own tables (an index of per-thread sums, kept beside the samples);
- * called by history.c on the store queue's worker. Does not log.
+ * store (same connection, same single-thread rule, see store.h); it reads
+ * an index of per-thread sums that store_window_add() writes with each
+ * continuous window. Called by history.c on the store queue's worker. Does
+ * not log.
  */
 #ifndef STORE_HEATMAP_H
 #define STORE_HEATMAP_H
@@ -47,14 +48,6 @@ struct store_heatmap {
 	size_t n_rows; /* largest total first (then smallest key); "other" last */
 	struct store_heatmap_row *rows;
 };
-
-/*
- * Adds window w, just stored, to the heatmap's index (per window, a row per
- * thread, comm, state and kind: what a heatmap reads instead of every
- * sample). A capture's window is left out. On failure (-errno, message in
- * err) nothing is indexed: the first query over the window indexes it.
- */
-int store_heatmap_index(struct store *s, const struct store_window *w, char *err, size_t err_size);
 
 /* Fills *ret (free with store_heatmap_free()) for q: every window that q's
  * range selects is a column, even one without rows. 0 or -errno, with a

@@ -13,8 +13,15 @@
  *   hist(window_id, tgid, comm_id, type, bucket, count)
  *                                     WITHOUT ROWID, key (window_id, tgid,
  *                                     type, bucket)
+ *   heat_cells(window_id, tgid, pid, comm_id, state, kind, sum_ns)
+ *                                     WITHOUT ROWID: the heatmap's index,
+ *                                     a continuous window's time by thread,
+ *                                     state and kind (store_heatmap.c)
+ *   heat_windows(window_id)           the windows indexed there
  *
  * Version 1 had no chain_id and no hist; its series all get the empty chain.
+ * Until version 4 the heatmap made its index itself, at its first query, and
+ * the daemon after each window: version 4 writes it with the window.
  *
  * Everything but the values is interned, down to the series (a thread of a
  * kind in a state at a pair of stacks and a waker chain), which recurs from
@@ -136,12 +143,39 @@ static int migrate_to_3(sqlite3 *db)
 			    NULL, NULL, NULL);
 }
 
+/*
+ * The heatmap's index joins the schema, written with each continuous window
+ * and deleted with it. An older offcpud made the tables at its first heatmap
+ * and left an evicted window's rows until its next index write: those go.
+ * Windows not indexed yet stay so; the first heatmap over them indexes them.
+ */
+static const char migration_v4[] =
+	"CREATE TABLE IF NOT EXISTS heat_cells (\n"
+	"	window_id INTEGER NOT NULL,\n"
+	"	tgid INTEGER NOT NULL,\n"
+	"	pid INTEGER NOT NULL,\n"
+	"	comm_id INTEGER NOT NULL,\n"
+	"	state INTEGER NOT NULL,\n"
+	"	kind INTEGER NOT NULL,\n"
+	"	sum_ns INTEGER NOT NULL,\n"
+	"	PRIMARY KEY (window_id, tgid, pid, comm_id, state, kind)\n"
+	") WITHOUT ROWID;\n"
+	"CREATE TABLE IF NOT EXISTS heat_windows (window_id INTEGER PRIMARY KEY);\n"
+	"DELETE FROM heat_cells WHERE window_id NOT IN (SELECT id FROM windows);\n"
+	"DELETE FROM heat_windows WHERE window_id NOT IN (SELECT id FROM windows);\n";
+
+static int migrate_to_4(sqlite3 *db)
+{
+	return sqlite3_exec(db, migration_v4, NULL, NULL, NULL);
+}
+
 /* migrations[v] turns a version v database into version v + 1; the schema
  * version is the number of entries. Append only: never edit a shipped step. */
 static int (*const migrations[])(sqlite3 *db) = {
 	migrate_to_1,
 	migrate_to_2,
 	migrate_to_3,
+	migrate_to_4,
 };
 
 #define STORE_SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))

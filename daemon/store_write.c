@@ -1,5 +1,6 @@
 /* store_write: adding a window (store_window_add, see store.h), its
- * frames, stacks and series interned. */
+ * frames, stacks and series interned, and a continuous window's heatmap
+ * cells (store_heatmap.c reads them). */
 #include "store.h"
 
 #include <assert.h>
@@ -56,6 +57,22 @@ struct hist_value {
 struct hist_row {
 	struct hist_key key;
 	struct hist_value value;
+};
+
+/* A heatmap cell's key within its window: a thread's comm, state and kind.
+ * No padding: a hashtab key. */
+struct cell_key {
+	int64_t comm_id;
+	uint32_t tgid;
+	uint32_t pid;
+	uint32_t state;
+	uint32_t kind;
+};
+
+/* A window's heatmap cell before insertion: its samples' time summed. */
+struct cell_row {
+	struct cell_key key;
+	uint64_t sum_ns;
 };
 
 static void intern_reset(struct intern *c)
@@ -361,10 +378,11 @@ static int merged_row_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Merges the samples into rows by series. */
+/* Merges the samples into rows by series, and into heatmap cells (cells
+ * NULL: a capture's window, which no heatmap shows). */
 static int window_merge(struct store *s, const struct store_sample *samples, size_t n_samples,
 			struct hashtab *rows, struct hashtab *triples, struct hashtab *stack_ids,
-			uint64_t *bytes)
+			struct hashtab *cells, uint64_t *bytes)
 {
 	for (size_t i = 0; i < n_samples; i++) {
 		const struct store_sample *in = &samples[i];
@@ -372,6 +390,7 @@ static int window_merge(struct store *s, const struct store_sample *samples, siz
 		struct stack_triple triple;
 		struct series_key key;
 		struct sample_sum *sum;
+		uint64_t *cell_ns = NULL;
 		int64_t id;
 		int r;
 
@@ -396,8 +415,15 @@ static int window_merge(struct store *s, const struct store_sample *samples, siz
 			return r;
 		sum = hashtab_put(rows, &id, NULL);
 		triple = (struct stack_triple){ key.ustack_id, key.kstack_id, key.chain_id };
-		if (!sum || !hashtab_put(triples, &triple, NULL))
+		if (cells) {
+			struct cell_key cell = { key.comm_id, key.tgid, key.pid, key.state, key.kind };
+
+			cell_ns = hashtab_put(cells, &cell, NULL);
+		}
+		if (!sum || !hashtab_put(triples, &triple, NULL) || (cells && !cell_ns))
 			return store__error(s, -ENOMEM, "out of memory");
+		if (cell_ns)
+			*cell_ns = add_saturated(*cell_ns, in->sum_ns);
 		sum->sum_ns = add_saturated(sum->sum_ns, in->sum_ns);
 		sum->count = add_saturated(sum->count, in->count);
 		sum->bytes = add_saturated(sum->bytes, in->bytes);
@@ -519,13 +545,100 @@ static int hists_insert(struct store *s, int64_t window_id, const struct hist_ro
 	return 0;
 }
 
-/* Inserts the window, its samples and its histogram rows. */
+static int cell_row_cmp(const void *a, const void *b)
+{
+	const struct cell_key *x = &((const struct cell_row *)a)->key;
+	const struct cell_key *y = &((const struct cell_row *)b)->key;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->comm_id != y->comm_id)
+		return x->comm_id < y->comm_id ? -1 : 1;
+	if (x->state != y->state)
+		return x->state < y->state ? -1 : 1;
+	return x->kind < y->kind ? -1 : x->kind > y->kind;
+}
+
+static size_t cell_row_bytes(const struct cell_row *h)
+{
+	/* A header byte per column plus its length; window_id taken as 3 bytes. */
+	return 8 + 3 + int_bytes(h->key.tgid) + int_bytes(h->key.pid) +
+	       int_bytes(h->key.comm_id) + int_bytes(h->key.state) + int_bytes(h->key.kind) +
+	       int_bytes((int64_t)h->sum_ns) + ROW_OVERHEAD_BYTES;
+}
+
+/* The window's heatmap cells, sorted by key; *ret is malloc'd, NULL if
+ * none. */
+static int cells_sort(struct store *s, struct hashtab *cells, struct cell_row **ret,
+		     uint64_t *bytes)
+{
+	size_t n = cells ? hashtab_count(cells) : 0, i = 0, pos = 0;
+	const struct cell_key *key;
+	uint64_t *sum_ns;
+	struct cell_row *sorted;
+
+	*ret = NULL;
+	if (!n)
+		return 0;
+	sorted = malloc(n * sizeof(*sorted));
+	if (!sorted)
+		return store__error(s, -ENOMEM, "out of memory");
+	while (hashtab_next(cells, &pos, (const void **)&key, (void **)&sum_ns)) {
+		sorted[i].key = *key;
+		sorted[i].sum_ns = *sum_ns;
+		*bytes += cell_row_bytes(&sorted[i]);
+		i++;
+	}
+	/* In primary key order, so the window fills whole pages. */
+	qsort(sorted, n, sizeof(*sorted), cell_row_cmp);
+	*ret = sorted;
+	return 0;
+}
+
+/* Inserts the window's heatmap cells and marks it indexed (cells NULL: a
+ * capture's window, which is not). */
+static int cells_insert(struct store *s, int64_t window_id, struct hashtab *cells,
+		       const struct cell_row *sorted)
+{
+	size_t n = cells ? hashtab_count(cells) : 0;
+	sqlite3_stmt *st = s->stmts[STMT_HEAT_INSERT];
+	int rc = SQLITE_DONE;
+
+	if (!cells)
+		return 0;
+	for (size_t i = 0; rc == SQLITE_DONE && i < n; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, window_id);
+		sqlite3_bind_int64(st, 2, sorted[i].key.tgid);
+		sqlite3_bind_int64(st, 3, sorted[i].key.pid);
+		sqlite3_bind_int64(st, 4, sorted[i].key.comm_id);
+		sqlite3_bind_int64(st, 5, sorted[i].key.state);
+		sqlite3_bind_int64(st, 6, sorted[i].key.kind);
+		/* uint64 kept as its int64 bit pattern; usum() reads it back. */
+		sqlite3_bind_int64(st, 7, (int64_t)sorted[i].sum_ns);
+		rc = sqlite3_step(st);
+	}
+	sqlite3_reset(st);
+	if (rc == SQLITE_DONE) {
+		st = stmt(s, STMT_HEAT_MARK);
+		sqlite3_bind_int64(st, 1, window_id);
+		rc = sqlite3_step(st);
+		sqlite3_reset(st);
+	}
+	return rc == SQLITE_DONE ? 0 : store__fail(s, rc, "cannot store the heatmap's cells");
+}
+
+/* Inserts the window, its samples, its histogram rows and its heatmap cells. */
 static int window_insert(struct store *s, struct store_window *w, struct hashtab *rows,
-			 struct hashtab *triples, struct hashtab *hists, uint64_t bytes)
+			 struct hashtab *triples, struct hashtab *hists, struct hashtab *cells,
+			 uint64_t bytes)
 {
 	size_t n = hashtab_count(rows), i = 0, pos = 0;
 	struct merged_row *sorted = NULL;
 	struct hist_row *hist_sorted = NULL;
+	struct cell_row *cells_sorted = NULL;
 	const int64_t *series;
 	struct sample_sum *sum;
 	sqlite3_stmt *st;
@@ -547,6 +660,8 @@ static int window_insert(struct store *s, struct store_window *w, struct hashtab
 	if (n)
 		qsort(sorted, n, sizeof(*sorted), merged_row_cmp);
 	r = hists_sort(s, hists, &hist_sorted, &bytes);
+	if (r >= 0)
+		r = cells_sort(s, cells, &cells_sorted, &bytes);
 	if (r < 0)
 		goto out;
 	bytes += 32; /* the windows row */
@@ -584,6 +699,8 @@ static int window_insert(struct store *s, struct store_window *w, struct hashtab
 	}
 	sqlite3_reset(st);
 	r = hists_insert(s, id, hist_sorted, hashtab_count(hists));
+	if (r >= 0)
+		r = cells_insert(s, id, cells, cells_sorted);
 	if (r < 0)
 		goto out;
 	w->id = (uint64_t)id;
@@ -593,6 +710,7 @@ static int window_insert(struct store *s, struct store_window *w, struct hashtab
 out:
 	free(sorted);
 	free(hist_sorted);
+	free(cells_sorted);
 	return r;
 }
 
@@ -601,6 +719,7 @@ int store_window_add(struct store *s, struct store_window *w, const struct store
 		     size_t err_size)
 {
 	struct hashtab *rows = NULL, *triples = NULL, *merged_hists = NULL, *stack_ids = NULL;
+	struct hashtab *cells = NULL;
 	uint64_t bytes = 0;
 	int r;
 
@@ -618,18 +737,19 @@ int store_window_add(struct store *s, struct store_window *w, const struct store
 	if (hashtab_new(sizeof(int64_t), sizeof(struct sample_sum), &rows) < 0 ||
 	    hashtab_new(sizeof(struct stack_triple), 1, &triples) < 0 ||
 	    hashtab_new(sizeof(struct hist_key), sizeof(struct hist_value), &merged_hists) < 0 ||
-	    hashtab_new(sizeof(const char *), sizeof(int64_t), &stack_ids) < 0) {
+	    hashtab_new(sizeof(const char *), sizeof(int64_t), &stack_ids) < 0 ||
+	    (!w->capture_id && hashtab_new(sizeof(struct cell_key), sizeof(uint64_t), &cells) < 0)) {
 		r = store__error(s, -ENOMEM, "out of memory");
 		goto out;
 	}
 	r = stmt_exec(s, STMT_BEGIN, "cannot begin a transaction");
 	if (r < 0)
 		goto out;
-	r = window_merge(s, samples, n_samples, rows, triples, stack_ids, &bytes);
+	r = window_merge(s, samples, n_samples, rows, triples, stack_ids, cells, &bytes);
 	if (r >= 0)
 		r = hists_merge(s, hists, n_hists, merged_hists, &bytes);
 	if (r >= 0)
-		r = window_insert(s, w, rows, triples, merged_hists, bytes);
+		r = window_insert(s, w, rows, triples, merged_hists, cells, bytes);
 	if (r >= 0)
 		r = stmt_exec(s, STMT_COMMIT, "cannot commit the window");
 	if (r < 0) {
@@ -649,5 +769,6 @@ out:
 	hashtab_free(triples);
 	hashtab_free(merged_hists);
 	hashtab_free(stack_ids);
+	hashtab_free(cells);
 	return r;
 }

@@ -237,7 +237,7 @@ static void test_create_reopen(void)
 	size_t n = 0;
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 3);
+	CHECK(pragma(s, "PRAGMA user_version") == 4);
 	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2); /* incremental */
 	CHECK(add(s, 1000, 2000, 0, &v, 1, &w) == 0);
 	CHECK(w.id > 0 && w.n_samples == 1 && w.n_stacks == 1 && w.bytes > 0);
@@ -245,7 +245,7 @@ static void test_create_reopen(void)
 	store_close(NULL);
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 3);
+	CHECK(pragma(s, "PRAGMA user_version") == 4);
 	CHECK(store_windows_list(s, 0, &list, &n, err, sizeof(err)) == 0);
 	CHECK(n == 1 && list[0].id == w.id && list[0].start_ms == 1000 && list[0].end_ms == 2000);
 	CHECK(n == 1 && list[0].n_samples == 1 && list[0].n_stacks == 1 &&
@@ -719,9 +719,9 @@ static void test_refused(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	store_close(s);
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db, "PRAGMA user_version = 4", NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, "PRAGMA user_version = 5", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
-	check_refused(path, -EPROTO, "schema version 4");
+	check_refused(path, -EPROTO, "schema version 5");
 
 	/* An empty database made elsewhere, in WAL mode, is adopted. */
 	path = db_path("empty.db");
@@ -729,7 +729,7 @@ static void test_refused(void)
 	CHECK(sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 3);
+	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 4);
 	store_close(s);
 
 	/* Somebody else's database. */
@@ -1248,7 +1248,7 @@ static void check_migrated(const char *path, enum v1_content content)
 	size_t n = 0;
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 3);
+	CHECK(pragma(s, "PRAGMA user_version") == 4);
 	CHECK(pragma(s, "PRAGMA application_id") == 1329811541);
 	CHECK(pragma(s, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = "
 			"'ok'") == 1);
@@ -1263,6 +1263,10 @@ static void check_migrated(const char *path, enum v1_content content)
 	CHECK(pragma(s, "SELECT count(*) FROM pragma_table_info('samples') WHERE name = "
 			"'bytes'") == 1);
 	CHECK(pragma(s, "SELECT count(*) FROM hist") == 0);
+	/* v4: the heatmap's index, empty: the first heatmap indexes the old
+	 * window (test-store_heatmap). */
+	CHECK(pragma(s, "SELECT count(*) FROM heat_cells") == 0);
+	CHECK(pragma(s, "SELECT count(*) FROM heat_windows") == 0);
 	if (content == V1_NOTHING) {
 		CHECK(pragma(s, "SELECT count(*) FROM stacks") == 0);
 		CHECK(pragma(s, "SELECT count(*) FROM series") == 0);
@@ -1297,6 +1301,9 @@ static void check_migrated(const char *path, enum v1_content content)
 	 * makes a new series. The window ids go on. */
 	CHECK(add_hists(s, 2000, 3000, 0, again, 2, &h, 1, &w) == 0);
 	CHECK(w.id == 2 && w.n_samples == 2);
+	CHECK(pragma(s, "SELECT count(*) FROM heat_windows") == 1);
+	CHECK(pragma(s, "SELECT count(*) FROM heat_windows WHERE window_id = 2") == 1);
+	CHECK(pragma(s, "SELECT usum(sum_ns) FROM heat_cells WHERE window_id = 2") == 3);
 	CHECK(pragma(s, "SELECT count(*) FROM series") == 4);
 	CHECK(pragma(s, "SELECT count(*) FROM strings") == 6 /* "w" added */);
 	CHECK(query_range(s, 0, 5000, &g, &windows) == 0);
@@ -1312,11 +1319,42 @@ static void check_migrated(const char *path, enum v1_content content)
 
 	/* Migrated once: the next open finds version 2 and the same rows. */
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 3);
+	CHECK(pragma(s, "PRAGMA user_version") == 4);
 	CHECK(query_range(s, 0, 5000, &g, &windows) == 0);
 	CHECK(windows == 2 && g.n == 4);
 	got_free(&g);
 	hgot_free(&hg);
+	store_close(s);
+}
+
+/* Version 3 with the heatmap's tables as an older offcpud made them at its
+ * first heatmap, rows of an evicted window left in them: version 4 keeps
+ * the tables and their rows of stored windows, and drops the others. */
+static void test_migrate_v3_heat(void)
+{
+	const char *path = db_path("v3-heat.db");
+	struct store_sample v = { .tgid = 7, .pid = 8, .comm = "c", .state = 1, .sum_ns = 5,
+				  .count = 1, .ustack = "main", .kstack = "" };
+	struct store_window w;
+	struct store *s;
+	sqlite3 *db;
+
+	remove_db(path);
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(add(s, 1000, 2000, 0, &v, 1, &w) == 0);
+	store_close(s);
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db,
+			   "INSERT INTO heat_cells VALUES (99, 7, 8, 1, 1, 0, 5); "
+			   "INSERT INTO heat_windows VALUES (99); PRAGMA user_version = 3",
+			   NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(pragma(s, "PRAGMA user_version") == 4);
+	CHECK(pragma(s, "SELECT count(*) FROM heat_cells") == 1);
+	CHECK(pragma(s, "SELECT count(*) FROM heat_cells WHERE window_id = 99") == 0);
+	CHECK(pragma(s, "SELECT count(*) FROM heat_windows") == 1);
 	store_close(s);
 }
 
@@ -1383,6 +1421,7 @@ int main(void)
 	test_hist();
 	test_hist_evict();
 	test_migrate_v1();
+	test_migrate_v3_heat();
 
 	{
 		static const char *const names[] = {

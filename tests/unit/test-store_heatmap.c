@@ -16,6 +16,18 @@
 
 static char dir[] = "/tmp/test-store_heatmap-XXXXXX";
 
+static int64_t count(struct store *s, const char *sql)
+{
+	sqlite3_stmt *st;
+	int64_t n = -1;
+
+	if (sqlite3_prepare_v2(store__db(s), sql, -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
 /* Three windows of 10 s; pid 100 (threads 100, 101) and pid 200; window 1
  * has nothing of 200; a capture's window in the middle is not a column. */
 static struct store *fill(void)
@@ -46,31 +58,24 @@ static struct store *fill(void)
 		fprintf(stderr, "store_open: %s\n", err);
 		exit(1);
 	}
-	/* The first window indexed as the daemon stores it, the others by the
-	 * first query (as windows stored before the index existed). */
+	/* The first window indexed as it is stored, the others by the first
+	 * query: their cells deleted, as windows an offcpud before schema
+	 * version 4 stored, without an index. */
 	w = (struct store_window){ .start_ms = 10000, .end_ms = 20000 };
 	CHECK(store_window_add(s, &w, w0, 4, NULL, 0, err, sizeof(err)) == 0);
-	CHECK(store_heatmap_index(s, &w, err, sizeof(err)) == 0);
+	CHECK(count(s, "SELECT count(*) FROM heat_cells") == 4);
 	w = (struct store_window){ .start_ms = 15000, .end_ms = 17000, .capture_id = 7 };
 	CHECK(store_window_add(s, &w, cap, 1, NULL, 0, err, sizeof(err)) == 0);
-	CHECK(store_heatmap_index(s, &w, err, sizeof(err)) == 0);
+	CHECK(count(s, "SELECT count(*) FROM heat_windows") == 1); /* not a capture's */
 	w = (struct store_window){ .start_ms = 20000, .end_ms = 30000 };
 	CHECK(store_window_add(s, &w, w1, 2, NULL, 0, err, sizeof(err)) == 0);
 	w = (struct store_window){ .start_ms = 30000, .end_ms = 40000 };
 	CHECK(store_window_add(s, &w, w2, 2, NULL, 0, err, sizeof(err)) == 0);
+	CHECK(sqlite3_exec(store__db(s),
+			   "DELETE FROM heat_cells WHERE window_id > 2; "
+			   "DELETE FROM heat_windows WHERE window_id > 2",
+			   NULL, NULL, NULL) == SQLITE_OK);
 	return s;
-}
-
-static int64_t count(struct store *s, const char *sql)
-{
-	sqlite3_stmt *st;
-	int64_t n = -1;
-
-	if (sqlite3_prepare_v2(store__db(s), sql, -1, &st, NULL) == SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return n;
 }
 
 static const struct store_heatmap_row *row_of(const struct store_heatmap *h, uint64_t key)
@@ -232,12 +237,10 @@ static void test_evicted(void)
 	CHECK(store_open(path, &limits, &s, err, sizeof(err)) == 0);
 	w = (struct store_window){ .start_ms = 1000, .end_ms = 2000 }; /* long gone */
 	CHECK(store_window_add(s, &w, &row, 1, NULL, 0, err, sizeof(err)) == 0);
-	CHECK(store_heatmap_index(s, &w, err, sizeof(err)) == 0);
 	CHECK(count(s, "SELECT count(*) FROM heat_cells") == 1);
 	w = (struct store_window){ .start_ms = (int64_t)time(NULL) * 1000,
 				   .end_ms = (int64_t)time(NULL) * 1000 + 1000 };
 	CHECK(store_window_add(s, &w, &row, 1, NULL, 0, err, sizeof(err)) == 0); /* evicts */
-	CHECK(store_heatmap_index(s, &w, err, sizeof(err)) == 0);
 	CHECK(count(s, "SELECT count(*) FROM windows") == 1);
 	CHECK(count(s, "SELECT count(*) FROM heat_cells") == 1);
 	CHECK(count(s, "SELECT count(*) FROM heat_windows") == 1);
