@@ -649,7 +649,7 @@ static ssize_t mapping_table(struct unwinder *u, uint32_t tgid, const struct pro
 static int read_maps(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_proc *e,
 		     struct proc *p, FILE *lines)
 {
-	char path[PATH_MAX], line[PATH_MAX + 128], parsed[sizeof(line)];
+	char path[PATH_MAX], line[PATH_MAX + 128], parsed[sizeof(line)], buf[16384];
 	bool any = false;
 	FILE *f;
 
@@ -657,6 +657,9 @@ static int read_maps(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_pro
 	f = fopen(path, "re");
 	if (!f)
 		return -ESRCH;
+	/* Our buffer: stdio's own costs an fstat, and procfs's block size
+	 * makes it 1 KiB, a read() per few lines. */
+	setvbuf(f, buf, _IOFBF, sizeof(buf));
 	while (fgets(line, sizeof(line), f)) {
 		size_t n = strlen(line);
 		struct proc_map m;
@@ -665,6 +668,8 @@ static int read_maps(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_pro
 
 		if (!n || line[n - 1] != '\n')
 			continue; /* longer than PATH_MAX: no file of ours */
+		if (!proc_maps_line_exec(line))
+			continue;
 		memcpy(parsed, line, n + 1);
 		if (!proc_maps_parse(parsed, &m) || !proc_map_exec(&m))
 			continue;

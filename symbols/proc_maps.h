@@ -27,6 +27,11 @@ struct proc_map {
  * mapping (the line may then be changed). */
 bool proc_maps_parse(char *line, struct proc_map *ret);
 
+/* Whether line is of an executable mapping, from its perms, without parsing
+ * it: readers that want only those (most lines are not) skip the others at
+ * this cost. A line it passes may still fail proc_maps_parse(). */
+bool proc_maps_line_exec(const char *line);
+
 /* An executable mapping: perms "..x.". */
 static inline bool proc_map_exec(const struct proc_map *m)
 {

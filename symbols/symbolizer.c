@@ -314,10 +314,14 @@ static int sym_read_lines(const char *path, char *line, size_t size,
 			  int (*parse)(void *arg, char *line), void *arg)
 {
 	FILE *f = fopen(path, "re");
+	char buf[16384];
 	int n, r = 0;
 
 	if (!f)
 		return errno;
+	/* Our buffer: stdio's own costs an fstat, and procfs's block size
+	 * makes it 1 KiB, a read() per few lines. */
+	setvbuf(f, buf, _IOFBF, sizeof(buf));
 	while (r >= 0 && (n = sym_getline(f, line, size)) != 0) {
 		if (n > 0)
 			r = parse(arg, line);
@@ -705,7 +709,8 @@ static int sym_proc_parse_line(void *arg, char *line)
 	struct proc_map m;
 	int64_t off;
 
-	if (!proc_maps_parse(line, &m) || !proc_map_exec(&m) || p->n_maps >= SYM_PROC_MAPS_MAX)
+	if (!proc_maps_line_exec(line) || !proc_maps_parse(line, &m) || !proc_map_exec(&m) ||
+	    p->n_maps >= SYM_PROC_MAPS_MAX)
 		return 0;
 	if (array_grow(&p->maps, &p->cap_maps, p->n_maps + 1, sizeof(*p->maps), 16) < 0)
 		return -ENOMEM;

@@ -29,8 +29,14 @@ int main(void)
 		"7f00-8000 r-x 00000000 08:01 1 /x\n",	/* short perms */
 		"7f00-8000 r-xp zz 08:01 1 /x\n",
 		"7f00-8000 r-xp 00000000\n",
+		"10000000000000000-10000000000000001 r-xp 0 08:01 1 /x\n", /* over 64 bits */
+		"7f00-8000 r-xp 0 08:01 18446744073709551616 /x\n",	     /* inode too */
+		"0x7f00-8000 r-xp 0 08:01 1 /x\n",
+		" 7f00-8000 r-xp 0 08:01 1 /x\n",
+		"7f00-+8000 r-xp 0 08:01 1 /x\n",
+		"7f00-8000 r-xp 0 100000000:01 1 /x\n", /* a major no dev_t holds */
 	};
-	char line[64];
+	char line[96];
 	struct proc_map m;
 
 	check_line("55d0c4a00000-55d0c4a21000 r-xp 00002000 08:01 1835012    /usr/bin/cat\n",
@@ -53,6 +59,20 @@ int main(void)
 	strcpy(line, "1000-2000 r-xp 0 0801 7 /bin/x\n");
 	CHECK(!proc_maps_parse(line, &m));
 	strcpy(line, "1000-2000 r--p 0 08:01 7 /bin/x\n");
+	CHECK(!proc_maps_line_exec(line));
 	CHECK(proc_maps_parse(line, &m) && !proc_map_exec(&m));
+	/* The largest values, either case of hex digits. */
+	check_line("ffffffffffff0000-FFFFFFFFFFFFFFFF r-xp fffffffffffff000 08:01 "
+		   "18446744073709551615 /x",
+		   0xffffffffffff0000, UINT64_MAX, "r-xp", 0xfffffffffffff000, UINT64_MAX, "/x",
+		   false);
+	/* The quick check agrees with the parse on whole lines, and is false
+	 * for lines that end before their perms. */
+	CHECK(proc_maps_line_exec("55d0c4a00000-55d0c4a21000 r-xp 00002000 08:01 1 /x\n"));
+	CHECK(proc_maps_line_exec("7f00-8000 --xp 0 00:00 0\n"));
+	CHECK(!proc_maps_line_exec("7f00-8000 rw-p 0 00:00 0\n"));
+	CHECK(!proc_maps_line_exec("7f00-8000 r-"));
+	CHECK(!proc_maps_line_exec("7f00-8000"));
+	CHECK(!proc_maps_line_exec(""));
 	return check_failures ? 1 : 0;
 }
