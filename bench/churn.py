@@ -25,8 +25,11 @@ Reported, for the churn's run:
 Every process it starts (offcpud included) is stopped at the end, on an
 error, Ctrl-C or SIGTERM too.
 
+With --keep-db PATH the daemon's database is copied there at the end, for
+bench/store_replay to write its windows again.
+
 Usage: sudo bench/churn.py [--build DIR] [--seconds N] [--rate R] [--config LINES]
-           [--daemon OFFCPUD] [--json]
+           [--daemon OFFCPUD] [--keep-db PATH] [--json]
 """
 import argparse
 import json
@@ -380,6 +383,19 @@ def share(pair):
     return f"{100.0 * unknown / total:.1f} % of {total}" if total else "no user frames"
 
 
+def keep_db(database, path):
+    """Copies the daemon's database (its WAL included) to path, with
+    SQLite's online backup: the daemon may be writing a window."""
+    import sqlite3
+    src = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    dst = sqlite3.connect(path)
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
@@ -387,6 +403,8 @@ def main():
     ap.add_argument("--rate", type=float, default=65.0, help="new processes a second")
     ap.add_argument("--config", default="", help="extra offcpud.conf lines (\\n-separated)")
     ap.add_argument("--daemon", help="the offcpud to run (default: the build's), e.g. an older one to compare")
+    ap.add_argument("--keep-db", metavar="PATH",
+                    help="copy the daemon's database here at the end (for bench/store_replay)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
@@ -405,6 +423,8 @@ def main():
                 print(f"  {len(w.rss) - 1:4d} s  RSS {w.rss[-1] / 1024:.0f} MiB  fds {w.fds[-1]}", flush=True)
 
         res = churn_run(d, build, args.seconds, args.rate, progress)
+        if args.keep_db:
+            keep_db(d.database, args.keep_db)
         d.stop()
     for key in ("samples", "short_pids", "rss_series_kib", "fds_series", "fds_by_kind_start"):
         del res[key]
