@@ -97,11 +97,13 @@ void *hashtab_get(const struct hashtab *h, const void *key)
 	return e[0] ? e + h->value_offset : NULL;
 }
 
-static int grow(struct hashtab *h)
+/* Moves the entries into a table of capacity (a power of two that holds
+ * them under the load limit). */
+static int resize(struct hashtab *h, size_t capacity)
 {
 	struct hashtab bigger = *h;
 
-	bigger.capacity = h->capacity * 2;
+	bigger.capacity = capacity;
 	bigger.entries = calloc(bigger.capacity, h->entry_size);
 	if (!bigger.entries)
 		return -ENOMEM;
@@ -128,7 +130,7 @@ void *hashtab_put(struct hashtab *h, const void *key, bool *ret_created)
 		return e + h->value_offset;
 	}
 	if ((h->count + 1) * 10 > h->capacity * 7) {
-		if (grow(h) < 0)
+		if (resize(h, h->capacity * 2) < 0)
 			return NULL;
 		e = entry_at(h, find(h, key));
 	}
@@ -139,6 +141,20 @@ void *hashtab_put(struct hashtab *h, const void *key, bool *ret_created)
 	if (ret_created)
 		*ret_created = true;
 	return e + h->value_offset;
+}
+
+int hashtab_reserve(struct hashtab *h, size_t n)
+{
+	size_t capacity = h->capacity;
+
+	if (n > SIZE_MAX / 10)
+		return -ENOMEM;
+	while (n * 10 > capacity * 7) {
+		if (capacity > SIZE_MAX / 14) /* capacity * 7 must not wrap */
+			return -ENOMEM;
+		capacity *= 2;
+	}
+	return capacity == h->capacity ? 0 : resize(h, capacity);
 }
 
 size_t hashtab_count(const struct hashtab *h)

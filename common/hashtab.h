@@ -24,6 +24,10 @@ void *hashtab_get(const struct hashtab *h, const void *key);
  * NULL on ENOMEM (table unchanged). Valid until the next insertion. */
 void *hashtab_put(struct hashtab *h, const void *key, bool *ret_created);
 
+/* Room for n entries without growing (each growth moves every entry), for
+ * a caller that knows about how many come. 0 or -ENOMEM (table unchanged). */
+int hashtab_reserve(struct hashtab *h, size_t n);
+
 size_t hashtab_count(const struct hashtab *h);
 
 /* The hash the table uses, for callers that key by a hash of their own

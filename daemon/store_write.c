@@ -738,7 +738,13 @@ int store_window_add(struct store *s, struct store_window *w, const struct store
 	    hashtab_new(sizeof(struct stack_triple), 1, &triples) < 0 ||
 	    hashtab_new(sizeof(struct hist_key), sizeof(struct hist_value), &merged_hists) < 0 ||
 	    hashtab_new(sizeof(const char *), sizeof(int64_t), &stack_ids) < 0 ||
-	    (!w->capture_id && hashtab_new(sizeof(struct cell_key), sizeof(uint64_t), &cells) < 0)) {
+	    (!w->capture_id && hashtab_new(sizeof(struct cell_key), sizeof(uint64_t), &cells) < 0) ||
+	    /* About a row, a stack triple and a cell per sample (a profile's
+	     * rows are merged already); room at once, rather than growing. */
+	    hashtab_reserve(rows, n_samples) < 0 || hashtab_reserve(triples, n_samples) < 0 ||
+	    hashtab_reserve(stack_ids, n_samples) < 0 ||
+	    (cells && hashtab_reserve(cells, n_samples) < 0) ||
+	    hashtab_reserve(merged_hists, n_hists) < 0) {
 		r = store__error(s, -ENOMEM, "out of memory");
 		goto out;
 	}

@@ -1,4 +1,5 @@
 /* Unit test of common/hashtab.c. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -39,6 +40,32 @@ int main(void)
 	}
 	CHECK(seen == 10000 && sum == 10000ULL * 9999 / 2);
 	CHECK(!hashtab_next(h, &pos, NULL, NULL));
+
+	/* Room reserved on a full table keeps its entries; a smaller reserve
+	 * changes nothing. */
+	CHECK(hashtab_reserve(h, 100000) == 0);
+	CHECK(hashtab_reserve(h, 10) == 0);
+	CHECK(hashtab_count(h) == 10000);
+	for (uint32_t i = 0; i < 10000; i += 999) {
+		v = hashtab_get(h, &(struct key){ i % 100, i / 100 });
+		CHECK(v && *v == i);
+	}
+	hashtab_free(h);
+	hashtab_free(NULL);
+
+	/* Reserved before the puts: the same table as grown. */
+	CHECK(hashtab_new(sizeof(struct key), sizeof(uint64_t), &h) == 0);
+	CHECK(hashtab_reserve(h, 5000) == 0);
+	for (uint32_t i = 0; i < 5000; i++) {
+		v = hashtab_put(h, &(struct key){ i, 0 }, &created);
+		CHECK(v && created);
+		*v = i;
+	}
+	CHECK(hashtab_count(h) == 5000);
+	v = hashtab_get(h, &(struct key){ 4999, 0 });
+	CHECK(v && *v == 4999);
+	CHECK(hashtab_reserve(h, SIZE_MAX / 2) == -ENOMEM && hashtab_count(h) == 5000);
+	CHECK(hashtab_reserve(h, SIZE_MAX / 16) == -ENOMEM && hashtab_count(h) == 5000);
 	hashtab_free(h);
 	hashtab_free(NULL);
 	return CHECK_DONE();
