@@ -9,7 +9,8 @@
  * cells included. The database of a bench/churn.py run (--keep-db) gives
  * what process churn costs the store: a series per new thread, a histogram
  * per new process.
- * Prints one JSON line: the windows, their sample and histogram rows, and
+ * Prints one JSON line: the windows, their sample rows and histogram buckets,
+ * and
  * the median (and least) over the runs of the mean milliseconds per window.
  * Usage: store_replay SRC.db [--runs N] [--passes P]
  */
@@ -255,7 +256,7 @@ int main(int argc, char **argv)
 		ms[run] = n ? total / ((double)n * (passes - 1)) : 0;
 	}
 	qsort(ms, runs, sizeof(*ms), cmp_double);
-	printf("{\"windows\": %zu, \"sample_rows\": %zu, \"hist_rows\": %zu, \"runs\": %d, "
+	printf("{\"windows\": %zu, \"sample_rows\": %zu, \"hist_buckets\": %zu, \"runs\": %d, "
 	       "\"passes\": %d, \"add_ms_per_window\": %.2f, \"add_ms_per_window_min\": %.2f}\n",
 	       n, n_samples, n_hists, runs, passes, ms[runs / 2], ms[0]);
 	remove_db(path);

@@ -54,8 +54,8 @@ static const char *const stmt_sql[STMT_COUNT] = {
 	[STMT_SAMPLE_INSERT] = "INSERT INTO samples (window_id, series_id, sum_ns, count, bytes) "
 			       "VALUES (?1, ?2, ?3, ?4, ?5)",
 	[STMT_SAMPLES_REFS] = "SELECT series_id FROM samples",
-	[STMT_HIST_INSERT] = "INSERT INTO hist (window_id, tgid, comm_id, type, bucket, count) "
-			     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[STMT_HIST_INSERT] = "INSERT INTO hist (window_id, tgid, type, comm_id, buckets) "
+			     "VALUES (?1, ?2, ?3, ?4, ?5)",
 	[STMT_HIST_REFS] = "SELECT comm_id FROM hist",
 	[STMT_HEAT_INSERT] = "INSERT INTO heat_cells (window_id, tgid, pid, comm_id, state, kind, "
 			     "sum_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

@@ -89,7 +89,8 @@ void store_close(struct store *s); /* NULL-safe */
  * transactions).
  * Samples with the same identity (see struct store_sample) are summed, and
  * so are buckets with the same (tgid, type, bucket), which keep the comm of
- * the first of them. On failure nothing of the window is stored; earlier
+ * the first of them; the buckets of a tgid and type are stored together,
+ * with the comm of the lowest. On failure nothing of the window is stored; earlier
  * windows are untouched. -ENOSPC: the disk (or SQLite's page limit) is full;
  * the store stays usable. -EINVAL, before anything is written: end_ms <
  * start_ms, samples NULL with n_samples > 0, hists NULL with n_hists > 0, or
@@ -145,13 +146,16 @@ int store_query(struct store *s, const struct store_query *q,
  * Calls row(arg, hist) for each (tgid, bucket) of histogram type (0 off-CPU,
  * 1 run queue) in the windows q selects (a range or a capture, as
  * store_query; the pids and comm filters apply, state_mask and kind_mask do
- * not): counts summed over the windows in SQL, saturating. Rows come ordered
- * by tgid, then bucket. h->comm is the comm of that tgid in the newest
- * window (by start_ms, then id) that has a bucket of this type for it, and
- * h->type is type. *ret_windows (may be NULL) gets the number of windows
- * that matched, as store_query. Strings are valid during the call only; row
- * must not call into the store. A nonzero return from row stops the query
- * and is returned. 0 or -errno; -EINVAL for type > 1 or too many pids.
+ * not): counts summed over the windows, saturating. Rows come ordered by
+ * tgid, then bucket. A window keeps one comm per tgid and type (that of its
+ * lowest bucket, where the buckets added had several): the comm filter
+ * matches it, and h->comm is that of the newest window (by start_ms, then
+ * id) that has a bucket of this type for the tgid. h->type is type.
+ * *ret_windows (may be NULL) gets the number of windows that matched, as
+ * store_query. Strings are valid during the call only; row must not call
+ * into the store. A nonzero return from row stops the query and is
+ * returned. 0 or -errno; -EINVAL for type > 1 or too many pids, -EIO for a
+ * stored histogram that is corrupt.
  */
 int store_hist_query(struct store *s, const struct store_query *q, uint32_t type,
 		     int (*row)(void *arg, const struct store_hist *h), void *arg,

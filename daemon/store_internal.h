@@ -174,6 +174,60 @@ static inline bool varint_next(const unsigned char **p, const unsigned char *end
 	return false;
 }
 
+/* Writes v as a LEB128 varint at p (room for 10 bytes); returns its length. */
+static inline size_t varint_put(unsigned char *p, uint64_t v)
+{
+	size_t n = 0;
+
+	for (; v >= 0x80; v >>= 7)
+		p[n++] = (unsigned char)(v | 0x80);
+	p[n++] = (unsigned char)v;
+	return n;
+}
+
+/*
+ * A histogram row's buckets (hist.buckets): (bucket, count) varint pairs,
+ * buckets ascending; a count is a uint64. HIST_BLOB_MAX bytes at most.
+ */
+#define HIST_BLOB_MAX (STORE_HIST_BUCKETS * (1 + 10))
+
+/* Reads one LEB128 varint of up to 64 bits (10 bytes); false if truncated
+ * or too long. */
+static inline bool uvarint_next(const unsigned char **p, const unsigned char *end, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	for (unsigned shift = 0; *p < end && shift <= 63; shift += 7) {
+		unsigned char b = *(*p)++;
+
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*ret = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Decodes the next pair of a histogram row's buckets; false at the end, or
+ * (*ret_corrupt set) where the blob is not such pairs. */
+static inline bool hist_blob_next(const unsigned char **p, const unsigned char *end,
+				  uint32_t *ret_bucket, uint64_t *ret_count, bool *ret_corrupt)
+{
+	uint64_t bucket;
+
+	*ret_corrupt = false;
+	if (*p == end)
+		return false;
+	if (!uvarint_next(p, end, &bucket) || bucket >= STORE_HIST_BUCKETS ||
+	    !uvarint_next(p, end, ret_count)) {
+		*ret_corrupt = true;
+		return false;
+	}
+	*ret_bucket = (uint32_t)bucket;
+	return true;
+}
+
 static inline uint64_t add_saturated(uint64_t a, uint64_t b)
 {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;

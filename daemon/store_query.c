@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,13 +307,10 @@ static int query_prepare(struct store *s, const struct store_query *q, sqlite3_s
 }
 
 /*
- * The histogram query for q and type, bound and ready to step. One pass
- * over the buckets, grouped by (tgid, bucket): with min() the only min or
- * max aggregate, SQLite takes the bare comm_id from the row of the newest
- * window (age 1 is the newest in range; a window has at most one row per
- * group, so there is no tie). first_value() then gives each tgid the comm
- * of its group with the newest window, the lowest bucket on a tie. Finding
- * the comm costs no second scan, nor a sort of every row.
+ * The histogram query for q and type, bound and ready to step: the rows
+ * (a process's buckets in a window) of the windows in range, by tgid, each
+ * with its window's age (1 is the newest in range). store_hist_query() sums
+ * a process's rows as they come and takes the comm of its newest.
  */
 static int hist_query_prepare(struct store *s, const struct store_query *q, uint32_t type,
 			      sqlite3_stmt **ret)
@@ -325,14 +323,12 @@ static int hist_query_prepare(struct store *s, const struct store_query *q, uint
 	       "AS age FROM windows w WHERE ");
 	query_append_windows(&sql, &r, q);
 	APPEND(&sql, r,
-	       "), g AS (SELECT h.tgid, h.bucket, usum(h.count) AS count, min(r.age) AS age, "
-	       "h.comm_id FROM r JOIN hist h ON h.window_id = r.id WHERE h.type = ?7");
+	       ") SELECT h.tgid, r.age, h.comm_id, h.buckets FROM r JOIN hist h ON "
+	       "h.window_id = r.id WHERE h.type = ?7");
 	if (q->comm && q->comm[0])
 		APPEND(&sql, r, " AND h.comm_id = (SELECT id FROM strings WHERE name = ?5)");
 	query_append_pids(&sql, &r, q, "h.tgid");
-	APPEND(&sql, r,
-	       " GROUP BY h.tgid, h.bucket) SELECT tgid, bucket, count, first_value(comm_id) "
-	       "OVER (PARTITION BY tgid ORDER BY age, bucket) FROM g ORDER BY tgid, bucket");
+	APPEND(&sql, r, " ORDER BY h.tgid");
 	r = query_finish(s, q, &sql, r, ret);
 	if (r < 0)
 		return r;
@@ -437,11 +433,48 @@ out:
 	return r;
 }
 
+/* A process's buckets of one type, summed over the windows of a query. */
+struct hist_sum {
+	uint32_t tgid;
+	uint32_t present;		     /* bit b: bucket b has a row */
+	uint64_t count[STORE_HIST_BUCKETS]; /* saturating */
+	int64_t age;			     /* of the newest window seen */
+	int64_t comm_id;		     /* that window's */
+};
+
+/* Calls row() for each bucket of sum, in order; its result, or 0. */
+static int hist_sum_emit(struct store *s, struct query_cache *qc, const struct hist_sum *sum,
+			 uint32_t type, int (*row)(void *arg, const struct store_hist *h), void *arg)
+{
+	struct span comm;
+	int r;
+
+	if (!sum->present)
+		return 0;
+	r = query_string(s, qc, sum->comm_id, &comm);
+	for (uint32_t b = 0; r >= 0 && b < STORE_HIST_BUCKETS; b++) {
+		struct store_hist h = {
+			.tgid = sum->tgid,
+			.type = type,
+			.bucket = b,
+			.count = sum->count[b],
+			.comm = qc->names.p + comm.off,
+		};
+
+		if (sum->present & (1u << b))
+			r = row(arg, &h);
+		if (r)
+			break;
+	}
+	return r;
+}
+
 int store_hist_query(struct store *s, const struct store_query *q, uint32_t type,
 		     int (*row)(void *arg, const struct store_hist *h), void *arg,
 		     uint64_t *ret_windows, char *err, size_t err_size)
 {
 	struct query_cache qc = { 0 };
+	struct hist_sum sum = { 0 };
 	sqlite3_stmt *st = NULL;
 	int64_t windows;
 	int rc, r;
@@ -463,26 +496,43 @@ int store_hist_query(struct store *s, const struct store_query *q, uint32_t type
 	if (r < 0)
 		goto out;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct store_hist h = {
-			.tgid = (uint32_t)sqlite3_column_int64(st, 0),
-			.type = type,
-			.bucket = (uint32_t)sqlite3_column_int64(st, 1),
-			.count = (uint64_t)sqlite3_column_int64(st, 2),
-		};
-		struct span comm;
+		const unsigned char *p = sqlite3_column_blob(st, 3);
+		const unsigned char *end = p + sqlite3_column_bytes(st, 3);
+		uint32_t tgid = (uint32_t)sqlite3_column_int64(st, 0), bucket;
+		int64_t age = sqlite3_column_int64(st, 1);
+		bool corrupt = false;
+		size_t pairs = 0;
+		uint64_t count;
 
-		r = query_string(s, &qc, sqlite3_column_int64(st, 3), &comm);
-		if (r < 0)
+		if (sum.present && tgid != sum.tgid) {
+			r = hist_sum_emit(s, &qc, &sum, type, row, arg);
+			if (r)
+				goto out;
+			memset(&sum, 0, sizeof(sum));
+		}
+		if (!sum.present || age < sum.age) {
+			sum.age = age;
+			sum.comm_id = sqlite3_column_int64(st, 2);
+		}
+		sum.tgid = tgid;
+		while (p && hist_blob_next(&p, end, &bucket, &count, &corrupt)) {
+			sum.count[bucket] = add_saturated(sum.count[bucket], count);
+			sum.present |= 1u << bucket;
+			pairs++;
+		}
+		if (corrupt || !pairs) {
+			r = store__error(s, -EIO, "a histogram of process %" PRIu32 " is corrupt",
+					 tgid);
 			goto out;
-		h.comm = qc.names.p + comm.off;
-		r = row(arg, &h);
-		if (r)
-			goto out;
+		}
 	}
 	if (rc != SQLITE_DONE) {
 		r = store__fail(s, rc, "histogram query failed");
 		goto out;
 	}
+	r = hist_sum_emit(s, &qc, &sum, type, row, arg);
+	if (r)
+		goto out;
 	if (ret_windows)
 		*ret_windows = (uint64_t)windows;
 	r = 0;

@@ -10,9 +10,10 @@
  *   windows(id, start_ms, end_ms, capture_id, n_stacks, n_samples, bytes)
  *   samples(window_id, series_id, sum_ns, count, bytes)
  *                                     WITHOUT ROWID, clustered by window
- *   hist(window_id, tgid, comm_id, type, bucket, count)
+ *   hist(window_id, tgid, type, comm_id, buckets)
  *                                     WITHOUT ROWID, key (window_id, tgid,
- *                                     type, bucket)
+ *                                     type); buckets: (bucket, count)
+ *                                     LEB128 pairs, buckets ascending
  *   heat_cells(window_id, tgid, pid, comm_id, state, kind, sum_ns)
  *                                     WITHOUT ROWID: the heatmap's index,
  *                                     a continuous window's time by thread,
@@ -21,7 +22,8 @@
  *
  * Version 1 had no chain_id and no hist; its series all get the empty chain.
  * Until version 4 the heatmap made its index itself, at its first query, and
- * the daemon after each window: version 4 writes it with the window.
+ * the daemon after each window: version 4 writes it with the window. Until
+ * version 5 hist had a row per bucket.
  *
  * Everything but the values is interned, down to the series (a thread of a
  * kind in a state at a pair of stacks and a waker chain), which recurs from
@@ -169,6 +171,89 @@ static int migrate_to_4(sqlite3 *db)
 	return sqlite3_exec(db, migration_v4, NULL, NULL, NULL);
 }
 
+/*
+ * Histograms: a row per window, process and type, its buckets in one blob,
+ * not a row per bucket. Under process churn a window had more histogram
+ * rows than samples, and each cost an insert (bench/store_replay). A row's
+ * comm is its lowest bucket's, the one a query took already: rows of one
+ * process and type in a window all had the same comm but where two of its
+ * threads' comms differed, of which the drain kept the first per bucket.
+ */
+static int migrate_to_5(sqlite3 *db)
+{
+	static const char create[] =
+		"CREATE TABLE hist_v5 (\n"
+		"	window_id INTEGER NOT NULL,\n"
+		"	tgid INTEGER NOT NULL,\n"
+		"	type INTEGER NOT NULL,\n"
+		"	comm_id INTEGER NOT NULL,\n"
+		"	buckets BLOB NOT NULL,\n"
+		"	PRIMARY KEY (window_id, tgid, type)\n"
+		") WITHOUT ROWID";
+	sqlite3_stmt *rows = NULL, *insert = NULL;
+	unsigned char blob[HIST_BLOB_MAX];
+	int64_t window = 0, tgid = 0, type = 0, comm = 0;
+	size_t len = 0;
+	int rc;
+
+	rc = sqlite3_exec(db, create, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db,
+					"SELECT window_id, tgid, type, bucket, count, comm_id FROM hist "
+					"ORDER BY window_id, tgid, type, bucket",
+					-1, &rows, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db, "INSERT INTO hist_v5 VALUES (?1, ?2, ?3, ?4, ?5)", -1,
+					&insert, NULL);
+	/* One pass in key order: a row is written when the next starts. */
+	for (bool more = rc == SQLITE_OK; more;) {
+		int step = sqlite3_step(rows);
+		bool same;
+
+		more = step == SQLITE_ROW;
+		if (!more && step != SQLITE_DONE) {
+			rc = step;
+			break;
+		}
+		same = more && len && sqlite3_column_int64(rows, 0) == window &&
+		       sqlite3_column_int64(rows, 1) == tgid && sqlite3_column_int64(rows, 2) == type;
+		if (len && !same) {
+			sqlite3_bind_int64(insert, 1, window);
+			sqlite3_bind_int64(insert, 2, tgid);
+			sqlite3_bind_int64(insert, 3, type);
+			sqlite3_bind_int64(insert, 4, comm);
+			sqlite3_bind_blob(insert, 5, blob, (int)len, SQLITE_STATIC);
+			rc = sqlite3_step(insert);
+			sqlite3_reset(insert);
+			if (rc != SQLITE_DONE)
+				break;
+			rc = SQLITE_OK;
+			len = 0;
+		}
+		if (!more)
+			break;
+		if (!len) {
+			window = sqlite3_column_int64(rows, 0);
+			tgid = sqlite3_column_int64(rows, 1);
+			type = sqlite3_column_int64(rows, 2);
+			comm = sqlite3_column_int64(rows, 5); /* the lowest bucket's */
+		}
+		/* A bucket the key allows once; a count as its uint64 bits. */
+		if (len + 20 > sizeof(blob)) {
+			rc = SQLITE_CORRUPT;
+			break;
+		}
+		len += varint_put(blob + len, (uint64_t)sqlite3_column_int64(rows, 3));
+		len += varint_put(blob + len, (uint64_t)sqlite3_column_int64(rows, 4));
+	}
+	sqlite3_finalize(rows);
+	sqlite3_finalize(insert);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, "DROP TABLE hist; ALTER TABLE hist_v5 RENAME TO hist", NULL,
+				  NULL, NULL);
+	return rc;
+}
+
 /* migrations[v] turns a version v database into version v + 1; the schema
  * version is the number of entries. Append only: never edit a shipped step. */
 static int (*const migrations[])(sqlite3 *db) = {
@@ -176,6 +261,7 @@ static int (*const migrations[])(sqlite3 *db) = {
 	migrate_to_2,
 	migrate_to_3,
 	migrate_to_4,
+	migrate_to_5,
 };
 
 #define STORE_SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))

@@ -53,10 +53,20 @@ struct hist_value {
 	uint64_t count;
 };
 
-/* A window's histogram row before insertion: the buckets of one key merged. */
+/* A window's histogram bucket before insertion: the buckets of one key
+ * merged. */
 struct hist_row {
 	struct hist_key key;
 	struct hist_value value;
+};
+
+/* A window's histogram row as stored: a process's buckets of one type. */
+struct hist_blob {
+	uint32_t tgid;
+	uint32_t type;
+	int64_t comm_id; /* its lowest bucket's */
+	size_t len;
+	unsigned char buckets[HIST_BLOB_MAX];
 };
 
 /* A heatmap cell's key within its window: a thread's comm, state and kind.
@@ -484,24 +494,34 @@ static int hist_row_cmp(const void *a, const void *b)
 	return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
 }
 
-static size_t hist_row_bytes(const struct hist_row *h)
+static size_t hist_blob_bytes(const struct hist_blob *h)
 {
-	/* A header byte per column plus its length; window_id taken as 3 bytes. */
-	return 7 + 3 + int_bytes(h->key.tgid) + int_bytes(h->value.comm_id) +
-	       int_bytes(h->key.type) + int_bytes(h->key.bucket) +
-	       int_bytes((int64_t)h->value.count) + ROW_OVERHEAD_BYTES;
+	/* A header byte per column plus its length (the blob's, one byte);
+	 * window_id taken as 3 bytes. */
+	return 6 + 3 + int_bytes(h->tgid) + int_bytes(h->type) + int_bytes(h->comm_id) + h->len +
+	       ROW_OVERHEAD_BYTES;
 }
 
-/* The merged histogram rows, sorted by key; *ret is malloc'd, NULL if none. */
-static int hists_sort(struct store *s, struct hashtab *merged, struct hist_row **ret,
-		      uint64_t *bytes)
+/* Whether bucket i of sorted starts a stored row (a new tgid or type). */
+static bool hist_row_starts(const struct hist_row *sorted, size_t i)
 {
-	size_t n = hashtab_count(merged), i = 0, pos = 0;
+	return !i || sorted[i].key.tgid != sorted[i - 1].key.tgid ||
+	       sorted[i].key.type != sorted[i - 1].key.type;
+}
+
+/* The merged buckets as the rows that store them, a row per process and
+ * type, in primary key order: *ret is malloc'd (NULL if none), *ret_n. */
+static int hists_encode(struct store *s, struct hashtab *merged, struct hist_blob **ret,
+			size_t *ret_n, uint64_t *bytes)
+{
+	size_t n = hashtab_count(merged), i = 0, pos = 0, n_blobs = 0;
 	const struct hist_key *key;
 	struct hist_value *value;
 	struct hist_row *sorted;
+	struct hist_blob *blobs;
 
 	*ret = NULL;
+	*ret_n = 0;
 	if (!n)
 		return 0;
 	sorted = malloc(n * sizeof(*sorted));
@@ -510,16 +530,40 @@ static int hists_sort(struct store *s, struct hashtab *merged, struct hist_row *
 	while (hashtab_next(merged, &pos, (const void **)&key, (void **)&value)) {
 		sorted[i].key = *key;
 		sorted[i].value = *value;
-		*bytes += hist_row_bytes(&sorted[i]);
 		i++;
 	}
-	/* In primary key order, so the window fills whole pages. */
 	qsort(sorted, n, sizeof(*sorted), hist_row_cmp);
-	*ret = sorted;
+	for (i = 0; i < n; i++)
+		n_blobs += hist_row_starts(sorted, i);
+	blobs = malloc(n_blobs * sizeof(*blobs));
+	if (!blobs) {
+		free(sorted);
+		return store__error(s, -ENOMEM, "out of memory");
+	}
+	n_blobs = 0;
+	for (i = 0; i < n; i++) {
+		struct hist_blob *b;
+
+		if (hist_row_starts(sorted, i)) {
+			b = &blobs[n_blobs++];
+			b->tgid = sorted[i].key.tgid;
+			b->type = sorted[i].key.type;
+			b->comm_id = sorted[i].value.comm_id; /* the lowest bucket's */
+			b->len = 0;
+		}
+		b = &blobs[n_blobs - 1];
+		b->len += varint_put(b->buckets + b->len, sorted[i].key.bucket);
+		b->len += varint_put(b->buckets + b->len, sorted[i].value.count);
+	}
+	for (i = 0; i < n_blobs; i++)
+		*bytes += hist_blob_bytes(&blobs[i]);
+	free(sorted);
+	*ret = blobs;
+	*ret_n = n_blobs;
 	return 0;
 }
 
-static int hists_insert(struct store *s, int64_t window_id, const struct hist_row *sorted, size_t n)
+static int hists_insert(struct store *s, int64_t window_id, const struct hist_blob *blobs, size_t n)
 {
 	sqlite3_stmt *st = s->stmts[STMT_HIST_INSERT];
 	int rc;
@@ -527,12 +571,10 @@ static int hists_insert(struct store *s, int64_t window_id, const struct hist_ro
 	for (size_t i = 0; i < n; i++) {
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, window_id);
-		sqlite3_bind_int64(st, 2, sorted[i].key.tgid);
-		sqlite3_bind_int64(st, 3, sorted[i].value.comm_id);
-		sqlite3_bind_int64(st, 4, sorted[i].key.type);
-		sqlite3_bind_int64(st, 5, sorted[i].key.bucket);
-		/* uint64 kept as its int64 bit pattern; usum() reads it back. */
-		sqlite3_bind_int64(st, 6, (int64_t)sorted[i].value.count);
+		sqlite3_bind_int64(st, 2, blobs[i].tgid);
+		sqlite3_bind_int64(st, 3, blobs[i].type);
+		sqlite3_bind_int64(st, 4, blobs[i].comm_id);
+		sqlite3_bind_blob64(st, 5, blobs[i].buckets, blobs[i].len, SQLITE_STATIC);
 		rc = sqlite3_step(st);
 		if (rc != SQLITE_DONE) {
 			int r = store__fail(s, rc, "cannot store a histogram");
@@ -637,7 +679,8 @@ static int window_insert(struct store *s, struct store_window *w, struct hashtab
 {
 	size_t n = hashtab_count(rows), i = 0, pos = 0;
 	struct merged_row *sorted = NULL;
-	struct hist_row *hist_sorted = NULL;
+	struct hist_blob *hist_blobs = NULL;
+	size_t n_hist_blobs = 0;
 	struct cell_row *cells_sorted = NULL;
 	const int64_t *series;
 	struct sample_sum *sum;
@@ -659,7 +702,7 @@ static int window_insert(struct store *s, struct store_window *w, struct hashtab
 	/* In primary key order, so the window fills whole pages. */
 	if (n)
 		qsort(sorted, n, sizeof(*sorted), merged_row_cmp);
-	r = hists_sort(s, hists, &hist_sorted, &bytes);
+	r = hists_encode(s, hists, &hist_blobs, &n_hist_blobs, &bytes);
 	if (r >= 0)
 		r = cells_sort(s, cells, &cells_sorted, &bytes);
 	if (r < 0)
@@ -698,7 +741,7 @@ static int window_insert(struct store *s, struct store_window *w, struct hashtab
 		}
 	}
 	sqlite3_reset(st);
-	r = hists_insert(s, id, hist_sorted, hashtab_count(hists));
+	r = hists_insert(s, id, hist_blobs, n_hist_blobs);
 	if (r >= 0)
 		r = cells_insert(s, id, cells, cells_sorted);
 	if (r < 0)
@@ -709,7 +752,7 @@ static int window_insert(struct store *s, struct store_window *w, struct hashtab
 	w->bytes = bytes;
 out:
 	free(sorted);
-	free(hist_sorted);
+	free(hist_blobs);
 	free(cells_sorted);
 	return r;
 }

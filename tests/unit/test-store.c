@@ -237,7 +237,7 @@ static void test_create_reopen(void)
 	size_t n = 0;
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 4);
+	CHECK(pragma(s, "PRAGMA user_version") == 5);
 	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2); /* incremental */
 	CHECK(add(s, 1000, 2000, 0, &v, 1, &w) == 0);
 	CHECK(w.id > 0 && w.n_samples == 1 && w.n_stacks == 1 && w.bytes > 0);
@@ -245,7 +245,7 @@ static void test_create_reopen(void)
 	store_close(NULL);
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 4);
+	CHECK(pragma(s, "PRAGMA user_version") == 5);
 	CHECK(store_windows_list(s, 0, &list, &n, err, sizeof(err)) == 0);
 	CHECK(n == 1 && list[0].id == w.id && list[0].start_ms == 1000 && list[0].end_ms == 2000);
 	CHECK(n == 1 && list[0].n_samples == 1 && list[0].n_stacks == 1 &&
@@ -560,7 +560,7 @@ static void test_size(struct gen *gen)
 	CHECK(stats.windows == n);
 	free(list);
 	/* Evicted windows took their histograms with them. */
-	CHECK(pragma(s, "SELECT count(*) FROM hist") == (int64_t)(4 * n));
+	CHECK(pragma(s, "SELECT count(*) FROM hist") == (int64_t)(3 * n));
 	CHECK(pragma(s, "SELECT count(*) FROM hist WHERE window_id NOT IN (SELECT id FROM "
 			"windows)") == 0);
 	/* The newest window reads back exactly, after collections that
@@ -719,9 +719,9 @@ static void test_refused(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	store_close(s);
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db, "PRAGMA user_version = 5", NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, "PRAGMA user_version = 6", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
-	check_refused(path, -EPROTO, "schema version 5");
+	check_refused(path, -EPROTO, "schema version 6");
 
 	/* An empty database made elsewhere, in WAL mode, is adopted. */
 	path = db_path("empty.db");
@@ -729,7 +729,7 @@ static void test_refused(void)
 	CHECK(sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 4);
+	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 5);
 	store_close(s);
 
 	/* Somebody else's database. */
@@ -999,7 +999,7 @@ static void test_hist(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	CHECK(add(s, 0, 500, 0, &v, 1, NULL) == 0); /* without histograms */
 	CHECK(add_hists(s, 1000, 2000, 0, &v, 1, a, 7, &wa) == 0);
-	CHECK(pragma(s, "SELECT count(*) FROM hist") == 5);
+	CHECK(pragma(s, "SELECT count(*) FROM hist") == 4); /* a row per process and type */
 	CHECK(add_hists(s, 2000, 3000, 0, NULL, 0, b, 4, &wb) == 0);
 	CHECK(wb.n_samples == 0 && wb.bytes > 4 * 10);
 	CHECK(add_hists(s, 1500, 1800, 5, NULL, 0, c, 1, NULL) == 0);
@@ -1100,7 +1100,21 @@ static void test_hist(void)
 	CHECK(store_windows_list(s, INT64_MIN, &list, &n, err, sizeof(err)) == 0);
 	CHECK(n == 8);
 	free(list);
-	CHECK(pragma(s, "SELECT count(*) FROM hist") == 5 + 4 + 1 + 1 + 3);
+	CHECK(pragma(s, "SELECT count(*) FROM hist") == 4 + 3 + 1 + 1 + 3);
+
+	/* A row whose buckets are not (bucket, count) pairs is an error, not
+	 * a histogram: a truncated varint, a bucket out of range, nothing. */
+	static const char *const corrupt[] = { "x'8080'", "x'2001'", "x''" };
+
+	for (size_t i = 0; i < sizeof(corrupt) / sizeof(corrupt[0]); i++) {
+		char sql[128];
+
+		snprintf(sql, sizeof(sql), "UPDATE hist SET buckets = %s WHERE tgid = 30",
+			 corrupt[i]);
+		CHECK(sqlite3_exec(store__db(s), sql, NULL, NULL, NULL) == SQLITE_OK);
+		CHECK(hquery_range(s, 0, 3000, 1, &g, NULL) == -EIO);
+		CHECK(strstr(err, "histogram of process 30 is corrupt"));
+	}
 	hgot_free(&g);
 	store_close(s);
 }
@@ -1248,7 +1262,7 @@ static void check_migrated(const char *path, enum v1_content content)
 	size_t n = 0;
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 4);
+	CHECK(pragma(s, "PRAGMA user_version") == 5);
 	CHECK(pragma(s, "PRAGMA application_id") == 1329811541);
 	CHECK(pragma(s, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = "
 			"'ok'") == 1);
@@ -1319,7 +1333,7 @@ static void check_migrated(const char *path, enum v1_content content)
 
 	/* Migrated once: the next open finds version 2 and the same rows. */
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 4);
+	CHECK(pragma(s, "PRAGMA user_version") == 5);
 	CHECK(query_range(s, 0, 5000, &g, &windows) == 0);
 	CHECK(windows == 2 && g.n == 4);
 	got_free(&g);
@@ -1327,16 +1341,22 @@ static void check_migrated(const char *path, enum v1_content content)
 	store_close(s);
 }
 
-/* Version 3 with the heatmap's tables as an older offcpud made them at its
- * first heatmap, rows of an evicted window left in them: version 4 keeps
- * the tables and their rows of stored windows, and drops the others. */
-static void test_migrate_v3_heat(void)
+/*
+ * Version 3 as an older offcpud left it: the heatmap's tables made at its
+ * first heatmap, with rows of an evicted window in them, and a histogram
+ * row per bucket. Version 4 keeps the tables and their rows of stored
+ * windows and drops the others; version 5 packs a process's buckets of a
+ * type in a window into one row, with the comm of its lowest bucket.
+ */
+static void test_migrate_v3(void)
 {
-	const char *path = db_path("v3-heat.db");
+	const char *path = db_path("v3.db");
 	struct store_sample v = { .tgid = 7, .pid = 8, .comm = "c", .state = 1, .sum_ns = 5,
 				  .count = 1, .ustack = "main", .kstack = "" };
 	struct store_window w;
-	struct store *s;
+	struct store *s = NULL;
+	struct hgot g = { 0 };
+	uint64_t windows;
 	sqlite3 *db;
 
 	remove_db(path);
@@ -1344,17 +1364,47 @@ static void test_migrate_v3_heat(void)
 	CHECK(add(s, 1000, 2000, 0, &v, 1, &w) == 0);
 	store_close(s);
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db,
-			   "INSERT INTO heat_cells VALUES (99, 7, 8, 1, 1, 0, 5); "
-			   "INSERT INTO heat_windows VALUES (99); PRAGMA user_version = 3",
-			   NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(sqlite3_exec(
+		      db,
+		      "INSERT INTO heat_cells VALUES (99, 7, 8, 1, 1, 0, 5); "
+		      "INSERT INTO heat_windows VALUES (99); "
+		      "INSERT INTO strings (name) VALUES (CAST('d' AS BLOB)); "
+		      "DROP TABLE hist; "
+		      "CREATE TABLE hist (window_id INTEGER NOT NULL, tgid INTEGER NOT NULL, "
+		      "comm_id INTEGER NOT NULL, type INTEGER NOT NULL, bucket INTEGER NOT NULL, "
+		      "count INTEGER NOT NULL, PRIMARY KEY (window_id, tgid, type, bucket)) "
+		      "WITHOUT ROWID; "
+		      "INSERT INTO hist SELECT 1, 7, (SELECT id FROM strings WHERE name = "
+		      "CAST('c' AS BLOB)), 0, 3, 5; "
+		      "INSERT INTO hist SELECT 1, 7, (SELECT id FROM strings WHERE name = "
+		      "CAST('d' AS BLOB)), 0, 1, 2; "
+		      "INSERT INTO hist SELECT 1, 7, (SELECT id FROM strings WHERE name = "
+		      "CAST('c' AS BLOB)), 1, 2, -2; " /* UINT64_MAX - 1 as stored */
+		      "INSERT INTO hist SELECT 1, 8, (SELECT id FROM strings WHERE name = "
+		      "CAST('c' AS BLOB)), 0, 31, 1; "
+		      "PRAGMA user_version = 3",
+		      NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 
+	s = NULL;
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 4);
+	if (!s)
+		return;
+	CHECK(pragma(s, "PRAGMA user_version") == 5);
 	CHECK(pragma(s, "SELECT count(*) FROM heat_cells") == 1);
 	CHECK(pragma(s, "SELECT count(*) FROM heat_cells WHERE window_id = 99") == 0);
 	CHECK(pragma(s, "SELECT count(*) FROM heat_windows") == 1);
+	CHECK(pragma(s, "SELECT count(*) FROM hist") == 3);
+	CHECK(pragma(s, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '%v5%'") == 0);
+	CHECK(hquery_range(s, 0, 5000, 0, &g, &windows) == 0);
+	CHECK(windows == 1 && g.n == 3);
+	CHECK_HIST(&g, 0, 0, 7, 1, 2, "d");
+	CHECK_HIST(&g, 1, 0, 7, 3, 5, "d");
+	CHECK_HIST(&g, 2, 0, 8, 31, 1, "c");
+	CHECK(hquery_range(s, 0, 5000, 1, &g, &windows) == 0);
+	CHECK(g.n == 1);
+	CHECK_HIST(&g, 0, 1, 7, 2, UINT64_MAX - 1, "c");
+	hgot_free(&g);
 	store_close(s);
 }
 
@@ -1421,7 +1471,7 @@ int main(void)
 	test_hist();
 	test_hist_evict();
 	test_migrate_v1();
-	test_migrate_v3_heat();
+	test_migrate_v3();
 
 	{
 		static const char *const names[] = {
@@ -1430,7 +1480,7 @@ int main(void)
 			"garbage.db",	     "corrupt.db",   "newer.db",      "foreign.db",
 			"crash.db",	     "empty.db",     "stats.db",      "chain.db",
 			"kinds.db",	     "hist.db",	     "hist-evict.db", "v1.db",
-			"v1-empty-stack.db", "v1-nothing.db"
+			"v1-empty-stack.db", "v1-nothing.db", "v3.db"
 		};
 
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
