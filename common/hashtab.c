@@ -103,6 +103,8 @@ static int resize(struct hashtab *h, size_t capacity)
 {
 	struct hashtab bigger = *h;
 
+	if (capacity > SIZE_MAX / h->entry_size) /* (ASan aborts on calloc's overflow) */
+		return -ENOMEM;
 	bigger.capacity = capacity;
 	bigger.entries = calloc(bigger.capacity, h->entry_size);
 	if (!bigger.entries)

@@ -496,8 +496,8 @@ int store_hist_query(struct store *s, const struct store_query *q, uint32_t type
 	if (r < 0)
 		goto out;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const unsigned char *p = sqlite3_column_blob(st, 3);
-		const unsigned char *end = p + sqlite3_column_bytes(st, 3);
+		const unsigned char *p = sqlite3_column_blob(st, 3); /* NULL if empty */
+		const unsigned char *end = p ? p + sqlite3_column_bytes(st, 3) : NULL;
 		uint32_t tgid = (uint32_t)sqlite3_column_int64(st, 0), bucket;
 		int64_t age = sqlite3_column_int64(st, 1);
 		bool corrupt = false;

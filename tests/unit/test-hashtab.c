@@ -65,6 +65,7 @@ int main(void)
 	v = hashtab_get(h, &(struct key){ 4999, 0 });
 	CHECK(v && *v == 4999);
 	CHECK(hashtab_reserve(h, SIZE_MAX / 2) == -ENOMEM && hashtab_count(h) == 5000);
+	/* A table whose bytes size_t cannot hold: refused before calloc(). */
 	CHECK(hashtab_reserve(h, SIZE_MAX / 16) == -ENOMEM && hashtab_count(h) == 5000);
 	hashtab_free(h);
 	hashtab_free(NULL);
