@@ -191,6 +191,15 @@ static inline size_t varint_put(unsigned char *p, uint64_t v)
  */
 #define HIST_BLOB_MAX (STORE_HIST_BUCKETS * (1 + 10))
 
+/* Appends the pair (bucket, count) to a histogram row's buckets at p (room
+ * for 20 bytes); returns its length. */
+static inline size_t hist_blob_put(unsigned char *p, uint64_t bucket, uint64_t count)
+{
+	size_t n = varint_put(p, bucket);
+
+	return n + varint_put(p + n, count);
+}
+
 /* Reads one LEB128 varint of up to 64 bits (10 bytes); false if truncated
  * or too long. */
 static inline bool uvarint_next(const unsigned char **p, const unsigned char *end, uint64_t *ret)

@@ -243,8 +243,8 @@ static int migrate_to_5(sqlite3 *db)
 			rc = SQLITE_CORRUPT;
 			break;
 		}
-		len += varint_put(blob + len, (uint64_t)sqlite3_column_int64(rows, 3));
-		len += varint_put(blob + len, (uint64_t)sqlite3_column_int64(rows, 4));
+		len += hist_blob_put(blob + len, (uint64_t)sqlite3_column_int64(rows, 3),
+				     (uint64_t)sqlite3_column_int64(rows, 4));
 	}
 	sqlite3_finalize(rows);
 	sqlite3_finalize(insert);

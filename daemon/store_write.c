@@ -552,8 +552,8 @@ static int hists_encode(struct store *s, struct hashtab *merged, struct hist_blo
 			b->len = 0;
 		}
 		b = &blobs[n_blobs - 1];
-		b->len += varint_put(b->buckets + b->len, sorted[i].key.bucket);
-		b->len += varint_put(b->buckets + b->len, sorted[i].value.count);
+		b->len += hist_blob_put(b->buckets + b->len, sorted[i].key.bucket,
+					sorted[i].value.count);
 	}
 	for (i = 0; i < n_blobs; i++)
 		*bytes += hist_blob_bytes(&blobs[i]);
@@ -644,13 +644,12 @@ static int cells_sort(struct store *s, struct hashtab *cells, struct cell_row **
 static int cells_insert(struct store *s, int64_t window_id, struct hashtab *cells,
 		       const struct cell_row *sorted)
 {
-	size_t n = cells ? hashtab_count(cells) : 0;
 	sqlite3_stmt *st = s->stmts[STMT_HEAT_INSERT];
 	int rc = SQLITE_DONE;
 
 	if (!cells)
 		return 0;
-	for (size_t i = 0; rc == SQLITE_DONE && i < n; i++) {
+	for (size_t i = 0; rc == SQLITE_DONE && i < hashtab_count(cells); i++) {
 		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, window_id);
 		sqlite3_bind_int64(st, 2, sorted[i].key.tgid);
