@@ -62,9 +62,9 @@ def cleanup():
             signal.signal(signal.SIGTERM, old)
 
 
-def daemon(extra_config=""):
-    """A started offcpud (offcpu_env.Daemon) registered for cleanup; its
-    stop() also removes its temporary directory."""
+def daemon(extra_config="", binary=None):
+    """A started offcpud (offcpu_env.Daemon; binary: another build's) registered
+    for cleanup; its stop() also removes its temporary directory."""
     from offcpu_env import Daemon
 
     class BenchDaemon(Daemon):
@@ -93,7 +93,7 @@ def daemon(extra_config=""):
         def __repr__(self):
             return f"offcpud ({self.config})"
 
-    d = BenchDaemon(extra_config)
+    d = BenchDaemon(extra_config, binary=binary)
     _live.append(d)
     return d
 

@@ -13,7 +13,8 @@ configuration (the always-on profile).
 Reported, for the churn's run:
   - offcpud's CPU, in % of one core (utime + stime of /proc/PID/stat), and
     the churn's own (its processes' rusage), in the same run: the ratio is
-    the figure that carries to another host;
+    the figure that carries to another host; and offcpud's CPU by thread
+    name (its unwinder thread apart from the rest);
   - offcpud's RSS and open descriptors at the start, their maximum and at the
     end, sampled each second; at the end its descriptors by kind, and the
     Unix socket pairs with both ends inside offcpud;
@@ -28,8 +29,14 @@ error, Ctrl-C or SIGTERM too.
 With --keep-db PATH the daemon's database is copied there at the end, for
 bench/store_replay to write its windows again.
 
+With --beside OFFCPUD a second daemon (another build, its own database)
+profiles the same churn at the same time, and its CPU is reported beside
+the first's: an A/B that the hour's noise (the same churn cost 33 % of a
+core one hour and 46 % the next) moves alike for both. Each daemon also
+profiles the other; swap the two between runs to cancel who started first.
+
 Usage: sudo bench/churn.py [--build DIR] [--seconds N] [--rate R] [--config LINES]
-           [--daemon OFFCPUD] [--keep-db PATH] [--json]
+           [--daemon OFFCPUD] [--beside OFFCPUD] [--keep-db PATH] [--json]
 """
 import argparse
 import json
@@ -198,6 +205,28 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+def thread_ticks(pid):
+    """{thread name: utime + stime in clock ticks} of pid's threads (offcpud
+    names its unwinder thread; the libuv loop and its workers keep the
+    process's name). A thread gone meanwhile is left out."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                head, _, rest = f.read().rpartition(")")
+        except OSError:
+            continue
+        name, fields = head.partition("(")[2], rest.split()
+        out[name] = out.get(name, 0) + int(fields[11]) + int(fields[12])
+    return out
+
+
+def threads_pct(ticks0, ticks1, seconds):
+    """{thread name: % of one core} between two thread_ticks()."""
+    return {name: round(100.0 * (t - ticks0.get(name, 0)) / CLK_TCK / seconds, 2)
+            for name, t in sorted(ticks1.items())}
+
+
 def fd_targets(pid):
     """What each of pid's open descriptors points to (/proc/PID/fd links);
     one closed meanwhile is left out."""
@@ -247,6 +276,7 @@ class Watch:
         self.pid = pid
         self.t0 = time.monotonic()
         self.ticks0 = cpu_ticks(pid)
+        self.threads0 = thread_ticks(pid)
         self.rss = [bench_env.rss_kib(pid)]
         self.fds = [len(os.listdir(f"/proc/{pid}/fd"))]
 
@@ -258,6 +288,7 @@ class Watch:
         self.sample()
         self.seconds = time.monotonic() - self.t0
         self.ticks1 = cpu_ticks(self.pid)
+        self.threads1 = thread_ticks(self.pid)
         self.cpu_pct = 100.0 * (self.ticks1 - self.ticks0) / CLK_TCK / self.seconds
         return self
 
@@ -266,7 +297,7 @@ def unwind_counters(status):
     u = status.get("unwind", {})
     keys = ("requests", "builds", "build_ns_total", "no_room", "given_up", "failed", "evictions", "tables", "processes",
             "kept_processes", "kept_files", "unknown_exited", "unknown_unmapped", "unknown_anonymous",
-            "files_opened", "files_known")
+            "files_opened", "files_known", "adopted")
     return {k: u[k] for k in keys if k in u}
 
 
@@ -304,8 +335,10 @@ def wait_stored(daemon, t_ms, timeout=60):
     raise RuntimeError(f"no window stored after {t_ms} in {timeout} s")
 
 
-def churn_run(daemon, build, seconds, rate, progress=None):
-    """Churn next to the service against daemon; returns the measurements."""
+def churn_run(daemon, build, seconds, rate, progress=None, beside=None):
+    """Churn next to the service against daemon (and beside, another
+    build's daemon profiling the same churn: an A/B without the hour's
+    noise); returns the measurements."""
     service = Service(build, seconds + 30)
     try:
         time.sleep(1)  # the service's tables are built before the churn
@@ -313,6 +346,7 @@ def churn_run(daemon, build, seconds, rate, progress=None):
         children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         begin = time.time()
         watch = Watch(daemon.proc.pid)
+        watch_beside = Watch(beside.proc.pid) if beside else None
         fds_by_kind_start = fd_kinds(daemon.proc.pid)
         churn = Churn(build, rate)
         warm = {}
@@ -321,13 +355,19 @@ def churn_run(daemon, build, seconds, rate, progress=None):
             watch.sample()
             if not warm and seconds >= 2 * WARMUP_S and time.monotonic() - watch.t0 >= WARMUP_S:
                 warm.update(t=time.monotonic(), ticks=cpu_ticks(daemon.proc.pid),
+                            threads=thread_ticks(daemon.proc.pid),
                             children=resource.getrusage(resource.RUSAGE_CHILDREN))
+                if beside:
+                    warm.update(beside_ticks=cpu_ticks(beside.proc.pid),
+                                beside_threads=thread_ticks(beside.proc.pid))
             service.children()
             if progress:
                 progress(watch)
 
         churn.run(seconds, every_second)
         watch.end()
+        if beside:
+            watch_beside.end()
         children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         end = time.time()
         status1 = daemon.status()
@@ -346,7 +386,12 @@ def churn_run(daemon, build, seconds, rate, progress=None):
         c0 = warm["children"]
         churn_pct = 100.0 * ((children1.ru_utime + children1.ru_stime) - (c0.ru_utime + c0.ru_stime)) / warm_s
         steady = {"seconds": round(warm_s, 1), "daemon_cpu_pct": round(daemon_pct, 2),
-                  "churn_cpu_pct": round(churn_pct, 1), "daemon_per_churn": round(daemon_pct / churn_pct, 4)}
+                  "churn_cpu_pct": round(churn_pct, 1), "daemon_per_churn": round(daemon_pct / churn_pct, 4),
+                  "threads_cpu_pct": threads_pct(warm["threads"], watch.threads1, warm_s)}
+        if beside:
+            pct = 100.0 * (watch_beside.ticks1 - warm["beside_ticks"]) / CLK_TCK / warm_s
+            steady["beside_cpu_pct"] = round(pct, 2)
+            steady["beside_threads_cpu_pct"] = threads_pct(warm["beside_threads"], watch_beside.threads1, warm_s)
     churn_unknown = unknown_share([s for s in samples if s.get("tgid", s["pid"]) not in service_pids], None)
     return {
         "seconds": round(watch.seconds, 1),
@@ -358,6 +403,12 @@ def churn_run(daemon, build, seconds, rate, progress=None):
         "daemon_cpu_pct": round(watch.cpu_pct, 2),
         "churn_cpu_pct": round(100.0 * churn_cpu_s / watch.seconds, 1),
         "daemon_per_churn": round(watch.cpu_pct / (100.0 * churn_cpu_s / watch.seconds), 4),
+        "threads_cpu_pct": threads_pct(watch.threads0, watch.threads1, watch.seconds),
+        "beside": {
+            "daemon": beside.binary,
+            "daemon_cpu_pct": round(watch_beside.cpu_pct, 2),
+            "threads_cpu_pct": threads_pct(watch_beside.threads0, watch_beside.threads1, watch.seconds),
+        } if beside else None,
         "steady": steady,
         "rss_kib": {"start": watch.rss[0], "max": max(watch.rss), "end": watch.rss[-1]},
         "fds": {"start": watch.fds[0], "max": max(watch.fds), "end": watch.fds[-1]},
@@ -403,6 +454,9 @@ def main():
     ap.add_argument("--rate", type=float, default=65.0, help="new processes a second")
     ap.add_argument("--config", default="", help="extra offcpud.conf lines (\\n-separated)")
     ap.add_argument("--daemon", help="the offcpud to run (default: the build's), e.g. an older one to compare")
+    ap.add_argument("--beside", metavar="OFFCPUD",
+                    help="run this offcpud too (another build), beside the first on the same churn, and "
+                         "report both: an A/B in one run")
     ap.add_argument("--keep-db", metavar="PATH",
                     help="copy the daemon's database here at the end (for bench/store_replay)")
     ap.add_argument("--json", action="store_true")
@@ -417,15 +471,19 @@ def main():
         sys.exit(f"churn: {why}")
     with bench_env.cleanup():
         d = bench_env.daemon(args.config.replace("\\n", "\n"))
+        beside = bench_env.daemon(args.config.replace("\\n", "\n"), binary=os.path.abspath(args.beside)) \
+            if args.beside else None
 
         def progress(w):
             if not args.json and len(w.rss) % 30 == 0:
                 print(f"  {len(w.rss) - 1:4d} s  RSS {w.rss[-1] / 1024:.0f} MiB  fds {w.fds[-1]}", flush=True)
 
-        res = churn_run(d, build, args.seconds, args.rate, progress)
+        res = churn_run(d, build, args.seconds, args.rate, progress, beside)
         if args.keep_db:
             keep_db(d.database, args.keep_db)
         d.stop()
+        if beside:
+            beside.stop()
     for key in ("samples", "short_pids", "rss_series_kib", "fds_series", "fds_by_kind_start"):
         del res[key]
     if args.json:
@@ -439,6 +497,16 @@ def main():
         st = res["steady"]
         print(f"  after the first {WARMUP_S} s (the binaries' tables built), {st['seconds']:.0f} s: offcpud "
               f"{st['daemon_cpu_pct']:.2f}, the churn {st['churn_cpu_pct']:.1f}: {st['daemon_per_churn']:.3f}")
+        print(f"  offcpud by thread, % of one core: whole run {res['threads_cpu_pct']}, after the first "
+              f"{WARMUP_S} s {st['threads_cpu_pct']}")
+    b = res["beside"]
+    if b:
+        print(f"beside it, on the same churn, {b['daemon']}: {b['daemon_cpu_pct']:.2f} % of one core "
+              f"(offcpud / it: {res['daemon_cpu_pct'] / b['daemon_cpu_pct']:.3f}); by thread {b['threads_cpu_pct']}")
+        if res.get("steady"):
+            st = res["steady"]
+            print(f"  after the first {WARMUP_S} s: {st['beside_cpu_pct']:.2f} (offcpud / it: "
+                  f"{st['daemon_cpu_pct'] / st['beside_cpu_pct']:.3f}); by thread {st['beside_threads_cpu_pct']}")
     r, f = res["rss_kib"], res["fds"]
     print(f"offcpud RSS MiB: start {r['start'] / 1024:.1f}, max {r['max'] / 1024:.1f}, end {r['end'] / 1024:.1f}")
     print(f"offcpud descriptors: start {f['start']}, max {f['max']}, end {f['end']}; at the end "
@@ -451,7 +519,8 @@ def main():
           f"wall time ({100 * build_s / res['seconds']:.2f} % of the run; evictions "
           f"{u1['evictions'] - u0['evictions']}, no_room {u1['no_room'] - u0['no_room']}); mappings "
           f"read: {u1.get('files_known', 0) - u0.get('files_known', 0)} known from their maps line, "
-          f"{u1.get('files_opened', 0) - u0.get('files_opened', 0)} opened")
+          f"{u1.get('files_opened', 0) - u0.get('files_opened', 0)} opened; processes adopted from "
+          f"their VMAs, maps unread: {u1.get('adopted', 0) - u0.get('adopted', 0)}")
     print(f"unwind at start: {res['unwind_start']}")
     print(f"unwind at end:   {res['unwind_end']}")
     u = res["unknown_user_frames"]

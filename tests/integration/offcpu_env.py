@@ -112,7 +112,8 @@ if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
 class Daemon:
     """offcpud with its own config, socket and log in a temporary directory."""
 
-    def __init__(self, extra_config="", env=None, wrapper=()):
+    def __init__(self, extra_config="", env=None, wrapper=(), binary=None):
+        self.binary = binary or OFFCPUD  # another build's, for a bench's A/B
         self.dir = tempfile.mkdtemp(prefix="offcpud-test-")
         self.socket = os.path.join(self.dir, "offcpud.sock")
         self.config = os.path.join(self.dir, "offcpud.conf")
@@ -132,7 +133,7 @@ class Daemon:
             os.unlink(self.socket)  # a stale one from a killed daemon would look ready
         if self.log.closed:
             self.log = open(self.log_path, "a")
-        self.proc = subprocess.Popen([*self.wrapper, OFFCPUD, "--config", self.config], stdout=self.log, stderr=self.log,
+        self.proc = subprocess.Popen([*self.wrapper, self.binary, "--config", self.config], stdout=self.log, stderr=self.log,
                                      env=self.env)
         _running.add(self)
         deadline = time.monotonic() + 60
