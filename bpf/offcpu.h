@@ -241,6 +241,9 @@ struct offcpu_unwind_request {
 
 /* offcpu_unwind_proc.flags */
 #define OFFCPU_UNWIND_FROM_VMAS 1u /* built by the kernel side: provisional */
+/* FROM_VMAS, and every executable file mapping among the VMAs had a table:
+ * user space may take the list as it is, without reading the maps. */
+#define OFFCPU_UNWIND_COMPLETE	2u
 
 /* Sorted by start; a process with none has n = 0 (known, nothing to use). */
 struct offcpu_unwind_proc {
@@ -273,6 +276,10 @@ struct offcpu_unwind_file {
 	__u32 n_loads;
 	__u32 file_id; /* as offcpu_unwind_mapping's */
 	struct offcpu_unwind_load loads[OFFCPU_UNWIND_FILE_LOADS];
+	/* The file's size and status change time when its table was made: a
+	 * file rewritten in place since (the same inode) is not this table's. */
+	__s64 size, ctime_sec;
+	__u32 ctime_nsec, pad;
 };
 
 /* fileio --with-filename: the file's name (its last path component), by

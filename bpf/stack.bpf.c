@@ -220,13 +220,52 @@ static __always_inline bool file_bias(const struct offcpu_unwind_file *f, __u64 
 	return false;
 }
 
+/* struct inode before 6.11: its ctime was one timespec64. */
+struct inode___pre_6_11 {
+	struct timespec64 __i_ctime;
+} __attribute__((preserve_access_index));
+
+/*
+ * Whether inode is still the file f's table was made of: its size and
+ * status change time are those user space saw then (a rewrite in place
+ * keeps the inode and changes its ctime). *known is false where this
+ * kernel's inode has neither ctime layout: then only the size is compared.
+ */
+static __always_inline bool inode_unchanged(struct inode *inode, const struct offcpu_unwind_file *f,
+					    bool *known)
+{
+	struct inode___pre_6_11 *old = (void *)inode;
+	__s64 sec;
+	__u32 nsec;
+
+	*known = true;
+	if (bpf_core_field_exists(inode->i_ctime_sec)) {
+		sec = BPF_CORE_READ(inode, i_ctime_sec);
+		/* Its top bit is a flag (I_CTIME_QUERIED, multigrain timestamps,
+		 * 6.13), set by the stat() that user space saw it with. */
+		nsec = BPF_CORE_READ(inode, i_ctime_nsec) & ~(1u << 31);
+	} else if (bpf_core_field_exists(old->__i_ctime)) {
+		sec = BPF_CORE_READ(old, __i_ctime.tv_sec);
+		nsec = BPF_CORE_READ(old, __i_ctime.tv_nsec);
+	} else {
+		*known = false;
+		sec = f->ctime_sec;
+		nsec = f->ctime_nsec;
+	}
+	return BPF_CORE_READ(inode, i_size) == f->size && sec == f->ctime_sec &&
+	       nsec == f->ctime_nsec;
+}
+
 /*
  * Publishes the current process (tgid) in unwind_procs with the executable
- * file mappings among its VMAs whose files have tables in unwind_files.
- * Returns 1 if it did: 0 if it maps no such file, its VMAs cannot be read
- * now (the kernel lacks the VMA iterator; irqs are off, as in sched_switch,
- * or mmap_lock is held: the iterator fails rather than waits), or an entry
- * is there already. A global function: verified once.
+ * file mappings among its VMAs whose files have tables in unwind_files
+ * (and are unchanged since), flagged COMPLETE if that is all of them
+ * (user space then adopts the list rather than read the process's maps:
+ * daemon/unwinder.c). Returns the
+ * list's flags if it did: 0 if it maps no such file, its VMAs cannot be
+ * read now (the kernel lacks the VMA iterator; irqs are off, as in
+ * sched_switch, or mmap_lock is held: the iterator fails rather than
+ * waits), or an entry is there already. A global function: verified once.
  */
 __noinline int unwind_proc_from_vmas(__u32 tgid)
 {
@@ -235,7 +274,8 @@ __noinline int unwind_proc_from_vmas(__u32 tgid)
 	struct offcpu_unwind_proc *e;
 	struct bpf_iter_task_vma it;
 	struct vm_area_struct *vma;
-	__u32 zero = 0, gen = unwind_files_gen;
+	__u32 zero = 0, gen = unwind_files_gen,
+	      flags = OFFCPU_UNWIND_FROM_VMAS | OFFCPU_UNWIND_COMPLETE;
 
 	if (!bpf_iter_task_vma_new) /* a __weak kfunc: 0 if missing (before 6.7) */
 		return 0;
@@ -243,7 +283,6 @@ __noinline int unwind_proc_from_vmas(__u32 tgid)
 	if (!e)
 		return 0;
 	e->n = 0;
-	e->flags = OFFCPU_UNWIND_FROM_VMAS;
 	e->files_added = unwind_files_added;
 	bpf_iter_task_vma_new(&it, task, 0); /* on failure, _next() returns NULL */
 	while ((vma = bpf_iter_task_vma_next(&it))) {
@@ -251,11 +290,14 @@ __noinline int unwind_proc_from_vmas(__u32 tgid)
 		struct inode *inode;
 		__u64 pgoff, bias;
 		__u32 n = e->n, dev;
+		bool known;
 
-		if (n >= OFFCPU_UNWIND_MAPPINGS)
-			break;
 		if (!(vma->vm_flags & VM_EXEC) || !vma->vm_file)
 			continue;
+		if (n >= OFFCPU_UNWIND_MAPPINGS) {
+			flags &= ~OFFCPU_UNWIND_COMPLETE;
+			break;
+		}
 		inode = BPF_CORE_READ(vma, vm_file, f_inode);
 		dev = BPF_CORE_READ(inode, i_sb, s_dev);
 		key.major = dev >> 20; /* the kernel's dev_t: MAJOR << 20 | MINOR */
@@ -263,8 +305,13 @@ __noinline int unwind_proc_from_vmas(__u32 tgid)
 		key.ino = BPF_CORE_READ(inode, i_ino);
 		f = bpf_map_lookup_elem(&unwind_files, &key);
 		pgoff = vma->vm_pgoff << 12;
-		if (!f || !file_bias(f, vma->vm_start, pgoff, &bias))
+		if (!f || !inode_unchanged(inode, f, &known) ||
+		    !file_bias(f, vma->vm_start, pgoff, &bias)) {
+			flags &= ~OFFCPU_UNWIND_COMPLETE; /* user space reads this one */
 			continue;
+		}
+		if (!known)
+			flags &= ~OFFCPU_UNWIND_COMPLETE;
 		e->maps[n & (OFFCPU_UNWIND_MAPPINGS - 1)] = (struct offcpu_unwind_mapping){
 			.start = vma->vm_start,
 			.end = vma->vm_end,
@@ -276,6 +323,7 @@ __noinline int unwind_proc_from_vmas(__u32 tgid)
 		e->n = n + 1;
 	}
 	bpf_iter_task_vma_destroy(&it);
+	e->flags = flags;
 	if (!e->n || bpf_map_update_elem(&unwind_procs, &tgid, e, BPF_NOEXIST))
 		return 0;
 	if (unwind_files_gen != gen) { /* rows rewritten meanwhile: withdraw */
@@ -283,7 +331,7 @@ __noinline int unwind_proc_from_vmas(__u32 tgid)
 		return 0;
 	}
 	count(OFFCPU_CNT_UNWIND_FROM_VMAS);
-	return 1;
+	return flags;
 }
 
 /* Never written; not const, because a global function's pointer arguments
@@ -352,7 +400,7 @@ int unwind_loader_ready(struct pt_regs *ctx)
 	__u64 id = bpf_get_current_pid_tgid(), now;
 	__u32 tgid = id >> 32;
 	const struct offcpu_unwind_proc *proc;
-	int state;
+	int state, built;
 
 	if (!unwind_dwarf || !task_filter(active_mask & user_stack_slots, tgid, (__u32)id))
 		return 0;
@@ -367,11 +415,13 @@ int unwind_loader_ready(struct pt_regs *ctx)
 	if (state == RT_CONSISTENT) {
 		/* User space reads the maps at once, not ~20 ms later, when a
 		 * short-lived process may be gone: the files this list lacks
-		 * (a binary no process ran before) get their tables now. */
-		unwind_proc_from_vmas(tgid);
+		 * (a binary no process ran before) get their tables now. A
+		 * whole list is only to be taken as it is: that can wait for
+		 * user space's next wakeup, which spares one per new process. */
+		built = unwind_proc_from_vmas(tgid);
 		now = bpf_ktime_get_ns();
 		bpf_map_update_elem(&unwind_requested, &tgid, &now, BPF_ANY);
-		unwind_submit(tgid, OFFCPU_UNWIND_REQUEST_NOW);
+		unwind_submit(tgid, OFFCPU_UNWIND_REQUEST_NOW, built & OFFCPU_UNWIND_COMPLETE);
 		return 0;
 	}
 	/* User space is asked too: a list here keeps walks from asking. */

@@ -70,7 +70,14 @@ static __always_inline void walk_stack(void *ctx, struct offcpu_stack *st, __u64
 	st->flags = 0;
 }
 
-static __always_inline bool unwind_submit(__u32 tgid, __u32 flags)
+/* Requests queued without waking user space, at most (in bytes of the
+ * ring's 64 KiB): past this a lazy one wakes it too. */
+#define UNWIND_LAZY_BYTES (16 * 1024)
+
+/* Sends user space a request for tgid; a lazy one does not wake it (it is
+ * taken at user space's next wakeup, within seconds), unless the ring
+ * fills. */
+static __always_inline bool unwind_submit(__u32 tgid, __u32 flags, bool lazy)
 {
 	struct offcpu_unwind_request *req =
 		bpf_ringbuf_reserve(&unwind_requests, sizeof(*req), 0);
@@ -79,7 +86,10 @@ static __always_inline bool unwind_submit(__u32 tgid, __u32 flags)
 		return false;
 	req->tgid = tgid;
 	req->flags = flags;
-	bpf_ringbuf_submit(req, 0);
+	lazy = lazy && bpf_ringbuf_query(&unwind_requests, BPF_RB_AVAIL_DATA) < UNWIND_LAZY_BYTES;
+	/* Forced: by default a submit wakes user space only if it has taken
+	 * every request before, which it has not while lazy ones wait. */
+	bpf_ringbuf_submit(req, lazy ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
 	return true;
 }
 
@@ -90,7 +100,7 @@ static __always_inline void unwind_request(__u32 tgid)
 
 	if (bpf_map_update_elem(&unwind_requested, &tgid, &now, BPF_NOEXIST))
 		return;
-	if (!unwind_submit(tgid, 0))
+	if (!unwind_submit(tgid, 0, false))
 		bpf_map_delete_elem(&unwind_requested, &tgid); /* ask again next time */
 }
 
@@ -108,7 +118,7 @@ static __always_inline void unwind_refresh(__u32 tgid)
 	if (now - *asked < UNWIND_REFRESH_NS)
 		return;
 	*asked = now;
-	unwind_submit(tgid, 0);
+	unwind_submit(tgid, 0, false);
 }
 
 /* Whether tgid's tables were asked for less than UNWIND_REFRESH_NS ago: a

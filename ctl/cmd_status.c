@@ -53,8 +53,10 @@ static void unwind_summary(const struct proto_status *st)
 	if (fallback)
 		printf("; %" PRIu64 " with frame pointers, before their process's tables", fallback);
 	if (u->from_vmas)
-		printf("; %" PRIu64 " new processes mapped from their VMAs%s", from_vmas,
-		       u->loader_hook ? " (also when their loader is done)" : "");
+		printf("; %" PRIu64 " new processes mapped from their VMAs%s, %" PRIu64
+		       " taken whole from there (maps unread)",
+		       from_vmas, u->loader_hook ? " (also when their loader is done)" : "",
+		       u->adopted);
 	printf("\n");
 	printf("user frames: by file and address for %" PRIu64 " files; names kept for %" PRIu64
 	       " processes (%" PRIu64 " files held)",

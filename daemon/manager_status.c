@@ -204,6 +204,7 @@ static void unwind_status(struct manager *m, struct unwinder_stats *ustats,
 		.requests = ustats->requests,
 		.files_opened = ustats->files_opened,
 		.files_known = ustats->files_known,
+		.adopted = ustats->adopted,
 		.from_vmas = collector_unwind_from_vmas(m->collector),
 		.loader_hook = collector_unwind_loader_hook(m->collector),
 	};

@@ -132,24 +132,22 @@ struct unwinder {
 	struct unwinder_stats stats;
 };
 
-/* Identity and load segments of the ELF file fd; false if it is not ELF. */
-static bool read_identity(int fd, struct table *t)
+/* Identity and load segments of the ELF file fd, whose status is st; false
+ * if it is not ELF. */
+static bool read_identity(int fd, const struct stat *st, struct table *t)
 {
-	struct stat st;
 	size_t phnum;
 	Elf *elf;
 
-	if (fstat(fd, &st) < 0)
-		return false;
-	t->dev = st.st_dev;
-	t->ino = st.st_ino;
+	t->dev = st->st_dev;
+	t->ino = st->st_ino;
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum) < 0) {
 		if (elf)
 			elf_end(elf);
 		return false;
 	}
-	t->build_id_len = elf_build_id(elf, phnum, (uint64_t)st.st_size, t->build_id);
+	t->build_id_len = elf_build_id(elf, phnum, (uint64_t)st->st_size, t->build_id);
 	for (size_t i = 0; i < phnum && t->n_loads < LOADS_MAX; i++) {
 		GElf_Phdr ph;
 
@@ -215,14 +213,20 @@ static struct offcpu_unwind_file_key file_key(dev_t dev, ino_t ino)
 						 .ino = ino };
 }
 
-/* Tells the kernel side t's rows as those of the file (dev, ino), for the
- * processes it has not been told of yet (unwind_proc_from_vmas() in
- * bpf/stack.bpf.c). */
-static void file_publish(struct unwinder *u, const struct table *t, dev_t dev, ino_t ino)
+/* Tells the kernel side t's rows as those of the file st is the status of
+ * (its device and inode; its size and ctime, which a rewrite in place
+ * changes), for the processes it has not been told of yet
+ * (unwind_proc_from_vmas() in bpf/stack.bpf.c). */
+static void file_publish(struct unwinder *u, const struct table *t, const struct stat *st)
 {
-	struct offcpu_unwind_file_key key = file_key(dev, ino);
+	struct offcpu_unwind_file_key key = file_key(st->st_dev, st->st_ino);
 	struct offcpu_unwind_file f = {
-		.first_row = t->first_row, .n_rows = t->n_rows, .file_id = t->file_id
+		.first_row = t->first_row,
+		.n_rows = t->n_rows,
+		.file_id = t->file_id,
+		.size = st->st_size,
+		.ctime_sec = st->st_ctim.tv_sec,
+		.ctime_nsec = (uint32_t)st->st_ctim.tv_nsec,
 	};
 
 	for (size_t i = 0; i < t->n_loads && i < OFFCPU_UNWIND_FILE_LOADS; i++)
@@ -382,20 +386,23 @@ static int load_rows(struct unwinder *u, int fd, struct table *t, const char *pa
 	return err;
 }
 
-/* Publishes t's rows for the file (dev, ino) too, if it is another file
- * with t's build-id: a copy of a binary has the same code and table, but
- * the kernel side finds tables by device and inode. */
-static void table_alias(struct unwinder *u, struct table *t, dev_t dev, ino_t ino)
+/* Publishes t's rows for the file of st: t's own file, or another file
+ * with t's build-id (a copy of a binary has the same code and table, but
+ * the kernel side finds tables by device and inode). Again for a file
+ * published before: its status may have changed (a chmod, a link) with
+ * its content the same, and the kernel side checks it. */
+static void table_publish(struct unwinder *u, struct table *t, const struct stat *st)
 {
-	if (t->dev == dev && t->ino == ino)
-		return;
-	for (size_t i = 0; i < t->n_aliases; i++)
-		if (t->aliases[i].dev == dev && t->aliases[i].ino == ino)
-			return;
-	if (t->n_aliases == ALIASES_MAX)
-		return; /* its processes are walked with frame pointers until they are read */
-	t->aliases[t->n_aliases++] = (struct file_identity){ dev, ino };
-	file_publish(u, t, dev, ino);
+	bool known = t->dev == st->st_dev && t->ino == st->st_ino;
+
+	for (size_t i = 0; i < t->n_aliases && !known; i++)
+		known = t->aliases[i].dev == st->st_dev && t->aliases[i].ino == st->st_ino;
+	if (!known) {
+		if (t->n_aliases == ALIASES_MAX)
+			return; /* its processes: frame pointers until they are read */
+		t->aliases[t->n_aliases++] = (struct file_identity){ st->st_dev, st->st_ino };
+	}
+	file_publish(u, t, st);
 }
 
 /* An id for t's frames (OFFCPU_FRAME_FILE), told to u->file_ids; 0 if
@@ -413,15 +420,16 @@ static uint32_t file_id_add(struct unwinder *u, const struct table *t, uint32_t 
 	return file_ids_add(u->file_ids, &info);
 }
 
-/* The table of the file fd, mapped at path by process tgid, loading it if
- * no table of that file is loaded. Returns its index, or -1 (no memory,
- * not ELF). */
-static ssize_t table_get(struct unwinder *u, int fd, uint32_t tgid, const char *path)
+/* The table of the file fd (status st), mapped at path by process tgid,
+ * loading it if no table of that file is loaded. Returns its index, or -1
+ * (no memory, not ELF). */
+static ssize_t table_get(struct unwinder *u, int fd, const struct stat *st, uint32_t tgid,
+			 const char *path)
 {
 	struct table key = { 0 }, *t = NULL;
 	size_t idx;
 
-	if (!read_identity(fd, &key))
+	if (!read_identity(fd, st, &key))
 		return -1;
 	for (idx = 0; idx < u->n_tables; idx++)
 		if (u->tables[idx].live &&
@@ -446,12 +454,10 @@ static ssize_t table_get(struct unwinder *u, int fd, uint32_t tgid, const char *
 	/* On failure the file keeps a table of 0 rows (frame pointers). */
 	t->no_room = load_rows(u, fd, t, path) == -ENOSPC;
 	t->retry_ns = clock_monotonic_ns() + NO_ROOM_RETRY_NS;
-	if (t->n_rows)
-		file_publish(u, t, t->dev, t->ino);
 found:
 	t = &u->tables[idx];
 	if (t->n_rows)
-		table_alias(u, t, key.dev, key.ino);
+		table_publish(u, t, st);
 	t->last_used = ++u->clock;
 	return (ssize_t)idx;
 }
@@ -488,13 +494,49 @@ static bool mapping_pgoff(const struct table *t, uint64_t start, uint64_t bias, 
 	return false;
 }
 
-/* The live table whose rows start at first_row; NULL if none. */
-static const struct table *table_at_row(const struct unwinder *u, uint32_t first_row)
+/* The index of the live table of mapping m (the kernel side's); -1 if
+ * none is, or it is not the table m was made from. */
+static ssize_t table_of_mapping(const struct unwinder *u, const struct offcpu_unwind_mapping *m)
 {
-	for (size_t i = 0; i < u->n_tables; i++)
-		if (u->tables[i].live && u->tables[i].n_rows && u->tables[i].first_row == first_row)
-			return &u->tables[i];
-	return NULL;
+	for (size_t i = 0; i < u->n_tables; i++) {
+		const struct table *t = &u->tables[i];
+
+		if (t->live && t->n_rows && t->first_row == m->first_row)
+			return t->n_rows == m->n_rows && t->file_id == m->file_id ? (ssize_t)i : -1;
+	}
+	return -1;
+}
+
+/* The maps lines of e's mappings (a list the kernel side built from VMAs),
+ * for proc_files: its mappings with their files' paths. Returns the
+ * length, 0 if none could be written (*lines is then NULL). */
+static size_t kernel_built_lines(const struct unwinder *u, const struct offcpu_unwind_proc *e,
+				 char **lines)
+{
+	size_t len = 0;
+	FILE *f;
+
+	*lines = NULL;
+	f = open_memstream(lines, &len);
+	if (!f)
+		return 0;
+	for (uint32_t i = 0; i < e->n && i < OFFCPU_UNWIND_MAPPINGS; i++) {
+		const struct offcpu_unwind_mapping *m = &e->maps[i];
+		ssize_t idx = table_of_mapping(u, m);
+		const struct table *t = idx >= 0 ? &u->tables[idx] : NULL;
+		uint64_t pgoff;
+
+		if (t && t->path && mapping_pgoff(t, m->start, m->bias, &pgoff))
+			fprintf(f, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " %02x:%02x %" PRIu64 " %s\n",
+				(uint64_t)m->start, (uint64_t)m->end, pgoff, major(t->dev), minor(t->dev),
+				(uint64_t)t->ino, t->path);
+	}
+	if (fclose(f) != 0 || !len) {
+		free(*lines);
+		*lines = NULL;
+		return 0;
+	}
+	return len;
 }
 
 /*
@@ -505,27 +547,14 @@ static const struct table *table_at_row(const struct unwinder *u, uint32_t first
 static void keep_kernel_built(struct unwinder *u, uint32_t tgid)
 {
 	struct offcpu_unwind_proc e;
-	char *lines = NULL;
-	size_t len = 0;
-	FILE *f;
+	char *lines;
+	size_t len;
 
 	if (!u->files || bpf_map_lookup_elem(u->maps.procs_fd, &tgid, &e) < 0 ||
 	    !(e.flags & OFFCPU_UNWIND_FROM_VMAS))
 		return;
-	f = open_memstream(&lines, &len);
-	if (!f)
-		return;
-	for (uint32_t i = 0; i < e.n && i < OFFCPU_UNWIND_MAPPINGS; i++) {
-		const struct offcpu_unwind_mapping *m = &e.maps[i];
-		const struct table *t = table_at_row(u, m->first_row);
-		uint64_t pgoff;
-
-		if (t && t->path && mapping_pgoff(t, m->start, m->bias, &pgoff))
-			fprintf(f, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " %02x:%02x %" PRIu64 " %s\n",
-				(uint64_t)m->start, (uint64_t)m->end, pgoff, major(t->dev), minor(t->dev),
-				(uint64_t)t->ino, t->path);
-	}
-	if (fclose(f) == 0 && len)
+	len = kernel_built_lines(u, &e, &lines);
+	if (len)
 		proc_files_keep(u->files, tgid, lines, len);
 	free(lines);
 }
@@ -636,7 +665,7 @@ static ssize_t mapping_table(struct unwinder *u, uint32_t tgid, const struct pro
 	fd = open_mapping(u, tgid, m->start, m->end, m->path);
 	if (fd < 0)
 		return -1;
-	idx = fstat(fd, &st) == 0 ? table_get(u, fd, tgid, m->path) : -1;
+	idx = fstat(fd, &st) == 0 ? table_get(u, fd, &st, tgid, m->path) : -1;
 	close(fd);
 	if (idx >= 0)
 		known_file_learn(u, m, &st, (size_t)idx);
@@ -746,6 +775,52 @@ static int publish(struct unwinder *u, uint32_t tgid, uint64_t asked,
 	return 0;
 }
 
+/*
+ * Takes the list the kernel side built of tgid's mappings from its VMAs as
+ * user space's own (published without OFFCPU_UNWIND_FROM_VMAS, its tables
+ * referenced, its lines noted), where it covers every executable file
+ * mapping (OFFCPU_UNWIND_COMPLETE): the list a read of its maps would make,
+ * without the read. Under process churn most new processes map only files
+ * seen before, and reading their maps (the kernel formats every VMA) was
+ * most of this thread's time. Returns 0, or -ENOENT if there is no such
+ * list (or a table of it is gone): the maps are read then.
+ */
+static int adopt_kernel_built(struct unwinder *u, uint32_t tgid, uint64_t asked)
+{
+	const uint32_t both = OFFCPU_UNWIND_FROM_VMAS | OFFCPU_UNWIND_COMPLETE;
+	struct offcpu_unwind_proc e;
+	struct proc fresh = { .tgid = tgid };
+	char *lines = NULL;
+	size_t len;
+	int err;
+
+	if (bpf_map_lookup_elem(u->maps.procs_fd, &tgid, &e) < 0 || (e.flags & both) != both ||
+	    e.n > OFFCPU_UNWIND_MAPPINGS)
+		return -ENOENT;
+	for (uint32_t i = 0; i < e.n; i++) {
+		ssize_t idx = table_of_mapping(u, &e.maps[i]);
+
+		if (idx < 0) {
+			proc_release(u, &fresh);
+			return -ENOENT;
+		}
+		u->tables[idx].refs++;
+		u->tables[idx].last_used = ++u->clock;
+		fresh.tables[fresh.n_tables++] = (uint32_t)idx;
+	}
+	len = u->files ? kernel_built_lines(u, &e, &lines) : 0;
+	e.flags = 0;
+	e.files_added = 0;
+	err = publish(u, tgid, asked, &e, &fresh);
+	if (!err) {
+		stat_add(u, &u->stats.adopted);
+		if (len) /* its stacks named after it exits, as a read one's */
+			proc_files_note(u->files, tgid, lines, len);
+	}
+	free(lines);
+	return err;
+}
+
 static int prepare(struct unwinder *u, uint32_t tgid)
 {
 	struct offcpu_unwind_proc e = { 0 };
@@ -753,9 +828,13 @@ static int prepare(struct unwinder *u, uint32_t tgid)
 	uint64_t asked = asked_at(u, tgid);
 	char *lines = NULL;
 	size_t len = 0;
-	FILE *mem = open_memstream(&lines, &len);
+	FILE *mem;
 	int err;
 
+	err = adopt_kernel_built(u, tgid, asked);
+	if (err != -ENOENT)
+		return err;
+	mem = open_memstream(&lines, &len);
 	if (!mem)
 		return -ENOMEM;
 	err = read_maps(u, tgid, &e, &fresh, mem);
@@ -881,9 +960,11 @@ static void *unwinder_thread(void *arg)
 	while (!atomic_load(&u->stop)) {
 		uint64_t now = clock_monotonic_ns();
 
-		/* Sleeps until the kernel asks, a request is due, or we stop. */
-		if (epoll_wait(u->epoll_fd, &ev, 1, next_timeout_ms(u, now)) > 0)
-			ring_buffer__consume(u->rb);
+		/* Sleeps until the kernel asks, a request is due, or we stop;
+		 * then takes every request, those queued without a wakeup
+		 * (lazy: a whole list to adopt) included. */
+		epoll_wait(u->epoll_fd, &ev, 1, next_timeout_ms(u, now));
+		ring_buffer__consume(u->rb);
 		now = clock_monotonic_ns();
 		pthread_mutex_lock(&u->lock);
 		for (size_t i = 0; i < u->n_pending;) {
@@ -965,6 +1046,7 @@ int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct
 	if (err)
 		goto fail;
 	u->thread_started = true;
+	pthread_setname_np(u->thread, "offcpud-unwind"); /* its CPU apart in top, bench/churn.py */
 	*ret = u;
 	return 0;
 fail:

@@ -45,6 +45,7 @@ struct unwinder_stats {
 	uint64_t requests;	  /* process (re)loads asked for by the BPF side */
 	uint64_t files_opened;	  /* mappings whose file was opened to find its table */
 	uint64_t files_known;	  /* mappings whose table was known from the maps line */
+	uint64_t adopted;	  /* processes published from the kernel side's list, maps unread */
 };
 
 struct proc_files;

@@ -287,6 +287,9 @@ struct proto_unwind_status {
 	 * and those recognized from their maps line alone. Absent (0) from
 	 * older daemons. */
 	uint64_t files_opened, files_known;
+	/* Processes whose mappings the kernel side had found whole in their
+	 * VMAs, taken without reading their maps. Absent (0) from older daemons. */
+	uint64_t adopted;
 };
 
 /* One kind of recording as status reports it (daemon/kind_status.h). */

@@ -260,7 +260,8 @@ static bool proto__add_unwind(cJSON *body, const struct proto_status *s)
 	       proto__add_u64(unwind, "file_ids", s->unwind.file_ids) &&
 	       proto__add_u64(unwind, "unknown_forgotten", s->unwind.unknown_forgotten) &&
 	       proto__add_u64(unwind, "files_opened", s->unwind.files_opened) &&
-	       proto__add_u64(unwind, "files_known", s->unwind.files_known);
+	       proto__add_u64(unwind, "files_known", s->unwind.files_known) &&
+	       proto__add_u64(unwind, "adopted", s->unwind.adopted);
 }
 
 static bool proto__add_pt(cJSON *body, const struct proto_status *s)

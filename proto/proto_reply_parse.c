@@ -352,6 +352,9 @@ static int proto__reply_unwind(struct proto_status *s, const cJSON *o)
 	    (proto__reply_u64(item, "files_opened", &s->unwind.files_opened) < 0 ||
 	     proto__reply_u64(item, "files_known", &s->unwind.files_known) < 0))
 		return -EINVAL;
+	if (item && cJSON_GetObjectItemCaseSensitive(item, "adopted") &&
+	    proto__reply_u64(item, "adopted", &s->unwind.adopted) < 0)
+		return -EINVAL;
 	return 0;
 }
 

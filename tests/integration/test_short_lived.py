@@ -19,7 +19,9 @@ binary's tables are loaded already (an earlier process of it ran), so the
 kernel side builds their mappings from their VMAs: when their loader is
 done (a hook on ld.so), else at their first deferred walk (the always-on
 profile's sampled stacks). Every nap whole; those that exit before user
-space reads their maps are named from that list.
+space reads their maps are named from that list. A list that covers all of
+a process's executable files is taken by user space as it is, without
+reading the process's maps (status unwind.adopted).
 """
 import json
 import os
@@ -256,8 +258,20 @@ class ShortLivedTest(unittest.TestCase):
                 self.skipTest("no hook on the dynamic loader here (its _dl_debug_state)")
             proc = d.ctl_popen("--json", "capture", "--seconds", "6", "-U", "--state", "S")
             d.wait_captures(1)
+            adopted = d.status()["unwind"].get("adopted", 0)
             truth = self.run_fresh_processes(d)
             self.check_capture(proc, truth, "capture, from the first block")
+            # Their binary's files all have tables: the lists built when
+            # their loader was done are taken as they are, without reading
+            # their maps, and their stacks are whole and named all the same.
+            # (User space is not woken for such a list: it takes it at its
+            # next wakeup, within its 5 s sweep.)
+            deadline = time.monotonic() + 15
+            while (d.status()["unwind"]["adopted"] - adopted < PROCESSES and
+                   time.monotonic() < deadline):
+                time.sleep(0.5)
+            self.assertGreaterEqual(d.status()["unwind"]["adopted"] - adopted, PROCESSES,
+                                    d.status()["unwind"])
         finally:
             self.stop(d, proc)
 
@@ -290,6 +304,58 @@ class ShortLivedTest(unittest.TestCase):
             got = json.loads(out.strip().splitlines()[-1])
             self.check_capture(proc, {got["pid"]: {t["tid"]: t["naps"] for t in got["threads"]}},
                                "a process of a copy, from its first block")
+        finally:
+            self.stop(d, proc)
+
+    def test_file_rewritten_in_place_not_taken_from_its_vmas(self):
+        # A list the kernel side built from a process's VMAs is taken whole
+        # (its maps unread) only where each file is unchanged since its table
+        # was made (size and ctime): a binary rewritten in place (the same
+        # inode, a new build-id) is read, and gets a table of its own, while
+        # a capture's loader hook builds its processes' lists.
+        d = self.daemon(SLOW_DRAINS + "continuous = false\n")
+        proc = None
+        copy = os.path.join(d.dir, "rewritten_workload")
+        try:
+            if not d.status()["unwind"]["loader_hook"]:
+                self.skipTest("no hook on the dynamic loader here (its _dl_debug_state)")
+            shutil.copy(SHORT_WORKLOAD, copy)
+            # (Before the capture: readelf's own files would get tables.)
+            build_id = subprocess.run(["readelf", "-n", copy], capture_output=True, text=True,
+                                      check=True).stdout.split("Build ID: ")[1].split()[0]
+            proc = d.ctl_popen("--json", "capture", "--seconds", "60", "-U", "--state", "S")
+            d.wait_captures(1)
+
+            def run_one(until):
+                """Runs a process of copy; waits (15 s at most) until the
+                unwinder's counters' growth passes until(); returns it."""
+                before = d.status()["unwind"]
+                subprocess.run([copy, "--threads", "1", "--naps", "50"], capture_output=True,
+                               check=True, timeout=60)
+                deadline = time.monotonic() + 15
+                while True:
+                    after = d.status()["unwind"]
+                    got = {k: after[k] - before[k] for k in ("builds", "files_opened", "adopted")}
+                    if until(got) or time.monotonic() > deadline:
+                        return got
+
+            first = run_one(lambda g: g["builds"] >= 1)
+            self.assertGreaterEqual(first["builds"], 1, first)
+            # Taken whole now. (The counts are the daemon's: offcpuctl's own
+            # processes, and whatever else runs, count too.)
+            again = run_one(lambda g: g["adopted"] >= 1)
+            self.assertGreaterEqual(again["adopted"], 1, again)
+            with open(copy, "r+b") as f:  # in place: the same inode and size
+                data = f.read()
+                at = data.index(bytes.fromhex(build_id))
+                f.seek(at)
+                f.write(bytes([data[at] ^ 0xff]))
+            # Taken whole with the old table, it would build nothing. (A read
+            # for the fork that execs it, asked before the exec, may find
+            # the new image too: the outcome is checked, not which path.)
+            rewritten = run_one(lambda g: g["builds"] >= 1)
+            self.assertGreaterEqual(rewritten["builds"], 1, f"a new build-id, a new table: {rewritten}")
+            self.assertGreaterEqual(rewritten["files_opened"], 1, rewritten)
         finally:
             self.stop(d, proc)
 
