@@ -507,19 +507,11 @@ static ssize_t table_of_mapping(const struct unwinder *u, const struct offcpu_un
 	return -1;
 }
 
-/* The maps lines of e's mappings (a list the kernel side built from VMAs),
- * for proc_files: its mappings with their files' paths. Returns the
- * length, 0 if none could be written (*lines is then NULL). */
-static size_t kernel_built_lines(const struct unwinder *u, const struct offcpu_unwind_proc *e,
-				 char **lines)
+/* Writes the maps lines of e's mappings (a list the kernel side built from
+ * VMAs) to f, for proc_files: its mappings with their files' paths. */
+static void kernel_built_lines(const struct unwinder *u, const struct offcpu_unwind_proc *e,
+			       FILE *f)
 {
-	size_t len = 0;
-	FILE *f;
-
-	*lines = NULL;
-	f = open_memstream(lines, &len);
-	if (!f)
-		return 0;
 	for (uint32_t i = 0; i < e->n && i < OFFCPU_UNWIND_MAPPINGS; i++) {
 		const struct offcpu_unwind_mapping *m = &e->maps[i];
 		ssize_t idx = table_of_mapping(u, m);
@@ -531,12 +523,6 @@ static size_t kernel_built_lines(const struct unwinder *u, const struct offcpu_u
 				(uint64_t)m->start, (uint64_t)m->end, pgoff, major(t->dev), minor(t->dev),
 				(uint64_t)t->ino, t->path);
 	}
-	if (fclose(f) != 0 || !len) {
-		free(*lines);
-		*lines = NULL;
-		return 0;
-	}
-	return len;
 }
 
 /*
@@ -547,14 +533,18 @@ static size_t kernel_built_lines(const struct unwinder *u, const struct offcpu_u
 static void keep_kernel_built(struct unwinder *u, uint32_t tgid)
 {
 	struct offcpu_unwind_proc e;
-	char *lines;
-	size_t len;
+	char *lines = NULL;
+	size_t len = 0;
+	FILE *f;
 
 	if (!u->files || bpf_map_lookup_elem(u->maps.procs_fd, &tgid, &e) < 0 ||
 	    !(e.flags & OFFCPU_UNWIND_FROM_VMAS))
 		return;
-	len = kernel_built_lines(u, &e, &lines);
-	if (len)
+	f = open_memstream(&lines, &len);
+	if (!f)
+		return;
+	kernel_built_lines(u, &e, f);
+	if (fclose(f) == 0 && len)
 		proc_files_keep(u->files, tgid, lines, len);
 	free(lines);
 }
@@ -776,49 +766,40 @@ static int publish(struct unwinder *u, uint32_t tgid, uint64_t asked,
 }
 
 /*
- * Takes the list the kernel side built of tgid's mappings from its VMAs as
- * user space's own (published without OFFCPU_UNWIND_FROM_VMAS, its tables
- * referenced, its lines noted), where it covers every executable file
- * mapping (OFFCPU_UNWIND_COMPLETE): the list a read of its maps would make,
- * without the read. Under process churn most new processes map only files
- * seen before, and reading their maps (the kernel formats every VMA) was
- * most of this thread's time. Returns 0, or -ENOENT if there is no such
- * list (or a table of it is gone): the maps are read then.
+ * As read_maps(), from the list the kernel side built of tgid's mappings
+ * from its VMAs, where it covers every executable file mapping
+ * (OFFCPU_UNWIND_COMPLETE): the list a read of its maps would make, taken
+ * without the read, to be published as user space's own. Under process
+ * churn most new processes map only files seen before, and reading their
+ * maps (the kernel formats every VMA) was most of this thread's time.
+ * Returns 0, or -ENOENT if there is no such list (or a table of it is
+ * gone; e and p are left as they were): the maps are read then.
  */
-static int adopt_kernel_built(struct unwinder *u, uint32_t tgid, uint64_t asked)
+static int adopt_kernel_built(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_proc *e,
+			      struct proc *p, FILE *lines)
 {
 	const uint32_t both = OFFCPU_UNWIND_FROM_VMAS | OFFCPU_UNWIND_COMPLETE;
-	struct offcpu_unwind_proc e;
-	struct proc fresh = { .tgid = tgid };
-	char *lines = NULL;
-	size_t len;
-	int err;
+	struct offcpu_unwind_proc built;
 
-	if (bpf_map_lookup_elem(u->maps.procs_fd, &tgid, &e) < 0 || (e.flags & both) != both ||
-	    e.n > OFFCPU_UNWIND_MAPPINGS)
+	if (bpf_map_lookup_elem(u->maps.procs_fd, &tgid, &built) < 0 ||
+	    (built.flags & both) != both || built.n > OFFCPU_UNWIND_MAPPINGS)
 		return -ENOENT;
-	for (uint32_t i = 0; i < e.n; i++) {
-		ssize_t idx = table_of_mapping(u, &e.maps[i]);
+	for (uint32_t i = 0; i < built.n; i++) {
+		ssize_t idx = table_of_mapping(u, &built.maps[i]);
 
 		if (idx < 0) {
-			proc_release(u, &fresh);
+			proc_release(u, p);
 			return -ENOENT;
 		}
 		u->tables[idx].refs++;
 		u->tables[idx].last_used = ++u->clock;
-		fresh.tables[fresh.n_tables++] = (uint32_t)idx;
+		p->tables[p->n_tables++] = (uint32_t)idx;
 	}
-	len = u->files ? kernel_built_lines(u, &e, &lines) : 0;
-	e.flags = 0;
-	e.files_added = 0;
-	err = publish(u, tgid, asked, &e, &fresh);
-	if (!err) {
-		stat_add(u, &u->stats.adopted);
-		if (len) /* its stacks named after it exits, as a read one's */
-			proc_files_note(u->files, tgid, lines, len);
-	}
-	free(lines);
-	return err;
+	kernel_built_lines(u, &built, lines);
+	built.flags = 0; /* user space's now */
+	built.files_added = 0;
+	*e = built;
+	return 0;
 }
 
 static int prepare(struct unwinder *u, uint32_t tgid)
@@ -828,22 +809,24 @@ static int prepare(struct unwinder *u, uint32_t tgid)
 	uint64_t asked = asked_at(u, tgid);
 	char *lines = NULL;
 	size_t len = 0;
-	FILE *mem;
+	FILE *mem = open_memstream(&lines, &len);
+	bool adopted;
 	int err;
 
-	err = adopt_kernel_built(u, tgid, asked);
-	if (err != -ENOENT)
-		return err;
-	mem = open_memstream(&lines, &len);
 	if (!mem)
 		return -ENOMEM;
-	err = read_maps(u, tgid, &e, &fresh, mem);
+	err = adopt_kernel_built(u, tgid, &e, &fresh, mem);
+	adopted = !err;
+	if (err == -ENOENT)
+		err = read_maps(u, tgid, &e, &fresh, mem);
 	if (fclose(mem) && !err)
 		err = -ENOMEM;
 	if (err)
 		proc_release(u, &fresh);
 	else
 		err = publish(u, tgid, asked, &e, &fresh);
+	if (!err && adopted)
+		stat_add(u, &u->stats.adopted);
 	/* Its mappings and files kept, for naming its stacks once it exits. */
 	if (!err && u->files)
 		proc_files_note(u->files, tgid, lines, len);
