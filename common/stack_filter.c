@@ -84,37 +84,86 @@ static const char *regex_bracket_end(const char *p)
 	return *p ? p : p - 1;
 }
 
-/* The copies an interval makes at p ("{2}", "{2,}", "{,5}", "{2,5}"),
- * with *end at its '}' and *ret_min its lower bound; 0 if p starts no
- * interval, UINT_MAX if a bound is above REGEX_DUP_MAX. glibc's parser
- * takes an escaped comma for the comma ("{1\,25544}": 2.7 GB in a
- * fuzzer's regcomp() when this read it as no interval). */
-static unsigned regex_interval(const char *p, const char **end, unsigned *ret_min)
-{
-	unsigned min = 0, max = 0, digits = 0;
-	bool comma = false;
+/* One token of an interval as glibc's fetch_number() reads it: a character
+ * or a backslash and the character it escapes. */
+struct regex_token {
+	char c;	      /* the character; '\0' at the pattern's end */
+	bool escaped; /* after a backslash */
+};
 
-	for (p++; *p >= '0' && *p <= '9'; p++, digits++)
-		min = min > REGEX_DUP_MAX ? min : min * 10 + (*p - '0');
-	if (*p == '\\' && p[1] == ',')
-		p++;
-	if (*p == ',') {
-		comma = true;
-		for (p++; *p >= '0' && *p <= '9'; p++, digits++)
-			max = max > REGEX_DUP_MAX ? max : max * 10 + (*p - '0');
+static struct regex_token regex_token_next(const char **p)
+{
+	struct regex_token t = { **p, false };
+
+	if (t.c == '\\' && (*p)[1]) {
+		t = (struct regex_token){ (*p)[1], true };
+		(*p)++;
 	}
-	if (*p != '}' || !digits)
+	if (t.c)
+		(*p)++;
+	return t;
+}
+
+/* A bound of an interval, read up to its ',' or '}' (at *p, as t); -1 if
+ * none, -2 if not a number, capped at REGEX_DUP_MAX + 1. glibc takes any
+ * token whose character is a comma for the comma ("\,") and an escaped
+ * zero for a digit ("\0" is not a back-reference); *escaped tells whether
+ * the bound held an escape. */
+static int regex_bound(const char **p, struct regex_token *t, bool *escaped)
+{
+	int n = -1;
+
+	for (;;) {
+		*t = regex_token_next(p);
+		*escaped |= t->escaped;
+		if (!t->c || t->c == ',' || (t->c == '}' && !t->escaped))
+			return n;
+		if (n == -2 || t->c < '0' || t->c > '9' || (t->escaped && t->c != '0'))
+			n = -2;
+		else if ((n = (n == -1 ? 0 : n * 10) + t->c - '0') > REGEX_DUP_MAX)
+			n = REGEX_DUP_MAX + 1;
+	}
+}
+
+/* The copies an interval makes at p ("{2}", "{2,}", "{,5}", "{2,5}"),
+ * with *end at its '}' and *ret_min its lower bound; 0 if glibc reads no
+ * valid interval there (regcomp() then fails). UINT_MAX and a reason in
+ * *refused if the check does not take it: a bound above REGEX_DUP_MAX, or
+ * an escape in it. Read token by token as glibc's parse_dup_op() does: a
+ * fuzzer's "{1\,25544}" and "{\0,25544}" took 2 GB in regcomp() while a
+ * character-wise reading here saw no interval in them. Escapes are refused
+ * outright, so that only plain digits, which every reading agrees on, make
+ * an interval's copies. */
+static unsigned regex_interval(const char *p, const char **end, unsigned *ret_min,
+			       const char **refused)
+{
+	struct regex_token t;
+	bool escaped = false;
+	int min, max;
+
+	p++;
+	min = regex_bound(&p, &t, &escaped);
+	if (min == -1 && t.c == ',')
+		min = 0; /* "{,5}" */
+	if (min < 0)
 		return 0;
-	*end = p;
-	*ret_min = min;
-	if (min > REGEX_DUP_MAX || max > REGEX_DUP_MAX)
+	if (t.c == ',')
+		max = regex_bound(&p, &t, &escaped); /* -1: "{2,}" */
+	else
+		max = min;
+	if (max == -2 || t.c != '}' || t.escaped || (max != -1 && min > max))
+		return 0;
+	*end = p - 1;
+	*ret_min = (unsigned)min;
+	*refused = escaped ? "an escaped character in an interval"
+		   : min > REGEX_DUP_MAX || max > REGEX_DUP_MAX ? "a bound above 255"
+								: NULL;
+	if (*refused)
 		return UINT_MAX;
 	/* glibc: {m} makes m copies, {m,} m and a starred one, {m,n} n */
-	if (!comma)
-		max = min;
-	else if (max == 0 && p[-1] == ',')
+	if (max == -1)
 		max = min + 1;
-	return max > min ? max : min > 0 ? min : 1;
+	return max > min ? (unsigned)max : min > 0 ? (unsigned)min : 1;
 }
 
 /*
@@ -140,6 +189,7 @@ bool stack_filter_regex_cheap(const char *pattern, char *why, size_t why_size)
 		struct regex_level *l = &levels[depth];
 		size_t atom = 1, copies = 0;
 		unsigned nest = 0, min = 1;
+		const char *refused;
 		bool empty = false;    /* the atom matches the empty string */
 		bool anchored = false; /* it holds an anchor */
 
@@ -194,9 +244,9 @@ bool stack_filter_regex_cheap(const char *pattern, char *why, size_t why_size)
 			copies = 2;
 			break;
 		case '{':
-			copies = regex_interval(p, &p, &min);
+			copies = regex_interval(p, &p, &min, &refused);
 			if (copies == UINT_MAX)
-				return regex_refuse(why, why_size, "a bound above 255");
+				return regex_refuse(why, why_size, refused);
 			break;
 		}
 		if (copies) { /* a repetition of the last atom */

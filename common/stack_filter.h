@@ -98,7 +98,8 @@ size_t stack_filter_folded(const struct stack_filter *f, char *text, size_t len)
  * square of the copies, and back-references make matching exponential:
  * regcomp() takes 45 s and 8 GiB for "a{0,32767}", a minute for
  * "((a?){1,255})+"; regexec() as long for "(a|aa)+\1c" on a long frame.
- * So refused: bounds above 255 (POSIX's RE_DUP_MAX), repetitions nested
+ * So refused: bounds above 255 (POSIX's RE_DUP_MAX), escapes in an
+ * interval (glibc's "{1\,9}" and "{\0,9}"), repetitions nested
  * more than two deep, back-references, and patterns that would grow past
  * 1024 parts (a pattern of PROTO_REGEX_MAX bytes without repetitions fits).
  * If refused, the reason is in why. Only regcomp() tells whether the
