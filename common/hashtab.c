@@ -1,4 +1,7 @@
-/* hashtab: see hashtab.h. Linear probing, grown to keep the load under 70 %. */
+/* hashtab: see hashtab.h. Linear probing, grown to keep the load under 70 %.
+ * Each entry starts with its key's hash (never 0; 0 marks an empty entry):
+ * a probe compares keys only where the hashes are equal, and growing does
+ * not hash again. */
 #include "hashtab.h"
 
 #include <errno.h>
@@ -9,7 +12,7 @@
 struct hashtab {
 	size_t key_size;
 	size_t value_size;
-	size_t entry_size; /* used byte, key, value; padded for alignment */
+	size_t entry_size; /* hash, key, value; padded for alignment */
 	size_t value_offset;
 	size_t capacity; /* power of two */
 	size_t count;
@@ -75,16 +78,34 @@ void hashtab_free(struct hashtab *h)
 	free(h);
 }
 
-/* Index of key's entry, or of the empty entry where it would go. */
-static size_t find(const struct hashtab *h, const void *key)
+/* The hash an entry keeps: never 0, which marks an empty entry. */
+static uint64_t key_hash(const struct hashtab *h, const void *key)
+{
+	uint64_t hash = hashtab_hash(key, h->key_size);
+
+	return hash ? hash : 1;
+}
+
+static uint64_t entry_hash(const unsigned char *e)
+{
+	uint64_t hash;
+
+	memcpy(&hash, e, sizeof(hash));
+	return hash;
+}
+
+/* Index of the entry of key (whose key_hash() is hash), or of the empty
+ * entry where it would go. */
+static size_t find(const struct hashtab *h, const void *key, uint64_t hash)
 {
 	size_t mask = h->capacity - 1;
-	size_t i = hashtab_hash(key, h->key_size) & mask;
+	size_t i = hash & mask;
 
 	for (;;) {
 		unsigned char *e = entry_at(h, i);
+		uint64_t at = entry_hash(e);
 
-		if (!e[0] || !memcmp(e + sizeof(uint64_t), key, h->key_size))
+		if (!at || (at == hash && !memcmp(e + sizeof(uint64_t), key, h->key_size)))
 			return i;
 		i = (i + 1) & mask;
 	}
@@ -92,9 +113,9 @@ static size_t find(const struct hashtab *h, const void *key)
 
 void *hashtab_get(const struct hashtab *h, const void *key)
 {
-	unsigned char *e = entry_at(h, find(h, key));
+	unsigned char *e = entry_at(h, find(h, key, key_hash(h, key)));
 
-	return e[0] ? e + h->value_offset : NULL;
+	return entry_hash(e) ? e + h->value_offset : NULL;
 }
 
 /* Moves the entries into a table of capacity (a power of two that holds
@@ -111,9 +132,10 @@ static int resize(struct hashtab *h, size_t capacity)
 		return -ENOMEM;
 	for (size_t i = 0; i < h->capacity; i++) {
 		unsigned char *e = entry_at(h, i);
+		uint64_t hash = entry_hash(e);
 
-		if (e[0])
-			memcpy(entry_at(&bigger, find(&bigger, e + sizeof(uint64_t))), e,
+		if (hash)
+			memcpy(entry_at(&bigger, find(&bigger, e + sizeof(uint64_t), hash)), e,
 			       h->entry_size);
 	}
 	free(h->entries);
@@ -123,10 +145,11 @@ static int resize(struct hashtab *h, size_t capacity)
 
 void *hashtab_put(struct hashtab *h, const void *key, bool *ret_created)
 {
+	uint64_t hash = key_hash(h, key);
 	unsigned char *e;
 
-	e = entry_at(h, find(h, key));
-	if (e[0]) {
+	e = entry_at(h, find(h, key, hash));
+	if (entry_hash(e)) {
 		if (ret_created)
 			*ret_created = false;
 		return e + h->value_offset;
@@ -134,15 +157,45 @@ void *hashtab_put(struct hashtab *h, const void *key, bool *ret_created)
 	if ((h->count + 1) * 10 > h->capacity * 7) {
 		if (resize(h, h->capacity * 2) < 0)
 			return NULL;
-		e = entry_at(h, find(h, key));
+		e = entry_at(h, find(h, key, hash));
 	}
-	e[0] = 1;
+	memcpy(e, &hash, sizeof(hash));
 	memcpy(e + sizeof(uint64_t), key, h->key_size);
 	memset(e + h->value_offset, 0, h->value_size);
 	h->count++;
 	if (ret_created)
 		*ret_created = true;
 	return e + h->value_offset;
+}
+
+/* Backward-shift deletion: the entries after the freed one, up to the next
+ * empty entry, move back into it where their probe would pass it, so no
+ * probe meets an empty entry before its key's (no tombstones). */
+bool hashtab_remove(struct hashtab *h, const void *key)
+{
+	size_t mask = h->capacity - 1;
+	size_t hole = find(h, key, key_hash(h, key)), i = hole;
+
+	if (!entry_hash(entry_at(h, hole)))
+		return false;
+	for (;;) {
+		unsigned char *e;
+		size_t home;
+
+		i = (i + 1) & mask;
+		e = entry_at(h, i);
+		if (!entry_hash(e))
+			break;
+		home = entry_hash(e) & mask;
+		/* e stays where its home lies cyclically in (hole, i] */
+		if (((i - home) & mask) < ((i - hole) & mask))
+			continue;
+		memcpy(entry_at(h, hole), e, h->entry_size);
+		hole = i;
+	}
+	memset(entry_at(h, hole), 0, h->entry_size);
+	h->count--;
+	return true;
 }
 
 int hashtab_reserve(struct hashtab *h, size_t n)
@@ -169,7 +222,7 @@ bool hashtab_next(const struct hashtab *h, size_t *pos, const void **ret_key, vo
 	for (size_t i = *pos; i < h->capacity; i++) {
 		unsigned char *e = entry_at(h, i);
 
-		if (e[0]) {
+		if (entry_hash(e)) {
 			*pos = i + 1;
 			if (ret_key)
 				*ret_key = e + sizeof(uint64_t);

@@ -24,6 +24,10 @@ void *hashtab_get(const struct hashtab *h, const void *key);
  * NULL on ENOMEM (table unchanged). Valid until the next insertion. */
 void *hashtab_put(struct hashtab *h, const void *key, bool *ret_created);
 
+/* Removes key's entry; false if there was none. Other entries' values got
+ * before may have moved: get them again. */
+bool hashtab_remove(struct hashtab *h, const void *key);
+
 /* Room for n entries without growing (each growth moves every entry), for
  * a caller that knows about how many come. 0 or -ENOMEM (table unchanged). */
 int hashtab_reserve(struct hashtab *h, size_t n);

@@ -41,6 +41,23 @@ int main(void)
 	CHECK(seen == 10000 && sum == 10000ULL * 9999 / 2);
 	CHECK(!hashtab_next(h, &pos, NULL, NULL));
 
+	/* Removed keys are gone and every other key is still found, across
+	 * the probe runs that removals shift back. */
+	for (uint32_t i = 0; i < 10000; i += 3)
+		CHECK(hashtab_remove(h, &(struct key){ i % 100, i / 100 }));
+	CHECK(!hashtab_remove(h, &(struct key){ 0, 0 }));
+	CHECK(hashtab_count(h) == 10000 - 3334);
+	for (uint32_t i = 0; i < 10000; i++) {
+		v = hashtab_get(h, &(struct key){ i % 100, i / 100 });
+		CHECK(i % 3 ? v && *v == i : v == NULL);
+	}
+	for (uint32_t i = 0; i < 10000; i += 3) {
+		v = hashtab_put(h, &(struct key){ i % 100, i / 100 }, &created);
+		CHECK(v && created && *v == 0);
+		*v = i;
+	}
+	CHECK(hashtab_count(h) == 10000);
+
 	/* Room reserved on a full table keeps its entries; a smaller reserve
 	 * changes nothing. */
 	CHECK(hashtab_reserve(h, 100000) == 0);
