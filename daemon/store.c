@@ -299,6 +299,7 @@ void store_close(struct store *s)
 	store__intern_free(&s->strings);
 	store__intern_free(&s->stacks);
 	hashtab_free(s->series);
+	hashtab_free(s->series_older);
 	free(s->frames);
 	free(s);
 }

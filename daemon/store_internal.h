@@ -79,7 +79,11 @@ struct store {
 	uint64_t evicted_since_gc; /* windows, see GC_FRACTION */
 	struct intern strings;	   /* frame name or comm -> strings.id */
 	struct intern stacks;	   /* ';'-joined stack or chain -> stacks.id */
-	struct hashtab *series;	   /* struct series_key -> series.id; NULL: off */
+	/* struct series_key -> series.id, in two generations (NULL: off): a
+	 * series found in the older moves to the newer, and when the newer is
+	 * full it becomes the older. What recurs stays; a dead thread's series
+	 * go within two generations. */
+	struct hashtab *series, *series_older;
 	unsigned char *frames;	   /* scratch: a stack's varint encoding */
 	size_t frames_cap;
 	char *err; /* the current call's message buffer */

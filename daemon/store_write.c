@@ -17,6 +17,11 @@
 /* The interning caches are dropped and refilled rather than grown past this. */
 #define INTERN_MAX_ENTRIES (1u << 20)
 #define INTERN_MAX_BYTES   ((size_t)64 << 20)
+/* A generation of the series cache: 4 MiB of table. Under process churn
+ * most series are a new thread's, used in one window; a cache of every
+ * series seen held 64-128 MiB by then, and most lookups missed the CPU's
+ * caches (bench/store_replay). */
+#define SERIES_GENERATION_ENTRIES (1u << 15)
 
 /* An estimate of SQLite's per-row overhead in a b-tree: the payload length
  * varint, the cell pointer and a little slack for interior pages. */
@@ -158,6 +163,8 @@ void store__forget(struct store *s)
 	intern_reset(&s->strings);
 	intern_reset(&s->stacks);
 	hashtab_free(s->series);
+	hashtab_free(s->series_older);
+	s->series_older = NULL;
 	if (hashtab_new(sizeof(struct series_key), sizeof(int64_t), &s->series) < 0)
 		s->series = NULL;
 }
@@ -333,13 +340,49 @@ static void series_bind(sqlite3_stmt *st, const struct series_key *key)
 	sqlite3_bind_int64(st, 8, key->chain_id);
 }
 
+/* The cached id of a series, from either generation; NULL if not cached. */
+static const int64_t *series_cached(struct store *s, const struct series_key *key)
+{
+	const int64_t *id = s->series ? hashtab_get(s->series, key) : NULL;
+	int64_t *moved;
+
+	if (id || !s->series_older || !(id = hashtab_get(s->series_older, key)))
+		return id;
+	moved = hashtab_count(s->series) < SERIES_GENERATION_ENTRIES
+			? hashtab_put(s->series, key, NULL)
+			: NULL;
+	if (moved)
+		*moved = *id;
+	return moved ? moved : id;
+}
+
+/* Caches a series' id in the newer generation, which becomes the older
+ * when full. Best effort, like intern_add(). */
+static void series_cache(struct store *s, const struct series_key *key, int64_t id)
+{
+	struct hashtab *newer;
+	int64_t *slot;
+
+	if (!s->series)
+		return;
+	if (hashtab_count(s->series) >= SERIES_GENERATION_ENTRIES) {
+		if (hashtab_new(sizeof(struct series_key), sizeof(int64_t), &newer) < 0)
+			return;
+		hashtab_free(s->series_older);
+		s->series_older = s->series;
+		s->series = newer;
+	}
+	slot = hashtab_put(s->series, key, NULL);
+	if (slot)
+		*slot = id;
+}
+
 /* Id of a series, inserted if absent. */
 static int series_id(struct store *s, const struct series_key *key, int64_t *ret_id,
 		     uint64_t *bytes)
 {
-	const int64_t *cached = s->series ? hashtab_get(s->series, key) : NULL;
+	const int64_t *cached = series_cached(s, key);
 	sqlite3_stmt *st;
-	int64_t *slot;
 	int rc;
 
 	if (cached) {
@@ -367,16 +410,7 @@ static int series_id(struct store *s, const struct series_key *key, int64_t *ret
 		if (rc != SQLITE_ROW)
 			return store__fail(s, rc, "cannot look up a series");
 	}
-
-	/* Cached best effort, like intern_add(). */
-	if (s->series && hashtab_count(s->series) >= INTERN_MAX_ENTRIES) {
-		hashtab_free(s->series);
-		if (hashtab_new(sizeof(struct series_key), sizeof(int64_t), &s->series) < 0)
-			s->series = NULL;
-	}
-	slot = s->series ? hashtab_put(s->series, key, NULL) : NULL;
-	if (slot)
-		*slot = *ret_id;
+	series_cache(s, key, *ret_id);
 	return 0;
 }
 
