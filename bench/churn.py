@@ -34,9 +34,12 @@ profiles the same churn at the same time, and its CPU is reported beside
 the first's: an A/B that the hour's noise (the same churn cost 33 % of a
 core one hour and 46 % the next) moves alike for both. Each daemon also
 profiles the other; swap the two between runs to cancel who started first.
+With --beside-config the second daemon gets its own configuration lines:
+the same build beside itself compares two settings.
 
 Usage: sudo bench/churn.py [--build DIR] [--seconds N] [--rate R] [--config LINES]
-           [--daemon OFFCPUD] [--beside OFFCPUD] [--keep-db PATH] [--json]
+           [--daemon OFFCPUD] [--beside OFFCPUD] [--beside-config LINES]
+           [--keep-db PATH] [--json]
 """
 import argparse
 import json
@@ -457,6 +460,9 @@ def main():
     ap.add_argument("--beside", metavar="OFFCPUD",
                     help="run this offcpud too (another build), beside the first on the same churn, and "
                          "report both: an A/B in one run")
+    ap.add_argument("--beside-config", metavar="LINES",
+                    help="extra offcpud.conf lines for the daemon beside (default: --config's): the same "
+                         "build beside itself compares two configurations")
     ap.add_argument("--keep-db", metavar="PATH",
                     help="copy the daemon's database here at the end (for bench/store_replay)")
     ap.add_argument("--json", action="store_true")
@@ -471,7 +477,8 @@ def main():
         sys.exit(f"churn: {why}")
     with bench_env.cleanup():
         d = bench_env.daemon(args.config.replace("\\n", "\n"))
-        beside = bench_env.daemon(args.config.replace("\\n", "\n"), binary=os.path.abspath(args.beside)) \
+        beside_config = args.config if args.beside_config is None else args.beside_config
+        beside = bench_env.daemon(beside_config.replace("\\n", "\n"), binary=os.path.abspath(args.beside)) \
             if args.beside else None
 
         def progress(w):
