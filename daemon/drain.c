@@ -19,6 +19,100 @@ struct name_key {
 	uint32_t kind; /* 0 user stack, 1 kernel stack, 2 waker chain, 3 user stack + file */
 };
 
+/* A drain's name: its own, or one of struct drain_names' (kept). */
+struct drain_name {
+	char *name;
+	bool kept;
+};
+
+/* Bounds of the names kept across drains: past either, they start afresh. */
+#define DRAIN_NAMES_MAX	      65536
+#define DRAIN_NAMES_MAX_BYTES ((size_t)32 << 20)
+
+/* The names of stacks that mean the same in every drain and process:
+ * kernel stacks (the kernel's symbols are read once) and user stacks of
+ * file frames alone, while no file id has been forgotten (an id names one
+ * file until then). Most of a drain's stacks were named in the drain
+ * before; under process churn, a new process's stacks were named for the
+ * processes of its binary before it. */
+struct drain_names {
+	struct hashtab *map; /* struct name_key (tgid 0) -> char * */
+	size_t bytes;
+	uint64_t epoch; /* drain_lookup.names_epoch when they were named */
+};
+
+int drain_names_new(struct drain_names **ret)
+{
+	struct drain_names *n = calloc(1, sizeof(*n));
+
+	if (!n || hashtab_new(sizeof(struct name_key), sizeof(char *), &n->map) < 0) {
+		free(n);
+		return -ENOMEM;
+	}
+	*ret = n;
+	return 0;
+}
+
+static void free_names(struct hashtab *map)
+{
+	char **name;
+	size_t pos = 0;
+
+	while (map && hashtab_next(map, &pos, NULL, (void **)&name))
+		free(*name);
+	hashtab_free(map);
+}
+
+static void drain_names_clear(struct drain_names *n)
+{
+	free_names(n->map);
+	n->bytes = 0;
+	if (hashtab_new(sizeof(struct name_key), sizeof(char *), &n->map) < 0)
+		n->map = NULL; /* none kept from now on */
+}
+
+void drain_names_free(struct drain_names *n)
+{
+	if (!n)
+		return;
+	free_names(n->map);
+	free(n);
+}
+
+size_t drain_names_count(const struct drain_names *n)
+{
+	return n && n->map ? hashtab_count(n->map) : 0;
+}
+
+/* At a drain's start, when no row names a kept name: drops them all if
+ * they may be wrong now, or if they take more than their bounds. */
+static void drain_names_check(struct drain_names *n, const struct drain_lookup *lk)
+{
+	uint64_t epoch = lk->names_epoch ? lk->names_epoch(lk->arg) : 0;
+
+	if (n && n->map &&
+	    (epoch != n->epoch || hashtab_count(n->map) >= DRAIN_NAMES_MAX ||
+	     n->bytes >= DRAIN_NAMES_MAX_BYTES))
+		drain_names_clear(n);
+	if (n)
+		n->epoch = epoch;
+}
+
+/* Keeps name (ownership passes) under key; false if there is no room. */
+static bool drain_names_keep(struct drain_names *n, const struct name_key *key, char *name)
+{
+	char **slot;
+
+	if (!n || !n->map)
+		return false;
+	slot = hashtab_put(n->map, key, NULL);
+	if (!slot)
+		return false;
+	*slot = name;
+	n->bytes += strlen(name) + 1;
+	return true;
+}
+
 #define FRAME_NAME_MAX 4096 /* a user address's frames: its inline chain */
 
 /* Appends s as frames: one frame name (';' in it made ':'), or with
@@ -157,15 +251,16 @@ static bool stack_of_files(const struct offcpu_stack *st)
 	return true;
 }
 
-static const char *name_get(struct drain_result *r, const struct drain_lookup *lk,
-			    const struct collector_batch *b, uint64_t hash, uint32_t tgid,
-			    bool kernel)
+static const char *name_get(struct drain_result *r, struct drain_names *kept,
+			    const struct drain_lookup *lk, const struct collector_batch *b,
+			    uint64_t hash, uint32_t tgid, bool kernel)
 {
 	struct name_key shared = { .hash = hash, .kind = kernel },
 			own = { .hash = hash, .tgid = tgid, .kind = kernel };
 	const struct collector_stack *found;
-	char **slot;
-	bool created;
+	struct drain_name *slot;
+	char **kept_name;
+	bool is_shared;
 
 	if (!hash)
 		return "";
@@ -174,16 +269,26 @@ static const char *name_get(struct drain_result *r, const struct drain_lookup *l
 	if (!slot && !kernel)
 		slot = hashtab_get(r->names, &own);
 	if (slot)
-		return *slot;
+		return slot->name;
 	found = stack_find(b, hash);
-	slot = hashtab_put(r->names,
-			   kernel || (found && stack_of_files(&found->stack)) ? &shared : &own,
-			   &created);
+	is_shared = kernel || (found && stack_of_files(&found->stack));
+	slot = hashtab_put(r->names, is_shared ? &shared : &own, NULL);
 	if (!slot)
 		return "[out of memory]";
+	kept_name =
+		is_shared && found && kept && kept->map ? hashtab_get(kept->map, &shared) : NULL;
+	if (kept_name) {
+		*slot = (struct drain_name){ *kept_name, true };
+		return slot->name;
+	}
 	/* The stack map was full when this block was counted: keep the time. */
-	*slot = found ? stack_name(lk, &found->stack, tgid, kernel, false) : strdup("[stack lost]");
-	return *slot ? *slot : "[out of memory]";
+	slot->name =
+		found ? stack_name(lk, &found->stack, tgid, kernel, false) : strdup("[stack lost]");
+	if (!slot->name)
+		return "[out of memory]";
+	if (is_shared && found)
+		slot->kept = drain_names_keep(kept, &shared, slot->name);
+	return slot->name;
 }
 
 static int chain_cmp(const void *a, const void *b)
@@ -300,23 +405,23 @@ static const char *file_leaf(struct drain_result *r, const struct drain_lookup *
 				.tgid = k->tgid,
 				.kind = 3 };
 	struct offcpu_file_name f;
-	char **slot;
+	struct drain_name *slot;
 	bool created;
 
 	slot = hashtab_put(r->names, &key, &created);
 	if (!slot)
 		return "[out of memory]";
 	if (!created)
-		return *slot;
+		return slot->name;
 	if (lk->file_name(lk->arg, k->chain, &f) < 0)
 		snprintf(f.name, sizeof(f.name), "[name lost]"); /* evicted: the time stays */
 	for (char *p = f.name; *p; p++)
 		if (*p == ';' || (unsigned char)*p < 0x20)
 			*p = *p == ';' ? ':' : '?'; /* a frame holds no ';' and no line break */
-	if (asprintf(slot, "%s%s" DRAIN_FILE_FRAME_PREFIX "%s", ustack, *ustack ? ";" : "",
+	if (asprintf(&slot->name, "%s%s" DRAIN_FILE_FRAME_PREFIX "%s", ustack, *ustack ? ";" : "",
 		     f.name) < 0)
-		*slot = NULL;
-	return *slot ? *slot : "[out of memory]";
+		slot->name = NULL;
+	return slot->name ? slot->name : "[out of memory]";
 }
 
 static const char *chain_get(struct drain_result *r, const struct drain_lookup *lk,
@@ -324,7 +429,8 @@ static const char *chain_get(struct drain_result *r, const struct drain_lookup *
 {
 	struct name_key key = { .hash = k->chain, .kind = 2 };
 	struct collector_chain probe = { .hash = k->chain }, *found;
-	char *buf = NULL, **slot;
+	struct drain_name *slot;
+	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	bool created;
 	int e = 0;
@@ -338,12 +444,12 @@ static const char *chain_get(struct drain_result *r, const struct drain_lookup *
 	if (!slot)
 		return "[out of memory]";
 	if (!created)
-		return *slot;
+		return slot->name;
 	found = b->n_chains ? bsearch(&probe, b->chains, b->n_chains, sizeof(*b->chains), chain_cmp)
 			    : NULL;
 	if (!found) {
-		*slot = strdup("[chain lost]");
-		return *slot ? *slot : "[out of memory]";
+		slot->name = strdup("[chain lost]");
+		return slot->name ? slot->name : "[out of memory]";
 	}
 	for (uint32_t i = 0; i < found->chain.n && i < OFFCPU_MAX_CHAIN && e == 0; i++) {
 		if (i)
@@ -357,8 +463,8 @@ static const char *chain_get(struct drain_result *r, const struct drain_lookup *
 		free(buf);
 		buf = NULL;
 	}
-	*slot = buf ? buf : strdup("");
-	return *slot ? *slot : "[out of memory]";
+	slot->name = buf ? buf : strdup("");
+	return slot->name ? slot->name : "[out of memory]";
 }
 
 void drain_unsampled_names(struct drain_row *row)
@@ -368,14 +474,15 @@ void drain_unsampled_names(struct drain_row *row)
 	row->chain = "";
 }
 
-int drain_run(struct collector_batch *b, const struct drain_lookup *lk, struct sampling_carry *carry,
-	      struct drain_result *ret)
+int drain_run(struct collector_batch *b, const struct drain_lookup *lk,
+	      struct sampling_carry *carry, struct drain_names *kept, struct drain_result *ret)
 {
 	int r;
 
 	memset(ret, 0, sizeof(*ret));
 	memcpy(ret->counters, b->counters, sizeof(ret->counters));
-	r = hashtab_new(sizeof(struct name_key), sizeof(char *), &ret->names);
+	drain_names_check(kept, lk);
+	r = hashtab_new(sizeof(struct name_key), sizeof(struct drain_name), &ret->names);
 	if (r < 0)
 		return r;
 	r = sampling_calibrate(&b->rows, &b->n_rows, b->totals, b->n_totals, carry, ret->sampling);
@@ -399,8 +506,8 @@ int drain_run(struct collector_batch *b, const struct drain_lookup *lk, struct s
 			drain_unsampled_names(row);
 			continue;
 		}
-		row->kstack = name_get(ret, lk, b, row->key.kstack, row->key.tgid, true);
-		row->ustack = name_get(ret, lk, b, row->key.ustack, row->key.tgid, false);
+		row->kstack = name_get(ret, kept, lk, b, row->key.kstack, row->key.tgid, true);
+		row->ustack = name_get(ret, kept, lk, b, row->key.ustack, row->key.tgid, false);
 		ustack = row->key.ustack ? stack_find(b, row->key.ustack) : NULL;
 		row->ustack_flags = ustack ? ustack->stack.flags : 0;
 		row->chain = chain_get(ret, lk, b, &row->key);
@@ -420,13 +527,13 @@ int drain_run(struct collector_batch *b, const struct drain_lookup *lk, struct s
 
 void drain_result_release(struct drain_result *r)
 {
-	const void *key;
-	char **name;
+	struct drain_name *name;
 	size_t pos = 0;
 
 	if (r->names)
-		while (hashtab_next(r->names, &pos, &key, (void **)&name))
-			free(*name);
+		while (hashtab_next(r->names, &pos, NULL, (void **)&name))
+			if (!name->kept)
+				free(name->name);
 	hashtab_free(r->names);
 	free(r->rows);
 	free(r->hists);

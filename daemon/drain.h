@@ -59,7 +59,17 @@ struct drain_lookup {
 	int (*waker_stack)(void *arg, uint64_t hash, struct offcpu_stack *ret);
 	/* A fileio row's file name by its hash: 0, or < 0 if it is gone. */
 	int (*file_name)(void *arg, uint64_t hash, struct offcpu_file_name *ret);
+	/* A number that changes when a name given before for a stack of file
+	 * frames may no longer be right (a file id forgotten); NULL: never. */
+	uint64_t (*names_epoch)(void *arg);
 };
+
+/* Names kept from one drain to the next, for the stacks whose names do not
+ * change (drain.c). NULL-safe; drain_names_new() returns 0 or -ENOMEM. */
+struct drain_names;
+int drain_names_new(struct drain_names **ret);
+void drain_names_free(struct drain_names *n);
+size_t drain_names_count(const struct drain_names *n);
 
 /* Names row, an OFFCPU_KEY_UNSAMPLED one: DRAIN_UNSAMPLED_FRAME, no other
  * frames. Also for the unsampled rows of carried time (sampling_carry_take()). */
@@ -68,10 +78,13 @@ void drain_unsampled_names(struct drain_row *row);
 /* Names the rows of batch b, one collector_drain()'s: scales the sampled
  * rows (sampling_calibrate, with carry: may be NULL), sorts the stacks and
  * chains, and takes the histograms (b->hists is NULL after); b stays the
- * caller's to release. ret->counters are b's whatever happens. Returns 0
- * or -errno; *ret must be released with drain_result_release() either way. */
-int drain_run(struct collector_batch *b, const struct drain_lookup *lk, struct sampling_carry *carry,
-	      struct drain_result *ret);
+ * caller's to release. Names are taken from and kept in kept (may be NULL):
+ * rows may point into it, so the result of one drain_run() must be released
+ * before the next with the same kept. ret->counters are b's whatever
+ * happens. Returns 0 or -errno; *ret must be released with
+ * drain_result_release() either way. */
+int drain_run(struct collector_batch *b, const struct drain_lookup *lk,
+	      struct sampling_carry *carry, struct drain_names *kept, struct drain_result *ret);
 void drain_result_release(struct drain_result *r);
 
 #endif

@@ -281,6 +281,8 @@ static int collector_start(struct manager *m)
 	r = proc_files_new(PROC_ROOT, &m->proc_files);
 	if (r >= 0)
 		r = file_ids_new(OFFCPU_FRAME_FILE_IDS - 1, FILE_IDS_KEEP_S, &m->file_ids);
+	if (r >= 0)
+		r = drain_names_new(&m->drain.kept_names);
 	if (r < 0) {
 		log_error("out of memory");
 		return r;
@@ -433,6 +435,7 @@ static void manager_free(struct manager *m)
 	profile_free(m->windows.window);
 	hashtab_free(m->windows.window_hists);
 	sampling_carry_release(&m->drain.carry);
+	drain_names_free(m->drain.kept_names);
 	store_queue_free(m->store_queue);
 	store_close(m->store);
 	state_lock_release(m->state_lock_fd);

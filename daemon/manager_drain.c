@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "collector.h"
 #include "drain.h"
+#include "file_ids.h"
 #include "hashtab.h"
 #include "kind_status.h"
 #include "history.h"
@@ -70,6 +71,13 @@ static int lookup_file_name(void *arg, uint64_t hash, struct offcpu_file_name *r
 	return collector_file_name(m->collector, hash, ret);
 }
 
+static uint64_t lookup_names_epoch(void *arg)
+{
+	struct manager *m = arg;
+
+	return m->file_ids ? file_ids_forgotten(m->file_ids) : 0;
+}
+
 /* Empties the kernel maps and names the rows. The maps of the captures'
  * targets are read first, so that a target that exits before its stacks are
  * drained is still named. */
@@ -82,6 +90,7 @@ static void drain_work_cb(uv_work_t *req)
 		.user_frames = lookup_user_frames,
 		.waker_stack = lookup_waker_stack,
 		.file_name = lookup_file_name,
+		.names_epoch = lookup_names_epoch,
 	};
 	struct collector_batch b;
 	int r;
@@ -95,7 +104,8 @@ static void drain_work_cb(uv_work_t *req)
 	}
 	/* A failed drain leaves b empty: the result is empty too, but for the
 	 * counters. */
-	m->drain.drain_error = drain_run(&b, &lk, &m->drain.carry, &m->drain.drain_result);
+	m->drain.drain_error =
+		drain_run(&b, &lk, &m->drain.carry, m->drain.kept_names, &m->drain.drain_result);
 	if (r < 0)
 		m->drain.drain_error = r;
 	m->drain.banks_error = b.banks_error;

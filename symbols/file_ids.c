@@ -30,6 +30,7 @@ struct file_ids {
 	uint64_t keep_ns;
 	uint32_t next;			/* the id to try next */
 	uint64_t serial;		/* the last handed out */
+	uint64_t forgotten;		/* ids forgotten so far */
 	struct file_id_entry **entries; /* sorted by id */
 	size_t n, cap;
 };
@@ -100,9 +101,10 @@ static void forget_old(struct file_ids *ids, uint64_t now)
 	for (size_t i = 0; i < ids->n; i++) {
 		struct file_id_entry *e = ids->entries[i];
 
-		if (e->retired_ns && now - e->retired_ns >= ids->keep_ns)
+		if (e->retired_ns && now - e->retired_ns >= ids->keep_ns) {
 			free(e);
-		else
+			ids->forgotten++;
+		} else
 			ids->entries[kept++] = e;
 	}
 	ids->n = kept;
@@ -182,6 +184,16 @@ uint64_t file_ids_serial(struct file_ids *ids, uint32_t id)
 		serial = ids->entries[i]->info.serial;
 	pthread_mutex_unlock(&ids->lock);
 	return serial;
+}
+
+uint64_t file_ids_forgotten(struct file_ids *ids)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&ids->lock);
+	n = ids->forgotten;
+	pthread_mutex_unlock(&ids->lock);
+	return n;
 }
 
 size_t file_ids_count(struct file_ids *ids)

@@ -55,6 +55,10 @@ int file_ids_get(struct file_ids *ids, uint32_t id, struct file_id_info *ret);
  * a cheap check that what was got for id is still what it stands for. */
 uint64_t file_ids_serial(struct file_ids *ids, uint32_t id);
 
+/* How many ids were forgotten so far: names given for ids before stay
+ * right while it does not change. */
+uint64_t file_ids_forgotten(struct file_ids *ids);
+
 /* Ids known now (retired ones included). */
 size_t file_ids_count(struct file_ids *ids);
 

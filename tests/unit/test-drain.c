@@ -3,8 +3,9 @@
  * through lookups that answer from tables here, no BPF. Checks the folded
  * names (root to leaf, tracing frames cut, return addresses looked up one
  * byte earlier, ';' kept out of frame names), the pseudo-frames of lost
- * stacks, chains and file names, the waker chains, the per-drain name cache
- * and what passes through (histograms, counters).
+ * stacks, chains and file names, the waker chains, the per-drain name cache,
+ * the names kept across drains and what passes through (histograms,
+ * counters).
  */
 #include <errno.h>
 #include <linux/types.h>
@@ -57,11 +58,19 @@ static void kernel_frame(void *arg, uint64_t addr, char *buf, size_t size)
 	snprintf(buf, size, "%s", sym_find(0, addr));
 }
 
+/* A file's frame (OFFCPU_FRAME_FILE): the same code in every process. */
+#define FILE_FRAME(id, vaddr)                                                                      \
+	(OFFCPU_FRAME_FILE | (uint64_t)(id) << OFFCPU_FRAME_FILE_SHIFT | (vaddr))
+
 static void user_frames(void *arg, uint32_t tgid, uint64_t addr, char *buf, size_t size)
 {
 	(void)arg;
 	lookups_user++;
-	snprintf(buf, size, "%s", sym_find(tgid, addr));
+	if (addr & OFFCPU_FRAME_FILE)
+		snprintf(buf, size, "file%u:0x%llx", OFFCPU_FRAME_FILE_ID(addr),
+			 (unsigned long long)(addr & OFFCPU_FRAME_VADDR_MASK));
+	else
+		snprintf(buf, size, "%s", sym_find(tgid, addr));
 }
 
 /* Waker stacks by hash, as the collector's waker_stacks map. */
@@ -247,7 +256,7 @@ static void test_names(void)
 
 	batch_make(&b);
 	hists = b.hists;
-	CHECK(drain_run(&b, &lookup, NULL, &r) == 0);
+	CHECK(drain_run(&b, &lookup, NULL, NULL, &r) == 0);
 	CHECK(r.n_rows == N_ROWS);
 	if (r.n_rows != N_ROWS)
 		goto out;
@@ -314,15 +323,87 @@ static void test_empty(void)
 	struct drain_result r;
 
 	b.counters[OFFCPU_CNT_SWITCHES] = 5;
-	CHECK(drain_run(&b, &lookup, NULL, &r) == 0);
+	CHECK(drain_run(&b, &lookup, NULL, NULL, &r) == 0);
 	CHECK(r.n_rows == 0 && r.n_hists == 0 && r.n_stacks == 0);
 	CHECK(r.counters[OFFCPU_CNT_SWITCHES] == 5);
 	drain_result_release(&r);
+}
+
+static uint64_t epoch;
+
+static uint64_t names_epoch(void *arg)
+{
+	(void)arg;
+	return epoch;
+}
+
+/* One drain of three rows: K_SLEEP with a stack of file frames in tgids 10
+ * and 20, and U_MAIN (addresses of tgid 10) with no kernel stack. */
+static void drain_kept(struct drain_names *kept, struct drain_result *r)
+{
+	static const uint64_t k_sleep[] = { 0x1000, 0x2001, 0x3001 };
+	static const uint64_t u_main[] = { 0x6000, 0x5001 };
+	const uint64_t u_file[] = { FILE_FRAME(7, 0x700), FILE_FRAME(8, 0x801) };
+	struct drain_lookup lk = lookup;
+	struct collector_batch b = { .n_stacks = 3, .n_rows = 3 };
+
+	lk.names_epoch = names_epoch;
+	b.stacks = calloc(b.n_stacks, sizeof(*b.stacks));
+	b.rows = calloc(b.n_rows, sizeof(*b.rows));
+	b.stacks[0] = (struct collector_stack){ K_SLEEP, stack_of(0, 3, k_sleep) };
+	b.stacks[1] = (struct collector_stack){ U_MAIN, stack_of(0, 2, u_main) };
+	b.stacks[2] = (struct collector_stack){ 0x23, stack_of(0, 2, u_file) };
+	for (unsigned i = 0; i < 3; i++)
+		b.rows[i].key = (struct offcpu_key){ .tgid = i == 1 ? 20 : 10,
+						     .kstack = i < 2 ? K_SLEEP : 0,
+						     .ustack = i < 2 ? 0x23 : U_MAIN };
+	CHECK(drain_run(&b, &lk, NULL, kept, r) == 0 && r->n_rows == 3);
+	if (r->n_rows == 3) {
+		CHECK_STR(r->rows[0].kstack, "do_nanosleep;schedule");
+		CHECK_STR(r->rows[0].ustack, "file8:0x800;file7:0x700");
+		CHECK_STR(r->rows[1].ustack, "file8:0x800;file7:0x700");
+		CHECK_STR(r->rows[2].ustack, "main;outer;inlined");
+	}
+	batch_free(&b);
+}
+
+/* Kernel stacks and stacks of file frames are named once, not once per
+ * drain; stacks of a process's addresses are named in every drain; all are
+ * named again when the lookups' epoch moves (a file id forgotten). */
+static void test_kept_names(void)
+{
+	struct drain_names *kept;
+	struct drain_result r;
+	unsigned user;
+
+	CHECK(drain_names_new(&kept) == 0);
+	memset(lookups_kernel, 0, sizeof(lookups_kernel));
+	lookups_user = 0;
+	drain_kept(kept, &r);
+	drain_result_release(&r);
+	CHECK(lookups_kernel[0x3000] == 1 && lookups_user == 2 + 2);
+	CHECK(drain_names_count(kept) == 2);
+
+	drain_kept(kept, &r);
+	CHECK(lookups_kernel[0x3000] == 1 && lookups_user == 4 + 2); /* U_MAIN again */
+	/* A row's names may be the kept ones: released with the result, they
+	 * stay kept. */
+	drain_result_release(&r);
+	CHECK(drain_names_count(kept) == 2);
+
+	epoch++;
+	user = lookups_user;
+	drain_kept(kept, &r);
+	drain_result_release(&r);
+	CHECK(lookups_kernel[0x3000] == 2 && lookups_user == user + 4);
+	drain_names_free(kept);
+	drain_names_free(NULL);
 }
 
 int main(void)
 {
 	test_names();
 	test_empty();
+	test_kept_names();
 	return CHECK_DONE();
 }
