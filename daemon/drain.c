@@ -27,7 +27,7 @@ struct drain_name {
 
 /* Bounds of the names kept across drains: past either, they start afresh. */
 #define DRAIN_NAMES_MAX	      65536
-#define DRAIN_NAMES_MAX_BYTES ((size_t)32 << 20)
+#define DRAIN_NAMES_MAX_BYTES ((size_t)16 << 20)
 
 /* The names of stacks that mean the same in every drain and process:
  * kernel stacks (the kernel's symbols are read once) and user stacks of
