@@ -35,7 +35,7 @@ struct manager_drain {
 	uv_timer_t drain_timer;
 	uv_work_t drain_work;
 	struct drain_result drain_result;
-	struct drain_names *kept_names; /* NULL: none kept (out of memory) */
+	struct drain_names *kept_names; /* names kept from one drain to the next */
 	uint32_t drain_tgids[OFFCPU_MAX_SLOTS * PROTO_MAX_IDS]; /* targets to prime */
 	size_t n_drain_tgids;
 	int drain_error;

@@ -19,8 +19,9 @@
 #define INTERN_MAX_BYTES   ((size_t)64 << 20)
 /* A generation of the series cache: 4 MiB of table. Under process churn
  * most series are a new thread's, used in one window; a cache of every
- * series seen held 64-128 MiB by then, and most lookups missed the CPU's
- * caches (bench/store_replay). */
+ * series up to 2^20 grew toward 128 MiB of table, and its lookups spent
+ * their time waiting for their first entry's cache line (perf, under
+ * bench/churn.py and bench/store_replay). */
 #define SERIES_GENERATION_ENTRIES (1u << 15)
 
 /* An estimate of SQLite's per-row overhead in a b-tree: the payload length
