@@ -91,12 +91,20 @@ static void drain_names_check(struct drain_names *n, const struct drain_lookup *
 {
 	uint64_t epoch = lk->names_epoch ? lk->names_epoch(lk->arg) : 0;
 
-	if (n && n->map &&
-	    (epoch != n->epoch || hashtab_count(n->map) >= DRAIN_NAMES_MAX ||
-	     n->bytes >= DRAIN_NAMES_MAX_BYTES))
+	if (!n)
+		return;
+	if (n->map && (epoch != n->epoch || hashtab_count(n->map) >= DRAIN_NAMES_MAX ||
+		       n->bytes >= DRAIN_NAMES_MAX_BYTES))
 		drain_names_clear(n);
-	if (n)
-		n->epoch = epoch;
+	n->epoch = epoch;
+}
+
+/* The name kept under key; NULL if none. */
+static char *drain_names_find(const struct drain_names *n, const struct name_key *key)
+{
+	char **name = n && n->map ? hashtab_get(n->map, key) : NULL;
+
+	return name ? *name : NULL;
 }
 
 /* Keeps name (ownership passes) under key; false if there is no room. */
@@ -260,7 +268,6 @@ static const char *name_get(struct drain_result *r, struct drain_names *kept,
 			own = { .hash = hash, .tgid = tgid, .kind = kernel };
 	const struct collector_stack *found;
 	struct drain_name *slot;
-	char **kept_name;
 	bool is_shared;
 
 	if (!hash)
@@ -276,10 +283,8 @@ static const char *name_get(struct drain_result *r, struct drain_names *kept,
 	slot = hashtab_put(r->names, is_shared ? &shared : &own, NULL);
 	if (!slot)
 		return "[out of memory]";
-	kept_name =
-		is_shared && found && kept && kept->map ? hashtab_get(kept->map, &shared) : NULL;
-	if (kept_name) {
-		*slot = (struct drain_name){ *kept_name, true };
+	if (is_shared && found && (slot->name = drain_names_find(kept, &shared))) {
+		slot->kept = true;
 		return slot->name;
 	}
 	/* The stack map was full when this block was counted: keep the time. */

@@ -341,22 +341,6 @@ static void series_bind(sqlite3_stmt *st, const struct series_key *key)
 	sqlite3_bind_int64(st, 8, key->chain_id);
 }
 
-/* The cached id of a series, from either generation; NULL if not cached. */
-static const int64_t *series_cached(struct store *s, const struct series_key *key)
-{
-	const int64_t *id = s->series ? hashtab_get(s->series, key) : NULL;
-	int64_t *moved;
-
-	if (id || !s->series_older || !(id = hashtab_get(s->series_older, key)))
-		return id;
-	moved = hashtab_count(s->series) < SERIES_GENERATION_ENTRIES
-			? hashtab_put(s->series, key, NULL)
-			: NULL;
-	if (moved)
-		*moved = *id;
-	return moved ? moved : id;
-}
-
 /* Caches a series' id in the newer generation, which becomes the older
  * when full. Best effort, like intern_add(). */
 static void series_cache(struct store *s, const struct series_key *key, int64_t id)
@@ -378,18 +362,33 @@ static void series_cache(struct store *s, const struct series_key *key, int64_t 
 		*slot = id;
 }
 
+/* The cached id of a series, from either generation: one found in the
+ * older is cached in the newer again. False if not cached. */
+static bool series_cached(struct store *s, const struct series_key *key, int64_t *ret_id)
+{
+	const int64_t *id = s->series ? hashtab_get(s->series, key) : NULL;
+
+	if (id) {
+		*ret_id = *id;
+		return true;
+	}
+	id = s->series_older ? hashtab_get(s->series_older, key) : NULL;
+	if (!id)
+		return false;
+	*ret_id = *id; /* before series_cache() may free the older */
+	series_cache(s, key, *ret_id);
+	return true;
+}
+
 /* Id of a series, inserted if absent. */
 static int series_id(struct store *s, const struct series_key *key, int64_t *ret_id,
 		     uint64_t *bytes)
 {
-	const int64_t *cached = series_cached(s, key);
 	sqlite3_stmt *st;
 	int rc;
 
-	if (cached) {
-		*ret_id = *cached;
+	if (series_cached(s, key, ret_id))
 		return 0;
-	}
 	/* Inserted first, as in db_intern(). */
 	st = stmt(s, STMT_SERIES_INSERT);
 	series_bind(st, key);
