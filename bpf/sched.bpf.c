@@ -64,8 +64,11 @@ static __always_inline void queued_at(struct start_rec *rec, struct task_struct 
 	 * se.cfs_rq points into (set_task_rq()). */
 	__u64 queued = next->sched_info.last_queued, clock = next->se.cfs_rq->rq->clock, wait;
 
-	if (!queued || clock < queued)
+	if (!queued || clock < queued) {
+		if (rec->wake_ts)
+			count(OFFCPU_CNT_RUNQ_UNSTAMPED);
 		return;
+	}
 	wait = clock - queued;
 	rec->wake_ts = wait < now - rec->ts ? now - wait : rec->ts;
 }

@@ -235,16 +235,21 @@ class WakeupsTest(unittest.TestCase):
         # preempted inside its measured waits, and such time is on other stacks (the system
         # call's way out), so the futex-wait lines alone fall short of the measured time.
         everything = [(f, v) for f, v in parse_folded(outs["split"]) if f[0] == "wk-sleeper"]
-        # The run-queue part, all stacks: the scheduler's own count of the thread's waits for a
-        # CPU (schedstat's run_delay, read by the thread). That may be near 0: a wakeup onto an
-        # idle CPU can be counted as no wait at all (the run queue's clock is not read again
-        # before the switch), so "some wait" is no truth to test. Slack: the waits at the edges
-        # of the timed phase, 20 us per line for rounding and for waits the two see differently.
+        # The run-queue part of the timed phase, all its stacks: the scheduler's own count of
+        # the thread's waits for a CPU (schedstat's run_delay, read by the thread). That may be
+        # near 0: a wakeup onto an idle CPU can be counted as no wait at all (the run queue's
+        # clock is not read again before the switch), so "some wait" is no truth to test. Not
+        # the waits before the first read of run_delay (worker_begin: the start barrier) nor
+        # the thread's exit (a 300-440 us preemption in do_exit's dcache shrink was seen against
+        # a run_delay of 0). Slack: a wait inside the last read, 20 us per line for rounding.
         sched_us = truth["wk-sleeper"]["run_delay_ns"] / 1000
         if sched_us >= 0:
-            all_runq = [(f, v) for f, v in everything if f[-1] == RUNQ]
+            all_runq = [(f, v) for f, v in everything if f[-1] == RUNQ and "sleeper_thread" in f
+                        and "worker_begin" not in f]
             self.assertTrue(near(total_us(all_runq), sched_us, 0.10, 200 + 20 * len(all_runq)),
-                            f"[runqueue] {total_us(all_runq)} us, scheduler's run_delay {sched_us:.0f} us")
+                            f"[runqueue] {total_us(all_runq)} us, scheduler's run_delay {sched_us:.0f} us; "
+                            f"blocks timed from sched_waking (runq_unstamped) so far: "
+                            f"{self.daemon.status()['counters']['runq_unstamped']}\n{all_runq}")
         off_ns = truth["wk-sleeper"]["wall_ns"] - truth["wk-sleeper"]["cpu_ns"]
         self.assertAlmostEqual(total_us(everything) * 1000 / off_ns, 1.0, delta=TOLERANCE,
                                msg=f"off-CPU {total_us(everything)} us, wall - CPU {off_ns} ns")
