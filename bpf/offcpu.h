@@ -300,55 +300,54 @@ struct offcpu_file_name {
  * reports its drops under (NULL: not a drop). X(NAME, status, drop).
  */
 #define OFFCPU_COUNTERS(X)                                                                         \
-	X(SWITCHES, "switches", NULL)			       /* sched_switch events seen */      \
-	X(RECORDED, "recorded", NULL)			       /* blocks aggregated (per slot) */  \
-	X(DROP_START_ALLOC, "drop_start_alloc", "start_alloc") /* no room for a start record */    \
-	X(DROP_NEGATIVE_DELTA, "drop_negative_delta", "negative_delta") /* a clock oddity */       \
-	X(DROP_AGG_FULL, "drop_agg_map_full", "agg_map_full")		/* time lost */            \
-	X(DROP_STACK_FULL, "drop_stack_map_full", "stack_map_full") /* time kept, stack lost */    \
-	X(DROP_KSTACK_ERROR, "drop_kernel_stack_error", "kernel_stack_error") /* time kept */      \
-	X(DROP_USTACK_ERROR, "drop_user_stack_error", "user_stack_error")     /* time kept */      \
+	X(SWITCHES, "switches", NULL)		      /* sched_switch events seen */               \
+	X(RECORDED, "recorded", NULL)		      /* blocks aggregated (per slot) */           \
+	X(DROP_START_ALLOC, "drop_start_alloc", "start_alloc") /* no room for a start record */   \
+	X(DROP_NEGATIVE_DELTA, "drop_negative_delta", "negative_delta") /* a clock oddity */      \
+	X(DROP_AGG_FULL, "drop_agg_map_full", "agg_map_full")	 /* time lost */                    \
+	X(DROP_STACK_FULL, "drop_stack_map_full", "stack_map_full") /* time kept, stack lost */  \
+	X(DROP_KSTACK_ERROR, "drop_kernel_stack_error", "kernel_stack_error") /* time kept */    \
+	X(DROP_USTACK_ERROR, "drop_user_stack_error", "user_stack_error")	/* time kept */    \
 	X(BUFFER_MISSING, "buffer_missing", "buffer_missing") /* epoch named no buffer */          \
 	X(WAKEUPS, "wakeups", NULL) /* sched_waking of a thread in a block we track */             \
-	X(DROP_CHAIN_FULL, "drop_chain_map_full", "chain_map_full") /* time kept, chain lost */    \
-	X(DROP_HIST_FULL, "drop_hist_map_full", "hist_map_full")                                   \
+	X(DROP_CHAIN_FULL, "drop_chain_map_full", "chain_map_full") /* time kept, chain lost */  \
+	X(DROP_HIST_FULL, "drop_hist_map_full", "hist_map_full")				   \
 	X(REQUESTS, "requests", NULL) /* requests that ended (returned) */                         \
-	X(DROP_REQUEST_ALLOC, "drop_request_alloc", "request_alloc")                               \
-	X(DROP_REQUEST_FULL, "drop_request_map_full", "request_map_full")                          \
-	X(SWITCH_IN_UNSEEN, "switch_in_unseen", NULL)	  /* a block's end estimated */            \
+	X(DROP_REQUEST_ALLOC, "drop_request_alloc", "request_alloc")				   \
+	X(DROP_REQUEST_FULL, "drop_request_map_full", "request_map_full")			   \
+	X(SWITCH_IN_UNSEEN, "switch_in_unseen", NULL) /* a block's end estimated */                \
 	X(USTACK_TABLE_WALKS, "ustack_table_walks", NULL) /* user stacks walked with tables */     \
-	X(USTACK_TRUNCATED, "ustack_truncated",                                                    \
-	  NULL)					/* ... that stopped before the first frame */      \
+	X(USTACK_TRUNCATED, "ustack_truncated", NULL) /* ... that stopped before the first frame */ \
 	X(ONCPU_SAMPLES, "oncpu_samples", NULL) /* on-CPU samples kept (per sample) */             \
-	X(IO_EVENTS, "io_events", NULL)		/* block requests and file I/O syscalls ended */   \
+	X(IO_EVENTS, "io_events", NULL) /* block requests and file I/O syscalls ended */           \
 	X(DROP_IO_ALLOC, "drop_io_alloc", "io_alloc") /* no room to track an I/O in flight */      \
-	/* Sampled slots (bpf/sampling.h), per block rather than per slot: */                      \
+	/* Sampled slots (bpf/sampling.h), per block rather than per slot: */                     \
 	X(SAMPLED_BLOCKS, "sampled_blocks", NULL) /* blocks sampled slots counted */               \
-	X(SAMPLES, "samples", NULL)		  /* of those, blocks whose stacks were taken */   \
-	X(WALK_SAME_MM, "walks_same_mm", NULL)	  /* user stack read at switch-in */               \
-	X(WALK_DEFERRED, "walks_deferred", NULL)  /* ... at the return to user mode */             \
+	X(SAMPLES, "samples", NULL) /* of those, blocks whose stacks were taken */                 \
+	X(WALK_SAME_MM, "walks_same_mm", NULL) /* user stack read at switch-in */                  \
+	X(WALK_DEFERRED, "walks_deferred", NULL) /* ... at the return to user mode */              \
 	X(WALK_NEXT_SWITCH, "walks_next_switch", NULL) /* ... at the next switch-out */            \
-	X(WALK_SWITCH_OUT, "walks_switch_out", NULL)   /* fallback: at every switch-out */         \
+	X(WALK_SWITCH_OUT, "walks_switch_out", NULL) /* fallback: at every switch-out */           \
 	X(DEFER_LOST, "samples_lost", NULL) /* a deferred walk not done: sample lost, time kept */ \
-	X(USER_STACK_WALKS, "user_stack_walks", NULL)		    /* every path and kind */      \
-	X(KERNEL_STACK_WALKS, "kernel_stack_walks", NULL)	    /* every path and kind */      \
-	X(DROP_TOTAL_FULL, "drop_total_map_full", "total_map_full") /* a sampled block lost */     \
-	/* user stacks walked with frame pointers where tables were wanted: the                    \
-	 * process's were not built yet (its first blocks) or could not be */                      \
-	X(USTACK_FP_FALLBACK, "ustack_fp_fallback", NULL)                                          \
-	/* a new process's mappings, built by the kernel side from its VMAs                        \
-	 * and the tables of files seen before, before user space published                        \
-	 * them: its first blocks walked with tables after all */                                  \
-	X(UNWIND_FROM_VMAS, "unwind_from_vmas", NULL)                                              \
-	/* exact kernel stacks from the verified cache (bpf/stack_cache.bpf.c),                    \
-	 * not walked; stacks learned into it; hits walked anyway to check it,                     \
-	 * and those whose walk differed */                                                        \
-	X(KSTACK_CACHE_HITS, "kstack_cache_hits", NULL)                                            \
-	X(KSTACK_CACHE_LEARNED, "kstack_cache_learned", NULL)                                      \
-	X(KSTACK_CACHE_AUDITS, "kstack_cache_audits", NULL)                                        \
-	X(KSTACK_CACHE_MISMATCHES, "kstack_cache_mismatches", NULL)                                \
-	/* blocks whose run-queue part was timed from sched_waking where the                       \
-	 * scheduler had stamped no queueing (runq clock "sched_info") */                          \
+	X(USER_STACK_WALKS, "user_stack_walks", NULL)	  /* every path and kind */                \
+	X(KERNEL_STACK_WALKS, "kernel_stack_walks", NULL) /* every path and kind */                \
+	X(DROP_TOTAL_FULL, "drop_total_map_full", "total_map_full") /* a sampled block lost */  \
+	/* user stacks walked with frame pointers where tables were wanted: the  \
+	 * process's were not built yet (its first blocks) or could not be */     \
+	X(USTACK_FP_FALLBACK, "ustack_fp_fallback", NULL)				   \
+	/* a new process's mappings, built by the kernel side from its VMAs \
+	 * and the tables of files seen before, before user space published \
+	 * them: its first blocks walked with tables after all */             \
+	X(UNWIND_FROM_VMAS, "unwind_from_vmas", NULL)					   \
+	/* exact kernel stacks from the verified cache (bpf/stack_cache.bpf.c), \
+	 * not walked; stacks learned into it; hits walked anyway to check it, \
+	 * and those whose walk differed */                                      \
+	X(KSTACK_CACHE_HITS, "kstack_cache_hits", NULL)					   \
+	X(KSTACK_CACHE_LEARNED, "kstack_cache_learned", NULL)				   \
+	X(KSTACK_CACHE_AUDITS, "kstack_cache_audits", NULL)				   \
+	X(KSTACK_CACHE_MISMATCHES, "kstack_cache_mismatches", NULL)			   \
+	/* blocks whose run-queue part was timed from sched_waking where the  \
+	 * scheduler had stamped no queueing (runq clock "sched_info") */      \
 	X(RUNQ_UNSTAMPED, "runq_unstamped", NULL)
 
 enum offcpu_counter {

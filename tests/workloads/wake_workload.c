@@ -148,13 +148,10 @@ static uint64_t now_ns(clockid_t clock)
 }
 
 /* The calling thread's total wait on a run queue (schedstat's second field, CONFIG_SCHED_INFO):
- * the scheduler's own count of what a run-queue split reports. -1 where the kernel has none. */
-/*
- * The thread's run-queue wait so far, as the scheduler counts it, from the file
- * schedstat_open() opened. One pread() and no allocation: a read at the start of
- * the timed phase that allocated (a thread's first malloc makes its arena, under
- * the mm lock) waited there, inside a profiler's capture but before this count.
- */
+ * the scheduler's own count of what a run-queue split reports. -1 where the kernel has none.
+ * fd is the file worker_begin() opened before the start barrier. One pread() and no allocation:
+ * a read at the start of the timed phase that allocated (a thread's first malloc makes its
+ * arena, under the mm lock) waited there, inside a profiler's capture but before this count. */
 static int64_t thread_run_delay_ns(int fd)
 {
 	unsigned long long on_cpu, run_delay;
