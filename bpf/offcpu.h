@@ -347,7 +347,8 @@ struct offcpu_file_name {
 	X(KSTACK_CACHE_AUDITS, "kstack_cache_audits", NULL)				   \
 	X(KSTACK_CACHE_MISMATCHES, "kstack_cache_mismatches", NULL)			   \
 	/* blocks whose run-queue part was timed from sched_waking where the  \
-	 * scheduler had stamped no queueing (runq clock "sched_info") */      \
+	 * scheduler's queueing stamp was missing or after its run queue's    \
+	 * clock (runq clock "sched_info") */                                  \
 	X(RUNQ_UNSTAMPED, "runq_unstamped", NULL)
 
 enum offcpu_counter {

@@ -89,10 +89,11 @@ size_t drain_names_count(const struct drain_names *n)
  * they may be wrong now, or if they take more than their bounds. */
 static void drain_names_check(struct drain_names *n, const struct drain_lookup *lk)
 {
-	uint64_t epoch = lk->names_epoch ? lk->names_epoch(lk->arg) : 0;
+	uint64_t epoch;
 
 	if (!n)
 		return;
+	epoch = lk->names_epoch ? lk->names_epoch(lk->arg) : 0;
 	if (n->map && (epoch != n->epoch || hashtab_count(n->map) >= DRAIN_NAMES_MAX ||
 		       n->bytes >= DRAIN_NAMES_MAX_BYTES))
 		drain_names_clear(n);
