@@ -31,6 +31,18 @@ NODE_MODULES = os.environ.get("OFFCPU_NODE_MODULES",
                               os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_modules"))
 
 
+def fd_ids(pid, key):
+    """Ids of the BPF objects (key "prog_id" or "map_id") process pid holds."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                ids.update(int(line.split()[1]) for line in f if line.startswith(key + ":"))
+        except OSError:
+            pass
+    return ids
+
+
 def browser_missing():
     """Why node, Chromium and playwright-core cannot drive a page here, or None."""
     if not shutil.which("node"):

@@ -16,23 +16,11 @@ import subprocess
 import time
 import unittest
 
-from offcpu_env import BUILD, Daemon, parse_folded
+from offcpu_env import BUILD, Daemon, fd_ids, parse_folded
 import test_io  # its workload and helpers; not "from": that would run its tests here too
 
 GROUPS = ("oncpu", "requests", "bio", "fileio")
 PREFIXES = {"oncpu": "oncpu_", "requests": "request_", "bio": "bio_", "fileio": "fileio_"}
-
-
-def fd_ids(pid, key):
-    """Ids of the BPF objects (key "prog_id" or "map_id") process pid holds."""
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                ids.update(int(line.split()[1]) for line in f if line.startswith(key + ":"))
-        except OSError:
-            pass
-    return ids
 
 
 def programs_held(pid):

@@ -26,16 +26,52 @@ reading the process's maps (status unwind.adopted).
 import json
 import os
 import shutil
+import struct
 import subprocess
 import time
 import unittest
 
-from offcpu_env import BUILD, Daemon
+from offcpu_env import BUILD, Daemon, fd_ids
 from test_windows import continuous, export_json, windows
 
 SHORT_WORKLOAD = os.path.join(BUILD, "tests", "short_workload")
 PROCESSES, THREADS, NAPS = 4, 2, 100
 SLOW_DRAINS = "drain_interval_ms = 10000\n"
+UNWIND_FROM_VMAS = 1  # bpf/offcpu.h OFFCPU_UNWIND_FROM_VMAS: a list the kernel side built
+
+
+def unwind_procs_map(d):
+    """The id of d's unwind_procs map: each process's mappings, by tgid."""
+    for i in fd_ids(d.proc.pid, "map_id"):
+        r = subprocess.run(["bpftool", "--json", "map", "show", "id", str(i)],
+                           capture_output=True, text=True)
+        if r.returncode == 0 and json.loads(r.stdout).get("name") == "unwind_procs":
+            return i
+    raise AssertionError("the daemon holds no unwind_procs map")
+
+
+def wait_read(d, pids, timeout=30):
+    """Waits until d's unwinder has read the processes pids (published their
+    mappings as its own, not the kernel side's provisional list), which it
+    does some 20 ms after each first blocks, behind every process asked
+    for before: a fresh daemon under ASan took 0.4-0.5 s to catch up with
+    a 2-CPU machine's processes, so no fixed sleep is enough."""
+    procs_map = unwind_procs_map(d)
+    waiting = set(pids)
+    deadline = time.monotonic() + timeout
+    while waiting:
+        for pid in list(waiting):
+            r = subprocess.run(["bpftool", "--json", "map", "lookup", "id", str(procs_map), "key",
+                                *(str(b) for b in struct.pack("<I", pid))],
+                               capture_output=True, text=True)
+            if r.returncode == 0:  # struct offcpu_unwind_proc: n, then flags
+                flags = struct.unpack("<I", bytes(int(b, 16) for b in json.loads(r.stdout)["value"][4:8]))[0]
+                if not flags & UNWIND_FROM_VMAS:
+                    waiting.discard(pid)
+        if waiting and time.monotonic() > deadline:
+            raise AssertionError(f"processes {sorted(waiting)} not read by the unwinder after "
+                                 f"{timeout} s: {d.status()['unwind']}")
+        time.sleep(0.02)
 
 
 class ShortWorkload:
@@ -65,13 +101,15 @@ class ShortWorkload:
             self.proc.wait()
 
 
-def run_processes(before_go=lambda ws: None):
-    """Starts the processes, lets their start-line block be walked, then
-    runs them all at once; returns ({pid: {tid: naps}}, end time in ms)."""
+def run_processes(d, before_go=lambda ws: None, read=True):
+    """Starts the processes; with read, waits until d has read them (their
+    tables are built while they wait at their start line); then runs them
+    all at once. Returns ({pid: {tid: naps}}, end time in ms)."""
     ws = [ShortWorkload() for _ in range(PROCESSES)]
     try:
         before_go(ws)
-        time.sleep(0.5)  # their tables are built while they wait
+        if read:
+            wait_read(d, [w.pid for w in ws])
         for w in ws:
             w.go()
         truth = {w.pid: w.truth() for w in ws}
@@ -161,7 +199,7 @@ class ShortLivedTest(unittest.TestCase):
         proc = d.ctl_popen("--json", "capture", "--seconds", "4", "-U", "--state", "S")
         try:
             d.wait_captures(1)
-            truth, _ = run_processes()
+            truth, _ = run_processes(d)
             self.check_capture(proc, truth, "capture")
         finally:
             self.stop(d, proc)
@@ -177,7 +215,7 @@ class ShortLivedTest(unittest.TestCase):
                                    "--seconds", "4", "-U", "--state", "S")
                 d.wait_captures(1)
 
-            truth, _ = run_processes(start_capture)
+            truth, _ = run_processes(d, start_capture)
             self.check_capture(proc, truth, "capture")
         finally:
             self.stop(d, proc)
@@ -188,7 +226,7 @@ class ShortLivedTest(unittest.TestCase):
                         "continuous_states = S\n")
         try:
             begin = int(time.time() * 1000)
-            truth, end = run_processes()
+            truth, end = run_processes(d)
             self.check_windows(d, begin, end, truth, "windows")
             # Status: what is kept for names, what could not be named.
             u = d.status()["unwind"]
@@ -215,7 +253,7 @@ class ShortLivedTest(unittest.TestCase):
                           "(VMA iterator kfuncs, 6.7, and BPF task work needed)")
         first = ShortWorkload()
         try:
-            time.sleep(0.5)
+            wait_read(d, [first.pid])
             first.go()
             first.truth()
         finally:
@@ -294,7 +332,7 @@ class ShortLivedTest(unittest.TestCase):
             for binary in (SHORT_WORKLOAD, copy):  # each read while it waits to start
                 w = ShortWorkload(binary)
                 try:
-                    time.sleep(0.5)
+                    wait_read(d, [w.pid])
                     w.go()
                     w.truth()
                 finally:
@@ -418,7 +456,7 @@ class ShortLivedTest(unittest.TestCase):
             proc = d.ctl_popen("--json", "capture", "--pid", ",".join(str(w.pid) for w in ws),
                                "--seconds", "3", "-U", "--state", "S")
             d.wait_captures(1)
-            time.sleep(0.5)  # their tables are built while they wait
+            wait_read(d, [w.pid for w in ws])
             for w in ws:
                 w.go()
             truth = {w.pid: w.truth() for w in ws}
@@ -452,7 +490,7 @@ class ShortLivedTest(unittest.TestCase):
         proc = d.ctl_popen("--json", "capture", "--seconds", "3", "-U", "--state", "S")
         try:
             d.wait_captures(1)
-            truth, _ = run_processes()
+            truth, _ = run_processes(d, read=False)  # no unwinder reads them
             out, err = proc.communicate(timeout=60)
             self.assertEqual(proc.returncode, 0, f"capture failed: {out} {err}")
             tids = {tid for threads in truth.values() for tid in threads}
