@@ -30,7 +30,7 @@ With --keep-db PATH the daemon's database is copied there at the end, for
 bench/store_replay to write its windows again.
 
 With --beside OFFCPUD a second daemon (another build, its own database)
-profiles the same churn at the same time, and its CPU is reported beside
+profiles the same churn at the same time, and its CPU and RSS are reported beside
 the first's: an A/B that the hour's noise (the same churn cost 33 % of a
 core one hour and 46 % the next) moves alike for both. Each daemon also
 profiles the other; swap the two between runs to cancel who started first.
@@ -356,6 +356,8 @@ def churn_run(daemon, build, seconds, rate, progress=None, beside=None):
 
         def every_second():
             watch.sample()
+            if beside:
+                watch_beside.sample()
             if not warm and seconds >= 2 * WARMUP_S and time.monotonic() - watch.t0 >= WARMUP_S:
                 warm.update(t=time.monotonic(), ticks=cpu_ticks(daemon.proc.pid),
                             threads=thread_ticks(daemon.proc.pid),
@@ -411,6 +413,8 @@ def churn_run(daemon, build, seconds, rate, progress=None, beside=None):
             "daemon": beside.binary,
             "daemon_cpu_pct": round(watch_beside.cpu_pct, 2),
             "threads_cpu_pct": threads_pct(watch_beside.threads0, watch_beside.threads1, watch.seconds),
+            "rss_kib": {"start": watch_beside.rss[0], "max": max(watch_beside.rss),
+                        "end": watch_beside.rss[-1]},
         } if beside else None,
         "steady": steady,
         "rss_kib": {"start": watch.rss[0], "max": max(watch.rss), "end": watch.rss[-1]},
@@ -516,6 +520,9 @@ def main():
                   f"{st['daemon_cpu_pct'] / st['beside_cpu_pct']:.3f}); by thread {st['beside_threads_cpu_pct']}")
     r, f = res["rss_kib"], res["fds"]
     print(f"offcpud RSS MiB: start {r['start'] / 1024:.1f}, max {r['max'] / 1024:.1f}, end {r['end'] / 1024:.1f}")
+    if b:
+        r = b["rss_kib"]
+        print(f"  beside it: start {r['start'] / 1024:.1f}, max {r['max'] / 1024:.1f}, end {r['end'] / 1024:.1f}")
     print(f"offcpud descriptors: start {f['start']}, max {f['max']}, end {f['end']}; at the end "
           f"{res['fds_by_kind_end']}, Unix pairs inside offcpud {res['unix_pairs_inside_end']}")
     u0, u1 = res["unwind_start"], res["unwind_end"]

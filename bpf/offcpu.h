@@ -298,7 +298,9 @@ struct offcpu_file_name {
  * Counters, a per-CPU array indexed by enum offcpu_counter: one table for
  * the enum, the names offcpuctl status shows and the names a capture
  * reports its drops under (NULL: not a drop). X(NAME, status, drop).
+ * (clang-format off: it would re-align the whole table for one new line.)
  */
+/* clang-format off */
 #define OFFCPU_COUNTERS(X)                                                                         \
 	X(SWITCHES, "switches", NULL)		      /* sched_switch events seen */               \
 	X(RECORDED, "recorded", NULL)		      /* blocks aggregated (per slot) */           \
@@ -350,6 +352,7 @@ struct offcpu_file_name {
 	 * scheduler's queueing stamp was missing or after its run queue's    \
 	 * clock (runq clock "sched_info") */                                  \
 	X(RUNQ_UNSTAMPED, "runq_unstamped", NULL)
+/* clang-format on */
 
 enum offcpu_counter {
 #define OFFCPU_COUNTER_ENUM(name, status, drop) OFFCPU_CNT_##name,

@@ -161,15 +161,16 @@ struct symbolizer {
 	uint64_t elf_serial;
 };
 
-/* Appends a string of len bytes plus a NUL; returns its offset or -errno. */
-static int64_t sym_strbuf_add(char **buf, size_t *len_used, size_t *cap, size_t max, const char *s,
-			      size_t len)
+/* Appends a string of len bytes plus a NUL to a buffer of initial bytes at
+ * first; returns its offset or -errno. */
+static int64_t sym_strbuf_add(char **buf, size_t *len_used, size_t *cap, size_t initial, size_t max,
+			      const char *s, size_t len)
 {
 	size_t off = *len_used;
 
 	if (len >= max - off)
 		return -E2BIG;
-	if (array_grow(buf, cap, off + len + 1, 1, 16384) < 0)
+	if (array_grow(buf, cap, off + len + 1, 1, initial) < 0)
 		return -ENOMEM;
 	memcpy(*buf + off, s, len);
 	(*buf)[off + len] = '\0';
@@ -206,8 +207,8 @@ static int sym_table_add(struct sym_table *t, uint64_t addr, uint64_t size, unsi
 		return -E2BIG;
 	if (array_grow(&t->funcs, &t->cap_funcs, t->n_funcs + 1, sizeof(*t->funcs), 1024) < 0)
 		return -ENOMEM;
-	off = sym_strbuf_add(&t->names, &t->names_len, &t->names_cap, SYM_NAMES_MAX_BYTES, name,
-			     len);
+	off = sym_strbuf_add(&t->names, &t->names_len, &t->names_cap, 16384, SYM_NAMES_MAX_BYTES,
+			     name, len);
 	if (off < 0)
 		return off;
 	t->funcs[t->n_funcs++] = (struct sym_func){
@@ -714,7 +715,9 @@ static int sym_proc_parse_line(void *arg, char *line)
 		return 0;
 	if (array_grow(&p->maps, &p->cap_maps, p->n_maps + 1, sizeof(*p->maps), 16) < 0)
 		return -ENOMEM;
-	off = sym_strbuf_add(&p->paths, &p->paths_len, &p->paths_cap, UINT32_MAX, m.path,
+	/* A few paths: up to 4,096 processes are cached, and churn fills
+	 * that (a 16 KiB start, as for a symbol table, was 64 MiB). */
+	off = sym_strbuf_add(&p->paths, &p->paths_len, &p->paths_cap, 256, UINT32_MAX, m.path,
 			     strlen(m.path));
 	if (off == -E2BIG)
 		return 0;
