@@ -19,6 +19,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "offcpu.h"
+#include "hist_bucket.h"
 #include "sampling.h"
 
 #define TASK_INTERRUPTIBLE   0x0001
@@ -371,38 +372,6 @@ static __always_inline void aggregate(void *agg_map, struct offcpu_key *key, __u
 				      const char *comm)
 {
 	aggregate_add(agg_map, key, delta, 1, 0, 0, comm);
-}
-
-/* log2 of the microseconds (0 for 0 and 1), capped to the last bucket:
- * the highest bit set, found by halving the width searched. */
-static __always_inline __u32 log2_bucket(__u64 ns)
-{
-	__u64 us = ns / 1000;
-	__u32 b = 0;
-
-	if (us >> 32) {
-		us >>= 32;
-		b += 32;
-	}
-	if (us >> 16) {
-		us >>= 16;
-		b += 16;
-	}
-	if (us >> 8) {
-		us >>= 8;
-		b += 8;
-	}
-	if (us >> 4) {
-		us >>= 4;
-		b += 4;
-	}
-	if (us >> 2) {
-		us >>= 2;
-		b += 2;
-	}
-	if (us >> 1)
-		b += 1;
-	return b < OFFCPU_HIST_BUCKETS - 1 ? b : OFFCPU_HIST_BUCKETS - 1;
 }
 
 static __always_inline void hist_add(void *hist_map, __u32 slot, __u32 tgid, __u32 type, __u64 ns)

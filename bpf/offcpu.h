@@ -327,7 +327,8 @@ struct offcpu_file_name {
 	X(SAMPLED_BLOCKS, "sampled_blocks", NULL) /* blocks sampled slots counted */               \
 	X(SAMPLES, "samples", NULL) /* of those, blocks whose stacks were taken */                 \
 	X(WALK_SAME_MM, "walks_same_mm", NULL) /* user stack read at switch-in */                  \
-	X(WALK_DEFERRED, "walks_deferred", NULL) /* ... at the return to user mode */              \
+	X(WALK_DEFERRED, "walks_deferred", NULL) /* ... at the return to user mode, task work */   \
+	X(WALK_AT_RSEQ, "walks_at_rseq", NULL) /* ... there, at rseq_update (sampled_walk = rseq) */\
 	X(WALK_NEXT_SWITCH, "walks_next_switch", NULL) /* ... at the next switch-out */            \
 	X(WALK_SWITCH_OUT, "walks_switch_out", NULL) /* fallback: at every switch-out */           \
 	X(DEFER_LOST, "samples_lost", NULL) /* a deferred walk not done: sample lost, time kept */ \
@@ -351,7 +352,11 @@ struct offcpu_file_name {
 	/* blocks whose run-queue part was timed from sched_waking where the  \
 	 * scheduler's queueing stamp was missing or after its run queue's    \
 	 * clock (runq clock "sched_info") */                                  \
-	X(RUNQ_UNSTAMPED, "runq_unstamped", NULL)
+	X(RUNQ_UNSTAMPED, "runq_unstamped", NULL)					   \
+	/* BPF task works scheduled (deferred walks, and new processes'      \
+	 * mappings read from their VMAs); with sampled_walk = rseq, only for \
+	 * threads without rseq. Each costs an irq_work, a self-IPI */         \
+	X(TASK_WORKS, "task_works", NULL)
 /* clang-format on */
 
 enum offcpu_counter {

@@ -14,13 +14,14 @@
 #ifndef OFFCPU_SAMPLING_H
 #define OFFCPU_SAMPLING_H
 
-/* Whether a block of d ns is sampled, given a uniform 32-bit random number.
- * T is at most OFFCPU_MAX_SAMPLE_PERIOD_NS, so d << 32 cannot overflow. */
+/* Whether a block of d ns is sampled, given a uniform 32-bit random number:
+ * rand / 2^32 < d / T, multiplied out (a division costs every block). T is
+ * at most OFFCPU_MAX_SAMPLE_PERIOD_NS (< 2^30), so neither side overflows. */
 static __always_inline bool sample_take(__u64 d, __u64 period_ns, __u32 rand)
 {
 	if (!period_ns || d >= period_ns)
 		return true;
-	return rand < (__u32)((d << 32) / period_ns);
+	return (__u64)rand * period_ns < d << 32;
 }
 
 /* What a part (value <= d) of a sampled block adds to its stack's total. */

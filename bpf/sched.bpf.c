@@ -19,9 +19,16 @@
 
 /*
  * Deferred user stack walks. A sampled thread's user stack is walked when it
- * is current again: at its return to user mode, by a BPF task work (the
- * callback runs in its context), or at its next switch-out if it blocks
- * again in the kernel first. One entry per thread with a walk scheduled.
+ * is current again: at its return to user mode, or at its next switch-out if
+ * it blocks again in the kernel first. The return to user mode is met by a
+ * BPF task work (its callback runs in the thread's context; one entry here
+ * per thread with one scheduled), or with sampled_walk = rseq at the
+ * rseq_update tracepoint, which every return after a switch of a thread
+ * with rseq registered passes (glibc registers it since 2.35).
+ *
+ * Which costs less depends on the host and on T: a task work queues an
+ * irq_work, a self-IPI, that a VM pays for in exits (22 us a sample on the
+ * development VM), while walk_at_rseq runs at every switch (80 ns there).
  */
 struct deferred_walk {
 	struct bpf_task_work tw;
@@ -42,6 +49,21 @@ extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct b
 /* Set by the loader: defer user walks of sampled slots (the kernel has BPF
  * task work and the configuration allows it); else walk them at switch-out. */
 const volatile bool defer_walks = false;
+
+/* Set by user space while walk_at_rseq is attached: a deferred walk of a
+ * thread with rseq registered waits for that tracepoint, not a task work. */
+bool rseq_walks = false;
+
+/* By CPU: the thread switched in there last with a walk for walk_at_rseq
+ * (0: none). The thread stays current on its CPU until it returns to user
+ * mode or blocks again (sample_finish() at its switch-out): a per-CPU word
+ * the tracepoint reads, where task storage would cost every return a lookup. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} rseq_walk_tid SEC(".maps");
 
 /* Set by the loader where the kernel counts each task's wait on its run
  * queue (sched_info.last_queued, CONFIG_SCHED_INFO) and a task's run queue
@@ -115,7 +137,10 @@ static __always_inline void sample_finish(struct start_rec *rec, struct task_str
 		count(OFFCPU_CNT_DEFER_LOST);
 		return;
 	}
-	walk_task_user_stack(t, rec->tgid, &rec->ustack, walk_counter == OFFCPU_CNT_WALK_DEFERRED);
+	/* At the return to user mode, irqs are on: a process's mappings can be
+	 * read from its VMAs there. */
+	walk_task_user_stack(t, rec->tgid, &rec->ustack,
+			     walk_counter != OFFCPU_CNT_WALK_NEXT_SWITCH);
 	count(walk_counter);
 	sample_account(rec, slots);
 }
@@ -626,8 +651,10 @@ static __always_inline bool walk_defer(struct task_struct *next, __u32 pid)
 		return bpf_map_lookup_elem(&deferred_walks, &pid) != NULL;
 	w = bpf_map_lookup_elem(&deferred_walks, &pid);
 	if (w && !bpf_task_work_schedule_resume_impl(next, &w->tw, &deferred_walks,
-						     deferred_walk_cb, NULL))
+						     deferred_walk_cb, NULL)) {
+		count(OFFCPU_CNT_TASK_WORKS);
 		return true;
+	}
 	bpf_map_delete_elem(&deferred_walks, &pid);
 	return false;
 }
@@ -682,6 +709,14 @@ static __always_inline void sample_stacks(struct task_struct *prev, struct task_
 	rec->walk_ip = BPF_CORE_READ(regs, ip);
 	rec->walk_sp = BPF_CORE_READ(regs, sp);
 	rec->walk_pending = need;
+	if (rseq_walks && bpf_core_field_exists(next->rseq) && next->rseq) {
+		__u32 zero = 0, *tid = bpf_map_lookup_elem(&rseq_walk_tid, &zero);
+
+		if (tid) {
+			*tid = rec->pid;
+			return;
+		}
+	}
 	if (!walk_defer(next, rec->pid)) {
 		rec->walk_pending = 0;
 		count(OFFCPU_CNT_DEFER_LOST);
@@ -711,6 +746,26 @@ static __always_inline void switch_in(struct task_struct *prev, struct task_stru
 	need = block_end(rec, switch_time(now));
 	if (btf && need) /* (only with defer_walks, which needs tp_btf) */
 		sample_stacks(prev, next, rec, need);
+}
+
+/*
+ * A thread with rseq registered on its way back to user mode after a switch
+ * (__rseq_handle_notify_resume()): the deferred walk of the thread switched
+ * in last on this CPU, if that is this one.
+ */
+SEC("tp_btf/rseq_update")
+int BPF_PROG(walk_at_rseq, struct task_struct *t)
+{
+	__u32 zero = 0, *tid = bpf_map_lookup_elem(&rseq_walk_tid, &zero);
+	struct start_rec *rec;
+
+	if (!tid || *tid != t->pid)
+		return 0;
+	*tid = 0;
+	rec = bpf_task_storage_get(&task_starts, t, NULL, 0);
+	if (rec && rec->walk_pending)
+		sample_finish(rec, t, OFFCPU_CNT_WALK_AT_RSEQ);
+	return 0;
 }
 
 SEC("tp_btf/sched_switch")

@@ -80,10 +80,16 @@ static void sampling_summary(const struct proto_sampling_status *sm)
 		printf("always-on stacks: exact (every block's)\n");
 		return;
 	}
-	printf("always-on stacks: sampled, T = %" PRIu64 " us; user stacks walked %s%s%s\n",
-	       sm->period_us,
-	       !strcmp(sm->walk, "deferred") ? "when the thread is current again" : "at switch-out",
-	       *sm->walk_reason ? ": " : "", sm->walk_reason);
+	printf("always-on stacks: sampled, T = %" PRIu64 " us; user stacks walked ", sm->period_us);
+	if (strcmp(sm->walk, "deferred"))
+		printf("at switch-out%s%s\n", *sm->walk_reason ? ": " : "", sm->walk_reason);
+	else if (!strcmp(sm->walk_return, "rseq_update"))
+		printf("when the thread is current again (at rseq_update, else by BPF task "
+		       "work)\n");
+	else
+		printf("when the thread is current again (by BPF task work%s%s)\n",
+		       *sm->walk_return_reason ? ", not rseq_update: " : "",
+		       sm->walk_return_reason);
 	printf("  %.0f samples/s of %.0f blocks/s; %.0f user and %.0f kernel stack walks/s",
 	       sm->samples_per_s, sm->blocks_per_s, sm->user_walks_per_s, sm->kernel_walks_per_s);
 	if (sm->samples_lost)

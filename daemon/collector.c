@@ -46,12 +46,14 @@ struct collector {
 	/* The task iterator that moves threads' banks of exact totals into the
 	 * maps at each drain (tp_btf only; see struct thread_totals). */
 	struct bpf_link *banks_link;
-	/* sched_switch and sched_waking run at every context switch: attached
-	 * only while a slot needs them (sched_links_update()), so an idle
-	 * daemon costs the switch nothing. A record a thread kept from before
-	 * counts for no later slot: its start is older than the slot's. */
-	struct bpf_program *sched_progs[2];
-	struct bpf_link *sched_links[2];
+	/* sched_switch, sched_waking and walk_at_rseq (rseq_update) run at
+	 * every context switch: attached only while a slot needs them
+	 * (sched_links_update()), so an idle daemon costs the switch nothing.
+	 * A record a thread kept from before counts for no later slot: its
+	 * start is older than the slot's. sched_progs[2] is NULL unless
+	 * deferred walks wait for rseq_update. */
+	struct bpf_program *sched_progs[3];
+	struct bpf_link *sched_links[3];
 	/* groups[].skel and .status: written by collector_group_load() on
 	 * any thread, read on the event loop's. */
 	pthread_mutex_t lock;
@@ -77,6 +79,8 @@ struct collector {
 	int stats_fd; /* keeps the kernel's BPF run-time stats on; -1: off or refused */
 	struct bpf_link **oncpu_links; /* one per CPU that has an event; NULL entries: none */
 	const char *no_defer_why;      /* why sampled walks are not deferred; NULL if they are */
+	bool walk_at_rseq;	       /* deferred walks wait for rseq_update (walk_at_rseq) */
+	const char *no_rseq_why;       /* why not, where it was asked for; else NULL */
 	const char *no_kstack_cache_why; /* why exact kernel walks are not cached; NULL: they are */
 	bool wanted[MAX_PROGRAMS]; /* by index in the object: a group's program that loads here */
 };
@@ -255,6 +259,7 @@ static void group_autoload(const struct collector *c, struct offcpu_bpf *skel, u
 		bpf_program__set_autoload(skel->progs.sched_waking_raw, c->raw_tp);
 		bpf_program__set_autoload(skel->progs.unwind_exec, skel->rodata->unwind_dwarf);
 		bpf_program__set_autoload(skel->progs.unwind_loader_ready, c->unwind_from_vmas);
+		bpf_program__set_autoload(skel->progs.walk_at_rseq, c->walk_at_rseq);
 		break;
 	case COLLECTOR_GROUP_BIO:
 		bio_autoload(skel, c->bio_path);
@@ -274,9 +279,16 @@ const char *collector_walk_mode(const struct collector *c, const char **ret_why)
 	return c->no_defer_why ? "switch-out" : "deferred";
 }
 
+const char *collector_walk_return(const struct collector *c, const char **ret_why)
+{
+	*ret_why = c->no_rseq_why ? c->no_rseq_why : "";
+	return c->no_defer_why ? "" : c->walk_at_rseq ? "rseq_update" : "task work";
+}
+
 /* What the loader asks of the running kernel's BTF, parsed once. */
 struct kernel_features {
 	bool task_work;	  /* the BPF task work kfunc deferred walks need */
+	bool rseq_update; /* the rseq_update tracepoint and task_struct.rseq (walk_at_rseq) */
 	bool runq_clock;  /* sched_info.last_queued and a task's run queue (queued_at()) */
 	bool vma_iter;	  /* the VMA iterator kfuncs (6.7) unwind_proc_from_vmas() needs */
 	bool rdonly_cast; /* bpf_rdonly_cast() (6.2): loads from the kernel stack */
@@ -304,6 +316,9 @@ static struct kernel_features kernel_features(void)
 	f.task_work = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
 					     BTF_KIND_FUNC) > 0;
 	f.vma_iter = btf__find_by_name_kind(vmlinux, "bpf_iter_task_vma_new", BTF_KIND_FUNC) > 0;
+	f.rseq_update =
+		btf__find_by_name_kind(vmlinux, "btf_trace_rseq_update", BTF_KIND_TYPEDEF) > 0 &&
+		btf_has_member(vmlinux, "task_struct", "rseq");
 	f.rdonly_cast = btf__find_by_name_kind(vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
 	f.runq_clock = btf_has_member(vmlinux, "task_struct", "sched_info") &&
 		       btf_has_member(vmlinux, "sched_info", "last_queued") &&
@@ -323,6 +338,17 @@ static const char *no_defer_reason(const struct collector_options *opts, bool ra
 		return "the raw_tp fallback has no task storage";
 	if (!kernel->task_work)
 		return "the kernel has no BPF task work (bpf_task_work_schedule_resume_impl, 6.18)";
+	return NULL;
+}
+
+/* Why deferred walks cannot wait for rseq_update here, as asked; NULL if
+ * they can. */
+static const char *no_rseq_reason(const char *no_defer_why, const struct kernel_features *kernel)
+{
+	if (no_defer_why)
+		return "walks are not deferred";
+	if (!kernel->rseq_update)
+		return "the kernel has no rseq_update tracepoint (CONFIG_RSEQ)";
 	return NULL;
 }
 
@@ -499,6 +525,8 @@ static int load(struct collector *c, const struct collector_options *opts)
 	skel->rodata->unwind_max_depth = opts->unwind_max_depth;
 	c->no_defer_why = no_defer_reason(opts, c->raw_tp, &kernel);
 	skel->rodata->defer_walks = !c->no_defer_why;
+	c->no_rseq_why = opts->walk_at_rseq ? no_rseq_reason(c->no_defer_why, &kernel) : NULL;
+	c->walk_at_rseq = opts->walk_at_rseq && !c->no_rseq_why;
 	c->runq_clock = kernel.runq_clock && !c->raw_tp;
 	/* Built in task works and the loader's uprobe only: the iterator refuses
 	 * to run with irqs off, as in sched_switch. */
@@ -575,13 +603,19 @@ fail:
 
 enum { IO_BIO, IO_FILEIO };
 
+/* rseq_walks tells sched_switch whether walk_at_rseq is there to take a
+ * deferred walk: set once it is attached, cleared before it goes. */
 static void sched_link_set(struct collector *c, unsigned i, bool on)
 {
 	if (!on) {
+		if (i == 2)
+			c->skel->bss->rseq_walks = false;
 		bpf_link__destroy(c->sched_links[i]);
 		c->sched_links[i] = NULL;
 	} else if (!c->sched_links[i]) {
 		c->sched_links[i] = bpf_program__attach(c->sched_progs[i]);
+		if (i == 2 && c->sched_links[i])
+			c->skel->bss->rseq_walks = true;
 	}
 }
 
@@ -594,9 +628,10 @@ static void sched_link_set(struct collector *c, unsigned i, bool on)
  */
 static int sched_links_update(struct collector *c, uint32_t used, uint32_t waker_slots)
 {
-	bool want[2] = { used != 0, used && (!c->runq_clock || waker_slots) };
+	bool want[3] = { used != 0, used && (!c->runq_clock || waker_slots),
+			 used && c->sched_progs[2] };
 
-	for (unsigned i = 0; i < 2; i++) {
+	for (unsigned i = 0; i < 3; i++) {
 		sched_link_set(c, i, want[i]);
 		if (want[i] && !c->sched_links[i]) {
 			int r = -errno;
@@ -855,6 +890,8 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	} else {
 		c->sched_progs[0] = c->skel->progs.sched_switch_btf;
 		c->sched_progs[1] = c->skel->progs.sched_waking_btf;
+		if (c->walk_at_rseq)
+			c->sched_progs[2] = c->skel->progs.walk_at_rseq;
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_process_exit_btf);
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_process_free_btf);
 		c->banks_link = bpf_program__attach_iter(c->skel->progs.flush_thread_totals, NULL);
@@ -1323,12 +1360,14 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 		ret[n] = (struct collector_program){
 			.name = name,
 			.loaded = fd >= 0,
-			.attached = fd >= 0 && (group == COLLECTOR_GROUP_REQUESTS ? requests
-						: group == COLLECTOR_GROUP_FILEIO
-							? c->n_io_links[IO_FILEIO] > 0
-						: prog == c->sched_progs[0] ? c->sched_links[0] != NULL
-						: prog == c->sched_progs[1] ? c->sched_links[1] != NULL
-									    : true),
+			.attached =
+				fd >= 0 &&
+				(group == COLLECTOR_GROUP_REQUESTS ? requests
+				 : group == COLLECTOR_GROUP_FILEIO ? c->n_io_links[IO_FILEIO] > 0
+				 : prog == c->sched_progs[0]	   ? c->sched_links[0] != NULL
+				 : prog == c->sched_progs[1]	   ? c->sched_links[1] != NULL
+				 : prog == c->sched_progs[2]	   ? c->sched_links[2] != NULL
+								   : true),
 		};
 		if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
 			ret[n].run_cnt = info.run_cnt;

@@ -41,6 +41,9 @@ struct collector_options {
 	bool bpf_stats;		   /* keep the kernel's BPF run-time stats on (status) */
 	bool defer_walks;	   /* sampled slots walk user stacks when threads are current
 				      again, where the kernel can (else at switch-out) */
+	bool walk_at_rseq;	   /* ... at the return to user mode seen at the rseq_update
+				      tracepoint, where the thread registered rseq, rather than
+				      by BPF task work (bpf/sched.bpf.c says when that pays) */
 	bool stack_cache;	   /* exact kernel stacks from a verified cache, where the
 				      kernel can (bpf/stack_cache.bpf.c) */
 	uint32_t stack_cache_audit; /* one cache hit in this many is walked and compared */
@@ -125,9 +128,15 @@ int collector_new(const struct collector_options *opts, struct collector **ret);
 void collector_free(struct collector *c); /* NULL-safe; detaches */
 
 /* Where sampled slots walk user stacks: "deferred" (when the thread is
- * current again, by BPF task work) or "switch-out" (every block's, as exact
- * slots do); *ret_why says why not deferred ("" if it is). */
+ * current again) or "switch-out" (every block's, as exact slots do);
+ * *ret_why says why not deferred ("" if it is). */
 const char *collector_walk_mode(const struct collector *c, const char **ret_why);
+
+/* How a deferred walk meets its thread's return to user mode: "rseq_update"
+ * (that tracepoint, for threads with rseq registered; else a BPF task work)
+ * or "task work"; "" if walks are not deferred. *ret_why says why not
+ * rseq_update where it was asked for ("" otherwise). */
+const char *collector_walk_return(const struct collector *c, const char **ret_why);
 
 /* Whether exact kernel stack walks are cached (stack_cache.bpf.c); if not,
  * *ret_why says why. */

@@ -77,6 +77,7 @@ enum config_stacks {
 enum config_sampled_walk {
 	CONFIG_SAMPLED_WALK_AUTO,	/* when the thread is current again, if the kernel can */
 	CONFIG_SAMPLED_WALK_SWITCH_OUT, /* at every switch-out, as exact slots */
+	CONFIG_SAMPLED_WALK_RSEQ,	/* as auto, the return to user mode seen at rseq_update */
 };
 
 /* What a PT session records. */

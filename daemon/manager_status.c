@@ -52,12 +52,15 @@ static void sampling_status(const struct manager *m, struct proto_sampling_statu
 	const struct sampling_summary *w = &m->windows.last_window_sampling;
 	bool sampled = m->cfg.continuous_stacks == CONFIG_STACKS_SAMPLED;
 	const char *why, *walk = collector_walk_mode(m->collector, &why);
+	const char *return_why, *walk_return = collector_walk_return(m->collector, &return_why);
 
 	*ret = (struct proto_sampling_status){
 		.stacks = sampled ? "sampled" : "exact",
 		.period_us = sampled ? m->cfg.sample_period_us : 0,
 		.walk = walk,
 		.walk_reason = why,
+		.walk_return = walk_return,
+		.walk_return_reason = return_why,
 		.blocks_per_s = rate(m, OFFCPU_CNT_SAMPLED_BLOCKS),
 		.samples_per_s = rate(m, OFFCPU_CNT_SAMPLES),
 		.user_walks_per_s = rate(m, OFFCPU_CNT_USER_STACK_WALKS),

@@ -286,6 +286,11 @@ static bool proto__add_sampling(cJSON *body, const struct proto_status *s)
 	       proto__add_string(sampling, "walk", s->sampling.walk ? s->sampling.walk : "") &&
 	       proto__add_string(sampling, "walk_reason",
 				 s->sampling.walk_reason ? s->sampling.walk_reason : "") &&
+	       proto__add_string(sampling, "walk_return",
+				 s->sampling.walk_return ? s->sampling.walk_return : "") &&
+	       proto__add_string(sampling, "walk_return_reason",
+				 s->sampling.walk_return_reason ? s->sampling.walk_return_reason
+								: "") &&
 	       proto__add_rate(sampling, "blocks_per_s", s->sampling.blocks_per_s) &&
 	       proto__add_rate(sampling, "samples_per_s", s->sampling.samples_per_s) &&
 	       proto__add_rate(sampling, "user_walks_per_s", s->sampling.user_walks_per_s) &&

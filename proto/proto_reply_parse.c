@@ -379,11 +379,14 @@ static int proto__reply_sampling(struct proto_status *s, const cJSON *o)
 
 	item = cJSON_GetObjectItemCaseSensitive(o, "sampling");
 	s->sampling.stacks = s->sampling.walk = s->sampling.walk_reason = "";
+	s->sampling.walk_return = s->sampling.walk_return_reason = "";
 	if (item &&
 	    (!cJSON_IsObject(item) || proto__reply_str(item, "stacks", &s->sampling.stacks) < 0 ||
 	     proto__reply_u64(item, "period_us", &s->sampling.period_us) < 0 ||
 	     proto__reply_str(item, "walk", &s->sampling.walk) < 0 ||
 	     proto__reply_str(item, "walk_reason", &s->sampling.walk_reason) < 0 ||
+	     proto__reply_str(item, "walk_return", &s->sampling.walk_return) < 0 ||
+	     proto__reply_str(item, "walk_return_reason", &s->sampling.walk_return_reason) < 0 ||
 	     proto__reply_double(item, "blocks_per_s", &s->sampling.blocks_per_s) < 0 ||
 	     proto__reply_double(item, "samples_per_s", &s->sampling.samples_per_s) < 0 ||
 	     proto__reply_double(item, "user_walks_per_s", &s->sampling.user_walks_per_s) < 0 ||

@@ -6,7 +6,8 @@ Ground truth: offcpu_workload's threads block in known functions for known
 times. With T far above their blocks' lengths, most blocks get no stacks,
 yet each thread's total, and so the stack of a thread that blocks in one
 function only, is exact. Each mode of walking user stacks is run: deferred
-(BPF task work, where the kernel has it) and the forced switch-out fallback.
+(BPF task work, where the kernel has it), deferred to the rseq_update
+tracepoint (sampled_walk = rseq) and the forced switch-out fallback.
 """
 import json
 import os
@@ -40,6 +41,7 @@ def grew(before, after, name):
 class SampledTest(unittest.TestCase):
     """The default: user walks deferred where the kernel can."""
     walk_config = ""
+    walk_return = "task work"  # how a deferred walk meets the return to user mode
 
     @classmethod
     def setUpClass(cls):
@@ -77,6 +79,8 @@ class SampledTest(unittest.TestCase):
         self.assertEqual(st["period_us"], PERIOD_US)
         self.assertIn(st["walk"], ("deferred", "switch-out"))
         self.assertEqual(st["walk"] == "deferred", st["walk_reason"] == "", st)
+        self.assertEqual(st["walk_return"], {"deferred": self.walk_return,
+                                             "switch-out": ""}[st["walk"]], st)
         text = self.daemon.ctl("status").stdout
         self.assertIn(f"always-on stacks: sampled, T = {PERIOD_US} us", text)
 
@@ -99,14 +103,24 @@ class SampledTest(unittest.TestCase):
         self.assertGreater(sm["error_pct"], 0)
         walk, _ = self.expected_walk()
         walked = {k: grew(before, after, k) for k in
-                  ("walks_same_mm", "walks_deferred", "walks_next_switch", "walks_switch_out")}
+                  ("walks_same_mm", "walks_deferred", "walks_at_rseq", "walks_next_switch",
+                   "walks_switch_out", "task_works")}
         if walk == "deferred":
-            # The sleeper is woken by a timer, from the idle task: a deferred walk.
-            self.assertGreater(walked["walks_deferred"], 0, walked)
+            # The sleeper is woken by a timer, from the idle task: a deferred
+            # walk, by task work (each its own), or at rseq_update where the
+            # thread has rseq (glibc registers it); other threads' may still
+            # need task works.
             self.assertEqual(walked["walks_switch_out"], 0, walked)
+            self.assertGreaterEqual(walked["task_works"], walked["walks_deferred"], walked)
+            if self.walk_return == "task work":
+                self.assertGreater(walked["walks_deferred"], 0, walked)
+                self.assertEqual(walked["walks_at_rseq"], 0, walked)
+            else:  # the sleeper's samples, about 400 / 6 blocks
+                self.assertGreater(walked["walks_at_rseq"], 20, walked)
         else:
             self.assertGreater(walked["walks_switch_out"], 0, walked)
-            self.assertEqual(walked["walks_deferred"] + walked["walks_same_mm"], 0, walked)
+            self.assertEqual(walked["walks_deferred"] + walked["walks_at_rseq"] +
+                             walked["walks_same_mm"], 0, walked)
 
     def test_windows_ground_truth(self):
         """The always-on windows: the sleeper's stack is its exact total."""
@@ -216,6 +230,23 @@ class SampledTest(unittest.TestCase):
             if sleep < 0.9 * total:
                 self.assertGreater(grew(before, after, "samples_lost"), 0, exp["samples"])
         self.assertIsNone(d.proc.poll())
+
+
+class RseqWalkTest(SampledTest):
+    """sampled_walk = rseq: a deferred walk of a thread with rseq registered
+    meets its return to user mode at the rseq_update tracepoint, not by a BPF
+    task work; every test of the default holds the same."""
+    walk_config = "sampled_walk = rseq\n"
+    walk_return = "rseq_update"
+
+    def setUp(self):
+        st = self.daemon.status()["sampling"]
+        if st["walk"] == "deferred" and st["walk_return"] != "rseq_update":
+            self.skipTest(f"deferred walks cannot use rseq_update here: {st['walk_return_reason']}")
+
+    def test_status_says_how(self):
+        self.assertIn("when the thread is current again (at rseq_update, else by BPF task work)",
+                      self.daemon.ctl("status").stdout)
 
 
 class SwitchOutFallbackTest(SampledTest):
