@@ -28,7 +28,7 @@
  *
  * Which costs less depends on the host and on T: a task work queues an
  * irq_work, a self-IPI, that a VM pays for in exits (22 us a sample on the
- * development VM), while walk_at_rseq runs at every switch (80 ns there).
+ * development VM), while walk_at_rseq runs at every switch (~80 ns there).
  */
 struct deferred_walk {
 	struct bpf_task_work tw;
