@@ -33,6 +33,11 @@ them when this offcpud's config accepts continuous_stacks): for each mode S,
   capture-S            that daemon plus a system-wide capture (--sampled
                        when S is sampled and offcpuctl knows it)
 --sample-period-us T adds sample_period_us = T to those daemons' config.
+Ways of walking sampled user stacks (sampled_walk) are passed where asked
+(--walks rseq,switch-out): for each W,
+  walk-W               offcpud with sampled_walk = W (and the same
+                       sample_period_us): compare it with continuous, or with
+                       continuous-sampled where --sample-period-us is given
 
 Context switches per run are the workload's own (pingpong counts both ends'
 with getrusage; other load on the host does not add to them). Reported per
@@ -60,7 +65,7 @@ Ctrl-C or SIGTERM too.
 
 Usage: sudo bench/overhead.py [--build DIR] [--runs N] [--round-trips N] [--cpu C]
            [--workloads threads,processes] [--modes LIST] [--stacks auto|none|sampled,exact]
-           [--sample-period-us T] [--stat median|min] [--json]
+           [--sample-period-us T] [--walks rseq,switch-out] [--stat median|min] [--json]
 """
 import argparse
 import json
@@ -172,7 +177,11 @@ def main():
     ap.add_argument("--stacks", default="auto",
                     help="stack modes of the always-on profile to add: auto (those the daemon knows), "
                          "none, or sampled and/or exact, comma-separated")
-    ap.add_argument("--sample-period-us", type=int, help="sample_period_us of the stack-mode daemons")
+    ap.add_argument("--sample-period-us", type=int,
+                    help="sample_period_us of the stack-mode and walk-mode daemons")
+    ap.add_argument("--walks", default="",
+                    help="sampled_walk values of the always-on profile to add, comma-separated: "
+                         "rseq, switch-out")
     ap.add_argument("--stat", choices=["median", "min"], default="median",
                     help="the run of each mode compared: median (default) or min, the fastest")
     ap.add_argument("--json", action="store_true")
@@ -189,11 +198,16 @@ def main():
     stacks = stack_modes(args.stacks, args.sample_period_us)
     sampled_capture = ["--sampled"] if bench_env.ctl_knows("--sampled") else []
     period = f"sample_period_us = {args.sample_period_us}\n" if args.sample_period_us is not None else ""
+    walks = [w for w in args.walks.split(",") if w]
+    for w in walks:
+        if not bench_env.daemon_knows(f"sampled_walk = {w}"):
+            raise SystemExit(f"overhead.py: this offcpud does not accept 'sampled_walk = {w}'")
     captures = {m: a for m, a in capture_modes(args.build).items() if m == "capture" or m in extra}
 
     modes = ["none", *BPFTRACE, "attached", "continuous", *captures]
     for s in stacks:
         modes += [f"continuous-{s}", f"capture-{s}"]
+    modes += [f"walk-{w}" for w in walks]
     results = {w: {m: [] for m in modes} for w in workloads}
     status = {}
     mounted = bench_env.tracefs_ready()
@@ -260,6 +274,14 @@ def main():
                     measure(f"continuous-{s}", daemon.proc.pid)
                     measure_captures(daemon, f"capture-{s}", sampled_capture if s == "sampled" else [])
                     status[s] = daemon.status()
+                finally:
+                    daemon.stop()
+            for w in walks:
+                daemon = bench_env.daemon(f"sampled_walk = {w}\n{period}")
+                try:
+                    warm_up()
+                    measure(f"walk-{w}", daemon.proc.pid)
+                    status[f"walk-{w}"] = daemon.status()
                 finally:
                     daemon.stop()
 
