@@ -244,12 +244,17 @@ struct task_struct___pre_5_14 {
 	long state;
 } __attribute__((preserve_access_index));
 
-static __always_inline void count(__u32 idx)
+static __always_inline void count_add(__u32 idx, __u64 n)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
 
 	if (c)
-		*c += 1;
+		*c += n;
+}
+
+static __always_inline void count(__u32 idx)
+{
+	count_add(idx, 1);
 }
 
 /* btf: t is a BTF-typed pointer (tp_btf), read with a plain load rather

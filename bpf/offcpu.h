@@ -356,7 +356,10 @@ struct offcpu_file_name {
 	/* BPF task works scheduled (deferred walks, and new processes'      \
 	 * mappings read from their VMAs); with sampled_walk = rseq, only for \
 	 * threads without rseq. Each costs an irq_work, a self-IPI */         \
-	X(TASK_WORKS, "task_works", NULL)
+	X(TASK_WORKS, "task_works", NULL)						   \
+	/* nanoseconds the switches spent scheduling them: sending the self-IPI \
+	 * (the part of a task work's cost a program can time) */              \
+	X(TASK_WORK_NS, "task_work_ns", NULL)
 /* clang-format on */
 
 enum offcpu_counter {

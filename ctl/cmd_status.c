@@ -95,6 +95,12 @@ static void sampling_summary(const struct proto_sampling_status *sm)
 	if (sm->samples_lost)
 		printf("; %" PRIu64 " samples lost (their time kept)", sm->samples_lost);
 	printf("\n");
+	/* What sampled_walk = rseq would save (README: What a deferred walk costs). */
+	if (sm->task_works_per_s > 0)
+		printf("  %.0f BPF task works/s, %.1f us each to schedule in the switch: %.2f%% "
+		       "of a CPU, not counting their self-IPIs\n",
+		       sm->task_works_per_s, sm->task_work_us,
+		       sm->task_works_per_s * sm->task_work_us / 1e4);
 	if (sm->window_blocks)
 		printf("  last window: %" PRIu64 " samples of %" PRIu64
 		       " blocks; a stack holding 1%% of it is within +-%.1f%% (one standard "

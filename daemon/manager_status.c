@@ -53,6 +53,7 @@ static void sampling_status(const struct manager *m, struct proto_sampling_statu
 	bool sampled = m->cfg.continuous_stacks == CONFIG_STACKS_SAMPLED;
 	const char *why, *walk = collector_walk_mode(m->collector, &why);
 	const char *return_why, *walk_return = collector_walk_return(m->collector, &return_why);
+	double task_works = rate(m, OFFCPU_CNT_TASK_WORKS);
 
 	*ret = (struct proto_sampling_status){
 		.stacks = sampled ? "sampled" : "exact",
@@ -65,6 +66,9 @@ static void sampling_status(const struct manager *m, struct proto_sampling_statu
 		.samples_per_s = rate(m, OFFCPU_CNT_SAMPLES),
 		.user_walks_per_s = rate(m, OFFCPU_CNT_USER_STACK_WALKS),
 		.kernel_walks_per_s = rate(m, OFFCPU_CNT_KERNEL_STACK_WALKS),
+		.task_works_per_s = task_works,
+		.task_work_us =
+			task_works > 0 ? rate(m, OFFCPU_CNT_TASK_WORK_NS) / task_works / 1e3 : 0,
 		.samples_lost = m->stats.counters[OFFCPU_CNT_DEFER_LOST],
 		.window_blocks = w->blocks,
 		.window_samples = w->samples,

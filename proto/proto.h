@@ -314,6 +314,8 @@ struct proto_sampling_status {
 	double samples_per_s;	  /* of them, blocks whose stacks were taken */
 	double user_walks_per_s;  /* user and kernel stack walks, every kind and path */
 	double kernel_walks_per_s;
+	double task_works_per_s;  /* BPF task works scheduled (each a self-IPI) */
+	double task_work_us;	  /* the mean time a switch spent scheduling one, us */
 	uint64_t samples_lost;	  /* since start: deferred walks never done (time kept) */
 	/* The last stored window of the continuous profile: */
 	uint64_t window_blocks, window_samples;

@@ -295,6 +295,8 @@ static bool proto__add_sampling(cJSON *body, const struct proto_status *s)
 	       proto__add_rate(sampling, "samples_per_s", s->sampling.samples_per_s) &&
 	       proto__add_rate(sampling, "user_walks_per_s", s->sampling.user_walks_per_s) &&
 	       proto__add_rate(sampling, "kernel_walks_per_s", s->sampling.kernel_walks_per_s) &&
+	       proto__add_rate(sampling, "task_works_per_s", s->sampling.task_works_per_s) &&
+	       proto__add_rate(sampling, "task_work_us", s->sampling.task_work_us) &&
 	       proto__add_u64(sampling, "samples_lost", s->sampling.samples_lost) &&
 	       proto__add_u64(sampling, "window_blocks", s->sampling.window_blocks) &&
 	       proto__add_u64(sampling, "window_samples", s->sampling.window_samples) &&

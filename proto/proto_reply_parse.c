@@ -391,6 +391,8 @@ static int proto__reply_sampling(struct proto_status *s, const cJSON *o)
 	     proto__reply_double(item, "samples_per_s", &s->sampling.samples_per_s) < 0 ||
 	     proto__reply_double(item, "user_walks_per_s", &s->sampling.user_walks_per_s) < 0 ||
 	     proto__reply_double(item, "kernel_walks_per_s", &s->sampling.kernel_walks_per_s) < 0 ||
+	     proto__reply_double(item, "task_works_per_s", &s->sampling.task_works_per_s) < 0 ||
+	     proto__reply_double(item, "task_work_us", &s->sampling.task_work_us) < 0 ||
 	     proto__reply_u64(item, "samples_lost", &s->sampling.samples_lost) < 0 ||
 	     proto__reply_u64(item, "window_blocks", &s->sampling.window_blocks) < 0 ||
 	     proto__reply_u64(item, "window_samples", &s->sampling.window_samples) < 0 ||

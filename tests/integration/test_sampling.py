@@ -81,6 +81,8 @@ class SampledTest(unittest.TestCase):
         self.assertEqual(st["walk"] == "deferred", st["walk_reason"] == "", st)
         self.assertEqual(st["walk_return"], {"deferred": self.walk_return,
                                              "switch-out": ""}[st["walk"]], st)
+        self.assertGreaterEqual(st["task_works_per_s"], 0, st)
+        self.assertGreaterEqual(st["task_work_us"], 0, st)
         text = self.daemon.ctl("status").stdout
         self.assertIn(f"always-on stacks: sampled, T = {PERIOD_US} us", text)
 
@@ -104,7 +106,7 @@ class SampledTest(unittest.TestCase):
         walk, _ = self.expected_walk()
         walked = {k: grew(before, after, k) for k in
                   ("walks_same_mm", "walks_deferred", "walks_at_rseq", "walks_next_switch",
-                   "walks_switch_out", "task_works")}
+                   "walks_switch_out", "task_works", "task_work_ns")}
         if walk == "deferred":
             # The sleeper is woken by a timer, from the idle task: a deferred
             # walk, by task work (each its own), or at rseq_update where the
@@ -112,6 +114,10 @@ class SampledTest(unittest.TestCase):
             # need task works.
             self.assertEqual(walked["walks_switch_out"], 0, walked)
             self.assertGreaterEqual(walked["task_works"], walked["walks_deferred"], walked)
+            # Each task work is timed where it is scheduled (a self-IPI:
+            # microseconds on a VM, never near a second).
+            if walked["task_works"]:
+                self.assertTrue(0 < walked["task_work_ns"] < walked["task_works"] * 10**9, walked)
             if self.walk_return == "task work":
                 self.assertGreater(walked["walks_deferred"], 0, walked)
                 self.assertEqual(walked["walks_at_rseq"], 0, walked)
