@@ -62,8 +62,8 @@ on the machine (3x between hosts). Beside them, "BPF ns/sw": the run time of
 the tracer's own BPF programs per context switch on the host (they run on
 every CPU's switches, the workload's and others'), from the kernel's statistics
 (run_time_ns in /proc/PID/fdinfo), in one run of --round-trips at the end of
-each session with kernel.bpf_stats_enabled on (the median of the sessions),
-and the same ratios in it:
+each session with kernel.bpf_stats_enabled on (the sessions' by --stat), and
+the same ratios in it:
 little disturbed by other load on the host, but blind to what the programs'
 attachment costs outside them (a classic tracepoint's argument copy,
 bpftrace's; tp_btf's is smaller).
@@ -326,7 +326,7 @@ def main():
                 "switches": statistics.median(sw for _, sw in r["runs"]),
                 "slowdown_pct": round(100 * (ns - base) / base, 1),
                 "extra_ns_per_switch": round(ns - base),
-                "bpf_ns_per_switch": round(statistics.median(r["bpf"])),
+                "bpf_ns_per_switch": round(pick(r["bpf"])),
                 "runs_ns_per_switch": [round(x) for x in per_switch[mode]],
             }
         for mode, r in rows.items():
