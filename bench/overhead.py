@@ -34,7 +34,8 @@ them when this offcpud's config accepts continuous_stacks): for each mode S,
                        when S is sampled and offcpuctl knows it)
 --sample-period-us T adds sample_period_us = T to those daemons' config.
 Ways of walking sampled user stacks (sampled_walk) are passed where asked
-(--walks rseq,switch-out): for each W,
+(--walks task-work,rseq,switch-out; the default, auto, picks between the
+first two as it goes): for each W,
   walk-W               offcpud with sampled_walk = W (and the same
                        sample_period_us): compare it with continuous, or with
                        continuous-sampled where --sample-period-us is given
@@ -73,7 +74,8 @@ Ctrl-C or SIGTERM too.
 
 Usage: sudo bench/overhead.py [--build DIR] [--runs N] [--repeat K] [--round-trips N] [--cpu C]
            [--workloads threads,processes] [--modes LIST] [--stacks auto|none|sampled,exact]
-           [--sample-period-us T] [--walks rseq,switch-out] [--stat p10|median|min] [--json]
+           [--sample-period-us T] [--walks task-work,rseq,switch-out] [--stat p10|median|min]
+           [--json]
 """
 import argparse
 import json
@@ -199,7 +201,7 @@ def main():
                     help="sample_period_us of the stack-mode and walk-mode daemons")
     ap.add_argument("--walks", default="",
                     help="sampled_walk values of the always-on profile to add, comma-separated: "
-                         "rseq, switch-out")
+                         "task-work, rseq, switch-out")
     ap.add_argument("--stat", choices=list(STATS), default="p10",
                     help="the run of each mode compared, by ns per switch: p10 (default), the tenth "
                          "percentile; median; or min, the fastest")
@@ -346,6 +348,11 @@ def main():
         report["workloads"][w] = {"modes": rows, "targets": targets}
     report["drops_last_run"] = {name: {k: v for k, v in st["counters"].items() if k.startswith("drop_") and v}
                                 for name, st in status.items()}
+    # How each daemon's deferred walks met the return to user mode at the
+    # end of its last session (sampled_walk = auto chooses as it goes).
+    report["walk_return_last_run"] = {name: [st["sampling"]["walk_return"], st["sampling"]["walk_return_reason"]]
+                                      for name, st in status.items()
+                                      if st.get("sampling", {}).get("walk_return")}
     if args.json:
         print(json.dumps(report))
         return
@@ -389,6 +396,8 @@ def print_report(report, args):
               "on the sampled daemon)")
     drops = {k: v for k, v in report["drops_last_run"].items() if v}
     print(f"\ndrops in the last run's daemons: {drops or 'none'}")
+    for name, (how, why) in report["walk_return_last_run"].items():
+        print(f"deferred walks of the {name} daemon, at its last status: {how}" + (f" ({why})" if why else ""))
     if report["tracefs_mounted_by_bench"]:
         print(f"(tracefs was not mounted; mounted it at {bench_env.TRACEFS} for bpftrace)")
 

@@ -22,13 +22,14 @@
  * is current again: at its return to user mode, or at its next switch-out if
  * it blocks again in the kernel first. The return to user mode is met by a
  * BPF task work (its callback runs in the thread's context; one entry here
- * per thread with one scheduled), or with sampled_walk = rseq at the
+ * per thread with one scheduled), or while walk_at_rseq is attached at the
  * rseq_update tracepoint, which every return after a switch of a thread
  * with rseq registered passes (glibc registers it since 2.35).
  *
- * Which costs less depends on the host and on T: a task work queues an
+ * Which costs less depends on the host and the load: a task work queues an
  * irq_work, a self-IPI, that a VM pays for in exits (22 us a sample on the
  * development VM), while walk_at_rseq runs at every switch (~80 ns there).
+ * sampled_walk = auto attaches it while it costs less (daemon/walk_return.h).
  */
 struct deferred_walk {
 	struct bpf_task_work tw;

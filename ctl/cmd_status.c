@@ -85,10 +85,13 @@ static void sampling_summary(const struct proto_sampling_status *sm)
 		printf("at switch-out%s%s\n", *sm->walk_reason ? ": " : "", sm->walk_reason);
 	else if (!strcmp(sm->walk_return, "rseq_update"))
 		printf("when the thread is current again (at rseq_update, else by BPF task "
-		       "work)\n");
-	else
+		       "work%s%s)\n",
+		       *sm->walk_return_reason ? "; " : "", sm->walk_return_reason);
+	else /* sampled_walk = auto's reasons say both ways; the others say why not rseq */
 		printf("when the thread is current again (by BPF task work%s%s)\n",
-		       *sm->walk_return_reason ? ", not rseq_update: " : "",
+		       !*sm->walk_return_reason			      ? ""
+		       : !strncmp(sm->walk_return_reason, "auto:", 5) ? "; "
+								      : ", not rseq_update: ",
 		       sm->walk_return_reason);
 	printf("  %.0f samples/s of %.0f blocks/s; %.0f user and %.0f kernel stack walks/s",
 	       sm->samples_per_s, sm->blocks_per_s, sm->user_walks_per_s, sm->kernel_walks_per_s);

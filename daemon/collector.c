@@ -79,8 +79,9 @@ struct collector {
 	int stats_fd; /* keeps the kernel's BPF run-time stats on; -1: off or refused */
 	struct bpf_link **oncpu_links; /* one per CPU that has an event; NULL entries: none */
 	const char *no_defer_why;      /* why sampled walks are not deferred; NULL if they are */
-	bool walk_at_rseq;	       /* deferred walks wait for rseq_update (walk_at_rseq) */
-	const char *no_rseq_why;       /* why not, where it was asked for; else NULL */
+	bool rseq_loaded;	       /* walk_at_rseq (rseq_update) is loaded: sched_progs[2] */
+	bool rseq_on;		       /* deferred walks wait for it while a slot is in use */
+	const char *no_rseq_why;       /* why it is not loaded, where it was asked for; else NULL */
 	const char *no_kstack_cache_why; /* why exact kernel walks are not cached; NULL: they are */
 	bool wanted[MAX_PROGRAMS]; /* by index in the object: a group's program that loads here */
 };
@@ -259,7 +260,7 @@ static void group_autoload(const struct collector *c, struct offcpu_bpf *skel, u
 		bpf_program__set_autoload(skel->progs.sched_waking_raw, c->raw_tp);
 		bpf_program__set_autoload(skel->progs.unwind_exec, skel->rodata->unwind_dwarf);
 		bpf_program__set_autoload(skel->progs.unwind_loader_ready, c->unwind_from_vmas);
-		bpf_program__set_autoload(skel->progs.walk_at_rseq, c->walk_at_rseq);
+		bpf_program__set_autoload(skel->progs.walk_at_rseq, c->rseq_loaded);
 		break;
 	case COLLECTOR_GROUP_BIO:
 		bio_autoload(skel, c->bio_path);
@@ -282,7 +283,7 @@ const char *collector_walk_mode(const struct collector *c, const char **ret_why)
 const char *collector_walk_return(const struct collector *c, const char **ret_why)
 {
 	*ret_why = c->no_rseq_why ? c->no_rseq_why : "";
-	return c->no_defer_why ? "" : c->walk_at_rseq ? "rseq_update" : "task work";
+	return c->no_defer_why ? "" : c->rseq_on ? "rseq_update" : "task work";
 }
 
 /* What the loader asks of the running kernel's BTF, parsed once. */
@@ -525,8 +526,11 @@ static int load(struct collector *c, const struct collector_options *opts)
 	skel->rodata->unwind_max_depth = opts->unwind_max_depth;
 	c->no_defer_why = no_defer_reason(opts, c->raw_tp, &kernel);
 	skel->rodata->defer_walks = !c->no_defer_why;
-	c->no_rseq_why = opts->walk_at_rseq ? no_rseq_reason(c->no_defer_why, &kernel) : NULL;
-	c->walk_at_rseq = opts->walk_at_rseq && !c->no_rseq_why;
+	c->no_rseq_why = opts->walk_return != COLLECTOR_RETURN_TASK_WORK
+				 ? no_rseq_reason(c->no_defer_why, &kernel)
+				 : NULL;
+	c->rseq_loaded = opts->walk_return != COLLECTOR_RETURN_TASK_WORK && !c->no_rseq_why;
+	c->rseq_on = c->rseq_loaded && opts->walk_return == COLLECTOR_RETURN_RSEQ;
 	c->runq_clock = kernel.runq_clock && !c->raw_tp;
 	/* Built in task works and the loader's uprobe only: the iterator refuses
 	 * to run with irqs off, as in sched_switch. */
@@ -629,7 +633,7 @@ static void sched_link_set(struct collector *c, unsigned i, bool on)
 static int sched_links_update(struct collector *c, uint32_t used, uint32_t waker_slots)
 {
 	bool want[3] = { used != 0, used && (!c->runq_clock || waker_slots),
-			 used && c->sched_progs[2] };
+			 used && c->sched_progs[2] && c->rseq_on };
 
 	for (unsigned i = 0; i < 3; i++) {
 		sched_link_set(c, i, want[i]);
@@ -641,6 +645,26 @@ static int sched_links_update(struct collector *c, uint32_t used, uint32_t waker
 			sched_links_update(c, c->used_mask, c->waker_slots);
 			return r;
 		}
+	}
+	return 0;
+}
+
+bool collector_walk_return_switchable(const struct collector *c)
+{
+	return c->sched_progs[2] != NULL;
+}
+
+int collector_walk_return_set(struct collector *c, bool rseq)
+{
+	if (!c->sched_progs[2])
+		return -EOPNOTSUPP;
+	c->rseq_on = rseq;
+	sched_link_set(c, 2, rseq && c->used_mask);
+	if (rseq && c->used_mask && !c->sched_links[2]) {
+		int r = -errno;
+
+		c->rseq_on = false;
+		return r < 0 ? r : -EINVAL;
 	}
 	return 0;
 }
@@ -890,7 +914,7 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	} else {
 		c->sched_progs[0] = c->skel->progs.sched_switch_btf;
 		c->sched_progs[1] = c->skel->progs.sched_waking_btf;
-		if (c->walk_at_rseq)
+		if (c->rseq_loaded)
 			c->sched_progs[2] = c->skel->progs.walk_at_rseq;
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_process_exit_btf);
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_process_free_btf);

@@ -28,6 +28,17 @@ enum collector_attach {
 	COLLECTOR_ATTACH_RAW_TP,
 };
 
+/* How a deferred user walk meets its thread's return to user mode: by BPF
+ * task work; at the rseq_update tracepoint, where the thread registered
+ * rseq (task work for the rest); or by task work until
+ * collector_walk_return_set() says otherwise (bpf/sched.bpf.c says when
+ * which pays). */
+enum collector_walk_return {
+	COLLECTOR_RETURN_TASK_WORK,
+	COLLECTOR_RETURN_RSEQ,
+	COLLECTOR_RETURN_SWITCHABLE,
+};
+
 struct collector_options {
 	uint32_t agg_map_entries;
 	uint32_t stack_map_entries;
@@ -41,9 +52,8 @@ struct collector_options {
 	bool bpf_stats;		   /* keep the kernel's BPF run-time stats on (status) */
 	bool defer_walks;	   /* sampled slots walk user stacks when threads are current
 				      again, where the kernel can (else at switch-out) */
-	bool walk_at_rseq;	   /* ... at the return to user mode seen at the rseq_update
-				      tracepoint, where the thread registered rseq, rather than
-				      by BPF task work (bpf/sched.bpf.c says when that pays) */
+	enum collector_walk_return walk_return; /* how deferred walks meet the return to
+						   user mode */
 	bool stack_cache;	   /* exact kernel stacks from a verified cache, where the
 				      kernel can (bpf/stack_cache.bpf.c) */
 	uint32_t stack_cache_audit; /* one cache hit in this many is walked and compared */
@@ -137,6 +147,15 @@ const char *collector_walk_mode(const struct collector *c, const char **ret_why)
  * or "task work"; "" if walks are not deferred. *ret_why says why not
  * rseq_update where it was asked for ("" otherwise). */
 const char *collector_walk_return(const struct collector *c, const char **ret_why);
+
+/* With COLLECTOR_RETURN_SWITCHABLE: whether deferred walks can wait for
+ * rseq_update here, and the switch between that (rseq true) and task
+ * works. A walk waiting for rseq_update when it is switched off is lost
+ * and counted (samples_lost), unless its thread blocks again first.
+ * Returns 0; -EOPNOTSUPP where it cannot; -errno of the attach (task works
+ * go on). Event loop only, as the slots' calls. */
+bool collector_walk_return_switchable(const struct collector *c);
+int collector_walk_return_set(struct collector *c, bool rseq);
 
 /* Whether exact kernel stack walks are cached (stack_cache.bpf.c); if not,
  * *ret_why says why. */

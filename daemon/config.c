@@ -86,7 +86,7 @@ static const char *const tracepoint_names[] = { "auto", "tp_btf", "raw_tp", NULL
 static const char *const unwind_names[] = { "dwarf", "fp", NULL };
 static const char *const pt_event_names[] = { "intel_pt", "sideband", NULL };
 static const char *const stacks_names[] = { "sampled", "exact", NULL };
-static const char *const sampled_walk_names[] = { "auto", "switch-out", "rseq", NULL };
+static const char *const sampled_walk_names[] = { "auto", "switch-out", "rseq", "task-work", NULL };
 
 static const struct key keys[] = {
 	KEY(socket_path, KEY_PATH, char *, 0, FIELD_SIZE(socket_path)),

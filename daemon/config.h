@@ -75,9 +75,11 @@ enum config_stacks {
 
 /* Where sampled slots walk user stacks. */
 enum config_sampled_walk {
-	CONFIG_SAMPLED_WALK_AUTO,	/* when the thread is current again, if the kernel can */
+	CONFIG_SAMPLED_WALK_AUTO,	/* when the thread is current again, if the kernel can: by
+					   task work or at rseq_update, whichever costs less */
 	CONFIG_SAMPLED_WALK_SWITCH_OUT, /* at every switch-out, as exact slots */
 	CONFIG_SAMPLED_WALK_RSEQ,	/* as auto, the return to user mode seen at rseq_update */
+	CONFIG_SAMPLED_WALK_TASK_WORK,	/* as auto, the return to user mode met by task work */
 };
 
 /* What a PT session records. */

@@ -34,6 +34,7 @@
 #include "proc_files.h"
 #include "symbolizer.h"
 #include "unwinder.h"
+#include "walk_return.h"
 #include "manager_internal.h"
 
 _Static_assert(CONFIG_MAX_CAPTURES == OFFCPU_MAX_SLOTS - 1, "a slot for each capture");
@@ -235,7 +236,10 @@ static int collector_start(struct manager *m)
 		.unwind_dwarf = cfg->unwind == CONFIG_UNWIND_DWARF,
 		.unwind_max_depth = cfg->unwind_max_depth,
 		.defer_walks = cfg->sampled_walk != CONFIG_SAMPLED_WALK_SWITCH_OUT,
-		.walk_at_rseq = cfg->sampled_walk == CONFIG_SAMPLED_WALK_RSEQ,
+		.walk_return = cfg->sampled_walk == CONFIG_SAMPLED_WALK_RSEQ ? COLLECTOR_RETURN_RSEQ
+			       : cfg->sampled_walk == CONFIG_SAMPLED_WALK_AUTO
+				       ? COLLECTOR_RETURN_SWITCHABLE
+				       : COLLECTOR_RETURN_TASK_WORK,
 		.stack_cache = cfg->stack_cache,
 		.stack_cache_audit = cfg->stack_cache_audit,
 		.unwind_rows = cfg->unwind_rows,
@@ -264,6 +268,10 @@ static int collector_start(struct manager *m)
 		return r;
 	}
 	log_info("sched_switch program attached (%s)", collector_tracepoint(m->collector));
+	m->walk_return.switchable = collector_walk_return_switchable(m->collector) &&
+				    cfg->sampled_walk == CONFIG_SAMPLED_WALK_AUTO;
+	walk_return_rseq(false, &(struct walk_return_rates){ 0 }, m->walk_return.why,
+			 sizeof(m->walk_return.why));
 	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
 		struct collector_group_status st;
 

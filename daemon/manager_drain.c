@@ -34,6 +34,7 @@
 #include "tracefs.h"
 #include "symbolizer.h"
 #include "unwinder.h"
+#include "walk_return.h"
 #include "manager_internal.h"
 
 /* ---- drains ---- */
@@ -179,6 +180,40 @@ static void carry_settle(struct manager *m, uint64_t completed, bool window_ends
 	}
 }
 
+/* sampled_walk = auto: task works or rseq_update for deferred walks, by
+ * what each would have cost in the drain interval that just ended. */
+static void walk_return_update(struct manager *m)
+{
+	struct manager_walk_return *w = &m->walk_return;
+	double works = counter_rate(m, OFFCPU_CNT_TASK_WORKS);
+	struct walk_return_rates rates = {
+		.switches_per_s = counter_rate(m, OFFCPU_CNT_SWITCHES),
+		.deferred_per_s = works + counter_rate(m, OFFCPU_CNT_WALK_AT_RSEQ),
+	};
+	bool rseq;
+	int r;
+
+	if (!w->switchable || w->attach_failed)
+		return;
+	if (works > 0)
+		w->task_work_ns = counter_rate(m, OFFCPU_CNT_TASK_WORK_NS) / works;
+	rates.task_work_ns = w->task_work_ns;
+	rseq = walk_return_rseq(w->rseq, &rates, w->why, sizeof(w->why));
+	if (rseq == w->rseq)
+		return;
+	r = collector_walk_return_set(m->collector, rseq);
+	if (r < 0) {
+		/* Task works go on, for good: the attach would fail again. */
+		w->attach_failed = true;
+		snprintf(w->why, sizeof(w->why), "auto: attaching rseq_update failed: %s",
+			 strerror(-r));
+		log_warning("deferred walks stay with task works: %s", w->why);
+		return;
+	}
+	w->rseq = rseq;
+	log_info("deferred walks now %s (%s)", rseq ? "at rseq_update" : "by task work", w->why);
+}
+
 static void drain_after_cb(uv_work_t *req, int status)
 {
 	struct manager *m = req->data;
@@ -200,6 +235,7 @@ static void drain_after_cb(uv_work_t *req, int status)
 	memcpy(m->stats.counters, r->counters, sizeof(m->stats.counters));
 	m->stats.counters_ns = clock_monotonic_ns();
 	self_accounting_sample(m, r);
+	walk_return_update(m);
 
 	for (size_t i = 0; i < r->n_rows; i++) {
 		struct profile *p = slot_profile(m, r->rows[i].key.slot % OFFCPU_MAX_SLOTS);

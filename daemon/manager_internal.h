@@ -93,6 +93,16 @@ struct manager_stats {
 	size_t drained_rows, drained_stacks, drained_chains, drained_hists;
 };
 
+/* sampled_walk = auto: how deferred walks meet the return to user mode
+ * (walk_return.h), chosen again at each drain. */
+struct manager_walk_return {
+	bool switchable;     /* auto, and the collector can wait for rseq_update */
+	bool rseq;	     /* deferred walks wait for rseq_update now */
+	bool attach_failed;  /* rseq_update could not be attached: task works for good */
+	double task_work_ns; /* the last measured mean time to schedule a task work */
+	char why[256];	     /* status's walk_return_reason */
+};
+
 struct manager {
 	uv_loop_t *loop;
 	struct config cfg;
@@ -115,6 +125,7 @@ struct manager {
 	struct manager_captures cap;
 	struct manager_latency pt;
 	struct manager_stats stats;
+	struct manager_walk_return walk_return;
 };
 
 struct pt_work {
@@ -163,5 +174,6 @@ void handle_latency(struct manager *m, struct server_conn *conn,
 /* manager_status.c */
 void notify_status(struct manager *m);
 void handle_status(struct manager *m, struct server_conn *conn);
+double counter_rate(const struct manager *m, unsigned idx); /* per second, last drain interval */
 
 #endif

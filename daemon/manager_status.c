@@ -45,15 +45,13 @@ void notify_status(struct manager *m)
 
 /* ---- status ---- */
 
-static double rate(const struct manager *m, unsigned idx);
-
 static void sampling_status(const struct manager *m, struct proto_sampling_status *ret)
 {
 	const struct sampling_summary *w = &m->windows.last_window_sampling;
 	bool sampled = m->cfg.continuous_stacks == CONFIG_STACKS_SAMPLED;
 	const char *why, *walk = collector_walk_mode(m->collector, &why);
 	const char *return_why, *walk_return = collector_walk_return(m->collector, &return_why);
-	double task_works = rate(m, OFFCPU_CNT_TASK_WORKS);
+	double task_works = counter_rate(m, OFFCPU_CNT_TASK_WORKS);
 
 	*ret = (struct proto_sampling_status){
 		.stacks = sampled ? "sampled" : "exact",
@@ -61,14 +59,15 @@ static void sampling_status(const struct manager *m, struct proto_sampling_statu
 		.walk = walk,
 		.walk_reason = why,
 		.walk_return = walk_return,
-		.walk_return_reason = return_why,
-		.blocks_per_s = rate(m, OFFCPU_CNT_SAMPLED_BLOCKS),
-		.samples_per_s = rate(m, OFFCPU_CNT_SAMPLES),
-		.user_walks_per_s = rate(m, OFFCPU_CNT_USER_STACK_WALKS),
-		.kernel_walks_per_s = rate(m, OFFCPU_CNT_KERNEL_STACK_WALKS),
+		.walk_return_reason = m->walk_return.switchable ? m->walk_return.why : return_why,
+		.blocks_per_s = counter_rate(m, OFFCPU_CNT_SAMPLED_BLOCKS),
+		.samples_per_s = counter_rate(m, OFFCPU_CNT_SAMPLES),
+		.user_walks_per_s = counter_rate(m, OFFCPU_CNT_USER_STACK_WALKS),
+		.kernel_walks_per_s = counter_rate(m, OFFCPU_CNT_KERNEL_STACK_WALKS),
 		.task_works_per_s = task_works,
 		.task_work_us =
-			task_works > 0 ? rate(m, OFFCPU_CNT_TASK_WORK_NS) / task_works / 1e3 : 0,
+			task_works > 0 ? counter_rate(m, OFFCPU_CNT_TASK_WORK_NS) / task_works / 1e3
+				       : 0,
 		.samples_lost = m->stats.counters[OFFCPU_CNT_DEFER_LOST],
 		.window_blocks = w->blocks,
 		.window_samples = w->samples,
@@ -104,7 +103,7 @@ static double per_second(const struct manager *m, uint64_t now, uint64_t before)
 	return (now - before) / secs;
 }
 
-static double rate(const struct manager *m, unsigned idx)
+double counter_rate(const struct manager *m, unsigned idx)
 {
 	return per_second(m, m->stats.counters[idx], m->stats.counters_prev[idx]);
 }
@@ -324,8 +323,8 @@ void handle_status(struct manager *m, struct server_conn *conn)
 		.slots_active = collector_slots_active(m->collector),
 		.slots_max = OFFCPU_MAX_SLOTS,
 		.captures_running = captures_running(m),
-		.switches_per_s = rate(m, OFFCPU_CNT_SWITCHES),
-		.recorded_per_s = rate(m, OFFCPU_CNT_RECORDED),
+		.switches_per_s = counter_rate(m, OFFCPU_CNT_SWITCHES),
+		.recorded_per_s = counter_rate(m, OFFCPU_CNT_RECORDED),
 		.counters = counters,
 		.n_counters = OFFCPU_CNT_MAX,
 		.requests = requests,

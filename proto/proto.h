@@ -308,8 +308,8 @@ struct proto_sampling_status {
 	const char *walk_reason;  /* why not "deferred"; "" if it is */
 	const char *walk_return;  /* how a deferred walk meets the thread's return to user
 				     mode: "rseq_update" (else task work) or "task work" */
-	const char *walk_return_reason; /* why not "rseq_update" where it was asked for; else
-					   "" */
+	const char *walk_return_reason; /* sampled_walk = auto: why this one; why not
+					   "rseq_update" where it was asked for; else "" */
 	double blocks_per_s;	  /* blocks the sampled slots counted (all, exactly) */
 	double samples_per_s;	  /* of them, blocks whose stacks were taken */
 	double user_walks_per_s;  /* user and kernel stack walks, every kind and path */

@@ -6,17 +6,20 @@ Ground truth: offcpu_workload's threads block in known functions for known
 times. With T far above their blocks' lengths, most blocks get no stacks,
 yet each thread's total, and so the stack of a thread that blocks in one
 function only, is exact. Each mode of walking user stacks is run: deferred
-(BPF task work, where the kernel has it), deferred to the rseq_update
-tracepoint (sampled_walk = rseq) and the forced switch-out fallback.
+to the return to user mode by BPF task work (where the kernel has it),
+deferred to the rseq_update tracepoint (sampled_walk = rseq) and the
+forced switch-out fallback; and auto, the default, going from the first
+to the second and back as task works get dear and cheap again.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import time
 import unittest
 
-from offcpu_env import Daemon, Workload
+from offcpu_env import BUILD, Daemon, Workload
 from test_daemon import TOLERANCE, capture_json, per_thread
 from test_windows import export_json, now_ms, wait_stored
 
@@ -39,8 +42,10 @@ def grew(before, after, name):
 
 
 class SampledTest(unittest.TestCase):
-    """The default: user walks deferred where the kernel can."""
-    walk_config = ""
+    """User walks deferred where the kernel can, by task work
+    (sampled_walk = task-work; auto, the default, may switch to rseq_update
+    on a busy host: AutoWalkTest)."""
+    walk_config = "sampled_walk = task-work\n"
     walk_return = "task work"  # how a deferred walk meets the return to user mode
 
     @classmethod
@@ -265,6 +270,81 @@ class SwitchOutFallbackTest(SampledTest):
         self.assertEqual(st["walk"], "switch-out")
         self.assertEqual(st["walk_reason"], "sampled_walk = switch-out")
         self.assertIn("at switch-out: sampled_walk = switch-out", self.daemon.ctl("status").stdout)
+
+
+class AutoWalkTest(unittest.TestCase):
+    """sampled_walk = auto, the default: deferred walks by task work, or at
+    rseq_update while task works would cost the host more than that program
+    at every switch (walk_return.h). Four processes sleeping 2 ms at a time
+    against T = 1 ms have every block sampled and every walk deferred (a
+    sleeper is woken from the idle task, another address space) while the
+    host switches a few thousand times a second: rseq_update. A ping-pong of
+    two threads switches hundreds of thousands of times a second, and its
+    samples are walked at once (one address space): task works."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon(FAST)
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.daemon.stop()
+        assert code == 0, cls.daemon.log_text()
+
+    def wait_walk_return(self, want, busy):
+        """Status's sampling block once walk_return is want, or the last one
+        when the busy processes are done."""
+        while True:
+            st = self.daemon.status()["sampling"]
+            if st["walk_return"] == want or all(p.poll() is not None for p in busy):
+                return st
+            time.sleep(0.1)
+
+    def test_follows_the_cost(self):
+        d = self.daemon
+        st = d.status()["sampling"]
+        if st["walk"] != "deferred":
+            self.skipTest(f"walks are not deferred here: {st['walk_reason']}")
+        if not st["walk_return_reason"].startswith("auto:"):
+            self.skipTest(f"deferred walks cannot use rseq_update here: {st['walk_return_reason']}")
+        before = counters(d)
+        sleepers = [Workload("--only", "sleeper", "--sleeps", "1500", "--sleep-ms", "2")
+                    for _ in range(4)]
+        try:
+            for w in sleepers:
+                w.proc.stdin.write("go\n")
+                w.proc.stdin.flush()
+            st = self.wait_walk_return("rseq_update", [w.proc for w in sleepers])
+            if st["walk_return"] != "rseq_update":
+                # Only where the host makes a task work cheap (no hypervisor
+                # trapping its self-IPI) may auto keep them.
+                cost = re.search(r" would cost (\d+) ns a switch", st["walk_return_reason"])
+                if cost and int(cost.group(1)) <= 2 * 100:
+                    self.skipTest(f"task works are cheap here: {st['walk_return_reason']}")
+                self.fail(f"auto kept task works: {st}")
+            self.assertRegex(st["walk_return_reason"],
+                             r"^auto: \d+ walks/s would cost \d+ ns a switch by task work")
+            self.assertIn("(at rseq_update, else by BPF task work; auto: ", d.ctl("status").stdout)
+            for w in sleepers:
+                w.proc.communicate(timeout=60)
+                self.assertEqual(w.proc.returncode, 0)
+        finally:
+            for w in sleepers:
+                w.kill()
+        after = counters(d)
+        self.assertGreater(grew(before, after, "walks_at_rseq"), 100, after)
+
+        pingpong = subprocess.Popen([os.path.join(BUILD, "bench", "pingpong"), "--round-trips",
+                                     "2000000", "--cpu", "0"], stdout=subprocess.DEVNULL)
+        try:
+            st = self.wait_walk_return("task work", [pingpong])
+        finally:
+            pingpong.kill()
+            pingpong.wait()
+        self.assertEqual(st["walk_return"], "task work", st)
+        self.assertIn("(by BPF task work; auto: ", d.ctl("status").stdout)
+        self.assertIn("deferred walks now at rseq_update (auto: ", d.log_text())
+        self.assertIn("deferred walks now by task work (auto: ", d.log_text())
 
 
 class SampledRequestErrorsTest(unittest.TestCase):
