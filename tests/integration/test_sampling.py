@@ -246,7 +246,7 @@ class SampledTest(unittest.TestCase):
 class RseqWalkTest(SampledTest):
     """sampled_walk = rseq: a deferred walk of a thread with rseq registered
     meets its return to user mode at the rseq_update tracepoint, not by a BPF
-    task work; every test of the default holds the same."""
+    task work; every test of SampledTest holds the same."""
     walk_config = "sampled_walk = rseq\n"
     walk_return = "rseq_update"
 
