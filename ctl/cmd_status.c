@@ -98,7 +98,8 @@ static void sampling_summary(const struct proto_sampling_status *sm)
 	if (sm->samples_lost)
 		printf("; %" PRIu64 " samples lost (their time kept)", sm->samples_lost);
 	printf("\n");
-	/* What sampled_walk = rseq would save (README: What a deferred walk costs). */
+	/* What task works cost here: what sampled_walk = auto weighs against
+	 * rseq_update (README: What a deferred walk costs). */
 	if (sm->task_works_per_s > 0)
 		printf("  %.0f BPF task works/s, %.1f us each to schedule in the switch: %.2f%% "
 		       "of a CPU, not counting their self-IPIs\n",

@@ -270,8 +270,9 @@ static int collector_start(struct manager *m)
 	log_info("sched_switch program attached (%s)", collector_tracepoint(m->collector));
 	m->walk_return.switchable = collector_walk_return_switchable(m->collector) &&
 				    cfg->sampled_walk == CONFIG_SAMPLED_WALK_AUTO;
-	walk_return_rseq(false, &(struct walk_return_rates){ 0 }, m->walk_return.why,
-			 sizeof(m->walk_return.why));
+	if (m->walk_return.switchable)
+		walk_return_rseq(false, &(struct walk_return_rates){ 0 }, m->walk_return.why,
+				 sizeof(m->walk_return.why));
 	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
 		struct collector_group_status st;
 

@@ -193,7 +193,7 @@ static void walk_return_update(struct manager *m)
 	bool rseq;
 	int r;
 
-	if (!w->switchable || w->attach_failed)
+	if (!w->switchable)
 		return;
 	if (works > 0)
 		w->task_work_ns = counter_rate(m, OFFCPU_CNT_TASK_WORK_NS) / works;
@@ -204,7 +204,7 @@ static void walk_return_update(struct manager *m)
 	r = collector_walk_return_set(m->collector, rseq);
 	if (r < 0) {
 		/* Task works go on, for good: the attach would fail again. */
-		w->attach_failed = true;
+		w->switchable = false;
 		snprintf(w->why, sizeof(w->why), "auto: attaching rseq_update failed: %s",
 			 strerror(-r));
 		log_warning("deferred walks stay with task works: %s", w->why);

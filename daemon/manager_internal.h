@@ -96,11 +96,11 @@ struct manager_stats {
 /* sampled_walk = auto: how deferred walks meet the return to user mode
  * (walk_return.h), chosen again at each drain. */
 struct manager_walk_return {
-	bool switchable;     /* auto, and the collector can wait for rseq_update */
+	bool switchable;     /* auto, the collector can wait for rseq_update, and its
+				attach has not failed */
 	bool rseq;	     /* deferred walks wait for rseq_update now */
-	bool attach_failed;  /* rseq_update could not be attached: task works for good */
 	double task_work_ns; /* the last measured mean time to schedule a task work */
-	char why[256];	     /* status's walk_return_reason */
+	char why[256];	     /* status's walk_return_reason with auto; else "" */
 };
 
 struct manager {

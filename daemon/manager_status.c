@@ -59,7 +59,7 @@ static void sampling_status(const struct manager *m, struct proto_sampling_statu
 		.walk = walk,
 		.walk_reason = why,
 		.walk_return = walk_return,
-		.walk_return_reason = m->walk_return.switchable ? m->walk_return.why : return_why,
+		.walk_return_reason = *m->walk_return.why ? m->walk_return.why : return_why,
 		.blocks_per_s = counter_rate(m, OFFCPU_CNT_SAMPLED_BLOCKS),
 		.samples_per_s = counter_rate(m, OFFCPU_CNT_SAMPLES),
 		.user_walks_per_s = counter_rate(m, OFFCPU_CNT_USER_STACK_WALKS),

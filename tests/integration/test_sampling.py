@@ -43,8 +43,8 @@ def grew(before, after, name):
 
 class SampledTest(unittest.TestCase):
     """User walks deferred where the kernel can, by task work
-    (sampled_walk = task-work; auto, the default, may switch to rseq_update
-    on a busy host: AutoWalkTest)."""
+    (sampled_walk = task-work; auto, the default, moves between task works
+    and rseq_update as their costs go: AutoWalkTest)."""
     walk_config = "sampled_walk = task-work\n"
     walk_return = "task work"  # how a deferred walk meets the return to user mode
 
