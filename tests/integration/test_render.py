@@ -15,11 +15,14 @@ from offcpu_env import Daemon, Workload
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def capture(d, w, *args, seconds=3):
-    """Captures workload w; returns offcpuctl's stdout (text)."""
+def capture(d, w, *args, seconds=3, truth=None):
+    """Captures workload w; returns offcpuctl's stdout (text). The workload's
+    ground truth (Workload.go()) goes into the dict truth, where given."""
     p = d.ctl_popen("capture", "--pid", str(w.pid), "--seconds", str(seconds), *args)
     d.wait_captures(1)
-    w.go()
+    measured = w.go()
+    if truth is not None:
+        truth.update(measured)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 0, err
     return out
@@ -84,12 +87,14 @@ class RenderTest(unittest.TestCase):
 
     def test_differential_export_between_captures(self):
         d = self.daemon
-        # Before: 10 sleeps of 20 ms; after: 30 sleeps of 20 ms.
+        # Before: 10 sleeps of 20 ms; after: 30 sleeps of 20 ms, each as long
+        # as the workload measured it (a loaded host wakes it late).
+        truth_a, truth_b = {}, {}
         w = Workload("--only", "sleeper", "--sleeps", "10")
-        capture(d, w, seconds=2)
+        capture(d, w, seconds=2, truth=truth_a)
         before = last_capture_id(d)
         w = Workload("--only", "sleeper", "--sleeps", "30")
-        capture(d, w, seconds=2)
+        capture(d, w, seconds=2, truth=truth_b)
         after = last_capture_id(d)
         wait_capture_stored(d, after)
         r = d.ctl("export", "--capture", str(after), "--diff-against", f"capture:{before}",
@@ -99,8 +104,9 @@ class RenderTest(unittest.TestCase):
         sleeps = [(int(a), int(b)) for stack, a, b in rows if stack.endswith("do_nanosleep;schedule;__schedule")]
         self.assertEqual(len(sleeps), 1, r.stdout)
         a_us, b_us = sleeps[0]
-        self.assertAlmostEqual(a_us / 200_000, 1.0, delta=0.05)  # 10 x 20 ms
-        self.assertAlmostEqual(b_us / 600_000, 1.0, delta=0.05)  # 30 x 20 ms
+        self.assertAlmostEqual(a_us * 1000 / truth_a["ow-sleeper"]["blocked_ns"], 1.0, delta=0.05)
+        self.assertAlmostEqual(b_us * 1000 / truth_b["ow-sleeper"]["blocked_ns"], 1.0, delta=0.05)
+        self.assertGreaterEqual(truth_a["ow-sleeper"]["blocked_ns"], 200_000_000)  # 10 x 20 ms
         # --normalize scales BEFORE to AFTER's total.
         r = d.ctl("export", "--capture", str(after), "--diff-against", f"capture:{before}",
                   "--grep", "sleeper_thread", "--normalize")
