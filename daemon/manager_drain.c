@@ -196,7 +196,7 @@ static void walk_return_update(struct manager *m)
 	if (!w->switchable)
 		return;
 	if (works > 0)
-		w->task_work_ns = counter_rate(m, OFFCPU_CNT_TASK_WORK_NS) / works;
+		w->task_work_ns = task_work_mean_ns(m);
 	rates.task_work_ns = w->task_work_ns;
 	rseq = walk_return_rseq(w->rseq, &rates, w->why, sizeof(w->why));
 	if (rseq == w->rseq)

@@ -175,5 +175,6 @@ void handle_latency(struct manager *m, struct server_conn *conn,
 void notify_status(struct manager *m);
 void handle_status(struct manager *m, struct server_conn *conn);
 double counter_rate(const struct manager *m, unsigned idx); /* per second, last drain interval */
+double task_work_mean_ns(const struct manager *m); /* ... per task work scheduled; 0: none */
 
 #endif

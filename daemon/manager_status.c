@@ -51,7 +51,6 @@ static void sampling_status(const struct manager *m, struct proto_sampling_statu
 	bool sampled = m->cfg.continuous_stacks == CONFIG_STACKS_SAMPLED;
 	const char *why, *walk = collector_walk_mode(m->collector, &why);
 	const char *return_why, *walk_return = collector_walk_return(m->collector, &return_why);
-	double task_works = counter_rate(m, OFFCPU_CNT_TASK_WORKS);
 
 	*ret = (struct proto_sampling_status){
 		.stacks = sampled ? "sampled" : "exact",
@@ -64,10 +63,8 @@ static void sampling_status(const struct manager *m, struct proto_sampling_statu
 		.samples_per_s = counter_rate(m, OFFCPU_CNT_SAMPLES),
 		.user_walks_per_s = counter_rate(m, OFFCPU_CNT_USER_STACK_WALKS),
 		.kernel_walks_per_s = counter_rate(m, OFFCPU_CNT_KERNEL_STACK_WALKS),
-		.task_works_per_s = task_works,
-		.task_work_us =
-			task_works > 0 ? counter_rate(m, OFFCPU_CNT_TASK_WORK_NS) / task_works / 1e3
-				       : 0,
+		.task_works_per_s = counter_rate(m, OFFCPU_CNT_TASK_WORKS),
+		.task_work_us = task_work_mean_ns(m) / 1e3,
 		.samples_lost = m->stats.counters[OFFCPU_CNT_DEFER_LOST],
 		.window_blocks = w->blocks,
 		.window_samples = w->samples,
@@ -106,6 +103,13 @@ static double per_second(const struct manager *m, uint64_t now, uint64_t before)
 double counter_rate(const struct manager *m, unsigned idx)
 {
 	return per_second(m, m->stats.counters[idx], m->stats.counters_prev[idx]);
+}
+
+double task_work_mean_ns(const struct manager *m)
+{
+	double works = counter_rate(m, OFFCPU_CNT_TASK_WORKS);
+
+	return works > 0 ? counter_rate(m, OFFCPU_CNT_TASK_WORK_NS) / works : 0;
 }
 
 static uint64_t rss_bytes(void)

@@ -8,10 +8,11 @@
  * measures (task_work_ns: mostly sending its irq_work's self-IPI, 12-22 us
  * on the development VM, whose hypervisor traps it), and taking the IPI
  * costs about as much again there. Only what is measured counts, so auto
- * leans to task works (the old default) where the two are close. The rseq_update program runs at every context switch of a thread
- * with rseq registered: WALK_RETURN_RSEQ_SWITCH_NS is counted for every
- * switch (40-80 ns measured there, most of it calling any program). Only a
- * 2x difference either way changes the choice, so that it does not flap.
+ * leans to task works (the old default) where the two are close. The
+ * rseq_update program runs at every context switch of a thread with rseq
+ * registered: WALK_RETURN_RSEQ_SWITCH_NS is counted for every switch (40-80
+ * ns measured there, most of it calling any program). Only a 2x difference
+ * either way changes the choice, so that it does not flap.
  */
 #ifndef WALK_RETURN_H
 #define WALK_RETURN_H
