@@ -27,6 +27,7 @@ __u32 request_slots;		       /* slots that count only inside a request */
 __u32 filename_slots;		       /* FILEIO slots that key rows by file name too */
 __u32 sampled_slots;		       /* slots that sample stacks (slot.sample_period_ns) */
 __u32 epoch;			       /* its low bit selects the buffer being written */
+__u32 progress_slots;		       /* counted in parts while open (bpf/in_progress.bpf.c) */
 
 /* tp_btf path: start records live with the task, no hashing, no cleanup. */
 struct task_starts_map task_starts SEC(".maps");

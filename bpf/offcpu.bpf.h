@@ -50,6 +50,7 @@ extern __u32 request_slots;    /* slots that count only inside a request */
 extern __u32 filename_slots;   /* FILEIO slots that key rows by file name too */
 extern __u32 sampled_slots;    /* slots that sample stacks (slot.sample_period_ns) */
 extern __u32 epoch;	       /* its low bit selects the buffer being written */
+extern __u32 progress_slots;   /* slots whose open blocks the in-progress pass counts in parts */
 
 /*
  * A thread's exact totals and histogram counts for a sampled slot, kept in
@@ -74,10 +75,19 @@ struct thread_totals {
 	__u32 hist[2][OFFCPU_HIST_BUCKETS]; /* by enum offcpu_hist_type */
 };
 
+/*
+ * A start record's slots while the in-progress pass (bpf/in_progress.bpf.c)
+ * counts a part of its block for progress_slots. The block's end takes the
+ * slots with one exchange (block_end()), so that the pass and the end never
+ * both count the same time: an end that finds this bit counts from
+ * charging_to, one that does not from charged_ts.
+ */
+#define START_CHARGING (1ull << 32)
+
 struct start_rec {
 	__u64 ts;
 	__u64 wake_ts; /* first sched_waking of this block; 0: none yet */
-	__u32 slots;   /* matched at switch-out; 0 once consumed */
+	__u64 slots;   /* matched at switch-out (a __u32 mask), START_CHARGING; 0 once consumed */
 	__u32 state;
 	__u32 walked; /* slots whose stacks were walked at switch-out */
 	/* A sampled block waiting for its user stack (see sample_stacks()): its
@@ -85,8 +95,19 @@ struct start_rec {
 	__u32 walk_pending;
 	__u64 walk_ip, walk_sp;
 	__u64 tables_mm; /* the mm whose unwind tables this thread asked for */
-	/* Filled at switch-in for slot_account(): */
+	/* What the in-progress pass counted of this block for progress_slots:
+	 * up to charged_ts (none if not after ts), or charging_to while it
+	 * holds START_CHARGING. Either may be an older block's: always older
+	 * than this one's ts, and so harmless. */
+	__u64 charged_ts, charging_to;
+	/* Filled at switch-in for slot_account(): the whole block, and the
+	 * part after charged_ts that progress_slots count (part_charged). */
 	__u64 delta, blocked, runq;
+	__u64 part_delta, part_blocked, part_runq;
+	__u32 part_charged, pad2;
+	/* Written by the in-progress pass only: the block (its ts) it walked
+	 * last, and its stacks' hashes in open_stacks (in_progress.bpf.c). */
+	__u64 walked_ts, walked_khash, walked_uhash;
 	__u64 khash, uhash;
 	__u32 tgid, pid;
 	char comm[OFFCPU_COMM_LEN];	/* at switch-out, when the thread is current */
@@ -277,6 +298,30 @@ static __always_inline __u32 state_class(bool preempt, __u32 state)
 	return OFFCPU_STATE_OTHER;
 }
 
+/*
+ * Splits [from, to] of rec's block into blocked and run-queue time: blocked
+ * until woken, then waiting for a CPU. A preempted thread was runnable all
+ * along; without a wakeup seen, all of it counts as blocked.
+ */
+static __always_inline void block_split(const struct start_rec *rec, __u64 from, __u64 to,
+					__u64 *blocked, __u64 *runq)
+{
+	__u64 woken = rec->wake_ts;
+
+	if (rec->state == OFFCPU_STATE_RUNNING) {
+		*blocked = 0;
+		*runq = to - from;
+	} else if (woken >= rec->ts && woken <= to) {
+		if (woken < from)
+			woken = from;
+		*blocked = woken - from;
+		*runq = to - woken;
+	} else {
+		*blocked = to - from;
+		*runq = 0;
+	}
+}
+
 /* Those of slots whose task filters accept this thread. */
 static __always_inline __u32 task_filter(__u32 matched, __u32 tgid, __u32 pid)
 {
@@ -377,6 +422,29 @@ static __always_inline void aggregate(void *agg_map, struct offcpu_key *key, __u
 				      const char *comm)
 {
 	aggregate_add(agg_map, key, delta, 1, 0, 0, comm);
+}
+
+/* Adds cell c to key's total in total_map, this CPU's copy; atomic, as a
+ * flush may interrupt another on this CPU. */
+static __always_inline void total_merge(void *total_map, struct offcpu_key *key,
+					const struct thread_total_cell *c, const char *comm)
+{
+	struct offcpu_total *t, init = {};
+
+	t = bpf_map_lookup_elem(total_map, key);
+	if (!t) {
+		__builtin_memcpy(init.comm, comm, sizeof(init.comm));
+		init.sum_ns = c->sum_ns;
+		init.count = c->count;
+		init.short_ns = c->short_ns;
+		init.samples = c->samples;
+		if (map_insert(total_map, key, &init, OFFCPU_CNT_DROP_TOTAL_FULL, (void **)&t))
+			return;
+	}
+	__sync_fetch_and_add(&t->sum_ns, c->sum_ns);
+	__sync_fetch_and_add(&t->count, c->count);
+	__sync_fetch_and_add(&t->short_ns, c->short_ns);
+	__sync_fetch_and_add(&t->samples, c->samples);
 }
 
 static __always_inline void hist_add(void *hist_map, __u32 slot, __u32 tgid, __u32 type, __u64 ns)

@@ -133,6 +133,9 @@ struct offcpu_key {
 /* offcpu_key.flags */
 #define OFFCPU_KEY_SAMPLED   1u /* a sampled slot's row: an estimate, scaled to its totals */
 #define OFFCPU_KEY_UNSAMPLED 2u /* (user space) time of a sampled slot no sample stands for */
+/* A capture's block still open at its end: its time inside the capture,
+ * counted by the in-progress pass (bpf/in_progress.bpf.c), count 0. */
+#define OFFCPU_KEY_IN_PROGRESS 4u
 
 /*
  * I/O kinds reuse the key's state for the phase of the time: a BIO request
@@ -290,9 +293,27 @@ struct offcpu_file_name {
 	char name[OFFCPU_FILE_NAME_LEN];
 };
 
+/*
+ * A thread off the CPU now (offcpuctl blocked), as the in-progress pass's
+ * snapshot prints it (bpf/in_progress.bpf.c), one record after another.
+ */
+struct offcpu_blocked {
+	__u32 tgid, pid;
+	__u32 state; /* enum offcpu_state */
+	__u32 pad;
+	__u64 since_ns; /* when it left the CPU (CLOCK_MONOTONIC); 0: before any record */
+	__u64 wake_ns;	/* when it was woken; 0: not yet */
+	char comm[OFFCPU_COMM_LEN];
+	struct offcpu_waker waker; /* who woke it, where a waker kind recorded it (pid 0: none) */
+	struct offcpu_stack kstack, ustack;
+};
+
 /* offcpu_stack.flags */
 #define OFFCPU_STACK_DWARF    1u /* walked with unwind tables (else bpf_get_stack) */
 #define OFFCPU_STACK_COMPLETE 2u /* reached the outermost frame (DWARF walks only) */
+/* a kernel stack read while its task was off the CPU whose __sched frames
+ * (bpf/sched_frames.bpf.h) could not be put back */
+#define OFFCPU_STACK_SCHED_LOST 4u
 
 /*
  * Counters, a per-CPU array indexed by enum offcpu_counter: one table for
@@ -330,6 +351,7 @@ struct offcpu_file_name {
 	X(WALK_DEFERRED, "walks_deferred", NULL) /* ... at the return to user mode, task work */   \
 	X(WALK_AT_RSEQ, "walks_at_rseq", NULL) /* ... there, at rseq_update (sampled_walk = rseq) */\
 	X(WALK_NEXT_SWITCH, "walks_next_switch", NULL) /* ... at the next switch-out */            \
+	X(WALK_AT_EXIT, "walks_at_exit", NULL) /* ... at its exit (killed while blocked) */       \
 	X(WALK_SWITCH_OUT, "walks_switch_out", NULL) /* fallback: at every switch-out */           \
 	X(DEFER_LOST, "samples_lost", NULL) /* a deferred walk not done: sample lost, time kept */ \
 	X(USER_STACK_WALKS, "user_stack_walks", NULL)	  /* every path and kind */                \
@@ -359,7 +381,15 @@ struct offcpu_file_name {
 	X(TASK_WORKS, "task_works", NULL)						   \
 	/* nanoseconds the switches spent scheduling them: sending the self-IPI \
 	 * (the part of a task work's cost a program can time) */              \
-	X(TASK_WORK_NS, "task_work_ns", NULL)
+	X(TASK_WORK_NS, "task_work_ns", NULL)						   \
+	/* parts of blocks still open counted by the in-progress pass (a \
+	 * window's end, a capture's), and of those the ones whose stacks  \
+	 * it walked itself (the block's were not walked at switch-out)   */ \
+	X(IN_PROGRESS_PARTS, "in_progress_parts", NULL)					   \
+	X(IN_PROGRESS_WALKS, "in_progress_walks", NULL)					   \
+	/* __sched frames put back into kernel stacks of tasks not running    \
+	 * (bpf/sched_frames.bpf.h), which the kernel's walk leaves out */     \
+	X(KSTACK_SCHED_FRAMES, "kstack_sched_frames", NULL)
 /* clang-format on */
 
 enum offcpu_counter {

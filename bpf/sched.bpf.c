@@ -14,7 +14,7 @@
  * the thread is current again.
  */
 #include "requests.bpf.h"
-#include "stack_cache.bpf.h"
+#include "sched_frames.bpf.h"
 #include "wakers.bpf.h"
 
 /*
@@ -124,7 +124,9 @@ __noinline int sample_account(struct start_rec *rec, __u32 slots);
 /*
  * Completes the sample rec waits for with the user stack of t, the current
  * task, if t has not been back in user mode since the block (its user
- * registers are those of then); else the sample is lost, and counted.
+ * registers are those of then) and still has its memory (an exiting thread
+ * has until exit_mm(), which its task works run after); else the sample is
+ * lost, and counted.
  */
 static __always_inline void sample_finish(struct start_rec *rec, struct task_struct *t,
 					  __u32 walk_counter)
@@ -134,7 +136,7 @@ static __always_inline void sample_finish(struct start_rec *rec, struct task_str
 
 	rec->walk_pending = 0;
 	if (!regs || BPF_CORE_READ(regs, ip) != rec->walk_ip ||
-	    BPF_CORE_READ(regs, sp) != rec->walk_sp || (t->flags & PF_EXITING)) {
+	    BPF_CORE_READ(regs, sp) != rec->walk_sp || !t->mm) {
 		count(OFFCPU_CNT_DEFER_LOST);
 		return;
 	}
@@ -257,6 +259,33 @@ static __always_inline __u64 block_value(const struct start_rec *rec, __u32 kind
 					  : rec->blocked;
 }
 
+/* What of rec's block the slot of bit counts: all of it, or for a slot of
+ * progress_slots what the in-progress pass did not count already. */
+struct block_part {
+	__u64 delta, blocked, runq;
+};
+
+static __always_inline void block_part_of(const struct start_rec *rec, __u32 bit,
+					  struct block_part *p)
+{
+	if (rec->part_charged && (progress_slots & bit)) {
+		p->delta = rec->part_delta;
+		p->blocked = rec->part_blocked;
+		p->runq = rec->part_runq;
+	} else {
+		p->delta = rec->delta;
+		p->blocked = rec->blocked;
+		p->runq = rec->runq;
+	}
+}
+
+static __always_inline __u64 part_value(const struct block_part *p, __u32 kind)
+{
+	return kind == OFFCPU_KIND_OFFCPU ? p->delta
+	       : kind == OFFCPU_KIND_RUNQ ? p->runq
+					  : p->blocked;
+}
+
 static __always_inline void slot_hist_add(void *hist_map, const struct start_rec *rec, __u32 slot)
 {
 	hist_add(hist_map, slot, rec->tgid, OFFCPU_HIST_OFFCPU, rec->delta);
@@ -268,18 +297,18 @@ static __always_inline void slot_hist_add(void *hist_map, const struct start_rec
 
 /*
  * Adds one block to slot's rows (and histograms), as the slot's kind wants
- * it. The block's values are in rec; value is the one the slot's kind
- * counts, already checked against the slot's filters by block_end(). A
- * sampled slot's rows get the sample's weight, and its histograms were
- * kept by total_add(). A global function, so the verifier checks it once
- * rather than once per slot of block_end()'s loop.
+ * it. The block's values are in rec, already checked against the slot's
+ * filters by block_end(). A sampled slot's rows get the sample's weight,
+ * and its histograms were kept by total_add(). A global function, so the
+ * verifier checks it once rather than once per slot of block_end()'s loop.
  */
-__noinline int slot_account(struct start_rec *rec, __u32 slot, __u64 value)
+__noinline int slot_account(struct start_rec *rec, __u32 slot)
 {
 	__u32 i = slot & (OFFCPU_MAX_SLOTS - 1), bit = 1u << i, kind, depth;
-	__u64 period = slots[i].sample_period_ns, blocked, runq;
+	__u64 period = slots[i].sample_period_ns, blocked, runq, value;
 	struct offcpu_key key = {};
 	struct buffers b = {};
+	struct block_part p;
 	bool estimated;
 
 	if (!rec || !buffers_get(&b))
@@ -287,6 +316,8 @@ __noinline int slot_account(struct start_rec *rec, __u32 slot, __u64 value)
 	if (!(sampled_slots & bit))
 		period = 0;
 	kind = slots[i].kind;
+	block_part_of(rec, bit, &p);
+	value = part_value(&p, kind);
 	depth = slots[i].chain_depth;
 	key.slot = i;
 	key.tgid = rec->tgid;
@@ -300,12 +331,12 @@ __noinline int slot_account(struct start_rec *rec, __u32 slot, __u64 value)
 		key.chain = intern_chain(b.chains, &rec->chain, 1);
 	else if (kind == OFFCPU_KIND_CHAIN)
 		key.chain = intern_chain(b.chains, &rec->chain, depth);
-	value = sample_weight(value, rec->delta, period);
-	blocked = sample_weight(rec->blocked, rec->delta, period);
-	runq = sample_weight(rec->runq, rec->delta, period);
+	value = sample_weight(value, p.delta, period);
+	blocked = sample_weight(p.blocked, p.delta, period);
+	runq = sample_weight(p.runq, p.delta, period);
 	/* A short block's sample stands for T: its weight is the estimate user
 	 * space scales. A long one is taken always, at its true length. */
-	estimated = period && rec->delta < period;
+	estimated = period && p.delta < period;
 	if (kind == OFFCPU_KIND_OFFCPU && (split_runq_slots & bit)) {
 		if (blocked)
 			aggregate_add(b.agg, &key, blocked, 1, 0, estimated ? blocked : 0, rec->comm);
@@ -347,15 +378,17 @@ static __always_inline void total_one(void *total_map, struct offcpu_key *key, _
  * Adds one block to a sampled slot's exact totals and histograms: keyed as
  * slot_account() keys its rows, without stacks. Writes only per-CPU maps.
  */
-__noinline int total_add(struct start_rec *rec, __u32 slot, __u64 value, __u32 taken)
+__noinline int total_add(struct start_rec *rec, __u32 slot, __u32 taken)
 {
 	__u32 i = slot & (OFFCPU_MAX_SLOTS - 1), bit = 1u << i, buf = epoch & 1;
 	struct offcpu_key key = {};
 	struct buffers b = {};
+	struct block_part p;
 	bool is_short;
 
 	if (!rec)
 		return 0;
+	block_part_of(rec, bit, &p);
 	/* Only the two buffers this needs: it runs for every block. */
 	b.totals = bpf_map_lookup_elem(&totals, &buf);
 	b.hists = bpf_map_lookup_elem(&hists, &buf);
@@ -363,21 +396,21 @@ __noinline int total_add(struct start_rec *rec, __u32 slot, __u64 value, __u32 t
 		count(OFFCPU_CNT_BUFFER_MISSING);
 		return 0;
 	}
-	is_short = rec->delta < slots[i].sample_period_ns;
+	is_short = p.delta < slots[i].sample_period_ns;
 	key.slot = i;
 	key.tgid = rec->tgid;
 	key.pid = rec->pid;
 	key.state = rec->state;
 	key.kind = slots[i].kind;
 	if (key.kind == OFFCPU_KIND_OFFCPU && (split_runq_slots & bit)) {
-		if (rec->blocked)
-			total_one(b.totals, &key, rec->blocked, is_short, taken, rec->comm);
+		if (p.blocked)
+			total_one(b.totals, &key, p.blocked, is_short, taken, rec->comm);
 		key.kind = OFFCPU_KIND_RUNQ;
-		if (rec->runq)
-			total_one(b.totals, &key, rec->runq, is_short, taken && !rec->blocked,
+		if (p.runq)
+			total_one(b.totals, &key, p.runq, is_short, taken && !p.blocked,
 				  rec->comm); /* one sample per block */
 	} else {
-		total_one(b.totals, &key, value, is_short, taken, rec->comm);
+		total_one(b.totals, &key, part_value(&p, key.kind), is_short, taken, rec->comm);
 	}
 	if (hist_slots & bit)
 		slot_hist_add(b.hists, rec, i);
@@ -387,29 +420,6 @@ __noinline int total_add(struct start_rec *rec, __u32 slot, __u64 value, __u32 t
 /* Set by the loader where start records are task storage (tp_btf): the first
  * sampled slot a block counts in keeps its totals in the thread's banks. */
 const volatile bool thread_banks = false;
-
-/* Adds cell c to key's total in total_map, this CPU's copy; atomic, as a
- * flush may interrupt another on this CPU. */
-static __always_inline void total_merge(void *total_map, struct offcpu_key *key,
-					const struct thread_total_cell *c, const char *comm)
-{
-	struct offcpu_total *t, init = {};
-
-	t = bpf_map_lookup_elem(total_map, key);
-	if (!t) {
-		__builtin_memcpy(init.comm, comm, sizeof(init.comm));
-		init.sum_ns = c->sum_ns;
-		init.count = c->count;
-		init.short_ns = c->short_ns;
-		init.samples = c->samples;
-		if (map_insert(total_map, key, &init, OFFCPU_CNT_DROP_TOTAL_FULL, (void **)&t))
-			return;
-	}
-	__sync_fetch_and_add(&t->sum_ns, c->sum_ns);
-	__sync_fetch_and_add(&t->count, c->count);
-	__sync_fetch_and_add(&t->short_ns, c->short_ns);
-	__sync_fetch_and_add(&t->samples, c->samples);
-}
 
 static __always_inline void hist_merge(void *hist_map, __u32 slot, __u32 tgid, __u32 type,
 				       __u32 bucket, __u64 n)
@@ -495,13 +505,16 @@ static __always_inline void bank_cell_add(struct thread_total_cell *c, __u64 ns,
  * map. A bank that holds another slot's counts (an earlier slot in this
  * index, or a lower sampled slot that came since) is flushed first.
  */
-static __always_inline void bank_add(struct start_rec *rec, __u32 i, __u32 buf, __u64 value,
-				     bool taken)
+static __always_inline void bank_add(struct start_rec *rec, __u32 i, __u32 buf, bool taken)
 {
 	struct thread_totals *b = &rec->banks[buf & 1];
 	struct offcpu_slot *s = &slots[i & (OFFCPU_MAX_SLOTS - 1)];
-	bool is_short = rec->delta < s->sample_period_ns;
 	__u32 st = rec->state & (OFFCPU_STATE_COUNT - 1);
+	struct block_part p;
+	bool is_short;
+
+	block_part_of(rec, 1u << (i & (OFFCPU_MAX_SLOTS - 1)), &p);
+	is_short = p.delta < s->sample_period_ns;
 
 	if (b->slot_start != s->start_ns || b->slot != i) {
 		bank_flush(rec, buf, buf);
@@ -510,12 +523,12 @@ static __always_inline void bank_add(struct start_rec *rec, __u32 i, __u32 buf, 
 		b->slot_start = s->start_ns;
 	}
 	if (b->kind == OFFCPU_KIND_OFFCPU && (split_runq_slots & (1u << i))) {
-		if (rec->blocked)
-			bank_cell_add(&b->cells[0][st], rec->blocked, is_short, taken);
-		if (rec->runq) /* one sample per block */
-			bank_cell_add(&b->cells[1][st], rec->runq, is_short, taken && !rec->blocked);
+		if (p.blocked)
+			bank_cell_add(&b->cells[0][st], p.blocked, is_short, taken);
+		if (p.runq) /* one sample per block */
+			bank_cell_add(&b->cells[1][st], p.runq, is_short, taken && !p.blocked);
 	} else {
-		bank_cell_add(&b->cells[0][st], value, is_short, taken);
+		bank_cell_add(&b->cells[0][st], part_value(&p, b->kind), is_short, taken);
 	}
 	if (hist_slots & (1u << i)) {
 		b->hist[OFFCPU_HIST_OFFCPU][log2_bucket(rec->delta) & (OFFCPU_HIST_BUCKETS - 1)]++;
@@ -535,13 +548,14 @@ __noinline int sample_account(struct start_rec *rec, __u32 slots_mask)
 	rec->uhash = intern_stack(b.stacks, &rec->ustack);
 	for (__u32 i = 0; i < OFFCPU_MAX_SLOTS; i++)
 		if (slots_mask & (1u << i))
-			slot_account(rec, i, block_value(rec, slots[i].kind));
+			slot_account(rec, i);
 	return 0;
 }
 
 /*
  * Ends rec's block at now: splits it into blocked and run-queue time and adds
- * it to every slot whose filters it passes. The caller has set rec->tgid and
+ * it to every slot whose filters it passes (a slot of progress_slots, what
+ * the in-progress pass did not count of it already). The caller has set rec->tgid and
  * rec->pid. A sampled slot counts the block in its totals, and decides
  * whether it takes the block's stacks (one random draw per block for all
  * slots). Returns the sampled slots that took the block but have no stacks
@@ -553,29 +567,28 @@ __noinline int block_end(struct start_rec *rec, __u64 now)
 	__u32 matched, rand = bpf_get_prandom_u32(), need = 0, buf = epoch & 1;
 	bool interned = false, seen = false, took = false, banked = false;
 	struct buffers b = {};
-	__u64 delta;
+	__u64 delta, taken, charged;
 
 	if (!rec || !rec->slots)
 		return 0;
-	matched = rec->slots & active_mask;
-	rec->slots = 0; /* consumed: a record counts once */
+	/* consumed: a record counts once, here or (a part) in the pass */
+	taken = __sync_lock_test_and_set(&rec->slots, 0);
+	matched = (__u32)taken & active_mask;
 	delta = now - rec->ts;
 	if ((__s64)delta < 0) {
 		count(OFFCPU_CNT_DROP_NEGATIVE_DELTA);
 		return 0;
 	}
-	/* Blocked until woken, then waiting for a CPU. A preempted thread was
-	 * runnable all along; without a wakeup seen, all of it counts as blocked. */
 	rec->delta = delta;
-	if (rec->state == OFFCPU_STATE_RUNNING) {
-		rec->blocked = 0;
-		rec->runq = delta;
-	} else if (rec->wake_ts >= rec->ts && rec->wake_ts <= now) {
-		rec->blocked = rec->wake_ts - rec->ts;
-		rec->runq = now - rec->wake_ts;
-	} else {
-		rec->blocked = delta;
-		rec->runq = 0;
+	block_split(rec, rec->ts, now, &rec->blocked, &rec->runq);
+	charged = (taken & START_CHARGING) ? rec->charging_to : rec->charged_ts;
+	rec->part_charged = charged > rec->ts && (matched & progress_slots);
+	if (rec->part_charged) {
+		/* The pass may have read its clock after this switch's. */
+		if (charged > now)
+			charged = now;
+		rec->part_delta = now - charged;
+		block_split(rec, charged, now, &rec->part_blocked, &rec->part_runq);
 	}
 	for (__u32 i = 0; i < OFFCPU_MAX_SLOTS; i++) {
 		struct offcpu_slot *s = &slots[i];
@@ -588,12 +601,14 @@ __noinline int block_end(struct start_rec *rec, __u64 now)
 		    value < s->min_block_ns || (s->max_block_ns && value > s->max_block_ns))
 			continue;
 		if (sampled_slots & bit) {
-			bool take = sample_take(delta, s->sample_period_ns, rand);
+			bool part = rec->part_charged && (progress_slots & bit);
+			bool take = sample_take(part ? rec->part_delta : delta, s->sample_period_ns,
+						rand);
 
 			if (thread_banks && !banked)
-				bank_add(rec, i, buf, value, take);
+				bank_add(rec, i, buf, take);
 			else
-				total_add(rec, i, value, take);
+				total_add(rec, i, take);
 			banked = thread_banks;
 			seen = true;
 			took |= take;
@@ -611,7 +626,7 @@ __noinline int block_end(struct start_rec *rec, __u64 now)
 			rec->uhash = intern_stack(b.stacks, &rec->ustack);
 			interned = true;
 		}
-		slot_account(rec, i, value);
+		slot_account(rec, i);
 	}
 	if (seen)
 		count(OFFCPU_CNT_SAMPLED_BLOCKS);
@@ -681,21 +696,13 @@ static __always_inline void sample_stacks(struct task_struct *prev, struct task_
 	struct pt_regs *regs;
 	struct mm_struct *mm;
 	bool published;
-	long n = 0;
 
 	rec->kstack.nr = 0;
 	rec->kstack.flags = 0;
 	rec->ustack.nr = 0;
 	rec->ustack.flags = 0;
-	if (need & kernel_stack_slots) {
-		n = bpf_get_task_stack(next, rec->kstack.ips, sizeof(rec->kstack.ips), 0);
-		count(OFFCPU_CNT_KERNEL_STACK_WALKS);
-		if (n < 0) {
-			count(OFFCPU_CNT_DROP_KSTACK_ERROR);
-			n = 0;
-		}
-		rec->kstack.nr = n / sizeof(__u64);
-	}
+	if (need & kernel_stack_slots)
+		task_kernel_stack(next, &rec->kstack, NULL);
 	mm = next->mm;
 	if (!(need & user_stack_slots) || !mm || (next->flags & PF_KTHREAD)) {
 		sample_account(rec, need);
@@ -835,11 +842,18 @@ static __always_inline void task_banks_flush(struct task_struct *t)
  * An exiting thread's banks, while it is still where the drain's iterator
  * looks: a thread leaves the task list at its exit and is freed only a grace
  * period later, so a drain between the two would carry its last rows
- * without their totals (and sampling_calibrate() drops such rows).
+ * without their totals (and sampling_calibrate() drops such rows). First
+ * the user stack of the block it was woken from (killed while blocked, say):
+ * its memory is still there (the tracepoint comes before exit_mm() since
+ * 6.16), and its task work would run only after.
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_process_exit_btf, struct task_struct *t)
 {
+	struct start_rec *rec = bpf_task_storage_get(&task_starts, t, NULL, 0);
+
+	if (rec && rec->walk_pending && t == bpf_get_current_task_btf())
+		sample_finish(rec, t, OFFCPU_CNT_WALK_AT_EXIT);
 	task_banks_flush(t);
 	return 0;
 }

@@ -142,6 +142,9 @@ struct user_walk {
 	 * ones are in the task's return instances, newest first. */
 	__u64 trampoline;
 	struct return_instance *ri;
+	/* Whose memory the stack is in, for a walk from outside its process
+	 * (the in-progress pass, sleepable: bpf_copy_from_user_task()). */
+	struct task_struct *task;
 };
 
 /* The return address a uretprobe trampoline stands for, popping the
@@ -157,9 +160,19 @@ static __always_inline __u64 uretprobe_return_address(struct user_walk *s)
 	return ra;
 }
 
-static __always_inline bool read_user_u64(__u64 addr, __u64 *v)
+/* Reads size bytes of the walked stack at addr: the current task's memory,
+ * or (remote, a constant) s->task's. 0 or a negative error. */
+static __always_inline long read_user(struct user_walk *s, bool remote, void *dst, __u32 size,
+				      __u64 addr)
 {
-	return !bpf_probe_read_user(v, sizeof(*v), (const void *)addr);
+	if (remote)
+		return bpf_copy_from_user_task(dst, size, (const void *)addr, s->task, 0);
+	return bpf_probe_read_user(dst, size, (const void *)addr);
+}
+
+static __always_inline bool read_user_u64(struct user_walk *s, bool remote, __u64 addr, __u64 *v)
+{
+	return !read_user(s, remote, v, sizeof(*v), addr);
 }
 
 /*
@@ -167,11 +180,8 @@ static __always_inline bool read_user_u64(__u64 addr, __u64 *v)
  * from the table row that covers ip (a return address: ip - 1 is in the
  * call), or from frame pointers where no table covers it. Returns 1 to stop.
  */
-__attribute__((unused)) /* files that walk no user stack include this too */
-static long
-unwind_step(__u32 i, void *arg)
+static __always_inline long unwind_step_in(__u32 i, struct user_walk *s, bool remote)
 {
-	struct user_walk *s = arg;
 	struct offcpu_unwind_row row = { .cfa_rule = OFFCPU_CFA_NONE };
 	struct unwind_file_ref file = {};
 	__u64 pc = i ? s->ip - 1 : s->ip, cfa, ra, bp = s->bp, pair[2];
@@ -233,17 +243,17 @@ unwind_step(__u32 i, void *arg)
 	saved_at_16 = row.cfa_rule == OFFCPU_CFA_NONE ||
 		      (row.rbp_rule == OFFCPU_RBP_AT_CFA && row.rbp_off == -16);
 	if (saved_at_16) {
-		if (bpf_probe_read_user(pair, sizeof(pair), (const void *)(cfa - 16)))
+		if (read_user(s, remote, pair, sizeof(pair), cfa - 16))
 			return 1;
 		bp = pair[0];
 		ra = pair[1];
-	} else if (!read_user_u64(cfa - 8, &ra)) {
+	} else if (!read_user_u64(s, remote, cfa - 8, &ra)) {
 		return 1;
 	}
 	if (ra && ra == s->trampoline && s->ri)
 		ra = uretprobe_return_address(s);
 	if (row.rbp_rule == OFFCPU_RBP_AT_CFA && row.cfa_rule != OFFCPU_CFA_NONE) {
-		if (!saved_at_16 && !read_user_u64(cfa + row.rbp_off, &bp))
+		if (!saved_at_16 && !read_user_u64(s, remote, cfa + row.rbp_off, &bp))
 			return 1;
 	} else if (row.rbp_rule == OFFCPU_RBP_UNDEFINED) {
 		s->bp_known = false;
@@ -258,15 +268,30 @@ unwind_step(__u32 i, void *arg)
 	return 0;
 }
 
+__attribute__((unused)) /* files that walk no user stack include this too */
+static long
+unwind_step(__u32 i, void *arg)
+{
+	return unwind_step_in(i, arg, false);
+}
+
+/* For sleepable programs only: the verifier refuses the helper elsewhere. */
+__attribute__((unused)) static long unwind_step_remote(__u32 i, void *arg)
+{
+	return unwind_step_in(i, arg, true);
+}
+
 /* t's user stack, walked with its process's unwind tables (proc), or with
- * frame pointers alone (proc NULL). t's mm must be the current task's: user
- * memory is read from there. */
-static __always_inline void unwind_user_stack(struct task_struct *t, __u32 tgid,
-					      const struct offcpu_unwind_proc *proc,
-					      struct offcpu_stack *st)
+ * frame pointers alone (proc NULL). t's mm must be the current task's, or
+ * (remote, a constant; sleepable programs only) t's memory is read as t's. */
+static __always_inline void unwind_user_stack_of(struct task_struct *t, __u32 tgid,
+						 const struct offcpu_unwind_proc *proc,
+						 struct offcpu_stack *st, bool remote)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
-	struct user_walk s = { .st = st, .proc = proc ? proc : &no_tables, .bp_known = true };
+	struct user_walk s = {
+		.st = st, .proc = proc ? proc : &no_tables, .bp_known = true, .task = t
+	};
 	__u32 depth = unwind_max_depth;
 
 	st->nr = 0;
@@ -282,7 +307,7 @@ static __always_inline void unwind_user_stack(struct task_struct *t, __u32 tgid,
 		s.trampoline = BPF_CORE_READ(t, mm, uprobes_state.xol_area, vaddr);
 	if (depth > OFFCPU_MAX_STACK_DEPTH)
 		depth = OFFCPU_MAX_STACK_DEPTH;
-	bpf_loop(depth, unwind_step, &s, 0);
+	bpf_loop(depth, remote ? unwind_step_remote : unwind_step, &s, 0);
 	if (!proc)
 		return;
 	/* A list built from the VMAs lacks the files that had no table yet
@@ -301,6 +326,13 @@ static __always_inline void unwind_user_stack(struct task_struct *t, __u32 tgid,
 	count(OFFCPU_CNT_USTACK_TABLE_WALKS);
 	if (!(st->flags & OFFCPU_STACK_COMPLETE))
 		count(OFFCPU_CNT_USTACK_TRUNCATED);
+}
+
+static __always_inline void unwind_user_stack(struct task_struct *t, __u32 tgid,
+					      const struct offcpu_unwind_proc *proc,
+					      struct offcpu_stack *st)
+{
+	unwind_user_stack_of(t, tgid, proc, st, false);
 }
 
 /* The unwind tables of tgid; NULL (asking for them) if it has none yet. */

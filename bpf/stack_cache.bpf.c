@@ -38,6 +38,22 @@ const volatile __u32 kstack_audit_period = 64; /* hits per audit; 1: every hit *
  * below (a first sieve for words that may be return addresses). */
 const volatile __u64 kernel_text_start = 0;
 
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+/* The word at addr on a kernel stack: an ordinary load, which the JIT
+ * guards (a fault reads 0), not a helper call. */
+static __always_inline __u64 stack_word(__u64 addr)
+{
+	struct rb_node *w = bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct rb_node));
+
+	return w->__rb_parent_color;
+}
+
+__noinline __u64 kstack_word(__u64 addr)
+{
+	return bpf_rdonly_cast ? stack_word(addr) : 0;
+}
+
 struct kstack_way {
 	__u32 n;       /* frames; 0: empty */
 	__u16 top_off; /* the last frame's: words below the pt_regs */
@@ -61,17 +77,6 @@ struct {
 	__type(key, int);
 	__type(value, struct kstack_cache);
 } kstack_caches SEC(".maps");
-
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
-
-/* The word at addr on the current stack: an ordinary load, which the JIT
- * guards (a fault reads 0), not a helper call. */
-static __always_inline __u64 stack_word(__u64 addr)
-{
-	struct rb_node *w = bpf_rdonly_cast((void *)addr, bpf_core_type_id_kernel(struct rb_node));
-
-	return w->__rb_parent_color;
-}
 
 /* Whether every return address of w is in its place: the stack a walk
  * from ctx_addr would give now. */

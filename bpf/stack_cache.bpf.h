@@ -25,6 +25,12 @@ extern const volatile bool kstack_cache_on;
 int kstack_cache_lookup(struct offcpu_stack *st, __u64 ctx_addr);
 int kstack_cache_update(const struct offcpu_stack *st, __u64 ctx_addr);
 
+/* The word at addr on a kernel stack, for the files beside
+ * stack_cache.bpf.c: 0 where the kernel has no bpf_rdonly_cast (6.2). (Only
+ * that file declares the kfunc: libbpf 1.1's linker fails on an extern
+ * function that two objects declare.) */
+__u64 kstack_word(__u64 addr);
+
 /*
  * A pointer as a number, for the cache's address arithmetic: the verifier
  * tracks a pointer's type through registers and forbids that arithmetic,

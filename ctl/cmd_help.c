@@ -64,6 +64,21 @@ static void usage_capture(FILE *out)
 		"      plus the stack filters and output options below\n");
 }
 
+/* blocked: the threads off the CPU now. */
+static void usage_blocked(FILE *out)
+{
+	fprintf(out,
+		"  blocked [OPTIONS]           the threads off the CPU now, longest first: for\n"
+		"                              how long, where each waits, its kernel and user\n"
+		"                              stacks and who woke it; stops nothing\n"
+		"      -p, --pid PID[,PID...]  only these processes (default: all)\n"
+		"      -t, --tid TID[,TID...]  only these threads\n"
+		"          --state LIST        thread states, as for capture (default S,D:\n"
+		"                              asleep; R adds the preempted)\n"
+		"          --min-ms N          only threads off the CPU for N ms or more\n"
+		"          --limit N           the N longest (default 50; 0: all)\n");
+}
+
 /* windows, export, hist: the stored windows. */
 static void usage_stored(FILE *out)
 {
@@ -209,6 +224,7 @@ void usage(FILE *out)
 {
 	usage_status(out);
 	usage_capture(out);
+	usage_blocked(out);
 	usage_stored(out);
 	usage_offline(out);
 	usage_latency_serve(out);

@@ -133,6 +133,25 @@ static void kstack_cache_summary(const struct proto_status *st)
 	       counter_value(st, "kstack_cache_mismatches"));
 }
 
+/* Blocks still open and the frames that name a wait (docs/OPEN_BLOCKS.md). */
+static void open_blocks_summary(const struct proto_status *st)
+{
+	if (!*st->in_progress_reason && !st->in_progress && !*st->sched_frames_reason)
+		return; /* an older daemon */
+	if (st->in_progress)
+		printf("open blocks: counted where windows and captures end (%" PRIu64
+		       " parts so far)\n",
+		       counter_value(st, "in_progress_parts"));
+	else
+		printf("open blocks: counted only when they end (%s)\n", st->in_progress_reason);
+	if (st->sched_frames)
+		printf("kernel stacks read off the CPU: %" PRIu64 " __sched frames put back\n",
+		       counter_value(st, "kstack_sched_frames"));
+	else
+		printf("kernel stacks read off the CPU: without their __sched frames (%s)\n",
+		       st->sched_frames_reason);
+}
+
 static void pt_summary(const struct proto_pt_status *pt)
 {
 	if (!*pt->event)
@@ -247,6 +266,7 @@ int cmd_status(int argc, char **argv)
 		unwind_summary(st);
 		sampling_summary(&st->sampling);
 		kstack_cache_summary(st);
+		open_blocks_summary(st);
 		if (!st->n_kinds || st->pt.available) /* else kinds said why not */
 			pt_summary(&st->pt);
 		printf("slots: %u of %u in use, %u capture%s running\n", st->slots_active,

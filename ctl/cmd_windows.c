@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "options.h"
+#include "output.h"
 #include "transact.h"
 
 /* Local time as "2026-11-22 01:00:00". */
@@ -22,22 +23,6 @@ static void format_local(int64_t ms, char *buf, size_t size)
 
 	if (ms < 0 || !localtime_r(&t, &tm) || !strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm))
 		snprintf(buf, size, "?");
-}
-
-static void format_duration(int64_t ms, char *buf, size_t size)
-{
-	if (ms < 0)
-		snprintf(buf, size, "?");
-	else if (ms < 1000)
-		snprintf(buf, size, "%" PRId64 " ms", ms);
-	else if (ms < 60 * 1000)
-		snprintf(buf, size, "%.1f s", ms / 1000.0);
-	else if (ms < 3600 * 1000)
-		snprintf(buf, size, "%" PRId64 "m%02" PRId64 "s", ms / 60000, ms / 1000 % 60);
-	else if (ms < 86400 * 1000)
-		snprintf(buf, size, "%" PRId64 "h%02" PRId64 "m", ms / 3600000, ms / 60000 % 60);
-	else
-		snprintf(buf, size, "%" PRId64 "d%02" PRId64 "h", ms / 86400000, ms / 3600000 % 24);
 }
 
 /* "512 B", "12.3 KiB", ... */

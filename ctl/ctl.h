@@ -43,6 +43,7 @@ int command_help(const char *cmd);
 /* The subcommands: argv[0] is the command's name, its options follow. */
 int cmd_status(int argc, char **argv);
 int cmd_capture(int argc, char **argv);
+int cmd_blocked(int argc, char **argv); /* the threads off the CPU now */
 int cmd_windows(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_hist(int argc, char **argv);

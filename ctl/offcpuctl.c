@@ -20,9 +20,16 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } commands[] = {
-	{ "status", cmd_status },   { "capture", cmd_capture }, { "windows", cmd_windows },
-	{ "export", cmd_export },   { "hist", cmd_hist },	{ "flamegraph", cmd_flamegraph },
-	{ "latency", cmd_latency }, { "diff", cmd_diff },	{ "help", cmd_help },
+	{ "status", cmd_status },
+	{ "capture", cmd_capture },
+	{ "blocked", cmd_blocked },
+	{ "windows", cmd_windows },
+	{ "export", cmd_export },
+	{ "hist", cmd_hist },
+	{ "flamegraph", cmd_flamegraph },
+	{ "latency", cmd_latency },
+	{ "diff", cmd_diff },
+	{ "help", cmd_help },
 	{ "serve", cmd_serve },
 };
 

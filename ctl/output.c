@@ -1,6 +1,6 @@
 /*
  * output: writing a result (folded, svg, speedscope, JSON, pprof) to a file or
- * standard output, and the summaries capture and status print.
+ * standard output, the summaries capture and status print, and durations.
  */
 #define _GNU_SOURCE /* asprintf, open_memstream */
 #include "output.h"
@@ -32,6 +32,22 @@ void requests_summary(FILE *out, const char *prefix, const struct proto_request_
 		if (r[i].warning)
 			fprintf(stderr, "offcpuctl: warning: %s: %s\n", r[i].symbol, r[i].warning);
 	}
+}
+
+void format_duration(int64_t ms, char *buf, size_t size)
+{
+	if (ms < 0)
+		snprintf(buf, size, "?");
+	else if (ms < 1000)
+		snprintf(buf, size, "%" PRId64 " ms", ms);
+	else if (ms < 60 * 1000)
+		snprintf(buf, size, "%.1f s", ms / 1000.0);
+	else if (ms < 3600 * 1000)
+		snprintf(buf, size, "%" PRId64 "m%02" PRId64 "s", ms / 60000, ms / 1000 % 60);
+	else if (ms < 86400 * 1000)
+		snprintf(buf, size, "%" PRId64 "h%02" PRId64 "m", ms / 3600000, ms / 60000 % 60);
+	else
+		snprintf(buf, size, "%" PRId64 "d%02" PRId64 "h", ms / 86400000, ms / 3600000 % 24);
 }
 
 int write_output(const char *path, const char *text)

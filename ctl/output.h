@@ -1,19 +1,24 @@
 /*
  * output: a capture's or export's result written to a file or standard
- * output (folded, svg, speedscope, JSON, pprof), and the summaries capture
- * and status print.
+ * output (folded, svg, speedscope, JSON, pprof), the summaries capture and
+ * status print, and durations as windows and blocked print them.
  */
 #ifndef OUTPUT_H
 #define OUTPUT_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "proto.h"
 
 /* "do_command: 1200 requests, mean 1.250 ms, of which 0.800 ms off-CPU (64 %)" */
 void requests_summary(FILE *out, const char *prefix, const struct proto_request_stats *r, size_t n);
+
+/* A duration as offcpuctl prints them: "850 ms", "12.3 s", "4m05s", "2h10m",
+ * "3d04h"; "?" if negative. */
+void format_duration(int64_t ms, char *buf, size_t size);
 
 int write_output(const char *path, const char *text);
 

@@ -38,8 +38,9 @@ static const char *http_code_name(const char *code, unsigned *status)
 	} map[] = {
 		{ PROTO_ERR_BAD_REQUEST, 400 }, { PROTO_ERR_TOO_LARGE, 400 },
 		{ PROTO_ERR_PERMISSION, 403 },	{ PROTO_ERR_NO_DATA, 404 },
-		{ "not_found", 404 },		{ PROTO_ERR_BUSY, 503 },
-		{ "not_running", 503 },		{ PROTO_ERR_UNSUPPORTED, 501 },
+		{ "not_found", 404 },		{ PROTO_ERR_NO_SUCH_PID, 404 },
+		{ PROTO_ERR_BUSY, 503 },	{ "not_running", 503 },
+		{ PROTO_ERR_UNSUPPORTED, 501 },
 	};
 
 	*status = 500;
@@ -191,9 +192,10 @@ static int parse_range(struct api_call *c, const char *path, bool with_capture, 
 	return r;
 }
 
-static int parse_pids(struct api_call *c, uint32_t *pids, size_t *n)
+/* pid or tid: "1,2,3", as offcpuctl's --pid and --tid. */
+static int parse_ids(struct api_call *c, const char *name, uint32_t *ids, size_t *n)
 {
-	const char *s = param(c, "pid");
+	const char *s = param(c, name);
 	uint64_t v;
 	char *copy, *tok, *save = NULL;
 	int r = 0;
@@ -206,14 +208,15 @@ static int parse_pids(struct api_call *c, uint32_t *pids, size_t *n)
 		return -ENOMEM;
 	for (tok = strtok_r(copy, ",", &save); tok && r == 0; tok = strtok_r(NULL, ",", &save)) {
 		if (*n == PROTO_MAX_IDS)
-			r = api_bad(c, "bad pid: at most %d pids", PROTO_MAX_IDS);
-		else if (parse_u64(tok, 4194304, &v) < 0 || !v)
-			r = api_bad(c, "bad pid '%s': want positive pids, comma-separated", s);
+			r = api_bad(c, "bad %s: at most %d %ss", name, PROTO_MAX_IDS, name);
+		else if (parse_u64(tok, PROTO_PID_MAX, &v) < 0 || !v)
+			r = api_bad(c, "bad %s '%s': want positive %ss, comma-separated", name, s,
+				    name);
 		else
-			pids[(*n)++] = v;
+			ids[(*n)++] = v;
 	}
 	if (r == 0 && !*n)
-		r = api_bad(c, "bad pid '%s': want positive pids, comma-separated", s);
+		r = api_bad(c, "bad %s '%s': want positive %ss, comma-separated", name, s, name);
 	free(copy);
 	return r;
 }
@@ -454,7 +457,7 @@ static int api_hist(struct api_call *c, struct proto_request *req)
 		return api_bad(c, "/api/hist gives json only, not '%s'", format);
 	r = parse_range(c, "/api/hist", true, &h->from_ms, &h->to_ms, &h->capture_id);
 	if (r == 0)
-		r = parse_pids(c, h->pids, &h->n_pids);
+		r = parse_ids(c, "pid", h->pids, &h->n_pids);
 	if (r == 0)
 		r = parse_kind(c, &h->kind, NULL);
 	return r < 0 ? r : daemon_json(c, req);
@@ -472,7 +475,7 @@ static int api_heatmap(struct api_call *c, struct proto_request *req)
 	h->max_rows = PROTO_HEATMAP_ROWS_DEFAULT;
 	r = parse_range(c, "/api/heatmap", false, &h->from_ms, &h->to_ms, NULL);
 	if (r == 0)
-		r = parse_pids(c, h->pids, &h->n_pids);
+		r = parse_ids(c, "pid", h->pids, &h->n_pids);
 	if (r == 0)
 		r = parse_kind(c, &h->kind, &h->oncpu);
 	if (r == 0)
@@ -497,6 +500,53 @@ static int api_heatmap(struct api_call *c, struct proto_request *req)
 			h->max_rows = v;
 	}
 	return r < 0 ? r : daemon_json(c, req);
+}
+
+/* The threads off the CPU now, as offcpuctl blocked --json prints them. */
+static int api_blocked(struct api_call *c, struct proto_request *req)
+{
+	struct proto_blocked_request *b = &req->blocked;
+	const char *min_ms = param(c, "min_ms"), *limit = param(c, "limit");
+	uint64_t v;
+	int r;
+
+	req->cmd = PROTO_CMD_BLOCKED;
+	b->state_mask = PROTO_BLOCKED_STATES_DEFAULT;
+	b->limit = PROTO_BLOCKED_LIMIT_DEFAULT;
+	r = parse_ids(c, "pid", b->pids, &b->n_pids);
+	if (r == 0)
+		r = parse_ids(c, "tid", b->tids, &b->n_tids);
+	if (r == 0)
+		r = parse_states(c, &b->state_mask);
+	if (r == 0 && min_ms) {
+		if (parse_u64(min_ms, PROTO_BLOCKED_MIN_MS_MAX, &v) < 0)
+			r = api_bad(c, "bad min_ms '%s': want 0 to %" PRIu64 " milliseconds",
+				    min_ms, (uint64_t)PROTO_BLOCKED_MIN_MS_MAX);
+		else
+			b->min_ns = v * 1000000;
+	}
+	if (r == 0 && limit) {
+		if (parse_u64(limit, PROTO_BLOCKED_LIMIT_MAX, &v) < 0)
+			r = api_bad(c, "bad limit '%s': want 0 (all) to %d", limit,
+				    PROTO_BLOCKED_LIMIT_MAX);
+		else
+			b->limit = v;
+	}
+	if (r < 0)
+		return r;
+	r = daemon_json(c, req);
+	/* The page asks for the process its view shows, which may have exited
+	 * since: none of its threads is off the CPU, no error. */
+	if (r == -EIO && c->res->status == 404 && c->res->body &&
+	    strstr(c->res->body, "\"" PROTO_ERR_NO_SUCH_PID "\"")) {
+		char *line =
+			proto_reply_blocked(&(struct proto_blocked_result){ .now_ms = c->now_ms });
+
+		free(c->res->body);
+		c->res->body = NULL;
+		return line ? api_body(c, JSON_TYPE, line, strlen(line)) : -ENOMEM;
+	}
+	return r;
 }
 
 /* format=pprof: the JSON rows as a gzipped profile, as offcpuctl's. */
@@ -569,7 +619,7 @@ static int api_export(struct api_call *c, struct proto_request *req)
 	if (r == 0 && pprof && (ex->diff_from_ms || ex->diff_capture))
 		r = api_bad(c, "diff_against gives folded or svg output, not pprof");
 	if (r == 0)
-		r = parse_pids(c, ex->pids, &ex->n_pids);
+		r = parse_ids(c, "pid", ex->pids, &ex->n_pids);
 	if (r == 0)
 		r = parse_kind(c, &ex->kind, &ex->oncpu);
 	if (r == 0)
@@ -659,6 +709,7 @@ static const struct {
 	{ "/api/heatmap",
 	  api_heatmap,
 	  { RANGE, "pid", "comm", "state", "kind", "rows", "max_rows", NULL } },
+	{ "/api/blocked", api_blocked, { "pid", "tid", "state", "min_ms", "limit", NULL } },
 };
 
 int serve_api_known(const char *path)

@@ -1,12 +1,12 @@
 /*
  * serve_api: the HTTP API of `offcpuctl serve`, apart from HTTP itself.
- * Turns a GET of /api/status, /api/windows, /api/export, /api/hist or
- * /api/heatmap with query parameters (the CLI's option names) into one of
- * the daemon's read-only requests, sends it over the Unix socket as the
- * user running offcpuctl, and shapes the reply. No other request can be
- * built here: the table of endpoints is the whole of what the server may
- * ask the daemon. Called by serve.c on its connection threads (thread-safe:
- * no shared state). Does not print.
+ * Turns a GET of /api/status, /api/windows, /api/export, /api/hist,
+ * /api/heatmap or /api/blocked with query parameters (the CLI's option
+ * names) into one of the daemon's read-only requests, sends it over the
+ * Unix socket as the user running offcpuctl, and shapes the reply. No other
+ * request can be built here: the table of endpoints is the whole of what
+ * the server may ask the daemon. Called by serve.c on its connection
+ * threads (thread-safe: no shared state). Does not print.
  */
 #ifndef SERVE_API_H
 #define SERVE_API_H

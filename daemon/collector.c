@@ -41,11 +41,14 @@ struct group {
 
 struct collector {
 	struct offcpu_bpf *skel; /* the core; its maps are every group's */
-	struct bpf_link *links[6];
+	struct bpf_link *links[8];
 	size_t n_links;
 	/* The task iterator that moves threads' banks of exact totals into the
 	 * maps at each drain (tp_btf only; see struct thread_totals). */
 	struct bpf_link *banks_link;
+	struct bpf_link *pass_link;	/* the in-progress pass (pass_in_progress), or NULL */
+	struct bpf_link *snapshot_link; /* offcpuctl blocked's (snapshot_blocked), or NULL */
+	const char *no_pass_why;	/* why it is not loaded; NULL if it is */
 	/* sched_switch, sched_waking and walk_at_rseq (rseq_update) run at
 	 * every context switch: attached only while a slot needs them
 	 * (sched_links_update()), so an idle daemon costs the switch nothing.
@@ -83,6 +86,7 @@ struct collector {
 	bool rseq_on;		       /* deferred walks wait for it while a slot is in use */
 	const char *no_rseq_why;       /* why it is not loaded, where it was asked for; else NULL */
 	const char *no_kstack_cache_why; /* why exact kernel walks are not cached; NULL: they are */
+	const char *no_sched_frames_why; /* why off-CPU walks lack __sched frames; NULL: not */
 	bool wanted[MAX_PROGRAMS]; /* by index in the object: a group's program that loads here */
 };
 
@@ -256,6 +260,8 @@ static void group_autoload(const struct collector *c, struct offcpu_bpf *skel, u
 		bpf_program__set_autoload(skel->progs.sched_process_free_btf, !c->raw_tp);
 		bpf_program__set_autoload(skel->progs.sched_process_exit_btf, !c->raw_tp);
 		bpf_program__set_autoload(skel->progs.flush_thread_totals, !c->raw_tp);
+		bpf_program__set_autoload(skel->progs.pass_in_progress, !c->no_pass_why);
+		bpf_program__set_autoload(skel->progs.snapshot_blocked, !c->no_pass_why);
 		bpf_program__set_autoload(skel->progs.sched_waking_btf, !c->raw_tp);
 		bpf_program__set_autoload(skel->progs.sched_waking_raw, c->raw_tp);
 		bpf_program__set_autoload(skel->progs.unwind_exec, skel->rodata->unwind_dwarf);
@@ -280,6 +286,18 @@ const char *collector_walk_mode(const struct collector *c, const char **ret_why)
 	return c->no_defer_why ? "switch-out" : "deferred";
 }
 
+bool collector_sched_frames(const struct collector *c, const char **ret_why)
+{
+	*ret_why = c->no_sched_frames_why ? c->no_sched_frames_why : "";
+	return !c->no_sched_frames_why;
+}
+
+bool collector_in_progress(const struct collector *c, const char **ret_why)
+{
+	*ret_why = c->no_pass_why ? c->no_pass_why : "";
+	return !c->no_pass_why;
+}
+
 const char *collector_walk_return(const struct collector *c, const char **ret_why)
 {
 	*ret_why = c->no_rseq_why ? c->no_rseq_why : "";
@@ -293,6 +311,7 @@ struct kernel_features {
 	bool runq_clock;  /* sched_info.last_queued and a task's run queue (queued_at()) */
 	bool vma_iter;	  /* the VMA iterator kfuncs (6.7) unwind_proc_from_vmas() needs */
 	bool rdonly_cast; /* bpf_rdonly_cast() (6.2): loads from the kernel stack */
+	bool copy_from_user_task; /* the helper (5.18) the in-progress pass reads stacks with */
 };
 
 static bool btf_has_member(const struct btf *btf, const char *type, const char *member)
@@ -321,6 +340,8 @@ static struct kernel_features kernel_features(void)
 		btf__find_by_name_kind(vmlinux, "btf_trace_rseq_update", BTF_KIND_TYPEDEF) > 0 &&
 		btf_has_member(vmlinux, "task_struct", "rseq");
 	f.rdonly_cast = btf__find_by_name_kind(vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
+	f.copy_from_user_task =
+		btf__find_by_name_kind(vmlinux, "bpf_copy_from_user_task", BTF_KIND_FUNC) > 0;
 	f.runq_clock = btf_has_member(vmlinux, "task_struct", "sched_info") &&
 		       btf_has_member(vmlinux, "sched_info", "last_queued") &&
 		       btf_has_member(vmlinux, "sched_entity", "cfs_rq") &&
@@ -342,6 +363,16 @@ static const char *no_defer_reason(const struct collector_options *opts, bool ra
 	return NULL;
 }
 
+/* Why the in-progress pass cannot run here; NULL if it can. */
+static const char *no_pass_reason(bool raw_tp, const struct kernel_features *kernel)
+{
+	if (raw_tp)
+		return "the raw_tp fallback has no task storage";
+	if (!kernel->copy_from_user_task)
+		return "the kernel has no bpf_copy_from_user_task() (5.18)";
+	return NULL;
+}
+
 /* Why deferred walks cannot wait for rseq_update here, as asked; NULL if
  * they can. */
 static const char *no_rseq_reason(const char *no_defer_why, const struct kernel_features *kernel)
@@ -353,24 +384,60 @@ static const char *no_rseq_reason(const char *no_defer_why, const struct kernel_
 	return NULL;
 }
 
-/* The address of the kernel's _stext in /proc/kallsyms; 0 if it is not
- * there or hidden (kptr_restrict shows zeros to the unprivileged). */
-static uint64_t kernel_text_start(void)
+/* What the BPF side needs of /proc/kallsyms: all 0 where it is not there or
+ * hidden (kptr_restrict shows zeros to the unprivileged). */
+struct kernel_text {
+	uint64_t start;			   /* _stext */
+	uint64_t sched_start, sched_end;   /* the __sched section */
+	uint64_t switch_to_asm;		   /* __switch_to_asm (x86-64) */
+	uint64_t thunks_start, thunks_end; /* the retpoline thunks (x86-64), if any */
+};
+
+static struct kernel_text kernel_text_read(void)
 {
 	FILE *f = fopen("/proc/kallsyms", "re");
 	char line[512], name[256], type;
+	struct kernel_text t = { 0 };
 	unsigned long long addr;
-	uint64_t found = 0;
 
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) == 3 &&
-		    !strcmp(name, "_stext")) {
-			found = addr;
-			break;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || strchr(line, '['))
+			continue;
+		if (!strncmp(name, "__x86_indirect_", 15) && strstr(name, "thunk")) {
+			if (!t.thunks_start || addr < t.thunks_start)
+				t.thunks_start = addr;
+			if (addr + 64 > t.thunks_end) /* a thunk is at most 64 bytes */
+				t.thunks_end = addr + 64;
 		}
+		if (!strcmp(name, "_stext"))
+			t.start = addr;
+		else if (!strcmp(name, "__sched_text_start"))
+			t.sched_start = addr;
+		else if (!strcmp(name, "__sched_text_end"))
+			t.sched_end = addr;
+		else if (!strcmp(name, "__switch_to_asm"))
+			t.switch_to_asm = addr;
+	}
 	if (f)
 		fclose(f);
-	return found;
+	return t;
+}
+
+/* Why the __sched frames of kernel stacks walked off-CPU are not put back
+ * here; NULL if they are. */
+static const char *no_sched_frames_reason(bool raw_tp, const struct kernel_features *kernel,
+					  const struct kernel_text *text)
+{
+#if !defined(__x86_64__)
+	return "only on x86-64";
+#endif
+	if (raw_tp)
+		return "the raw_tp fallback reads no kernel stack words";
+	if (!kernel->rdonly_cast)
+		return "the kernel has no bpf_rdonly_cast (6.2)";
+	if (text->sched_end <= text->sched_start)
+		return "/proc/kallsyms does not show the __sched section";
+	return NULL;
 }
 
 /* Why exact kernel stack walks are not cached here; NULL if they are. */
@@ -504,7 +571,8 @@ static struct bpf_link *loader_attach(struct bpf_program *prog)
 static int load(struct collector *c, const struct collector_options *opts)
 {
 	struct kernel_features kernel = kernel_features();
-	uint64_t text, debug_state, r_state;
+	uint64_t debug_state, r_state;
+	struct kernel_text text = kernel_text_read();
 	struct offcpu_bpf *skel;
 	int r;
 
@@ -532,6 +600,7 @@ static int load(struct collector *c, const struct collector_options *opts)
 	c->rseq_loaded = opts->walk_return != COLLECTOR_RETURN_TASK_WORK && !c->no_rseq_why;
 	c->rseq_on = c->rseq_loaded && opts->walk_return == COLLECTOR_RETURN_RSEQ;
 	c->runq_clock = kernel.runq_clock && !c->raw_tp;
+	c->no_pass_why = no_pass_reason(c->raw_tp, &kernel);
 	/* Built in task works and the loader's uprobe only: the iterator refuses
 	 * to run with irqs off, as in sched_switch. */
 	c->unwind_from_vmas = kernel.vma_iter && skel->rodata->unwind_dwarf && !c->no_defer_why;
@@ -540,11 +609,17 @@ static int load(struct collector *c, const struct collector_options *opts)
 		skel->rodata->loader_r_state = r_state;
 	}
 	skel->rodata->runq_from_sched_info = c->runq_clock;
-	text = kernel_text_start();
-	c->no_kstack_cache_why = no_kstack_cache_reason(opts, c->raw_tp, &kernel, text);
+	c->no_kstack_cache_why = no_kstack_cache_reason(opts, c->raw_tp, &kernel, text.start);
 	skel->rodata->kstack_cache_on = !c->no_kstack_cache_why;
 	skel->rodata->kstack_audit_period = opts->stack_cache_audit;
-	skel->rodata->kernel_text_start = text;
+	skel->rodata->kernel_text_start = text.start;
+	c->no_sched_frames_why = no_sched_frames_reason(c->raw_tp, &kernel, &text);
+	skel->rodata->sched_frames_on = !c->no_sched_frames_why;
+	skel->rodata->sched_text_start = text.sched_start;
+	skel->rodata->sched_text_end = text.sched_end;
+	skel->rodata->switch_to_asm = text.switch_to_asm;
+	skel->rodata->thunks_start = text.thunks_start;
+	skel->rodata->thunks_end = text.thunks_end;
 	bpf_map__set_autocreate(skel->maps.kstack_caches, !c->raw_tp);
 	skel->rodata->thread_banks = !c->raw_tp;
 	bpf_map__set_max_entries(skel->maps.unwind_rows,
@@ -920,6 +995,14 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.sched_process_free_btf);
 		c->banks_link = bpf_program__attach_iter(c->skel->progs.flush_thread_totals, NULL);
 		c->links[c->n_links++] = c->banks_link;
+		if (!c->no_pass_why) {
+			c->pass_link =
+				bpf_program__attach_iter(c->skel->progs.pass_in_progress, NULL);
+			c->links[c->n_links++] = c->pass_link;
+			c->snapshot_link =
+				bpf_program__attach_iter(c->skel->progs.snapshot_blocked, NULL);
+			c->links[c->n_links++] = c->snapshot_link;
+		}
 	}
 	if (c->skel->rodata->unwind_dwarf)
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.unwind_exec);
@@ -1137,14 +1220,17 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	return 0;
 }
 
-void collector_slot_activate(struct collector *c, unsigned slot)
+uint64_t collector_slot_activate(struct collector *c, unsigned slot)
 {
+	uint64_t now = clock_monotonic_ns();
+
 	if (slot >= OFFCPU_MAX_SLOTS)
-		return;
+		return now;
 	/* Blocks and requests that began earlier are not the slot's (and a
 	 * thread's request state from before is stale, see requests.bpf.h). */
-	c->skel->bss->slots[slot].start_ns = clock_monotonic_ns();
+	c->skel->bss->slots[slot].start_ns = now;
 	__atomic_fetch_or(&c->skel->bss->active_mask, 1u << slot, __ATOMIC_SEQ_CST);
+	return now;
 }
 
 void collector_slot_deactivate(struct collector *c, unsigned slot)
@@ -1500,20 +1586,14 @@ static void count_sum(void *sum, const void *cpu)
 	*(uint64_t *)sum += *(const uint64_t *)cpu;
 }
 
-/*
- * Moves every thread's bank of the buffer being drained into its totals and
- * hists maps: one pass of the flush_thread_totals task iterator (it prints
- * nothing; reading runs it to the end).
- */
-static int banks_flush(struct collector *c)
+/* Runs a task iterator that prints nothing to its end (reading runs it). */
+static int iter_run(struct bpf_link *link)
 {
 	char buf[64];
 	ssize_t n;
 	int fd;
 
-	if (!c->banks_link)
-		return 0;
-	fd = bpf_iter_create(bpf_link__fd(c->banks_link));
+	fd = bpf_iter_create(bpf_link__fd(link));
 	if (fd < 0)
 		return -errno;
 	while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
@@ -1521,6 +1601,91 @@ static int banks_flush(struct collector *c)
 	n = n < 0 ? -errno : 0;
 	close(fd);
 	return (int)n;
+}
+
+/*
+ * Moves every thread's bank of the buffer being drained into its totals and
+ * hists maps: one pass of the flush_thread_totals task iterator.
+ */
+static int banks_flush(struct collector *c)
+{
+	return c->banks_link ? iter_run(c->banks_link) : 0;
+}
+
+int collector_blocked(struct collector *c, uint32_t tgid, uint64_t min_ns,
+		      struct offcpu_blocked **ret, size_t *ret_n, uint64_t *ret_now_ns)
+{
+	const size_t max = COLLECTOR_BLOCKED_MAX * sizeof(struct offcpu_blocked);
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	ssize_t n;
+	int fd, r = 0;
+
+	*ret = NULL;
+	*ret_n = 0;
+	*ret_now_ns = clock_monotonic_ns(); /* bpf_ktime_get_ns()'s clock */
+	if (!c->snapshot_link)
+		return -EOPNOTSUPP;
+	c->skel->bss->snapshot_now_ns = *ret_now_ns;
+	c->skel->bss->snapshot_min_ns = min_ns;
+	c->skel->bss->snapshot_tgid = tgid;
+	fd = bpf_iter_create(bpf_link__fd(c->snapshot_link));
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		if (len > max) {
+			r = -E2BIG;
+			break;
+		}
+		if (cap - len < 64 * 1024) {
+			size_t grown_cap = cap ? 2 * cap : 256 * 1024;
+			char *grown = realloc(buf, grown_cap);
+
+			if (!grown) {
+				r = -ENOMEM;
+				break;
+			}
+			buf = grown;
+			cap = grown_cap;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : 0;
+			break;
+		}
+		len += (size_t)n;
+	}
+	close(fd);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	*ret = (struct offcpu_blocked *)buf;
+	*ret_n = len / sizeof(struct offcpu_blocked);
+	return 0;
+}
+
+void collector_progress_slots_set(struct collector *c, uint32_t slots)
+{
+	__atomic_store_n(&c->skel->bss->progress_slots, slots, __ATOMIC_SEQ_CST);
+}
+
+int collector_pass_in_progress(struct collector *c, bool progress, uint32_t final_slots,
+			       uint64_t *ret_now_ns)
+{
+	int r = 0;
+
+	*ret_now_ns = clock_monotonic_ns(); /* bpf_ktime_get_ns()'s clock */
+	if (!c->pass_link || (!progress && !final_slots))
+		return 0;
+	c->skel->bss->pass_now_ns = *ret_now_ns;
+	c->skel->bss->pass_progress = progress;
+	c->skel->bss->pass_final_slots = final_slots;
+	r = iter_run(c->pass_link);
+	c->skel->bss->pass_final_slots = 0;
+	return r;
 }
 
 int collector_drain(struct collector *c, struct collector_batch *ret)

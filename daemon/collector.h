@@ -238,8 +238,9 @@ int collector_group_load(struct collector *c, unsigned group, uint64_t *ret_load
 int collector_slot_add(struct collector *c, const struct collector_filter *f, unsigned *ret_slot);
 
 /* (Re)starts counting for a deactivated slot, from now on: only blocks and
- * requests that begin from now on count. */
-void collector_slot_activate(struct collector *c, unsigned slot);
+ * requests that begin from now on count (and, at the slot's end, the part
+ * since now of blocks open from before). Returns now (CLOCK_MONOTONIC). */
+uint64_t collector_slot_activate(struct collector *c, unsigned slot);
 
 /* Stops counting for slot. Rows already aggregated for it are returned by
  * the next collector_drain() that starts after this call, and by none after
@@ -311,6 +312,41 @@ bool collector_unwind_maps(const struct collector *c, struct unwinder_maps *ret)
 
 /* Totals since load, summed over CPUs (enum offcpu_counter). */
 void collector_counters(struct collector *c, uint64_t ret[OFFCPU_CNT_MAX]);
+
+/*
+ * The in-progress pass (bpf/in_progress.bpf.c), run before a drain that
+ * closes an interval, from the drain's thread: with progress, the parts of
+ * the open blocks of the progress slots (collector_progress_slots_set())
+ * since the last pass; for each slot of final_slots (captures that end),
+ * the part inside it of every block open now, as in-progress rows. Sets
+ * *ret_now_ns to where it counted up to (CLOCK_MONOTONIC), also where the
+ * pass cannot run. Returns 0 or -errno.
+ */
+int collector_pass_in_progress(struct collector *c, bool progress, uint32_t final_slots,
+			       uint64_t *ret_now_ns);
+/* Threads a snapshot reads at most (2 KiB each). */
+#define COLLECTOR_BLOCKED_MAX 65536
+
+/*
+ * The threads off the CPU now (offcpuctl blocked): of process tgid (0: all)
+ * that left it at least min_ns ago, or that sleep since before any switch
+ * the programs saw (since_ns 0). *ret (free() it) holds *ret_n records;
+ * *ret_now_ns is when they were read (CLOCK_MONOTONIC). From the drain's
+ * thread, as the pass. Returns 0, -EOPNOTSUPP where the pass cannot run
+ * (collector_in_progress()), -E2BIG past COLLECTOR_BLOCKED_MAX threads, or
+ * -errno.
+ */
+int collector_blocked(struct collector *c, uint32_t tgid, uint64_t min_ns,
+		      struct offcpu_blocked **ret, size_t *ret_n, uint64_t *ret_now_ns);
+/* Slots whose open blocks the pass counts in parts (the continuous ones of
+ * kinds with a value before the block ends: offcpu, runq). */
+void collector_progress_slots_set(struct collector *c, uint32_t slots);
+/* Whether the pass runs here, and if not why (*ret_why, "" if it does). */
+bool collector_in_progress(const struct collector *c, const char **ret_why);
+/* Whether kernel stacks walked while their task is off the CPU (sampled
+ * blocks, the pass) get back the __sched frames the kernel's walk leaves
+ * out (bpf/sched_frames.bpf.h), and if not why. */
+bool collector_sched_frames(const struct collector *c, const char **ret_why);
 
 /* Switches the kernel to the other buffer, waits until no program can still
  * write to the old one, and empties it into *ret (free with

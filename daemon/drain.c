@@ -16,7 +16,8 @@
 struct name_key {
 	uint64_t hash;
 	uint32_t tgid;
-	uint32_t kind; /* 0 user stack, 1 kernel stack, 2 waker chain, 3 user stack + file */
+	uint32_t kind; /* 0 user stack, 1 kernel stack, 2 waker chain, 3 user stack + file,
+			* 4 and 5 user and kernel stack + DRAIN_IN_PROGRESS_FRAME */
 };
 
 /* A drain's name: its own, or one of struct drain_names' (kept). */
@@ -230,7 +231,20 @@ static char *stack_name(const struct drain_lookup *lk, const struct offcpu_stack
 			return NULL;
 		}
 	}
+	/* Read off the CPU, the frames that name the wait could not be put
+	 * back: the leaf says so, where they would be. */
+	if (kernel && (st->flags & OFFCPU_STACK_SCHED_LOST) &&
+	    append(&buf, &len, &cap, DRAIN_SCHED_LOST_FRAME) < 0) {
+		free(buf);
+		return NULL;
+	}
 	return buf ? buf : strdup("");
+}
+
+char *drain_stack_name(const struct drain_lookup *lk, const struct offcpu_stack *st, uint32_t tgid,
+		       bool kernel)
+{
+	return stack_name(lk, st, tgid, kernel, false);
 }
 
 static int stack_cmp(const void *a, const void *b)
@@ -431,6 +445,25 @@ static const char *file_leaf(struct drain_result *r, const struct drain_lookup *
 	return slot->name ? slot->name : "[out of memory]";
 }
 
+/* stack (a row's user or kernel stack, by hash) with DRAIN_IN_PROGRESS_FRAME
+ * as its leaf. */
+static const char *in_progress_leaf(struct drain_result *r, const char *stack, uint64_t hash,
+				    uint32_t tgid, bool kernel)
+{
+	struct name_key key = { .hash = hash, .tgid = kernel ? 0 : tgid, .kind = kernel ? 5 : 4 };
+	struct drain_name *slot;
+	bool created;
+
+	slot = hashtab_put(r->names, &key, &created);
+	if (!slot)
+		return "[out of memory]";
+	if (!created)
+		return slot->name;
+	if (asprintf(&slot->name, "%s%s" DRAIN_IN_PROGRESS_FRAME, stack, *stack ? ";" : "") < 0)
+		slot->name = NULL;
+	return slot->name ? slot->name : "[out of memory]";
+}
+
 static const char *chain_get(struct drain_result *r, const struct drain_lookup *lk,
 			     const struct collector_batch *b, const struct offcpu_key *k)
 {
@@ -520,6 +553,12 @@ int drain_run(struct collector_batch *b, const struct drain_lookup *lk,
 		row->chain = chain_get(ret, lk, b, &row->key);
 		if (row->key.kind == OFFCPU_KIND_FILEIO && row->key.chain)
 			row->ustack = file_leaf(ret, lk, row->ustack, &row->key);
+		/* On the kernel stack, the leaf of the folded line, where there is one. */
+		if ((row->key.flags & OFFCPU_KEY_IN_PROGRESS) && row->key.kstack)
+			row->kstack = in_progress_leaf(ret, row->kstack, row->key.kstack, 0, true);
+		else if (row->key.flags & OFFCPU_KEY_IN_PROGRESS)
+			row->ustack = in_progress_leaf(ret, row->ustack, row->key.ustack,
+						       row->key.tgid, false);
 	}
 	ret->n_rows = b->n_rows;
 	/* Histograms pass through as they are; the manager sorts them by slot. */

@@ -8,18 +8,29 @@
 #ifndef DRAIN_H
 #define DRAIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "collector.h"
+#include "proto.h"
 #include "sampling.h"
 
 /* The leaf frame of a fileio --with-filename row: the prefix, then the
  * file's name. */
 #define DRAIN_FILE_FRAME_PREFIX "[file] "
 
+/* The leaf frame of a kernel stack read off the CPU whose frames of the
+ * scheduler's text section (do_nanosleep, mutex_lock, ..., schedule) could
+ * not be put back (OFFCPU_STACK_SCHED_LOST). */
+#define DRAIN_SCHED_LOST_FRAME "[wait frames unknown]"
+
 /* The root frame of a user stack whose table walk stopped early. */
 #define DRAIN_TRUNCATED_FRAME "[truncated]"
+
+/* The leaf frame of a capture's block still open at its end (the part of it
+ * inside the capture; OFFCPU_KEY_IN_PROGRESS). */
+#define DRAIN_IN_PROGRESS_FRAME PROTO_IN_PROGRESS_FRAME
 
 /* The stack of a sampled slot's time that no sample stands for. */
 #define DRAIN_UNSAMPLED_FRAME "[unsampled]"
@@ -70,6 +81,13 @@ struct drain_names;
 int drain_names_new(struct drain_names **ret);
 void drain_names_free(struct drain_names *n);
 size_t drain_names_count(const struct drain_names *n);
+
+/* The frames of st, a leaf-first stack (a user one of process tgid),
+ * ';'-joined root to leaf as rows' stacks are, named through lk; a user
+ * stack whose table walk stopped early has DRAIN_TRUNCATED_FRAME as its
+ * root. Returns a string to free(), or NULL on ENOMEM. */
+char *drain_stack_name(const struct drain_lookup *lk, const struct offcpu_stack *st, uint32_t tgid,
+		       bool kernel);
 
 /* Names row, an OFFCPU_KEY_UNSAMPLED one: DRAIN_UNSAMPLED_FRAME, no other
  * frames. Also for the unsampled rows of carried time (sampling_carry_take()). */

@@ -112,6 +112,9 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 		server_conn_ref(conn);
 		r = history_heatmap(m->store_queue, &req->heatmap, history_reply_cb, conn);
 		break;
+	case PROTO_CMD_BLOCKED:
+		handle_blocked(m, conn, &req->blocked);
+		break;
 	case PROTO_CMD_STOP:
 		c = server_conn_get_data(conn);
 		if (c)
@@ -229,6 +232,7 @@ static int store_start(struct manager *m)
 static int collector_start(struct manager *m)
 {
 	const struct config *cfg = &m->cfg;
+	const char *why;
 	struct collector_options copts = {
 		.agg_map_entries = cfg->agg_map_entries,
 		.stack_map_entries = cfg->stack_map_entries,
@@ -267,6 +271,7 @@ static int collector_start(struct manager *m)
 			  r == -EPERM ? " (offcpud needs root, or CAP_BPF and CAP_PERFMON)" : "");
 		return r;
 	}
+	m->blocked.loaded_ns = clock_monotonic_ns();
 	log_info("sched_switch program attached (%s)", collector_tracepoint(m->collector));
 	m->walk_return.switchable = collector_walk_return_switchable(m->collector) &&
 				    cfg->sampled_walk == CONFIG_SAMPLED_WALK_AUTO;
@@ -309,6 +314,14 @@ static int collector_start(struct manager *m)
 		log_info("user stacks: frame pointers%s",
 			 cfg->unwind == CONFIG_UNWIND_DWARF ? " (unwind tables need tp_btf)" : "");
 	}
+	if (!collector_in_progress(m->collector, &why))
+		log_warning("blocks are counted only when they end: %s (a window or capture holds "
+			    "no time of blocks still open at its end)",
+			    why);
+	if (!collector_sched_frames(m->collector, &why))
+		log_info("kernel stacks read off the CPU lack the __sched frames (schedule, "
+			 "mutex_lock, do_nanosleep...): %s",
+			 why);
 	return 0;
 }
 
@@ -470,6 +483,7 @@ void shutdown_continue(struct manager *m)
 		store_queue_on_idle(m->store_queue, store_idle_cb, m);
 		return;
 	}
+	blocked_works_drop(m); /* asked after the last drain began */
 	manager_free(m);
 }
 
@@ -482,10 +496,9 @@ void manager_shutdown(struct manager *m)
 	uv_timer_stop(&m->drain.drain_timer);
 	uv_timer_stop(&m->watchdog_timer);
 	if (m->windows.continuous) {
-		/* One last drain so the open window is stored whole. */
-		for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
-			if (m->windows.continuous_slots & (1u << i))
-				collector_slot_deactivate(m->collector, i);
+		/* One last drain so the open window is stored whole, with the
+		 * blocks still open (its thread turns the slots off after the
+		 * in-progress pass). */
 		drain_start(m);
 		return;
 	}

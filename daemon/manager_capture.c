@@ -244,7 +244,8 @@ void capture_finish(struct manager *m, struct capture *c)
 
 /* ---- captures ---- */
 
-/* Stops counting; the reply follows the next drain. */
+/* Stops counting at the next drain, which counts the capture's blocks still
+ * open and turns its slot off (drain_work_cb()); the reply follows it. */
 void capture_end(struct manager *m, struct capture *c)
 {
 	if (c->phase == CAPTURE_LOADING || c->phase == CAPTURE_ATTACHING)
@@ -252,10 +253,9 @@ void capture_end(struct manager *m, struct capture *c)
 	if (c->phase != CAPTURE_RUNNING)
 		return;
 	uv_timer_stop(&c->timer);
-	collector_slot_deactivate(m->collector, c->slot);
-	c->end_ns = clock_monotonic_ns();
+	c->end_ns = clock_monotonic_ns(); /* until that drain sets it */
 	c->phase = CAPTURE_ENDING;
-	/* A drain already running may have flipped before the deactivation. */
+	/* The next drain to start: one already running began before this. */
 	c->final_drain = m->drain.drains_started + 1;
 	drain_start(m);
 }
@@ -314,8 +314,9 @@ const char *request_error_code(int r)
 /* Starts counting time: the capture's probes, if any, are in. */
 static void capture_run(struct manager *m, struct capture *c)
 {
-	collector_slot_activate(m->collector, c->slot);
-	c->start_ns = clock_monotonic_ns();
+	/* From the slot's start: where the in-progress pass counts the blocks
+	 * begun before from. */
+	c->start_ns = collector_slot_activate(m->collector, c->slot);
 	c->start_ms = clock_realtime_ms();
 	c->phase = CAPTURE_RUNNING;
 	uv_update_time(m->loop); /* attaching took a while: time the capture from now */

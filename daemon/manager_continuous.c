@@ -89,10 +89,10 @@ static int window_open(struct manager *m, int64_t now_ms)
 }
 
 /* Hands the current window to the store and opens the next one, which
- * starts where this one ends: every drained row lands in exactly one. */
-void window_rotate(struct manager *m, bool reopen)
+ * starts where this one ends (now_ms: where the in-progress pass counted
+ * open blocks up to): every drained row lands in exactly one. */
+void window_rotate(struct manager *m, bool reopen, int64_t now_ms)
 {
-	int64_t now_ms = clock_realtime_ms();
 	struct store_window w = {
 		.start_ms = m->windows.window_start_ms,
 		.end_ms = now_ms > m->windows.window_start_ms ? now_ms
@@ -117,6 +117,7 @@ int continuous_start(struct manager *m)
 	const char *specs[CONFIG_MAX_REQUESTS];
 	char buf[sizeof(m->cfg.continuous_requests)], err[512];
 	size_t n_specs = continuous_specs(&m->cfg, buf, sizeof(buf), specs);
+	uint32_t progress = 0;
 	unsigned slot;
 	int r;
 
@@ -160,6 +161,11 @@ int continuous_start(struct manager *m)
 			return r;
 		}
 		m->windows.continuous_slots |= 1u << slot;
+		/* Their open blocks go into the windows they span, in parts
+		 * (collector_pass_in_progress()): the kinds whose time has a
+		 * value before the block ends. */
+		if (kind == OFFCPU_KIND_OFFCPU || kind == OFFCPU_KIND_RUNQ)
+			progress |= 1u << slot;
 		if (!filter.requests)
 			continue;
 		r = request_probes_attach(&m->cap.requests[slot], m->collector, slot, specs,
@@ -169,6 +175,7 @@ int continuous_start(struct manager *m)
 			return r;
 		}
 	}
+	collector_progress_slots_set(m->collector, progress);
 	if (n_specs)
 		log_info("continuous profile counts only inside requests: %s",
 			 m->cfg.continuous_requests);

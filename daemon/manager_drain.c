@@ -96,6 +96,15 @@ static void drain_work_cb(uv_work_t *req)
 	struct collector_batch b;
 	int r;
 
+	/* Open blocks first: the part of them the window or capture that ends
+	 * holds. A capture's slot goes off after, so that every block of it
+	 * is counted by its end or by the pass. */
+	m->drain.pass_realtime_ms = clock_realtime_ms();
+	m->drain.pass_error = collector_pass_in_progress(
+		m->collector, m->drain.progress, m->drain.final_slots, &m->drain.pass_now_ns);
+	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
+		if ((m->drain.final_slots | m->drain.stop_slots) & (1u << i))
+			collector_slot_deactivate(m->collector, i);
 	r = collector_drain(m->collector, &b);
 	if (r == 0) {
 		/* mappings may have changed since the last drain */
@@ -109,6 +118,8 @@ static void drain_work_cb(uv_work_t *req)
 		drain_run(&b, &lk, &m->drain.carry, m->drain.kept_names, &m->drain.drain_result);
 	if (r < 0)
 		m->drain.drain_error = r;
+	/* With the processes' mappings as fresh as the drain's. */
+	blocked_works_run(m, &lk);
 	m->drain.banks_error = b.banks_error;
 	collector_batch_release(&b);
 }
@@ -225,6 +236,10 @@ static void drain_after_cb(uv_work_t *req, int status)
 	if (status < 0 || m->drain.drain_error < 0)
 		log_warning("draining the kernel maps failed: %s",
 			    strerror(-(status < 0 ? status : m->drain.drain_error)));
+	if (m->drain.pass_error < 0)
+		log_warning("counting the blocks still open failed: %s (the window or capture that "
+			    "ended holds only the blocks that ended in it)",
+			    strerror(-m->drain.pass_error));
 	if (m->drain.banks_error < 0)
 		log_warning("moving the threads' exact totals into the maps failed: %s (a later "
 			    "drain moves them, a window late)",
@@ -252,17 +267,21 @@ static void drain_after_cb(uv_work_t *req, int status)
 			sampling_summary_add(&m->cap.captures[i]->sampling, &r->sampling[i]);
 	}
 	drain_result_release(r);
-	rotate = m->windows.window && clock_realtime_ms() >= m->windows.window_close_ms;
+	blocked_works_reply(m);
+	rotate = m->windows.window && m->drain.rotate;
 	last = m->stopping && !m->drain.drain_again; /* the final drain: the window is stored next */
 	carry_settle(m, completed, rotate || last);
 	if (rotate)
-		window_rotate(m, true);
+		window_rotate(m, true, m->drain.pass_realtime_ms);
 
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
 		struct capture *c = m->cap.captures[i];
 
-		if (c && c->phase == CAPTURE_ENDING && c->final_drain <= completed)
+		if (c && c->phase == CAPTURE_ENDING && c->final_drain <= completed) {
+			if (m->drain.final_slots & (1u << i))
+				c->end_ns = m->drain.pass_now_ns; /* its slot went off then */
 			capture_finish(m, c);
+		}
 	}
 	if (m->stopping) {
 		if (m->drain.drain_again) { /* this drain began before the slot went off */
@@ -271,7 +290,7 @@ static void drain_after_cb(uv_work_t *req, int status)
 			return;
 		}
 		/* The final drain is in: store the open window, then stop. */
-		window_rotate(m, false);
+		window_rotate(m, false, m->drain.pass_realtime_ms);
 		shutdown_continue(m);
 		return;
 	}
@@ -291,9 +310,16 @@ void drain_start(struct manager *m)
 	m->drain.draining = true;
 	m->drain.drains_started++;
 	m->drain.n_drain_tgids = 0;
+	m->drain.rotate = m->windows.window && clock_realtime_ms() >= m->windows.window_close_ms;
+	m->drain.progress = m->drain.rotate || m->stopping;
+	m->drain.stop_slots = m->stopping ? m->windows.continuous_slots : 0;
+	m->drain.final_slots = 0;
+	blocked_works_take(m);
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
 		struct capture *c = m->cap.captures[i];
 
+		if (c && c->phase == CAPTURE_ENDING && c->final_drain == m->drain.drains_started)
+			m->drain.final_slots |= 1u << i;
 		if (!c || c->phase != CAPTURE_RUNNING)
 			continue;
 		memcpy(m->drain.drain_tgids + m->drain.n_drain_tgids, c->req.pids,

@@ -43,6 +43,16 @@ struct manager_drain {
 	bool draining;
 	bool drain_again; /* a capture ended during a drain: run another at once */
 	uint64_t drains_started;
+	/* The in-progress pass before this drain (collector_pass_in_progress()):
+	 * the window closes with it (rotate), it counts the continuous slots'
+	 * open blocks (progress: rotate, or the final drain) and the captures
+	 * that end with it (final_slots), up to pass_now_ns. */
+	bool rotate, progress;
+	uint32_t final_slots;
+	uint32_t stop_slots; /* stopping: the continuous slots go off after the pass too */
+	uint64_t pass_now_ns;
+	int64_t pass_realtime_ms; /* the same time, CLOCK_REALTIME: the window's end */
+	int pass_error;
 	/* Sampled groups no drain's sample stood for yet: the worker's during a
 	 * drain, the loop's between drains (carry_settle()). */
 	struct sampling_carry carry;
@@ -78,6 +88,14 @@ struct manager_captures {
 struct manager_latency {
 	struct pt_work *pt_work; /* the PT session running, if any */
 	atomic_bool pt_stop;	 /* ends it early: shutting down */
+};
+
+/* offcpuctl blocked's requests (manager_blocked.c): waiting for the next
+ * drain, and the ones its thread answers. */
+struct blocked_work;
+struct manager_blocked {
+	struct blocked_work *pending, *running;
+	uint64_t loaded_ns; /* when the programs were loaded (CLOCK_MONOTONIC) */
 };
 
 /* What status reports (manager_status.c), sampled at each drain. */
@@ -126,6 +144,7 @@ struct manager {
 	struct manager_latency pt;
 	struct manager_stats stats;
 	struct manager_walk_return walk_return;
+	struct manager_blocked blocked;
 };
 
 struct pt_work {
@@ -151,7 +170,7 @@ void drain_timer_cb(uv_timer_t *t);
 void window_written(void *arg, const struct store_window *w, int r, const char *msg,
 		    const struct store_stats *stats);
 void window_hist_add(struct manager *m, const struct collector_hist *h);
-void window_rotate(struct manager *m, bool reopen);
+void window_rotate(struct manager *m, bool reopen, int64_t now_ms);
 int continuous_start(struct manager *m);
 
 /* manager_capture.c */
@@ -170,6 +189,17 @@ void handle_capture(struct manager *m, struct server_conn *conn,
 /* manager_latency.c */
 void handle_latency(struct manager *m, struct server_conn *conn,
 		    const struct proto_latency_request *req);
+
+/* manager_blocked.c: a request, then at the drain: taken at its start, run
+ * on its thread (named through lk), replied to when it is in; dropped (with
+ * an error reply) at shutdown. */
+struct drain_lookup;
+void handle_blocked(struct manager *m, struct server_conn *conn,
+		    const struct proto_blocked_request *req);
+void blocked_works_take(struct manager *m);
+void blocked_works_run(struct manager *m, const struct drain_lookup *lk);
+void blocked_works_reply(struct manager *m);
+void blocked_works_drop(struct manager *m);
 
 /* manager_status.c */
 void notify_status(struct manager *m);

@@ -303,7 +303,7 @@ void handle_status(struct manager *m, struct server_conn *conn)
 	char pt_reason[512];
 	struct kind_status kinds[KIND_STATUS_COUNT];
 	struct proto_kind_status pkinds[KIND_STATUS_COUNT];
-	const char *kstack_cache_why;
+	const char *kstack_cache_why, *in_progress_why, *sched_frames_why;
 	struct proto_status st;
 
 	collector_counters(m->collector, now);
@@ -320,6 +320,10 @@ void handle_status(struct manager *m, struct server_conn *conn)
 		.bpf_stats = collector_bpf_stats(m->collector),
 		.kstack_cache = collector_kstack_cache(m->collector, &kstack_cache_why),
 		.kstack_cache_reason = kstack_cache_why,
+		.in_progress = collector_in_progress(m->collector, &in_progress_why),
+		.in_progress_reason = in_progress_why,
+		.sched_frames = collector_sched_frames(m->collector, &sched_frames_why),
+		.sched_frames_reason = sched_frames_why,
 		.bio_tracepoints = io_path_or_empty(m, OFFCPU_KIND_BIO),
 		.fileio_tracepoints = io_path_or_empty(m, OFFCPU_KIND_FILEIO),
 		.programs = programs,

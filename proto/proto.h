@@ -55,6 +55,7 @@ enum proto_cmd {
 	PROTO_CMD_HIST,	   /* per-process log2 histograms of stored windows */
 	PROTO_CMD_LATENCY, /* Intel PT function latency of one process */
 	PROTO_CMD_HEATMAP, /* per-window totals of stored windows (proto_heatmap.h) */
+	PROTO_CMD_BLOCKED, /* the threads off the CPU now, longest first */
 };
 
 enum proto_stacks {
@@ -192,6 +193,29 @@ struct proto_latency_request {
 	uint32_t snapshot; /* 1: flight recorder, the last trace at the end of seconds */
 };
 
+#define PROTO_BLOCKED_LIMIT_DEFAULT  50
+#define PROTO_BLOCKED_LIMIT_MAX	     100000
+/* S and D, (1 << 1) | (1 << 2) in common/thread_state.h's bits: asleep, not
+ * preempted. */
+#define PROTO_BLOCKED_STATES_DEFAULT 0x6u
+/* The request carries min_ms; the most whose nanoseconds fit min_ns. */
+#define PROTO_BLOCKED_MIN_MS_MAX     18446744073709 /* UINT64_MAX / 1000000 */
+
+/*
+ * The threads off the CPU now: blocked (by default states S and D) at least
+ * min_ns, longest first. Reads the daemon's state: stops and signals
+ * nothing.
+ */
+struct proto_blocked_request {
+	uint32_t pids[PROTO_MAX_IDS]; /* tgids; empty: every process */
+	size_t n_pids;
+	uint32_t tids[PROTO_MAX_IDS]; /* thread ids; empty: every thread */
+	size_t n_tids;
+	uint32_t state_mask; /* thread_state bits; default S and D */
+	uint64_t min_ns;     /* blocked at least this long; default 0 */
+	uint32_t limit; /* the longest this many; 0: all; default PROTO_BLOCKED_LIMIT_DEFAULT */
+};
+
 struct proto_request {
 	enum proto_cmd cmd;
 	struct proto_capture_request capture; /* PROTO_CMD_CAPTURE */
@@ -200,6 +224,7 @@ struct proto_request {
 	struct proto_hist_request hist;	      /* PROTO_CMD_HIST */
 	struct proto_latency_request latency; /* PROTO_CMD_LATENCY */
 	struct proto_heatmap_request heatmap; /* PROTO_CMD_HEATMAP */
+	struct proto_blocked_request blocked; /* PROTO_CMD_BLOCKED */
 };
 
 /* Error codes carried in error replies ("code" field). */
@@ -350,6 +375,10 @@ struct proto_status {
 	 * older daemons, which have none). */
 	bool kstack_cache;
 	const char *kstack_cache_reason;
+	bool in_progress; /* blocks still open counted where windows and captures end */
+	const char *in_progress_reason;
+	bool sched_frames; /* __sched frames put back into stacks read off the CPU */
+	const char *sched_frames_reason;
 	/* What each I/O kind is traced with; "" if it is unavailable here. */
 	const char *bio_tracepoints;
 	const char *fileio_tracepoints;
@@ -379,6 +408,10 @@ struct proto_status {
 };
 
 /* One aggregated row; ustack and kstack are ordered root -> leaf. */
+/* The leaf frame of a capture's block still open at its end: the part of
+ * it inside the capture. A sample that ends with it has "in_progress": true. */
+#define PROTO_IN_PROGRESS_FRAME "[in progress]"
+
 struct proto_sample {
 	const char *comm;
 	uint32_t tgid;
@@ -546,6 +579,31 @@ char *proto_request_format(const struct proto_request *req);
 char *proto_reply_error(const char *code, const char *message);
 char *proto_reply_status(const struct proto_status *status);
 char *proto_reply_capture(const struct proto_capture_result *result, size_t n_samples);
+/* One thread off the CPU now (PROTO_CMD_BLOCKED). */
+struct proto_blocked_thread {
+	const char *comm;
+	uint32_t tgid;
+	uint32_t pid;
+	const char *state;   /* thread_state_name() */
+	uint64_t blocked_ns; /* since it left the CPU; where since_ms is 0, at least this */
+	int64_t since_ms;    /* when it left the CPU (CLOCK_REALTIME); 0: before offcpud started */
+	uint64_t runq_ns;    /* of blocked_ns, the time since it was woken; 0: not woken yet */
+	const char *waker_comm; /* who woke it, where known; NULL: not known */
+	uint32_t waker_tgid, waker_pid;
+	const char *const *ustack; /* root first, as samples' */
+	size_t n_ustack;
+	const char *const *kstack;
+	size_t n_kstack;
+};
+
+struct proto_blocked_result {
+	int64_t now_ms; /* when the threads were read (CLOCK_REALTIME) */
+	const struct proto_blocked_thread *threads; /* longest first */
+	size_t n_threads;
+	size_t n_more; /* threads that matched beyond the request's limit */
+};
+
+char *proto_reply_blocked(const struct proto_blocked_result *r);
 char *proto_reply_windows(const struct proto_window_info *w, size_t n); /* w: oldest first */
 char *proto_reply_export(const struct proto_export_result *r, size_t n_samples);
 char *proto_reply_hist(const struct proto_hist_result *r);
@@ -583,6 +641,8 @@ struct proto_reply {
 	struct proto_latency_result latency; /* cmd == LATENCY; figures only (proto_reply_parse.c) */
 	bool has_trace;			     /* cmd == LATENCY from a PT session: */
 	struct proto_pt_trace_result trace;  /* what it recorded (latency then empty) */
+	struct proto_blocked_result blocked; /* cmd == BLOCKED; threads and their
+						stacks owned by the reply */
 };
 
 /* Returns 0 and a reply to free with proto_reply_free(), or -EINVAL if the

@@ -275,6 +275,39 @@ bool proto__add_counters(cJSON *obj, const char *name, const struct proto_counte
 	return proto__add_item(obj, name, o);
 }
 
+int proto__frames_len(const cJSON *obj, const char *name, bool optional, size_t *ret)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, name), *f;
+	size_t n = 0;
+
+	if (!a && optional) {
+		*ret = 0;
+		return 0;
+	}
+	if (!cJSON_IsArray(a))
+		return -EINVAL;
+	cJSON_ArrayForEach(f, a)
+	{
+		if (!cJSON_IsString(f))
+			return -EINVAL;
+		n++;
+	}
+	*ret = n;
+	return 0;
+}
+
+const char *const *proto__frames_copy(const cJSON *obj, const char *name, const char ***next)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, name), *f;
+	const char **start = *next;
+
+	cJSON_ArrayForEach(f, a)
+	{
+		*(*next)++ = f->valuestring;
+	}
+	return start;
+}
+
 bool proto__add_frames(cJSON *obj, const char *name, const char *const *frames, size_t n)
 {
 	cJSON *a = cJSON_CreateArray();

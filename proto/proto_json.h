@@ -30,6 +30,13 @@ size_t proto__find_nul(const char *buf, size_t len);
  * first error. */
 cJSON *proto__parse_json(const char *buf, size_t len, size_t *ret_offset);
 
+/* A frame array of obj (samples' and blocked threads' stacks): its length,
+ * 0 if absent and optional, or -EINVAL if it is not an array of strings;
+ * then, once checked, its strings copied to *next on (advanced), returning
+ * where they start. */
+int proto__frames_len(const cJSON *obj, const char *name, bool optional, size_t *ret);
+const char *const *proto__frames_copy(const cJSON *obj, const char *name, const char ***next);
+
 /* The index of name in the NULL-terminated names, or -EINVAL. */
 int proto__name_index(const char *const *names, const char *name);
 

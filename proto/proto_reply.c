@@ -319,6 +319,12 @@ char *proto_reply_status(const struct proto_status *s)
 	    !proto__add_bool(body, "kstack_cache", s->kstack_cache) ||
 	    !proto__add_string(body, "kstack_cache_reason",
 			       s->kstack_cache_reason ? s->kstack_cache_reason : "") ||
+	    !proto__add_bool(body, "in_progress", s->in_progress) ||
+	    !proto__add_string(body, "in_progress_reason",
+			       s->in_progress_reason ? s->in_progress_reason : "") ||
+	    !proto__add_bool(body, "sched_frames", s->sched_frames) ||
+	    !proto__add_string(body, "sched_frames_reason",
+			       s->sched_frames_reason ? s->sched_frames_reason : "") ||
 	    !proto__add_string(body, "bio_tracepoints", s->bio_tracepoints) ||
 	    !proto__add_string(body, "fileio_tracepoints", s->fileio_tracepoints) ||
 	    !proto__add_programs(body, s) || !proto__add_groups(body, s) ||
@@ -346,6 +352,17 @@ static const char *proto__kind_or_default(const char *kind)
 	return kind ? kind : proto_kind_names[PROTO_KIND_OFFCPU];
 }
 
+/* Whether s's leaf frame, the kernel stack's or else the user stack's, is
+ * PROTO_IN_PROGRESS_FRAME. */
+static bool proto__sample_in_progress(const struct proto_sample *s)
+{
+	const char *leaf = s->n_kstack	 ? s->kstack[s->n_kstack - 1]
+			   : s->n_ustack ? s->ustack[s->n_ustack - 1]
+					 : NULL;
+
+	return leaf && !strcmp(leaf, PROTO_IN_PROGRESS_FRAME);
+}
+
 static bool proto__add_sample(cJSON *samples, const struct proto_sample *s)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -360,7 +377,8 @@ static bool proto__add_sample(cJSON *samples, const struct proto_sample *s)
 	       proto__add_u64(o, "value_ns", s->value_ns) && proto__add_u64(o, "count", s->count) &&
 	       proto__add_frames(o, "ustack", s->ustack, s->n_ustack) &&
 	       proto__add_frames(o, "kstack", s->kstack, s->n_kstack) &&
-	       (!s->n_chain || proto__add_frames(o, "chain", s->chain, s->n_chain));
+	       (!s->n_chain || proto__add_frames(o, "chain", s->chain, s->n_chain)) &&
+	       (!proto__sample_in_progress(s) || cJSON_AddTrueToObject(o, "in_progress"));
 }
 
 /* The result's "folded" text or "samples" array, whichever is set. */
@@ -515,6 +533,47 @@ static cJSON *proto__append_object(cJSON *list)
 		return NULL;
 	}
 	return o;
+}
+
+/* One thread of a blocked reply. Its ids are named as in samples: "tgid"
+ * the process, "pid" the thread. */
+static bool proto__add_blocked_thread(cJSON *list, const struct proto_blocked_thread *t)
+{
+	cJSON *w, *o = proto__append_object(list);
+
+	if (!o || !proto__add_string(o, "comm", t->comm) || !proto__add_u64(o, "tgid", t->tgid) ||
+	    !proto__add_u64(o, "pid", t->pid) || !proto__add_string(o, "state", t->state) ||
+	    !proto__add_u64(o, "blocked_ns", t->blocked_ns) ||
+	    !proto__add_i64(o, "since_ms", t->since_ms) ||
+	    !proto__add_u64(o, "runq_ns", t->runq_ns))
+		return false;
+	if (t->waker_comm &&
+	    (!(w = cJSON_AddObjectToObject(o, "waker")) ||
+	     !proto__add_string(w, "comm", t->waker_comm) ||
+	     !proto__add_u64(w, "tgid", t->waker_tgid) || !proto__add_u64(w, "pid", t->waker_pid)))
+		return false;
+	return proto__add_frames(o, "ustack", t->ustack, t->n_ustack) &&
+	       proto__add_frames(o, "kstack", t->kstack, t->n_kstack);
+}
+
+char *proto_reply_blocked(const struct proto_blocked_result *r)
+{
+	cJSON *body, *list, *root = proto__new_ok("blocked", &body);
+
+	if (!root)
+		return NULL;
+	if (!proto__add_i64(body, "now_ms", r->now_ms) ||
+	    !(list = cJSON_AddArrayToObject(body, "threads")))
+		goto fail;
+	for (size_t i = 0; r->threads && i < r->n_threads; i++)
+		if (!proto__add_blocked_thread(list, &r->threads[i]))
+			goto fail;
+	if (!proto__add_u64(body, "more", r->n_more))
+		goto fail;
+	return proto__finish(root);
+fail:
+	cJSON_Delete(root);
+	return NULL;
 }
 
 char *proto_reply_latency(const struct proto_latency_result *r)

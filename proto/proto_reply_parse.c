@@ -31,6 +31,8 @@ struct proto__reply {
 	struct proto_request_stats *requests;
 	struct proto_map_fill *maps;
 	struct proto_kind_status *kinds;
+	struct proto_blocked_thread *blocked;
+	const char **frames; /* every blocked thread's ustack and kstack, one after another */
 };
 
 static int proto__reply_str(const cJSON *obj, const char *name, const char **ret)
@@ -433,12 +435,21 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 
 	/* Optional: daemons before the I/O kinds did not send them. */
 	s->bio_tracepoints = s->fileio_tracepoints = s->runq_clock = s->kstack_cache_reason = "";
+	s->in_progress_reason = s->sched_frames_reason = "";
 	if ((cJSON_GetObjectItemCaseSensitive(o, "runq_clock") &&
 	     proto__reply_str(o, "runq_clock", &s->runq_clock) < 0) ||
 	    (cJSON_GetObjectItemCaseSensitive(o, "kstack_cache") &&
 	     proto__reply_bool(o, "kstack_cache", &s->kstack_cache) < 0) ||
 	    (cJSON_GetObjectItemCaseSensitive(o, "kstack_cache_reason") &&
 	     proto__reply_str(o, "kstack_cache_reason", &s->kstack_cache_reason) < 0) ||
+	    (cJSON_GetObjectItemCaseSensitive(o, "in_progress") &&
+	     proto__reply_bool(o, "in_progress", &s->in_progress) < 0) ||
+	    (cJSON_GetObjectItemCaseSensitive(o, "in_progress_reason") &&
+	     proto__reply_str(o, "in_progress_reason", &s->in_progress_reason) < 0) ||
+	    (cJSON_GetObjectItemCaseSensitive(o, "sched_frames") &&
+	     proto__reply_bool(o, "sched_frames", &s->sched_frames) < 0) ||
+	    (cJSON_GetObjectItemCaseSensitive(o, "sched_frames_reason") &&
+	     proto__reply_str(o, "sched_frames_reason", &s->sched_frames_reason) < 0) ||
 	    (cJSON_GetObjectItemCaseSensitive(o, "bpf_stats") &&
 	     proto__reply_bool(o, "bpf_stats", &s->bpf_stats) < 0) ||
 	    (cJSON_GetObjectItemCaseSensitive(o, "bio_tracepoints") &&
@@ -650,6 +661,74 @@ static int proto__reply_hist(struct proto__reply *r, const cJSON *o)
 	return 0;
 }
 
+/* A blocked thread's fields, its stacks counted (not yet copied). */
+static int proto__reply_blocked_thread(const cJSON *o, struct proto_blocked_thread *t)
+{
+	const cJSON *w;
+
+	if (!cJSON_IsObject(o) || proto__reply_str(o, "comm", &t->comm) < 0 ||
+	    proto__reply_u32(o, "tgid", &t->tgid) < 0 || proto__reply_u32(o, "pid", &t->pid) < 0 ||
+	    proto__reply_str(o, "state", &t->state) < 0 ||
+	    proto__reply_u64(o, "blocked_ns", &t->blocked_ns) < 0 ||
+	    proto__reply_i64(o, "since_ms", &t->since_ms) < 0 ||
+	    proto__reply_u64(o, "runq_ns", &t->runq_ns) < 0 ||
+	    proto__frames_len(o, "ustack", false, &t->n_ustack) < 0 ||
+	    proto__frames_len(o, "kstack", false, &t->n_kstack) < 0)
+		return -EINVAL;
+	w = cJSON_GetObjectItemCaseSensitive(o, "waker"); /* only where known */
+	if (w && (!cJSON_IsObject(w) || proto__reply_str(w, "comm", &t->waker_comm) < 0 ||
+		  proto__reply_u32(w, "tgid", &t->waker_tgid) < 0 ||
+		  proto__reply_u32(w, "pid", &t->waker_pid) < 0))
+		return -EINVAL;
+	return 0;
+}
+
+static int proto__reply_blocked(struct proto__reply *r, const cJSON *o)
+{
+	struct proto_blocked_result *b = &r->pub.blocked;
+	size_t n = 0, n_frames = 0, k;
+	const cJSON *list, *t;
+	const char **next;
+	uint64_t more;
+
+	if (!cJSON_IsObject(o) || proto__reply_i64(o, "now_ms", &b->now_ms) < 0 ||
+	    proto__reply_u64(o, "more", &more) < 0 || more > SIZE_MAX)
+		return -EINVAL;
+	b->n_more = more;
+	list = cJSON_GetObjectItemCaseSensitive(o, "threads");
+	if (!cJSON_IsArray(list))
+		return -EINVAL;
+	r->blocked = calloc(cJSON_GetArraySize(list) + 1, sizeof(*r->blocked));
+	if (!r->blocked)
+		return -ENOMEM;
+	cJSON_ArrayForEach(t, list)
+	{
+		struct proto_blocked_thread *bt = &r->blocked[n++];
+
+		if (proto__reply_blocked_thread(t, bt) < 0)
+			return -EINVAL;
+		k = bt->n_ustack + bt->n_kstack;
+		if (k > SIZE_MAX / sizeof(*r->frames) - n_frames - 1)
+			return -ENOMEM;
+		n_frames += k;
+	}
+	r->frames = calloc(n_frames + 1, sizeof(*r->frames));
+	if (!r->frames)
+		return -ENOMEM;
+	next = r->frames;
+	n = 0;
+	cJSON_ArrayForEach(t, list)
+	{
+		struct proto_blocked_thread *bt = &r->blocked[n++];
+
+		bt->ustack = proto__frames_copy(t, "ustack", &next);
+		bt->kstack = proto__frames_copy(t, "kstack", &next);
+	}
+	b->threads = r->blocked;
+	b->n_threads = n;
+	return 0;
+}
+
 static int proto__reply_fill(struct proto__reply *r)
 {
 	const cJSON *root = r->root, *error;
@@ -696,6 +775,10 @@ static int proto__reply_fill(struct proto__reply *r)
 		r->pub.cmd = PROTO_CMD_HEATMAP;
 		return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "heatmap")) ? 0
 											 : -EINVAL;
+	}
+	if (!strcmp(cmd, "blocked")) {
+		r->pub.cmd = PROTO_CMD_BLOCKED;
+		return proto__reply_blocked(r, cJSON_GetObjectItemCaseSensitive(root, "blocked"));
 	}
 	if (!strcmp(cmd, "latency")) {
 		const cJSON *trace = cJSON_GetObjectItemCaseSensitive(root, "trace");
@@ -748,5 +831,7 @@ void proto_reply_free(struct proto_reply *reply)
 	free(r->requests);
 	free(r->maps);
 	free(r->kinds);
+	free(r->blocked);
+	free(r->frames);
 	free(r);
 }

@@ -53,6 +53,13 @@ static uint64_t proto__load(const void *src, size_t size)
 	}
 }
 
+/* What a UINT field's value is multiplied by in its struct. */
+static uint64_t proto__unit(const struct proto__field *f)
+{
+	/* max in the request's unit must fit the struct's once multiplied. */
+	assert(!f->unit || f->max <= UINT64_MAX / f->unit);
+	return f->unit ? f->unit : 1;
+}
 
 /*
  * Reads an integral JSON number in [min, max], or with zero_ok also 0, into
@@ -98,6 +105,9 @@ static void proto__defaults(const struct proto__command *c, void *args)
 			break;
 		case PROTO__KIND_STRING:
 			memset(dst, 0, f->size);
+			break;
+		case PROTO__KIND_UINT:
+			proto__store(dst, f->size, f->def * proto__unit(f));
 			break;
 		default:
 			proto__store(dst, f->size, f->def);
@@ -278,7 +288,7 @@ static int proto__parse_field(const struct proto__field *f, const cJSON *item, v
 		r = proto__get_uint(item, what, f->min, f->max, f->zero_ok, &v, err, err_size);
 		if (r < 0)
 			return r;
-		proto__store(dst, f->size, v);
+		proto__store(dst, f->size, v * proto__unit(f));
 		return 0;
 	case PROTO__KIND_IDS:
 		return proto__parse_ids(f, item, args, what, err, err_size);
@@ -447,7 +457,7 @@ static bool proto__format_field(cJSON *obj, const struct proto__field *f, const 
 
 	switch (f->kind) {
 	case PROTO__KIND_UINT:
-		v = proto__load(src, f->size);
+		v = proto__load(src, f->size) / proto__unit(f);
 		return v == f->def || proto__add_u64(obj, f->name, v);
 
 	case PROTO__KIND_IDS: {

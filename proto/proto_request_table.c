@@ -392,11 +392,44 @@ static const struct proto__field proto__heatmap_fields[] = {
 	  .def = PROTO_HEATMAP_ROWS_DEFAULT },
 };
 
+#define PROTO__BLK(member) PROTO__AT(struct proto_blocked_request, member)
+
+/* Filters as capture's; min_ms is whole milliseconds, as people ask. */
+static const struct proto__field proto__blocked_fields[] = {
+	{ .name = "pids",
+	  .kind = PROTO__KIND_IDS,
+	  PROTO__BLK(pids),
+	  .count_offset = offsetof(struct proto_blocked_request, n_pids),
+	  .min = 1,
+	  .max = PROTO_PID_MAX },
+	{ .name = "tids",
+	  .kind = PROTO__KIND_IDS,
+	  PROTO__BLK(tids),
+	  .count_offset = offsetof(struct proto_blocked_request, n_tids),
+	  .min = 1,
+	  .max = PROTO_PID_MAX },
+	{ .name = "states",
+	  .kind = PROTO__KIND_STATES,
+	  PROTO__BLK(state_mask),
+	  .def = PROTO_BLOCKED_STATES_DEFAULT },
+	{ .name = "min_ms",
+	  .kind = PROTO__KIND_UINT,
+	  PROTO__BLK(min_ns),
+	  .max = PROTO_BLOCKED_MIN_MS_MAX,
+	  .unit = 1000000 },
+	{ .name = "limit",
+	  .kind = PROTO__KIND_UINT,
+	  PROTO__BLK(limit),
+	  .max = PROTO_BLOCKED_LIMIT_MAX,
+	  .def = PROTO_BLOCKED_LIMIT_DEFAULT },
+};
+
 /* The duplicate check keeps one bit per field of a command. */
 _Static_assert(PROTO__ARRAY_SIZE(proto__capture_fields) <= 32, "too many capture fields");
 _Static_assert(PROTO__ARRAY_SIZE(proto__windows_fields) <= 32, "too many windows fields");
 _Static_assert(PROTO__ARRAY_SIZE(proto__export_fields) <= 32, "too many export fields");
 _Static_assert(PROTO__ARRAY_SIZE(proto__hist_fields) <= 32, "too many hist fields");
+_Static_assert(PROTO__ARRAY_SIZE(proto__blocked_fields) <= 32, "too many blocked fields");
 
 #define PROTO__FIELDS(member, table)                                                               \
 	.offset = offsetof(struct proto_request, member), .fields = table,                         \
@@ -439,6 +472,11 @@ const struct proto__command proto__commands[] = {
 		.cmd = PROTO_CMD_HEATMAP,
 		PROTO__FIELDS(heatmap, proto__heatmap_fields),
 		.check = proto__heatmap_check,
+	},
+	{
+		.name = "blocked",
+		.cmd = PROTO_CMD_BLOCKED,
+		PROTO__FIELDS(blocked, proto__blocked_fields),
 	},
 };
 

@@ -42,6 +42,10 @@ struct proto__field {
 	size_t count_offset;	  /* IDS: of the element count */
 	uint64_t min;		  /* UINT, IDS (per element) */
 	uint64_t max;		  /* UINT, IDS (per element); STRING: bytes */
+	/* UINT: the struct holds the value times this (a request's "min_ms"
+	 * into min_ns), with min, max and def in the request's unit; 0 is 1. A
+	 * request is formatted rounded down to that unit. */
+	uint64_t unit;
 	uint64_t def;		  /* UINT: value; STATES: mask; ENUM: index; BOOL: 0 or 1;
 				     STRING: "" */
 	bool zero_ok;		  /* UINT: 0 (the default) is valid too, below min */

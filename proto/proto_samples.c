@@ -43,43 +43,6 @@ static int proto__samples_str(const cJSON *obj, const char *name, const char **r
 	return 0;
 }
 
-/* The length of a frame array, 0 if absent and optional; -EINVAL if it is
- * not an array of strings. */
-static int proto__samples_frames_len(const cJSON *obj, const char *name, bool optional, size_t *ret)
-{
-	const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, name), *f;
-	size_t n = 0;
-
-	if (!a && optional) {
-		*ret = 0;
-		return 0;
-	}
-	if (!cJSON_IsArray(a))
-		return -EINVAL;
-	cJSON_ArrayForEach(f, a)
-	{
-		if (!cJSON_IsString(f))
-			return -EINVAL;
-		n++;
-	}
-	*ret = n;
-	return 0;
-}
-
-/* Copies a checked frame array's strings to *next; returns where it put them. */
-static const char *const *proto__samples_frames(const cJSON *obj, const char *name,
-						const char ***next)
-{
-	const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, name), *f;
-	const char **start = *next;
-
-	cJSON_ArrayForEach(f, a)
-	{
-		*(*next)++ = f->valuestring;
-	}
-	return start;
-}
-
 /* Fills r->rows from the array a; rows point into r->root. */
 static int proto__samples_fill(struct proto__samples *r, const cJSON *a)
 {
@@ -100,9 +63,9 @@ static int proto__samples_fill(struct proto__samples *r, const cJSON *a)
 		    proto__samples_str(o, "state", &s->state) < 0 ||
 		    proto__samples_u64(o, "value_ns", &s->value_ns) < 0 ||
 		    proto__samples_u64(o, "count", &s->count) < 0 ||
-		    proto__samples_frames_len(o, "ustack", false, &s->n_ustack) < 0 ||
-		    proto__samples_frames_len(o, "kstack", false, &s->n_kstack) < 0 ||
-		    proto__samples_frames_len(o, "chain", true, &s->n_chain) < 0)
+		    proto__frames_len(o, "ustack", false, &s->n_ustack) < 0 ||
+		    proto__frames_len(o, "kstack", false, &s->n_kstack) < 0 ||
+		    proto__frames_len(o, "chain", true, &s->n_chain) < 0)
 			return -EINVAL;
 		/* Daemons from before kinds send no "kind": offcpu rows. */
 		if (cJSON_GetObjectItemCaseSensitive(o, "kind") &&
@@ -122,9 +85,9 @@ static int proto__samples_fill(struct proto__samples *r, const cJSON *a)
 	{
 		struct proto_sample *s = &r->rows[i++];
 
-		s->ustack = proto__samples_frames(o, "ustack", &next);
-		s->kstack = proto__samples_frames(o, "kstack", &next);
-		s->chain = s->n_chain ? proto__samples_frames(o, "chain", &next) : NULL;
+		s->ustack = proto__frames_copy(o, "ustack", &next);
+		s->kstack = proto__frames_copy(o, "kstack", &next);
+		s->chain = s->n_chain ? proto__frames_copy(o, "chain", &next) : NULL;
 	}
 	r->pub.rows = r->rows;
 	r->pub.n = n_rows;

@@ -2,9 +2,10 @@
  * offcpuctl serve's page: a heatmap of off-CPU time over the stored windows
  * (/api/heatmap), the flame graph of a dragged range drawn by offcpud's own
  * renderer (/api/export?format=svg, in an iframe, with its zoom, search and
- * tooltips), a differential one against a shift-dragged baseline, and the
- * latency histograms of the range (/api/hist). The whole view lives in the
- * URL's query, so a link reproduces it. Plain JavaScript, no libraries.
+ * tooltips), a differential one against a shift-dragged baseline, the
+ * latency histograms of the range (/api/hist), and the threads off the CPU
+ * now (/api/blocked). The whole view lives in the URL's query, so a link
+ * reproduces it. Plain JavaScript, no libraries.
  */
 "use strict";
 
@@ -19,7 +20,7 @@ let view = readURL();
 let heat = null;     /* the last heatmap reply's body */
 let dense = [];      /* per series: n_windows values (ns) */
 let timer = null;
-const loads = { heatmap: 0, flame: 0, hist: 0 }; /* for tests: completed loads */
+const loads = { heatmap: 0, flame: 0, hist: 0, blocked: 0 }; /* for tests: completed loads */
 
 function readURL() {
 	const q = new URLSearchParams(location.search), v = {};
@@ -408,6 +409,92 @@ async function loadHist() {
 	loads.hist++;
 }
 
+/* ---- blocked now ---- */
+
+/* A time as offcpuctl prints it (format_duration in ctl/output.c). */
+function duration(ns) {
+	const ms = Math.floor(ns / 1e6), pad = (x) => String(x).padStart(2, "0");
+	if (ms < 1)
+		return "<1 ms";
+	if (ms < 1000)
+		return `${ms} ms`;
+	if (ms < 60000)
+		return `${(ms / 1000).toFixed(1)} s`;
+	if (ms < 3600000)
+		return `${Math.floor(ms / 60000)}m${pad(Math.floor(ms / 1000) % 60)}s`;
+	if (ms < 86400000)
+		return `${Math.floor(ms / 3600000)}h${pad(Math.floor(ms / 60000) % 60)}m`;
+	return `${Math.floor(ms / 86400000)}d${pad(Math.floor(ms / 3600000) % 24)}h`;
+}
+
+/* The innermost kernel frame that names the wait, past the scheduler's own
+ * frames and markers, as offcpuctl blocked picks it (ctl/cmd_blocked.c). */
+const SCHED_FRAME = /^(\[|__schedule|schedule|io_schedule|preempt_schedule|__cond_resched|_cond_resched)/;
+
+function waitingIn(t) {
+	for (let i = t.kstack.length - 1; i >= 0; i--)
+		if (!SCHED_FRAME.test(t.kstack[i]))
+			return t.kstack[i];
+	return "-";
+}
+
+const BLOCKED_COLS = [7, 7, 16, 5, 15];
+
+function blockedLine(cells) {
+	return cells.map((c, i) => (i < BLOCKED_COLS.length ? String(c).padEnd(BLOCKED_COLS[i]) : c)).join(" ");
+}
+
+/* A thread's details, leaf first, as offcpuctl blocked prints them. */
+function blockedDetails(t) {
+	const lines = [];
+	if (!t.since_ms)
+		lines.push("since before offcpud started");
+	let woken = t.waker ? `woken by ${t.waker.comm}` + (t.waker.pid ? ` (pid ${t.waker.tgid} tid ${t.waker.pid})` : "") :
+		t.runq_ns ? "woken" : "";
+	if (t.runq_ns)
+		woken += `; waiting to run for ${duration(t.runq_ns)}`;
+	if (woken)
+		lines.push(woken);
+	for (const [what, frames] of [["kernel", t.kstack], ["user", t.ustack]])
+		[...frames].reverse().forEach((f, i) => lines.push(`${(i ? "" : what).padEnd(8)}${f}`));
+	return lines.join("\n");
+}
+
+async function loadBlocked() {
+	const info = $("blockedinfo"), out = $("blockedlist");
+	let b;
+	try {
+		b = (await getJSON(api("/api/blocked", { pid: view.pid, state: view.state }))).blocked;
+	} catch (e) {
+		info.textContent = String(e.message);
+		out.textContent = "";
+		return;
+	}
+	const threads = [...b.threads].sort((x, y) => y.blocked_ns - x.blocked_ns);
+	const which = `in state ${view.state || "S or D"}${view.pid ? ` of pid ${view.pid}` : ""}`;
+	info.textContent = threads.length ? `${threads.length} thread${threads.length === 1 ? "" : "s"} off the CPU ${which} at ` +
+		`${new Date(b.now_ms).toLocaleTimeString()}, longest first` +
+		(b.more ? `; ${b.more} more not shown` : "") + "; click one for its stacks" :
+		`No thread is off the CPU now ${which}.`;
+	out.textContent = "";
+	if (threads.length) {
+		const head = document.createElement("div");
+		head.textContent = blockedLine(["PID", "TID", "COMM", "STATE", "BLOCKED-FOR", "WAITING-IN"]);
+		out.appendChild(head);
+	}
+	for (const t of threads) {
+		const d = document.createElement("details"), s = document.createElement("summary");
+		const pre = document.createElement("pre");
+		d.dataset.tid = t.pid;
+		s.textContent = blockedLine([t.tgid, t.pid, t.comm, t.state,
+			(t.since_ms ? "" : "at least ") + duration(t.blocked_ns), waitingIn(t)]);
+		pre.textContent = blockedDetails(t);
+		d.append(s, pre);
+		out.appendChild(d);
+	}
+	loads.blocked++;
+}
+
 /* ---- the forms ---- */
 
 function fillForms() {
@@ -425,6 +512,7 @@ function refreshAll() {
 	loadHeatmap();
 	loadFlame();
 	loadHist();
+	loadBlocked();
 	clearInterval(timer);
 	timer = null;
 	if (view.refresh !== "0") /* new windows close every window_seconds */
@@ -456,6 +544,7 @@ $("histkind").addEventListener("change", () => {
 	writeURL();
 	loadHist();
 });
+$("blockedrefresh").addEventListener("click", loadBlocked);
 window.addEventListener("resize", drawHeatmap);
 
 fillForms();

@@ -26,7 +26,8 @@ def commands():
 class HelpTest(unittest.TestCase):
     def test_every_command_has_its_help(self):
         names = commands()
-        for must in ("status", "capture", "windows", "export", "hist", "flamegraph", "diff", "latency", "help"):
+        for must in ("status", "capture", "blocked", "windows", "export", "hist", "flamegraph", "diff", "latency",
+                     "help"):
             self.assertIn(must, names)
         for name in names:
             with self.subTest(command=name):

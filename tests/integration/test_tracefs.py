@@ -9,9 +9,12 @@ import unittest
 
 from offcpu_env import Daemon
 
-# Unmounts tracefs (both places libbpf looks) in the namespace, then runs the rest.
+# Unmounts tracefs (both places libbpf looks) in the namespace, then runs the rest;
+# debugfs too where the host has it, whose tracing/ would mount tracefs again
+# when looked at (an automount).
 UNMOUNTED = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-             "umount -l /sys/kernel/debug/tracing 2>/dev/null; umount -l /sys/kernel/tracing 2>/dev/null; "
+             "umount -l /sys/kernel/debug/tracing 2>/dev/null; umount -l /sys/kernel/debug 2>/dev/null; "
+             "umount -l /sys/kernel/tracing 2>/dev/null; "
              "if [ -e /sys/kernel/tracing/events ]; then echo 'tracefs still mounted' >&2; exit 99; fi; "
              "exec \"$@\"", "sh"]
 # Root without CAP_SYS_ADMIN, as under offcpud.service: mount(2) fails with EPERM.

@@ -400,10 +400,28 @@ static void test_kept_names(void)
 	drain_names_free(NULL);
 }
 
+/* drain_stack_name(): a kernel stack read off the CPU whose __sched frames
+ * could not be put back says so at its leaf. */
+static void test_sched_lost(void)
+{
+	const uint64_t ips[] = { 0x3000, 0xa001 };
+	struct offcpu_stack whole = stack_of(0, 2, ips),
+			    lost = stack_of(OFFCPU_STACK_SCHED_LOST, 2, ips);
+	char *name;
+
+	name = drain_stack_name(&lookup, &whole, 0, true);
+	CHECK_STR(name, "do_syscall_64;do_nanosleep");
+	free(name);
+	name = drain_stack_name(&lookup, &lost, 0, true);
+	CHECK_STR(name, "do_syscall_64;do_nanosleep;" DRAIN_SCHED_LOST_FRAME);
+	free(name);
+}
+
 int main(void)
 {
 	test_names();
 	test_empty();
 	test_kept_names();
+	test_sched_lost();
 	return CHECK_DONE();
 }

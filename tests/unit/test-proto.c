@@ -3124,6 +3124,338 @@ static void test_reply_hist_invalid(void)
 	REPLY_BAD(buf);
 }
 
+/* ---- blocked ----------------------------------------------------------- */
+
+#define BLOCKED_OK(extra, req)	 PARSE_OK(cmd_line("blocked", extra), req)
+#define BLOCKED_BAD(extra, want) BAD(cmd_line("blocked", extra), want)
+
+static void test_blocked_request(void)
+{
+	struct proto_request req, *back;
+	char extra[4096], *p, *line;
+
+	memset(&req, 0xa5, sizeof(req));
+	if (BLOCKED_OK("", &req) == 0) {
+		CHECK(req.cmd == PROTO_CMD_BLOCKED);
+		CHECK(req.blocked.n_pids == 0 && req.blocked.n_tids == 0);
+		CHECK(req.blocked.state_mask == ((1u << 1) | (1u << 2))); /* S and D */
+		CHECK(req.blocked.state_mask == PROTO_BLOCKED_STATES_DEFAULT);
+		CHECK(req.blocked.min_ns == 0);
+		CHECK(req.blocked.limit == PROTO_BLOCKED_LIMIT_DEFAULT && req.blocked.limit == 50);
+	}
+	memset(&req, 0xa5, sizeof(req));
+	if (BLOCKED_OK("\"pids\":[1,4194304],\"tids\":[7],\"states\":[\"R\",\"disk\"],"
+		       "\"min_ms\":1500,\"limit\":0",
+		       &req) == 0) {
+		CHECK(req.blocked.n_pids == 2 && req.blocked.pids[0] == 1 &&
+		      req.blocked.pids[1] == 4194304);
+		CHECK(req.blocked.n_tids == 1 && req.blocked.tids[0] == 7);
+		CHECK(req.blocked.state_mask == ((1u << 0) | (1u << 2)));
+		CHECK(req.blocked.min_ns == UINT64_C(1500000000));
+		CHECK(req.blocked.limit == 0); /* all */
+	}
+	/* The limits: milliseconds whose nanoseconds fit, a bounded list. */
+	if (BLOCKED_OK("\"min_ms\":18446744073709,\"limit\":100000", &req) == 0) {
+		CHECK(req.blocked.min_ns == UINT64_C(18446744073709000000));
+		CHECK(req.blocked.limit == PROTO_BLOCKED_LIMIT_MAX);
+	}
+	if (BLOCKED_OK("\"min_ms\":0,\"limit\":1,\"pids\":[],\"states\":[\"O\"]", &req) == 0) {
+		CHECK(req.blocked.min_ns == 0 && req.blocked.limit == 1 && req.blocked.n_pids == 0);
+		CHECK(req.blocked.state_mask == 1u << 3);
+	}
+	p = extra + sprintf(extra, "\"tids\":[");
+	for (int i = 0; i < PROTO_MAX_IDS; i++)
+		p += sprintf(p, "%s%d", i ? "," : "", i + 1);
+	strcpy(p, "]");
+	if (BLOCKED_OK(extra, &req) == 0)
+		CHECK(req.blocked.n_tids == PROTO_MAX_IDS);
+	sprintf(p, ",%d]", PROTO_MAX_IDS + 1);
+	BLOCKED_BAD(extra, "field 'tids' has 257 entries; at most 256 allowed");
+
+	BLOCKED_BAD("\"limit\":100001", "field 'limit' must be between 0 and 100000");
+	BLOCKED_BAD("\"limit\":-1", "field 'limit' must be between 0 and 100000");
+	BLOCKED_BAD("\"limit\":\"all\"", "field 'limit' must be an integer");
+	BLOCKED_BAD("\"min_ms\":18446744073710",
+		    "field 'min_ms' must be between 0 and 18446744073709");
+	BLOCKED_BAD("\"min_ms\":-5", "field 'min_ms' must be between 0 and 18446744073709");
+	BLOCKED_BAD("\"min_ms\":1.5", "field 'min_ms' must be an integer");
+	BLOCKED_BAD("\"min_ms\":true", "field 'min_ms' must be an integer");
+	BLOCKED_BAD("\"states\":[]", "field 'states' must not be empty");
+	BLOCKED_BAD("\"states\":[\"Z\"]", "field 'states': unknown thread state 'Z'");
+	BLOCKED_BAD("\"states\":\"S\"", "field 'states' must be an array of strings");
+	BLOCKED_BAD("\"pids\":[0]", "field 'pids'[0] must be between 1 and 4194304");
+	BLOCKED_BAD("\"pids\":[4194305]", "field 'pids'[0] must be between 1 and 4194304");
+	BLOCKED_BAD("\"tids\":[\"7\"]", "field 'tids'[0] must be an integer");
+	BLOCKED_BAD("\"pids\":7", "field 'pids' must be an array of integers");
+
+	/* Only its own fields: none of capture's that it does not take. */
+	BLOCKED_BAD("\"min_ns\":1", "unknown field 'min_ns' for command 'blocked'");
+	BLOCKED_BAD("\"min_block_us\":1", "unknown field 'min_block_us' for command 'blocked'");
+	BLOCKED_BAD("\"seconds\":1", "unknown field 'seconds' for command 'blocked'");
+	BLOCKED_BAD("\"comm\":\"x\"", "unknown field 'comm' for command 'blocked'");
+	BLOCKED_BAD("\"format\":\"json\"", "unknown field 'format' for command 'blocked'");
+	BLOCKED_BAD("\"limit\":1,\"limit\":2", "duplicate field 'limit'");
+	BAD("{\"v\":1,\"cmd\":\"Blocked\"}", "unknown command 'Blocked'");
+
+	/* Formatted: the defaults left out, then parsed back the same. */
+	memset(&req, 0, sizeof(req));
+	req.cmd = PROTO_CMD_BLOCKED;
+	req.blocked.state_mask = PROTO_BLOCKED_STATES_DEFAULT;
+	req.blocked.limit = PROTO_BLOCKED_LIMIT_DEFAULT;
+	line = proto_request_format(&req);
+	CHECK_MSG(line && !strcmp(line, "{\"v\":1,\"cmd\":\"blocked\"}\n"), "('%s')", STR(line));
+	free(line);
+	req.blocked.pids[0] = 42;
+	req.blocked.n_pids = 1;
+	req.blocked.tids[0] = 43;
+	req.blocked.tids[1] = 44;
+	req.blocked.n_tids = 2;
+	req.blocked.state_mask = 1u << 2;
+	req.blocked.min_ns = UINT64_C(2500000000);
+	req.blocked.limit = 0;
+	line = proto_request_format(&req);
+	CHECK_MSG(line && !strcmp(line, "{\"v\":1,\"cmd\":\"blocked\",\"pids\":[42],\"tids\":[43,"
+					"44],\"states\":[\"D\"],\"min_ms\":2500,\"limit\":0}\n"),
+		  "('%s')", STR(line));
+	back = calloc(1, sizeof(*back));
+	CHECK(line && back);
+	if (line && back && PARSE_OK(line, back) == 0) {
+		const struct proto_blocked_request *a = &req.blocked, *b = &back->blocked;
+
+		CHECK(back->cmd == PROTO_CMD_BLOCKED);
+		CHECK(b->n_pids == 1 && b->pids[0] == 42);
+		CHECK(b->n_tids == 2 && b->tids[0] == 43 && b->tids[1] == 44);
+		CHECK(a->state_mask == b->state_mask && a->min_ns == b->min_ns);
+		CHECK(b->limit == 0);
+	}
+	free(line);
+	/* The wire has milliseconds: a part of one is left out, not rounded up. */
+	req.blocked.min_ns = UINT64_C(1999999);
+	line = proto_request_format(&req);
+	CHECK_MSG(line && strstr(line, "\"min_ms\":1,"), "('%s')", STR(line));
+	free(line);
+	free(back);
+}
+
+static void test_reply_blocked(void)
+{
+	const char *const ustack[] = { "_start", "main", "clock_nanosleep" };
+	const char *const kstack[] = { "entry_SYSCALL_64", "do_nanosleep", "schedule",
+				       "__schedule" };
+	const char *const bad_kstack[] = { "pipe_\xff" };
+	struct proto_blocked_thread threads[3] = {
+		{ .comm = "python3",
+		  .tgid = 4321,
+		  .pid = 4322,
+		  .state = "S",
+		  .blocked_ns = UINT64_C(30000000000),
+		  .since_ms = 0, /* before offcpud started */
+		  .ustack = ustack,
+		  .n_ustack = 3,
+		  .kstack = kstack,
+		  .n_kstack = 4 },
+		{ .comm = "bad \xff comm",
+		  .tgid = 4194304,
+		  .pid = 4194304,
+		  .state = "D",
+		  .blocked_ns = 1500,
+		  .since_ms = INT64_C(1795309200000),
+		  .runq_ns = 700,
+		  .waker_comm = "[softirq]",
+		  .kstack = bad_kstack,
+		  .n_kstack = 1 },
+		{ .comm = "consumer",
+		  .tgid = 7,
+		  .pid = 8,
+		  .state = "S",
+		  .since_ms = INT64_C(1795309200001),
+		  .waker_comm = "producer",
+		  .waker_tgid = 7,
+		  .waker_pid = 9 },
+	};
+	struct proto_blocked_result res = {
+		.now_ms = INT64_C(1795309230000),
+		.threads = threads,
+		.n_threads = 3,
+		.n_more = 12,
+	};
+	struct proto_reply *reply = NULL;
+	char *s;
+
+	s = proto_reply_blocked(&res);
+	CHECK_LINE(s);
+	CHECK_MSG(starts_with(s, "{\"v\":1,\"ok\":true,\"cmd\":\"blocked\",\"blocked\":{\"now_ms\":"
+				 "1795309230000,\"threads\":[{\"comm\":\"python3\",\"tgid\":4321,"
+				 "\"pid\":4322,\"state\":\"S\",\"blocked_ns\":30000000000,"
+				 "\"since_ms\":0,\"runq_ns\":0,\"ustack\":[\"_start\",\"main\","
+				 "\"clock_nanosleep\"],\"kstack\":[\"entry_SYSCALL_64\","
+				 "\"do_nanosleep\",\"schedule\",\"__schedule\"]},"),
+		  "('%s')", STR(s));
+	CHECK_MSG(s && strstr(s, "\"runq_ns\":700,\"waker\":{\"comm\":\"[softirq]\",\"tgid\":0,"
+				 "\"pid\":0},\"ustack\":[],\"kstack\":[\"pipe_\xef\xbf\xbd\"]}"),
+		  "('%s')", STR(s));
+	CHECK_MSG(s && strstr(s, "\"waker\":{\"comm\":\"producer\",\"tgid\":7,\"pid\":9},"
+				 "\"ustack\":[],\"kstack\":[]}],\"more\":12}}\n"),
+		  "('%s')", STR(s));
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply) {
+		const struct proto_blocked_result *b = &reply->blocked;
+
+		CHECK(reply->ok && reply->cmd == PROTO_CMD_BLOCKED);
+		CHECK(b->now_ms == res.now_ms && b->n_more == 12);
+		CHECK(b->n_threads == 3);
+		if (b->n_threads == 3) {
+			const struct proto_blocked_thread *t = b->threads;
+
+			CHECK_STR(t[0].comm, "python3");
+			CHECK(t[0].tgid == 4321 && t[0].pid == 4322);
+			CHECK_STR(t[0].state, "S");
+			CHECK(t[0].blocked_ns == UINT64_C(30000000000) && t[0].since_ms == 0);
+			CHECK(t[0].runq_ns == 0 && t[0].waker_comm == NULL);
+			CHECK(t[0].n_ustack == 3 && t[0].n_kstack == 4);
+			if (t[0].n_ustack == 3 && t[0].n_kstack == 4) {
+				CHECK_STR(t[0].ustack[0], "_start");
+				CHECK_STR(t[0].ustack[2], "clock_nanosleep");
+				CHECK_STR(t[0].kstack[1], "do_nanosleep");
+				CHECK_STR(t[0].kstack[3], "__schedule");
+			}
+			CHECK_STR(t[1].comm, "bad \xef\xbf\xbd comm");
+			CHECK(t[1].tgid == 4194304 && t[1].pid == 4194304);
+			CHECK(t[1].blocked_ns == 1500 && t[1].runq_ns == 700);
+			CHECK(t[1].since_ms == INT64_C(1795309200000));
+			CHECK_STR(t[1].waker_comm, "[softirq]");
+			CHECK(t[1].waker_tgid == 0 && t[1].waker_pid == 0);
+			CHECK(t[1].n_ustack == 0 && t[1].n_kstack == 1);
+			if (t[1].n_kstack == 1)
+				CHECK_STR(t[1].kstack[0], "pipe_\xef\xbf\xbd");
+			CHECK_STR(t[2].waker_comm, "producer");
+			CHECK(t[2].waker_tgid == 7 && t[2].waker_pid == 9);
+			CHECK(t[2].n_ustack == 0 && t[2].n_kstack == 0);
+		}
+	}
+	proto_reply_free(reply);
+	free(s);
+
+	/* Nothing matched. */
+	res.threads = NULL;
+	res.n_threads = 0;
+	res.n_more = 0;
+	s = proto_reply_blocked(&res);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"ok\":true,\"cmd\":\"blocked\",\"blocked\":{"
+				  "\"now_ms\":1795309230000,\"threads\":[],\"more\":0}}\n"),
+		  "('%s')", STR(s));
+	reply = NULL;
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply)
+		CHECK(reply->blocked.n_threads == 0 && reply->blocked.threads != NULL &&
+		      reply->blocked.n_more == 0);
+	proto_reply_free(reply);
+	free(s);
+}
+
+static void test_reply_blocked_invalid(void)
+{
+	static const char t_ok[] = "\"comm\":\"a\",\"tgid\":1,\"pid\":2,\"state\":\"S\","
+				   "\"blocked_ns\":5,\"since_ms\":0,\"runq_ns\":0,\"ustack\":[],"
+				   "\"kstack\":[\"schedule\"]";
+	static const char *const bad_body[] = {
+		"\"threads\":[],\"more\":0",
+		"\"now_ms\":1,\"more\":0",
+		"\"now_ms\":1,\"threads\":[]",
+		"\"now_ms\":1.5,\"threads\":[],\"more\":0",
+		"\"now_ms\":1,\"threads\":{},\"more\":0",
+		"\"now_ms\":1,\"threads\":[],\"more\":-1",
+		"\"now_ms\":1,\"threads\":[],\"more\":\"2\"",
+		"\"now_ms\":1,\"threads\":[7],\"more\":0",
+	};
+	static const char *const bad_thread[] = {
+		/* each lacks or spoils one field */
+		"\"tgid\":1,\"pid\":2,\"state\":\"S\",\"blocked_ns\":5,\"since_ms\":0,"
+		"\"runq_ns\":0,\"ustack\":[],\"kstack\":[]",
+		"\"comm\":\"a\",\"pid\":2,\"state\":\"S\",\"blocked_ns\":5,\"since_ms\":0,"
+		"\"runq_ns\":0,\"ustack\":[],\"kstack\":[]",
+		"\"comm\":\"a\",\"tgid\":1,\"state\":\"S\",\"blocked_ns\":5,\"since_ms\":0,"
+		"\"runq_ns\":0,\"ustack\":[],\"kstack\":[]",
+		"\"comm\":\"a\",\"tgid\":1,\"pid\":2,\"blocked_ns\":5,\"since_ms\":0,"
+		"\"runq_ns\":0,\"ustack\":[],\"kstack\":[]",
+		"\"comm\":\"a\",\"tgid\":1,\"pid\":2,\"state\":\"S\",\"since_ms\":0,"
+		"\"runq_ns\":0,\"ustack\":[],\"kstack\":[]",
+		"\"comm\":\"a\",\"tgid\":1,\"pid\":2,\"state\":\"S\",\"blocked_ns\":5,"
+		"\"runq_ns\":0,\"ustack\":[],\"kstack\":[]",
+		"\"comm\":\"a\",\"tgid\":1,\"pid\":2,\"state\":\"S\",\"blocked_ns\":5,"
+		"\"since_ms\":0,\"ustack\":[],\"kstack\":[]",
+		"\"comm\":\"a\",\"tgid\":1,\"pid\":2,\"state\":\"S\",\"blocked_ns\":5,"
+		"\"since_ms\":0,\"runq_ns\":0,\"kstack\":[]",
+		"\"comm\":\"a\",\"tgid\":1,\"pid\":2,\"state\":\"S\",\"blocked_ns\":5,"
+		"\"since_ms\":0,\"runq_ns\":0,\"ustack\":[]",
+		"\"comm\":1,\"tgid\":1,\"pid\":2,\"state\":\"S\",\"blocked_ns\":5,"
+		"\"since_ms\":0,\"runq_ns\":0,\"ustack\":[],\"kstack\":[]",
+		"\"comm\":\"a\",\"tgid\":4294967296,\"pid\":2,\"state\":\"S\",\"blocked_ns\":5,"
+		"\"since_ms\":0,\"runq_ns\":0,\"ustack\":[],\"kstack\":[]",
+		"\"comm\":\"a\",\"tgid\":1,\"pid\":2,\"state\":\"S\",\"blocked_ns\":-5,"
+		"\"since_ms\":0,\"runq_ns\":0,\"ustack\":[],\"kstack\":[]",
+		"\"comm\":\"a\",\"tgid\":1,\"pid\":2,\"state\":\"S\",\"blocked_ns\":5,"
+		"\"since_ms\":0.5,\"runq_ns\":0,\"ustack\":[],\"kstack\":[]",
+		"\"comm\":\"a\",\"tgid\":1,\"pid\":2,\"state\":\"S\",\"blocked_ns\":5,"
+		"\"since_ms\":0,\"runq_ns\":0,\"ustack\":[1],\"kstack\":[]",
+		"\"comm\":\"a\",\"tgid\":1,\"pid\":2,\"state\":\"S\",\"blocked_ns\":5,"
+		"\"since_ms\":0,\"runq_ns\":0,\"ustack\":[],\"kstack\":\"schedule\"",
+	};
+	static const char *const bad_waker[] = {
+		"\"waker\":null",
+		"\"waker\":\"producer\"",
+		"\"waker\":{}",
+		"\"waker\":{\"tgid\":1,\"pid\":2}",
+		"\"waker\":{\"comm\":\"w\",\"pid\":2}",
+		"\"waker\":{\"comm\":\"w\",\"tgid\":1}",
+		"\"waker\":{\"comm\":\"w\",\"tgid\":1,\"pid\":-2}",
+	};
+	struct proto_reply *reply = NULL;
+	char buf[2048];
+
+	/* The reference parses, unknown fields and all. */
+	snprintf(buf, sizeof(buf),
+		 "{\"v\":1,\"ok\":true,\"cmd\":\"blocked\",\"blocked\":{\"now_ms\":1,\"threads\":"
+		 "[{%s,\"new\":1,\"waker\":{\"comm\":\"w\",\"tgid\":3,\"pid\":4,\"new\":[]}}],"
+		 "\"more\":0,\"new\":{}}}",
+		 t_ok);
+	CHECK_MSG(proto_reply_parse(buf, strlen(buf), &reply) == 0, "('%s')", buf);
+	if (reply) {
+		CHECK(reply->blocked.n_threads == 1 && reply->blocked.threads[0].pid == 2);
+		CHECK(reply->blocked.threads[0].n_kstack == 1);
+		CHECK_STR(reply->blocked.threads[0].waker_comm, "w");
+	}
+	proto_reply_free(reply);
+
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"blocked\"}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"blocked\",\"blocked\":[]}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"blocked\",\"blocked\":{}}");
+	for (size_t i = 0; i < sizeof(bad_body) / sizeof(bad_body[0]); i++) {
+		snprintf(buf, sizeof(buf),
+			 "{\"v\":1,\"ok\":true,\"cmd\":\"blocked\",\"blocked\":{%s}}", bad_body[i]);
+		REPLY_BAD(buf);
+	}
+	for (size_t i = 0; i < sizeof(bad_thread) / sizeof(bad_thread[0]); i++) {
+		snprintf(buf, sizeof(buf),
+			 "{\"v\":1,\"ok\":true,\"cmd\":\"blocked\",\"blocked\":{\"now_ms\":1,"
+			 "\"threads\":[{%s},{%s}],\"more\":0}}",
+			 t_ok, bad_thread[i]);
+		REPLY_BAD(buf);
+	}
+	for (size_t i = 0; i < sizeof(bad_waker) / sizeof(bad_waker[0]); i++) {
+		snprintf(buf, sizeof(buf),
+			 "{\"v\":1,\"ok\":true,\"cmd\":\"blocked\",\"blocked\":{\"now_ms\":1,"
+			 "\"threads\":[{%s,%s}],\"more\":0}}",
+			 t_ok, bad_waker[i]);
+		REPLY_BAD(buf);
+	}
+	/* The cmd decides which body is read. */
+	snprintf(buf, sizeof(buf),
+		 "{\"v\":1,\"ok\":true,\"cmd\":\"hist\",\"blocked\":{\"now_ms\":1,\"threads\":[],"
+		 "\"more\":0}}");
+	REPLY_BAD(buf);
+}
+
 /* ---- PROTOCOL.md ------------------------------------------------------- */
 
 /* Its path, from this file's: the test runs from anywhere. */
@@ -3241,7 +3573,21 @@ static void test_garbage(void)
 	struct proto_hist_result hist = {
 		.kind = "runq", .from_ms = 1, .windows = 2, .processes = procs, .n_processes = 2
 	};
-	enum { N_LINES = 14 };
+	const char *const frames[] = { "do_nanosleep", "schedule" };
+	const struct proto_blocked_thread blocked[] = {
+		{ .comm = "a",
+		  .tgid = 1,
+		  .pid = 2,
+		  .state = "S",
+		  .blocked_ns = 3,
+		  .since_ms = 4,
+		  .waker_comm = "w",
+		  .waker_pid = 5,
+		  .kstack = frames,
+		  .n_kstack = 2 },
+	};
+	struct proto_blocked_result now = { .now_ms = 9, .threads = blocked, .n_threads = 1 };
+	enum { N_LINES = 16 };
 	char *lines[N_LINES];
 	unsigned seed = 12345;
 
@@ -3275,6 +3621,9 @@ static void test_garbage(void)
 					    "\"kind\":\"runq\""));
 	lines[12] = proto_reply_hist(&hist);
 	lines[13] = proto_reply_capture(&kinds, 1);
+	lines[14] = strdup(cmd_line("blocked", "\"pids\":[1],\"tids\":[2,3],"
+					       "\"states\":[\"D\"],\"min_ms\":4,\"limit\":0"));
+	lines[15] = proto_reply_blocked(&now);
 
 	for (int l = 0; l < N_LINES; l++) {
 		size_t len;
@@ -3465,6 +3814,9 @@ int main(void)
 	test_reply_sample_kinds();
 	test_reply_hist();
 	test_reply_hist_invalid();
+	test_blocked_request();
+	test_reply_blocked();
+	test_reply_blocked_invalid();
 	test_protocol_examples();
 	test_garbage();
 	test_thread_state();
