@@ -416,7 +416,30 @@ static int level_name(const struct drain_lookup *lk, const struct offcpu_waker *
 	return who.ctx != OFFCPU_WAKER_TASK;
 }
 
-/* The waker part of a row: its levels joined by "--". */
+/* Whether key's stack with a leaf frame added is named in this drain
+ * already: then *ret is its name. */
+static bool named_leaf(struct drain_result *r, const struct name_key *key, const char **ret)
+{
+	struct drain_name *slot = hashtab_get(r->names, key);
+
+	if (slot)
+		*ret = slot->name ? slot->name : "[out of memory]";
+	return slot;
+}
+
+/* Names key "stack;leaf" (leaf alone where stack is "") in this drain. */
+static const char *leaf_add(struct drain_result *r, const struct name_key *key, const char *stack,
+			    const char *leaf)
+{
+	struct drain_name *slot = hashtab_put(r->names, key, NULL);
+
+	if (!slot)
+		return "[out of memory]";
+	if (asprintf(&slot->name, "%s%s%s", stack, *stack ? ";" : "", leaf) < 0)
+		slot->name = NULL;
+	return slot->name ? slot->name : "[out of memory]";
+}
+
 /* A --with-filename fileio row's user stack, its file's name as the leaf
  * frame: "stack;[file] NAME". */
 static const char *file_leaf(struct drain_result *r, const struct drain_lookup *lk,
@@ -426,23 +449,18 @@ static const char *file_leaf(struct drain_result *r, const struct drain_lookup *
 				.tgid = k->tgid,
 				.kind = 3 };
 	struct offcpu_file_name f;
-	struct drain_name *slot;
-	bool created;
+	char leaf[sizeof(DRAIN_FILE_FRAME_PREFIX) + sizeof(f.name)];
+	const char *named;
 
-	slot = hashtab_put(r->names, &key, &created);
-	if (!slot)
-		return "[out of memory]";
-	if (!created)
-		return slot->name;
+	if (named_leaf(r, &key, &named))
+		return named;
 	if (lk->file_name(lk->arg, k->chain, &f) < 0)
 		snprintf(f.name, sizeof(f.name), "[name lost]"); /* evicted: the time stays */
 	for (char *p = f.name; *p; p++)
 		if (*p == ';' || (unsigned char)*p < 0x20)
 			*p = *p == ';' ? ':' : '?'; /* a frame holds no ';' and no line break */
-	if (asprintf(&slot->name, "%s%s" DRAIN_FILE_FRAME_PREFIX "%s", ustack, *ustack ? ";" : "",
-		     f.name) < 0)
-		slot->name = NULL;
-	return slot->name ? slot->name : "[out of memory]";
+	snprintf(leaf, sizeof(leaf), DRAIN_FILE_FRAME_PREFIX "%s", f.name);
+	return leaf_add(r, &key, ustack, leaf);
 }
 
 /* stack (a row's user or kernel stack, by hash) with DRAIN_IN_PROGRESS_FRAME
@@ -451,19 +469,14 @@ static const char *in_progress_leaf(struct drain_result *r, const char *stack, u
 				    uint32_t tgid, bool kernel)
 {
 	struct name_key key = { .hash = hash, .tgid = kernel ? 0 : tgid, .kind = kernel ? 5 : 4 };
-	struct drain_name *slot;
-	bool created;
+	const char *named;
 
-	slot = hashtab_put(r->names, &key, &created);
-	if (!slot)
-		return "[out of memory]";
-	if (!created)
-		return slot->name;
-	if (asprintf(&slot->name, "%s%s" DRAIN_IN_PROGRESS_FRAME, stack, *stack ? ";" : "") < 0)
-		slot->name = NULL;
-	return slot->name ? slot->name : "[out of memory]";
+	if (named_leaf(r, &key, &named))
+		return named;
+	return leaf_add(r, &key, stack, DRAIN_IN_PROGRESS_FRAME);
 }
 
+/* The waker part of a row: its levels joined by "--". */
 static const char *chain_get(struct drain_result *r, const struct drain_lookup *lk,
 			     const struct collector_batch *b, const struct offcpu_key *k)
 {

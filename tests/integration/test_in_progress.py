@@ -209,6 +209,21 @@ def pass_missing(d, feature="in_progress"):
     return None
 
 
+def daemon_with(config, feature):
+    """A started daemon with config, where it has feature (pass_missing());
+    else the test class is skipped, saying why."""
+    d = Daemon(config)
+    try:
+        why = pass_missing(d, feature)
+    except BaseException:
+        d.stop()
+        raise
+    if why:
+        d.stop()
+        raise unittest.SkipTest(why)
+    return d
+
+
 def is_nanosleep(s):
     return any(f in ("hrtimer_nanosleep", "do_nanosleep") for f in s["kstack"])
 
@@ -251,15 +266,7 @@ class InProgressTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.daemon = Daemon(CONFIG)
-        try:
-            why = pass_missing(cls.daemon)
-        except BaseException:
-            cls.daemon.stop()
-            raise
-        if why:
-            cls.daemon.stop()
-            raise unittest.SkipTest(why)
+        cls.daemon = daemon_with(CONFIG, "in_progress")
 
     @classmethod
     def tearDownClass(cls):
@@ -476,15 +483,7 @@ class SchedFramesTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.daemon = Daemon("window_seconds = 1\ndrain_interval_ms = 250\n")
-        try:
-            why = pass_missing(cls.daemon, "sched_frames")
-        except BaseException:
-            cls.daemon.stop()
-            raise
-        if why:
-            cls.daemon.stop()
-            raise unittest.SkipTest(why)
+        cls.daemon = daemon_with("window_seconds = 1\ndrain_interval_ms = 250\n", "sched_frames")
 
     @classmethod
     def tearDownClass(cls):
