@@ -72,6 +72,18 @@ static size_t fuzz_touch_reply(const struct proto_reply *r)
 		for (size_t i = 0; i < r->hist.n_processes; i++)
 			sum += fuzz_touch(r->hist.processes[i].comm);
 		break;
+	case PROTO_CMD_BLOCKED:
+		for (size_t i = 0; i < r->blocked.n_threads; i++) {
+			const struct proto_blocked_thread *t = &r->blocked.threads[i];
+
+			sum += fuzz_touch(t->comm) + fuzz_touch(t->state) +
+			       fuzz_touch(t->waker_comm);
+			for (size_t f = 0; f < t->n_ustack; f++)
+				sum += fuzz_touch(t->ustack[f]);
+			for (size_t f = 0; f < t->n_kstack; f++)
+				sum += fuzz_touch(t->kstack[f]);
+		}
+		break;
 	default:
 		fuzz_check(0, "parsed reply has an unknown cmd");
 	}
@@ -94,6 +106,8 @@ static char *fuzz_format(const struct proto_reply *r)
 		return proto_reply_export(&r->export, 0);
 	case PROTO_CMD_HIST:
 		return proto_reply_hist(&r->hist);
+	case PROTO_CMD_BLOCKED:
+		return proto_reply_blocked(&r->blocked);
 	default:
 		return NULL;
 	}
@@ -132,6 +146,19 @@ static void fuzz_compare(const struct proto_reply *a, const struct proto_reply *
 		break;
 	case PROTO_CMD_HIST:
 		fuzz_check(a->hist.n_processes == b->hist.n_processes, "hist changed");
+		break;
+	case PROTO_CMD_BLOCKED:
+		fuzz_check(a->blocked.n_threads == b->blocked.n_threads &&
+				   a->blocked.n_more == b->blocked.n_more,
+			   "blocked changed");
+		for (size_t i = 0; i < a->blocked.n_threads; i++)
+			fuzz_check(a->blocked.threads[i].n_ustack ==
+						   b->blocked.threads[i].n_ustack &&
+					   a->blocked.threads[i].n_kstack ==
+						   b->blocked.threads[i].n_kstack &&
+					   !a->blocked.threads[i].waker_comm ==
+						   !b->blocked.threads[i].waker_comm,
+				   "blocked thread changed");
 		break;
 	default:
 		break;
