@@ -251,20 +251,28 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 		request_block_start(prev, rec->ts);
 }
 
-/* The part of a block a slot of this kind counts. */
-static __always_inline __u64 block_value(const struct start_rec *rec, __u32 kind)
-{
-	return kind == OFFCPU_KIND_OFFCPU ? rec->delta
-	       : kind == OFFCPU_KIND_RUNQ ? rec->runq
-					  : rec->blocked;
-}
-
-/* What of rec's block the slot of bit counts: all of it, or for a slot of
- * progress_slots what the in-progress pass did not count already. */
+/* What of a block (or of the part of it counted) a slot counts. */
 struct block_part {
 	__u64 delta, blocked, runq;
 };
 
+static __always_inline __u64 part_value(const struct block_part *p, __u32 kind)
+{
+	return kind == OFFCPU_KIND_OFFCPU ? p->delta
+	       : kind == OFFCPU_KIND_RUNQ ? p->runq
+					  : p->blocked;
+}
+
+/* The part of a whole block a slot of this kind counts. */
+static __always_inline __u64 block_value(const struct start_rec *rec, __u32 kind)
+{
+	struct block_part whole = { rec->delta, rec->blocked, rec->runq };
+
+	return part_value(&whole, kind);
+}
+
+/* What of rec's block the slot of bit counts: all of it, or for a slot of
+ * progress_slots what the in-progress pass did not count already. */
 static __always_inline void block_part_of(const struct start_rec *rec, __u32 bit,
 					  struct block_part *p)
 {
@@ -277,13 +285,6 @@ static __always_inline void block_part_of(const struct start_rec *rec, __u32 bit
 		p->blocked = rec->blocked;
 		p->runq = rec->runq;
 	}
-}
-
-static __always_inline __u64 part_value(const struct block_part *p, __u32 kind)
-{
-	return kind == OFFCPU_KIND_OFFCPU ? p->delta
-	       : kind == OFFCPU_KIND_RUNQ ? p->runq
-					  : p->blocked;
 }
 
 static __always_inline void slot_hist_add(void *hist_map, const struct start_rec *rec, __u32 slot)

@@ -25,23 +25,6 @@ struct blocked_answer {
 	struct proto_blocked_thread *list; /* pub.threads */
 };
 
-/* A waker that is no thread, by where it ran (enum offcpu_waker_ctx). */
-static const char *waker_context(uint32_t ctx)
-{
-	switch (ctx) {
-	case OFFCPU_WAKER_HARDIRQ:
-		return "[hardirq]";
-	case OFFCPU_WAKER_SOFTIRQ:
-		return "[softirq]";
-	case OFFCPU_WAKER_IDLE:
-		return "[idle]";
-	case OFFCPU_WAKER_NMI:
-		return "[nmi]";
-	default:
-		return "[unknown]";
-	}
-}
-
 static bool id_in(uint32_t id, const uint32_t *ids, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -167,10 +150,11 @@ int blocked_answer_new(const struct offcpu_blocked *recs, size_t n,
 			b->wake_ns && clock->now_ns > b->wake_ns ? clock->now_ns - b->wake_ns : 0;
 		memcpy(t->comm, b->comm, OFFCPU_COMM_LEN);
 		if (b->waker.pid || b->waker.ctx != OFFCPU_WAKER_TASK) {
-			memcpy(t->waker_comm, b->waker.comm, OFFCPU_COMM_LEN);
-			if (b->waker.ctx != OFFCPU_WAKER_TASK) /* no thread: where it ran */
-				snprintf(t->waker_comm, sizeof(t->waker_comm), "%s",
-					 waker_context(b->waker.ctx));
+			const char *name = drain_waker_name(&b->waker, t->waker_comm,
+							    sizeof(t->waker_comm));
+
+			if (name != t->waker_comm)
+				snprintf(t->waker_comm, sizeof(t->waker_comm), "%s", name);
 			t->pub.waker_tgid = b->waker.tgid;
 			t->pub.waker_pid = b->waker.pid;
 		}

@@ -356,8 +356,7 @@ static enum offcpu_waker_ctx stack_context(const char *kframes_leaf_first)
 	return OFFCPU_WAKER_TASK;
 }
 
-/* How a waker is named: interrupts and idle wake on nobody's behalf. */
-static const char *waker_label(const struct offcpu_waker *w, char *buf, size_t size)
+const char *drain_waker_name(const struct offcpu_waker *w, char *buf, size_t size)
 {
 	static const char *const labels[] = {
 		[OFFCPU_WAKER_HARDIRQ] = "[hardirq]",
@@ -410,7 +409,7 @@ static int level_name(const struct drain_lookup *lk, const struct offcpu_waker *
 		free(part);
 	}
 	if (r == 0)
-		r = append(buf, len, cap, waker_label(&who, comm, sizeof(comm)));
+		r = append(buf, len, cap, drain_waker_name(&who, comm, sizeof(comm)));
 	if (r < 0)
 		return r;
 	return who.ctx != OFFCPU_WAKER_TASK;

@@ -89,6 +89,11 @@ size_t drain_names_count(const struct drain_names *n);
 char *drain_stack_name(const struct drain_lookup *lk, const struct offcpu_stack *st, uint32_t tgid,
 		       bool kernel);
 
+/* How a waker is named, as in wakeup graphs: its comm, or for interrupts
+ * and idle, which wake on nobody's behalf, "[hardirq]", "[softirq]",
+ * "[idle]", "[nmi]". Returns a label, or buf with the comm in it. */
+const char *drain_waker_name(const struct offcpu_waker *w, char *buf, size_t size);
+
 /* Names row, an OFFCPU_KEY_UNSAMPLED one: DRAIN_UNSAMPLED_FRAME, no other
  * frames. Also for the unsampled rows of carried time (sampling_carry_take()). */
 void drain_unsampled_names(struct drain_row *row);
