@@ -150,8 +150,8 @@ int blocked_answer_new(const struct offcpu_blocked *recs, size_t n,
 			b->wake_ns && clock->now_ns > b->wake_ns ? clock->now_ns - b->wake_ns : 0;
 		memcpy(t->comm, b->comm, OFFCPU_COMM_LEN);
 		if (b->waker.pid || b->waker.ctx != OFFCPU_WAKER_TASK) {
-			const char *name = drain_waker_name(&b->waker, t->waker_comm,
-							    sizeof(t->waker_comm));
+			const char *name =
+				drain_waker_name(&b->waker, t->waker_comm, sizeof(t->waker_comm));
 
 			if (name != t->waker_comm)
 				snprintf(t->waker_comm, sizeof(t->waker_comm), "%s", name);
