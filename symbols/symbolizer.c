@@ -124,6 +124,9 @@ struct sym_file {
 struct sym_proc {
 	uint32_t tgid;
 	int err; /* maps unreadable: every lookup is [unknown: exited] */
+	/* Exited since its maps were read: they are its last-known ones, and an
+	 * address outside them was mapped later (an exec, a dlopen), unread. */
+	bool exited;
 	/* The refresh these maps were read in: older ones are re-read on next
 	 * use, keeping these if that fails. */
 	uint64_t maps_gen;
@@ -844,11 +847,13 @@ static void sym_proc_refresh(struct symbolizer *s, struct sym_proc *p)
 	if (fresh.err < 0 && !p->err) {
 		free(fresh.maps);
 		free(fresh.paths);
+		p->exited = true;
 		return;
 	}
 	free(p->maps);
 	free(p->paths);
 	p->err = fresh.err;
+	p->exited = false;
 	p->maps = fresh.maps;
 	p->n_maps = fresh.n_maps;
 	p->cap_maps = fresh.cap_maps;
@@ -1036,7 +1041,9 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
 		return sym_unnamed(s, SYMBOLIZER_UNNAMED_EXITED, buf, size);
 	m = sym_proc_find_map(p, addr);
 	if (!m)
-		return sym_unnamed(s, SYMBOLIZER_UNNAMED_UNMAPPED, buf, size);
+		return sym_unnamed(s, p->exited ? SYMBOLIZER_UNNAMED_EXITED
+						: SYMBOLIZER_UNNAMED_UNMAPPED,
+				   buf, size);
 	path = p->paths + m->path;
 	/* Anonymous code may be a JIT's, named in its perf map. Else "[vdso]",
 	 * "[anon:name]" are shown as they are; no path, "//anon",
