@@ -17,8 +17,6 @@
 #include "log.h"
 #include "manager.h"
 
-int log_to_journal;
-
 static struct manager *manager;
 static uv_signal_t sig_term, sig_int;
 

@@ -20,7 +20,7 @@
 #include "drain.h"
 #include "hashtab.h"
 #include "kind_status.h"
-#include "history.h"
+#include "store_jobs.h"
 #include "log.h"
 #include "proto.h"
 #include "request.h"
@@ -39,23 +39,23 @@
 
 _Static_assert(CONFIG_MAX_CAPTURES == OFFCPU_MAX_SLOTS - 1, "a slot for each capture");
 
-void reply_error(struct server_conn *conn, const char *code, const char *message)
+void manager_reply_error(struct server_conn *conn, const char *code, const char *message)
 {
 	server_conn_send(conn, proto_reply_error(code, message));
 }
 
 /* ---- requests ---- */
 
-/* A reply that history worked out on a worker, to conn (referenced until
+/* A reply that a store job worked out on a worker, to conn (referenced until
  * then: a reply to a client gone meanwhile is dropped). */
-static void history_reply_cb(void *arg, char *line)
+static void store_reply_cb(void *arg, char *line)
 {
 	struct server_conn *conn = arg;
 
 	if (line)
 		server_conn_send(conn, line);
 	else
-		reply_error(conn, PROTO_ERR_INTERNAL, "out of memory in the reply");
+		manager_reply_error(conn, PROTO_ERR_INTERNAL, "out of memory in the reply");
 	server_conn_unref(conn);
 }
 
@@ -77,58 +77,58 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 	/* struct proto_request holds two id arrays: too big for the stack. */
 	req = malloc(sizeof(*req));
 	if (!req) {
-		reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+		manager_reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
 		return;
 	}
 	if (proto_request_parse(line, len, req, err, sizeof(err)) < 0) {
-		reply_error(conn, PROTO_ERR_BAD_REQUEST, err);
+		manager_reply_error(conn, PROTO_ERR_BAD_REQUEST, err);
 		free(req);
 		return;
 	}
 	switch (req->cmd) {
 	case PROTO_CMD_STATUS:
-		handle_status(m, conn);
+		manager_handle_status(m, conn);
 		break;
 	case PROTO_CMD_CAPTURE:
-		handle_capture(m, conn, &req->capture);
+		manager_handle_capture(m, conn, &req->capture);
 		break;
 	case PROTO_CMD_WINDOWS:
 		server_conn_ref(conn);
-		r = history_windows(m->store_queue, &req->windows, history_reply_cb, conn);
+		r = store_jobs_windows(m->store_queue, &req->windows, store_reply_cb, conn);
 		break;
 	case PROTO_CMD_EXPORT:
 		server_conn_ref(conn);
-		r = history_export(m->store_queue, &req->export, history_reply_cb, conn, err,
+		r = store_jobs_export(m->store_queue, &req->export, store_reply_cb, conn, err,
 				   sizeof(err));
 		break;
 	case PROTO_CMD_HIST:
 		server_conn_ref(conn);
-		r = history_hist(m->store_queue, &req->hist, history_reply_cb, conn);
+		r = store_jobs_hist(m->store_queue, &req->hist, store_reply_cb, conn);
 		break;
 	case PROTO_CMD_LATENCY:
-		handle_latency(m, conn, &req->latency);
+		manager_handle_latency(m, conn, &req->latency);
 		break;
 	case PROTO_CMD_HEATMAP:
 		server_conn_ref(conn);
-		r = history_heatmap(m->store_queue, &req->heatmap, history_reply_cb, conn);
+		r = store_jobs_heatmap(m->store_queue, &req->heatmap, store_reply_cb, conn);
 		break;
 	case PROTO_CMD_BLOCKED:
-		handle_blocked(m, conn, &req->blocked);
+		manager_handle_blocked(m, conn, &req->blocked);
 		break;
 	case PROTO_CMD_STOP:
 		c = server_conn_get_data(conn);
 		if (c)
-			capture_end(m, c);
+			manager_capture_end(m, c);
 		else
-			reply_error(conn, PROTO_ERR_BAD_REQUEST,
+			manager_reply_error(conn, PROTO_ERR_BAD_REQUEST,
 				    "no capture is running on this connection");
 		break;
 	}
-	if (r < 0) { /* a history request not queued: history_reply_cb won't come */
+	if (r < 0) { /* a store job not queued: store_reply_cb won't come */
 		if (r == -EINVAL)
-			reply_error(conn, PROTO_ERR_BAD_REQUEST, err);
+			manager_reply_error(conn, PROTO_ERR_BAD_REQUEST, err);
 		else
-			reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+			manager_reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
 		server_conn_unref(conn);
 	}
 	free(req);
@@ -142,7 +142,7 @@ static void closed_cb(struct server_conn *conn, void *userdata)
 	if (!c)
 		return;
 	c->conn = NULL; /* cancelled: finish quietly, nobody to answer */
-	capture_end(m, c);
+	manager_capture_end(m, c);
 }
 
 /* ---- life cycle ---- */
@@ -177,7 +177,7 @@ static uint64_t last_stored_capture_id(struct store *store)
 	return max;
 }
 
-static int store_start(struct manager *m)
+static int start_store(struct manager *m)
 {
 	struct store_limits limits = {
 		.max_db_bytes = m->cfg.max_db_bytes,
@@ -229,7 +229,7 @@ static int store_start(struct manager *m)
 
 /* Loads the scheduler core of the BPF programs (tracefs first: fileio
  * attaches through it) and the unwinder that fills their tables. */
-static int collector_start(struct manager *m)
+static int start_collector(struct manager *m)
 {
 	const struct config *cfg = &m->cfg;
 	const char *why;
@@ -284,7 +284,7 @@ static int collector_start(struct manager *m)
 		collector_group_status(m->collector, g, &st);
 		if (st.state == COLLECTOR_GROUP_UNAVAILABLE)
 			log_info("%s (captures that need it are refused)",
-				 group_unavailable(m, g, warn, sizeof(warn)));
+				 manager_group_unavailable(m, g, warn, sizeof(warn)));
 	}
 	log_info("the programs of other kinds load when a capture first needs them "
 		 "(on-CPU sampling at %u Hz per CPU)",
@@ -326,7 +326,7 @@ static int collector_start(struct manager *m)
 }
 
 /* Sets the access policy and listens. */
-static int server_start(struct manager *m)
+static int start_server(struct manager *m)
 {
 	const struct config *cfg = &m->cfg;
 	struct server_options sopts = {
@@ -386,9 +386,9 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	uv_timer_init(loop, &m->watchdog_timer);
 	m->watchdog_timer.data = m;
 
-	r = store_start(m);
+	r = start_store(m);
 	if (r >= 0)
-		r = collector_start(m);
+		r = start_collector(m);
 	if (r < 0)
 		goto fail;
 	r = symbolizer_new(PROC_ROOT, cfg->debug_root, &m->symbolizer);
@@ -399,15 +399,15 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	symbolizer_use_proc_files(m->symbolizer, m->proc_files);
 	symbolizer_use_file_ids(m->symbolizer, m->file_ids);
 	if (cfg->continuous) {
-		r = continuous_start(m);
+		r = manager_continuous_start(m);
 		if (r < 0)
 			goto fail;
 	}
-	r = server_start(m);
+	r = start_server(m);
 	if (r < 0)
 		goto fail;
 
-	uv_timer_start(&m->drain.drain_timer, drain_timer_cb, cfg->drain_interval_ms,
+	uv_timer_start(&m->drain.drain_timer, manager_drain_timer_cb, cfg->drain_interval_ms,
 		       cfg->drain_interval_ms);
 	if (sd_watchdog_enabled(0, &watchdog_us) > 0 && watchdog_us >= 2000)
 		uv_timer_start(&m->watchdog_timer, watchdog_cb, watchdog_us / 2000,
@@ -416,7 +416,7 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	return 0;
 fail:
 	m->stopping = true;
-	shutdown_continue(m);
+	manager_shutdown_continue(m);
 	return r;
 }
 
@@ -441,11 +441,11 @@ static void manager_free(struct manager *m)
 		if (!c)
 			continue;
 		if (c->conn) {
-			reply_error(c->conn, PROTO_ERR_INTERNAL, "offcpud is shutting down");
+			manager_reply_error(c->conn, PROTO_ERR_INTERNAL, "offcpud is shutting down");
 			server_conn_set_data(c->conn, NULL);
 		}
 		m->cap.captures[i] = NULL;
-		uv_close((uv_handle_t *)&c->timer, capture_free_cb);
+		uv_close((uv_handle_t *)&c->timer, manager_capture_free_cb);
 	}
 	server_free(m->server);
 	unwinder_free(m->unwinder); /* before the maps it writes go */
@@ -469,11 +469,11 @@ static void manager_free(struct manager *m)
 
 static void store_idle_cb(void *arg)
 {
-	shutdown_continue(arg);
+	manager_shutdown_continue(arg);
 }
 
 /* Stopping goes on when the drain under way and the store jobs are done. */
-void shutdown_continue(struct manager *m)
+void manager_shutdown_continue(struct manager *m)
 {
 	if (m->drain.draining || m->cap.probe_works || m->pt.pt_work || m->cap.load_works ||
 	    m->cap.reply_works)
@@ -483,7 +483,7 @@ void shutdown_continue(struct manager *m)
 		store_queue_on_idle(m->store_queue, store_idle_cb, m);
 		return;
 	}
-	blocked_works_drop(m); /* asked after the last drain began */
+	manager_blocked_drop(m); /* asked after the last drain began */
 	manager_free(m);
 }
 
@@ -499,8 +499,8 @@ void manager_shutdown(struct manager *m)
 		/* One last drain so the open window is stored whole, with the
 		 * blocks still open (its thread turns the slots off after the
 		 * in-progress pass). */
-		drain_start(m);
+		manager_drain_start(m);
 		return;
 	}
-	shutdown_continue(m);
+	manager_shutdown_continue(m);
 }

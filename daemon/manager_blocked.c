@@ -24,7 +24,7 @@ struct blocked_work {
 	int error;
 };
 
-void handle_blocked(struct manager *m, struct server_conn *conn,
+void manager_handle_blocked(struct manager *m, struct server_conn *conn,
 		    const struct proto_blocked_request *req)
 {
 	struct proto_capture_request *targets;
@@ -36,7 +36,7 @@ void handle_blocked(struct manager *m, struct server_conn *conn,
 		char err[512];
 
 		snprintf(err, sizeof(err), "blocked threads cannot be read here: %s", why);
-		reply_error(conn, PROTO_ERR_UNSUPPORTED, err);
+		manager_reply_error(conn, PROTO_ERR_UNSUPPORTED, err);
 		return;
 	}
 	/* Other threads' stacks: the policy of a capture of the same targets. */
@@ -45,14 +45,14 @@ void handle_blocked(struct manager *m, struct server_conn *conn,
 	if (!targets || !w) {
 		free(targets);
 		free(w);
-		reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+		manager_reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
 		return;
 	}
 	memcpy(targets->pids, req->pids, req->n_pids * sizeof(*req->pids));
 	targets->n_pids = req->n_pids;
 	memcpy(targets->tids, req->tids, req->n_tids * sizeof(*req->tids));
 	targets->n_tids = req->n_tids;
-	allowed = recording_allowed(m, conn, targets, 0);
+	allowed = manager_recording_allowed(m, conn, targets, 0);
 	free(targets);
 	if (!allowed) {
 		free(w);
@@ -63,16 +63,16 @@ void handle_blocked(struct manager *m, struct server_conn *conn,
 	server_conn_ref(conn);
 	w->next = m->blocked.pending;
 	m->blocked.pending = w;
-	drain_start(m);
+	manager_drain_start(m);
 }
 
-void blocked_works_take(struct manager *m)
+void manager_blocked_take(struct manager *m)
 {
 	m->blocked.running = m->blocked.pending;
 	m->blocked.pending = NULL;
 }
 
-void blocked_works_run(struct manager *m, const struct drain_lookup *lk)
+void manager_blocked_run(struct manager *m, const struct drain_lookup *lk)
 {
 	for (struct blocked_work *w = m->blocked.running; w; w = w->next) {
 		struct blocked_clock clock = { .loaded_ns = m->blocked.loaded_ns };
@@ -89,7 +89,7 @@ void blocked_works_run(struct manager *m, const struct drain_lookup *lk)
 	}
 }
 
-void blocked_works_reply(struct manager *m)
+void manager_blocked_reply(struct manager *m)
 {
 	struct blocked_work *w = m->blocked.running, *next;
 	char too_many[128];
@@ -107,18 +107,18 @@ void blocked_works_reply(struct manager *m)
 		if (line)
 			server_conn_send(w->conn, line);
 		else if (w->error == -E2BIG)
-			reply_error(w->conn, PROTO_ERR_TOO_LARGE, too_many);
+			manager_reply_error(w->conn, PROTO_ERR_TOO_LARGE, too_many);
 		else if (w->error < 0 && w->error != -ENOMEM)
-			reply_error(w->conn, PROTO_ERR_INTERNAL, strerror(-w->error));
+			manager_reply_error(w->conn, PROTO_ERR_INTERNAL, strerror(-w->error));
 		else
-			reply_error(w->conn, PROTO_ERR_INTERNAL, "out of memory");
+			manager_reply_error(w->conn, PROTO_ERR_INTERNAL, "out of memory");
 		blocked_answer_free(w->answer);
 		server_conn_unref(w->conn);
 		free(w);
 	}
 }
 
-void blocked_works_drop(struct manager *m)
+void manager_blocked_drop(struct manager *m)
 {
 	struct blocked_work *lists[] = { m->blocked.pending, m->blocked.running }, *w, *next;
 
@@ -126,7 +126,7 @@ void blocked_works_drop(struct manager *m)
 	for (size_t i = 0; i < 2; i++)
 		for (w = lists[i]; w; w = next) {
 			next = w->next;
-			reply_error(w->conn, PROTO_ERR_BUSY, "offcpud is stopping");
+			manager_reply_error(w->conn, PROTO_ERR_BUSY, "offcpud is stopping");
 			blocked_answer_free(w->answer);
 			server_conn_unref(w->conn);
 			free(w);

@@ -21,7 +21,7 @@
 #include "drain.h"
 #include "hashtab.h"
 #include "kind_status.h"
-#include "history.h"
+#include "store_jobs.h"
 #include "log.h"
 #include "proto.h"
 #include "request.h"
@@ -38,7 +38,7 @@
 /* Captures that count (or have counted and are ending); not those still
  * attaching their probes, so a client may start its workload once it sees
  * its capture running. */
-unsigned captures_running(const struct manager *m)
+unsigned manager_captures_running(const struct manager *m)
 {
 	unsigned running = 0;
 
@@ -58,7 +58,7 @@ static unsigned captures_held(const struct manager *m)
 	return n + m->cap.load_works + m->cap.reply_works;
 }
 
-void capture_free_cb(uv_handle_t *h)
+void manager_capture_free_cb(uv_handle_t *h)
 {
 	struct capture *c = h->data;
 
@@ -189,17 +189,17 @@ static void reply_after_cb(uv_work_t *req, int status)
 	if (rw->line)
 		server_conn_send(rw->conn, rw->line);
 	else
-		reply_error(rw->conn, PROTO_ERR_INTERNAL, "out of memory formatting the reply");
+		manager_reply_error(rw->conn, PROTO_ERR_INTERNAL, "out of memory formatting the reply");
 	server_conn_unref(rw->conn);
 	/* Kept for "export --capture ID"; a cancelled capture is not. */
-	if (history_write(m->store_queue, c->profile, NULL, &w, window_written, m) < 0)
+	if (store_jobs_write(m->store_queue, c->profile, NULL, &w, manager_window_written, m) < 0)
 		log_warning("out of memory: capture %llu not stored", (unsigned long long)c->id);
 	c->profile = NULL;
 	slot_release(m, c->slot);
-	uv_close((uv_handle_t *)&c->timer, capture_free_cb);
+	uv_close((uv_handle_t *)&c->timer, manager_capture_free_cb);
 	free(rw);
 	if (m->stopping)
-		shutdown_continue(m);
+		manager_shutdown_continue(m);
 }
 
 /* Queues c's reply on a worker. 0 or -errno (nothing queued). */
@@ -229,24 +229,24 @@ static int reply_work_start(struct manager *m, struct capture *c)
 }
 
 /* The last rows are in: reply (if its client is still there). */
-void capture_finish(struct manager *m, struct capture *c)
+void manager_capture_finish(struct manager *m, struct capture *c)
 {
 	m->cap.captures[c->slot] = NULL;
 	if (c->conn) {
 		server_conn_set_data(c->conn, NULL);
 		if (reply_work_start(m, c) == 0)
 			return; /* reply_after_cb releases the slot */
-		reply_error(c->conn, PROTO_ERR_INTERNAL, "out of memory formatting the reply");
+		manager_reply_error(c->conn, PROTO_ERR_INTERNAL, "out of memory formatting the reply");
 	}
 	slot_release(m, c->slot);
-	uv_close((uv_handle_t *)&c->timer, capture_free_cb);
+	uv_close((uv_handle_t *)&c->timer, manager_capture_free_cb);
 }
 
 /* ---- captures ---- */
 
 /* Stops counting at the next drain, which counts the capture's blocks still
  * open and turns its slot off (drain_work_cb()); the reply follows it. */
-void capture_end(struct manager *m, struct capture *c)
+void manager_capture_end(struct manager *m, struct capture *c)
 {
 	if (c->phase == CAPTURE_LOADING || c->phase == CAPTURE_ATTACHING)
 		c->stop_requested = true;
@@ -257,7 +257,7 @@ void capture_end(struct manager *m, struct capture *c)
 	c->phase = CAPTURE_ENDING;
 	/* The next drain to start: one already running began before this. */
 	c->final_drain = m->drain.drains_started + 1;
-	drain_start(m);
+	manager_drain_start(m);
 }
 
 static void capture_timer_cb(uv_timer_t *t)
@@ -265,7 +265,7 @@ static void capture_timer_cb(uv_timer_t *t)
 	struct capture *c = t->data;
 	struct manager *m = t->loop->data;
 
-	capture_end(m, c);
+	manager_capture_end(m, c);
 }
 
 /* What a group of programs is needed for, in error messages. */
@@ -284,7 +284,7 @@ static const char *group_what(unsigned group)
 }
 
 /* Why group is unavailable, for an 'unsupported' reply or the log. */
-const char *group_unavailable(struct manager *m, unsigned group, char *buf, size_t size)
+const char *manager_group_unavailable(struct manager *m, unsigned group, char *buf, size_t size)
 {
 	struct collector_group_status st;
 
@@ -294,7 +294,7 @@ const char *group_unavailable(struct manager *m, unsigned group, char *buf, size
 }
 
 /* What went wrong when a request's probes were set up. */
-const char *request_error_code(int r)
+const char *manager_request_error_code(int r)
 {
 	switch (r) {
 	case -ESRCH: /* no such symbol */
@@ -312,7 +312,7 @@ const char *request_error_code(int r)
 }
 
 /* Starts counting time: the capture's probes, if any, are in. */
-static void capture_run(struct manager *m, struct capture *c)
+static void run_capture(struct manager *m, struct capture *c)
 {
 	/* From the slot's start: where the in-progress pass counts the blocks
 	 * begun before from. */
@@ -321,29 +321,29 @@ static void capture_run(struct manager *m, struct capture *c)
 	c->phase = CAPTURE_RUNNING;
 	uv_update_time(m->loop); /* attaching took a while: time the capture from now */
 	uv_timer_start(&c->timer, capture_timer_cb, (uint64_t)c->req.seconds * 1000, 0);
-	notify_status(m);
-	drain_start(m); /* reads the targets' maps while they surely exist */
+	manager_notify_status(m);
+	manager_drain_start(m); /* reads the targets' maps while they surely exist */
 	if (c->stop_requested)
-		capture_end(m, c);
+		manager_capture_end(m, c);
 }
 
 /* The preparing of c (tables, request probes) ended with error (0 or -errno; err
  * says why): run the capture, or answer the error and free it. */
-static void capture_attached(struct manager *m, struct capture *c, int error, const char *err)
+static void attached_capture(struct manager *m, struct capture *c, int error, const char *err)
 {
 	if (m->stopping)
 		return; /* manager_free() answers the client and frees c */
 	if (error == 0 && c->conn) {
-		capture_run(m, c);
+		run_capture(m, c);
 		return;
 	}
 	if (c->conn) {
-		reply_error(c->conn, request_error_code(error), err);
+		manager_reply_error(c->conn, manager_request_error_code(error), err);
 		server_conn_set_data(c->conn, NULL);
 	}
 	m->cap.captures[c->slot] = NULL;
 	slot_release(m, c->slot);
-	uv_close((uv_handle_t *)&c->timer, capture_free_cb);
+	uv_close((uv_handle_t *)&c->timer, manager_capture_free_cb);
 }
 
 static void probe_after_cb(uv_work_t *req, int status)
@@ -353,7 +353,7 @@ static void probe_after_cb(uv_work_t *req, int status)
 
 	m->cap.probe_works--;
 	if (pw->c) {
-		capture_attached(m, pw->c, status < 0 ? status : pw->error,
+		attached_capture(m, pw->c, status < 0 ? status : pw->error,
 				 status < 0 ? "attaching the request probes was cancelled"
 					    : pw->err);
 	} else {
@@ -362,13 +362,13 @@ static void probe_after_cb(uv_work_t *req, int status)
 	}
 	free(pw);
 	if (m->stopping)
-		shutdown_continue(m);
+		manager_shutdown_continue(m);
 }
 
 /* What every recording of processes must pass, capture or PT: its length,
  * its targets' existence, the client's right to them. Replies and returns
  * false if one fails. */
-bool recording_allowed(struct manager *m, struct server_conn *conn,
+bool manager_recording_allowed(struct manager *m, struct server_conn *conn,
 		       const struct proto_capture_request *req, uint32_t seconds)
 {
 	char err[512];
@@ -376,16 +376,16 @@ bool recording_allowed(struct manager *m, struct server_conn *conn,
 	if (seconds > m->cfg.max_capture_seconds) {
 		snprintf(err, sizeof(err), "seconds must be at most %u (max_capture_seconds)",
 			 m->cfg.max_capture_seconds);
-		reply_error(conn, PROTO_ERR_BAD_REQUEST, err);
+		manager_reply_error(conn, PROTO_ERR_BAD_REQUEST, err);
 		return false;
 	}
 	if (capture_check_targets(PROC_ROOT, req, err, sizeof(err)) < 0) {
-		reply_error(conn, PROTO_ERR_NO_SUCH_PID, err);
+		manager_reply_error(conn, PROTO_ERR_NO_SUCH_PID, err);
 		return false;
 	}
 	if (access_check_capture(&m->access, server_conn_client(conn), req, PROC_ROOT, err,
 				 sizeof(err)) < 0) {
-		reply_error(conn, PROTO_ERR_PERMISSION, err);
+		manager_reply_error(conn, PROTO_ERR_PERMISSION, err);
 		return false;
 	}
 	return true;
@@ -408,7 +408,7 @@ static unsigned group_first_unavailable(struct manager *m, uint32_t groups)
 }
 
 /* Logs how long each of groups (a mask) took to load. */
-void log_groups_loaded(struct manager *m, uint32_t groups)
+void manager_log_groups_loaded(struct manager *m, uint32_t groups)
 {
 	struct collector_group_status st;
 
@@ -422,7 +422,7 @@ void log_groups_loaded(struct manager *m, uint32_t groups)
 }
 
 /* Frees a capture that never got a slot (loading, or refused). */
-static void capture_discard(struct capture *c)
+static void discard_capture(struct capture *c)
 {
 	if (c->conn)
 		server_conn_set_data(c->conn, NULL);
@@ -433,7 +433,7 @@ static void capture_discard(struct capture *c)
 /* Takes a slot for c, whose program groups are loaded, and runs it (after
  * preparing it on a worker, if it has request probes or unwind tables to
  * set up); replies and frees c if that fails. */
-static void capture_start(struct manager *m, struct capture *c)
+static void start_capture(struct manager *m, struct capture *c)
 {
 	struct collector_filter filter;
 	char err[512];
@@ -445,17 +445,17 @@ static void capture_start(struct manager *m, struct capture *c)
 	r = collector_slot_add(m->collector, &filter, &c->slot);
 	if (r < 0) {
 		if (r == -EBUSY)
-			reply_error(c->conn, PROTO_ERR_BUSY, "all capture slots are in use");
+			manager_reply_error(c->conn, PROTO_ERR_BUSY, "all capture slots are in use");
 		else if (r == -EOPNOTSUPP &&
 			 (group = group_first_unavailable(m, collector_filter_groups(&filter))) <
 				 COLLECTOR_GROUP_COUNT)
-			reply_error(c->conn, PROTO_ERR_UNSUPPORTED,
-				    group_unavailable(m, group, err, sizeof(err)));
+			manager_reply_error(c->conn, PROTO_ERR_UNSUPPORTED,
+				    manager_group_unavailable(m, group, err, sizeof(err)));
 		else if (r == -ENOSPC)
-			reply_error(c->conn, PROTO_ERR_BUSY, "the pid/tid filter maps are full");
+			manager_reply_error(c->conn, PROTO_ERR_BUSY, "the pid/tid filter maps are full");
 		else
-			reply_error(c->conn, PROTO_ERR_INTERNAL, strerror(-r));
-		capture_discard(c);
+			manager_reply_error(c->conn, PROTO_ERR_INTERNAL, strerror(-r));
+		discard_capture(c);
 		return;
 	}
 	c->id = ++m->cap.next_capture_id;
@@ -463,7 +463,7 @@ static void capture_start(struct manager *m, struct capture *c)
 	c->timer.data = c;
 	m->cap.captures[c->slot] = c;
 	if (!c->req.n_requests && !(m->unwinder && c->req.n_pids)) {
-		capture_run(m, c);
+		run_capture(m, c);
 		return;
 	}
 	/* Nothing counts while its probes go in (seconds, in a busy process):
@@ -472,7 +472,7 @@ static void capture_start(struct manager *m, struct capture *c)
 	c->phase = CAPTURE_ATTACHING;
 	r = probe_work_start(m, c, c->slot);
 	if (r < 0)
-		capture_attached(m, c, r, "cannot start preparing the capture");
+		attached_capture(m, c, r, "cannot start preparing the capture");
 }
 
 /* ---- program groups loaded on first use ----
@@ -520,27 +520,27 @@ static void load_after_cb(uv_work_t *req, int status)
 	char err[512];
 
 	m->cap.load_works--;
-	log_groups_loaded(m, c->groups_loaded);
+	manager_log_groups_loaded(m, c->groups_loaded);
 	if (status == 0 && lw->error < 0)
-		log_warning("%s", group_unavailable(m, lw->failed, err, sizeof(err)));
+		log_warning("%s", manager_group_unavailable(m, lw->failed, err, sizeof(err)));
 	if (m->stopping) {
 		if (c->conn)
-			reply_error(c->conn, PROTO_ERR_INTERNAL, "offcpud is shutting down");
-		capture_discard(c);
+			manager_reply_error(c->conn, PROTO_ERR_INTERNAL, "offcpud is shutting down");
+		discard_capture(c);
 		free(lw);
-		shutdown_continue(m);
+		manager_shutdown_continue(m);
 		return;
 	}
 	if (!c->conn) {
-		capture_discard(c); /* the client has gone */
+		discard_capture(c); /* the client has gone */
 	} else if (status < 0) {
-		reply_error(c->conn, PROTO_ERR_INTERNAL, "loading the programs was cancelled");
-		capture_discard(c);
+		manager_reply_error(c->conn, PROTO_ERR_INTERNAL, "loading the programs was cancelled");
+		discard_capture(c);
 	} else if (lw->error < 0) {
-		reply_error(c->conn, PROTO_ERR_UNSUPPORTED, err);
-		capture_discard(c);
+		manager_reply_error(c->conn, PROTO_ERR_UNSUPPORTED, err);
+		discard_capture(c);
 	} else {
-		capture_start(m, c);
+		start_capture(m, c);
 	}
 	free(lw);
 }
@@ -563,7 +563,7 @@ static int load_work_start(struct manager *m, struct capture *c, uint32_t groups
 	return 0;
 }
 
-void handle_capture(struct manager *m, struct server_conn *conn,
+void manager_handle_capture(struct manager *m, struct server_conn *conn,
 		    const struct proto_capture_request *req)
 {
 	struct collector_filter filter;
@@ -573,22 +573,22 @@ void handle_capture(struct manager *m, struct server_conn *conn,
 	char err[512];
 
 	if (server_conn_get_data(conn)) {
-		reply_error(conn, PROTO_ERR_BUSY,
+		manager_reply_error(conn, PROTO_ERR_BUSY,
 			    "a capture is already running on this connection");
 		return;
 	}
 	if (captures_held(m) >= m->cfg.max_captures) {
 		snprintf(err, sizeof(err), "%u captures are running, the limit (max_captures)",
 			 m->cfg.max_captures);
-		reply_error(conn, PROTO_ERR_BUSY, err);
+		manager_reply_error(conn, PROTO_ERR_BUSY, err);
 		return;
 	}
-	if (!recording_allowed(m, conn, req, req->seconds))
+	if (!manager_recording_allowed(m, conn, req, req->seconds))
 		return;
 	c = calloc(1, sizeof(*c));
 	if (!c || profile_new(&c->profile) < 0) {
 		free(c);
-		reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+		manager_reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
 		return;
 	}
 	c->req = *req;
@@ -599,8 +599,8 @@ void handle_capture(struct manager *m, struct server_conn *conn,
 	capture_filter(&c->req, &filter);
 	if (req->kind == PROTO_KIND_FILEIO && *m->tracefs_why) {
 		snprintf(err, sizeof(err), "kind fileio unavailable: %s", m->tracefs_why);
-		reply_error(conn, PROTO_ERR_UNSUPPORTED, err);
-		capture_discard(c);
+		manager_reply_error(conn, PROTO_ERR_UNSUPPORTED, err);
+		discard_capture(c);
 		return;
 	}
 	groups = collector_filter_groups(&filter);
@@ -609,21 +609,21 @@ void handle_capture(struct manager *m, struct server_conn *conn,
 			continue;
 		collector_group_status(m->collector, g, &st);
 		if (st.state == COLLECTOR_GROUP_UNAVAILABLE) {
-			reply_error(conn, PROTO_ERR_UNSUPPORTED,
-				    group_unavailable(m, g, err, sizeof(err)));
-			capture_discard(c);
+			manager_reply_error(conn, PROTO_ERR_UNSUPPORTED,
+				    manager_group_unavailable(m, g, err, sizeof(err)));
+			discard_capture(c);
 			return;
 		}
 		if (st.state == COLLECTOR_GROUP_ON_DEMAND)
 			missing |= 1u << g;
 	}
 	if (!missing) {
-		capture_start(m, c);
+		start_capture(m, c);
 		return;
 	}
 	c->phase = CAPTURE_LOADING;
 	if (load_work_start(m, c, missing) < 0) {
-		reply_error(conn, PROTO_ERR_INTERNAL, "cannot start loading the programs");
-		capture_discard(c);
+		manager_reply_error(conn, PROTO_ERR_INTERNAL, "cannot start loading the programs");
+		discard_capture(c);
 	}
 }

@@ -1,5 +1,5 @@
-/* manager_continuous: the always-on captures (a slot per kind) and the
- * windows their rows fill, handed to the store as each closes. */
+/* manager_continuous: the always-on captures, a slot per kind, whose rows
+ * fill the windows (manager_window.c). */
 
 #include <errno.h>
 #include <grp.h>
@@ -20,7 +20,7 @@
 #include "drain.h"
 #include "hashtab.h"
 #include "kind_status.h"
-#include "history.h"
+#include "store_jobs.h"
 #include "log.h"
 #include "proto.h"
 #include "request.h"
@@ -35,93 +35,30 @@
 #include "continuous.h"
 #include "manager_internal.h"
 
-/* ---- windows of the continuous profile ---- */
-
-void window_written(void *arg, const struct store_window *w, int r, const char *msg,
-		    const struct store_stats *stats)
+/* The config's keys that decide what the always-on profile records. */
+static struct continuous_settings continuous_settings_of(const struct config *cfg)
 {
-	struct manager *m = arg;
-
-	if (stats)
-		m->windows.store_stats = *stats;
-	m->windows.disk_full = r == -ENOSPC;
-	if (r < 0) {
-		/* Rate-limited by the window cadence itself. */
-		m->windows.windows_failed++;
-		snprintf(m->windows.store_error, sizeof(m->windows.store_error), "%s", msg);
-		log_warning("window %lld..%lld not stored: %s%s", (long long)w->start_ms,
-			    (long long)w->end_ms, msg,
-			    m->windows.disk_full
-				    ? " (disk full: stored windows are kept, new ones are "
-				      "lost until there is space)"
-				    : "");
-		return;
-	}
-	if (m->windows.store_error[0])
-		log_info("windows are stored again");
-	m->windows.store_error[0] = '\0';
-	m->windows.windows_written++;
-}
-
-void window_hist_add(struct manager *m, const struct collector_hist *h)
-{
-	struct offcpu_hist_key key = h->key;
-	uint64_t *count;
-
-	if (!m->windows.window_hists ||
-	    !(m->windows.continuous_slots & (1u << (key.slot % OFFCPU_MAX_SLOTS))))
-		return;
-	key.slot = 0;
-	count = hashtab_put(m->windows.window_hists, &key, NULL);
-	if (count)
-		*count += h->count;
-}
-
-/* Starts a window at now_ms, to close on the clock's window boundary. */
-static int window_open(struct manager *m, int64_t now_ms)
-{
-	m->windows.window_start_ms = now_ms;
-	m->windows.window_close_ms = continuous_window_close_ms(now_ms, m->cfg.window_seconds);
-	if (hashtab_new(sizeof(struct offcpu_hist_key), sizeof(uint64_t),
-			&m->windows.window_hists) < 0)
-		return -ENOMEM;
-	return profile_new(&m->windows.window);
-}
-
-/* Hands the current window to the store and opens the next one, which
- * starts where this one ends (now_ms: where the in-progress pass counted
- * open blocks up to): every drained row lands in exactly one. */
-void window_rotate(struct manager *m, bool reopen, int64_t now_ms)
-{
-	struct store_window w = {
-		.start_ms = m->windows.window_start_ms,
-		.end_ms = now_ms > m->windows.window_start_ms ? now_ms
-							      : m->windows.window_start_ms + 1,
+	return (struct continuous_settings){
+		.states = cfg->continuous_states,
+		.min_block_us = cfg->continuous_min_block_us,
+		.split_runq = cfg->continuous_split_runq,
+		.sampled = cfg->continuous_stacks == CONFIG_STACKS_SAMPLED,
+		.sample_period_us = cfg->sample_period_us,
+		.requests = cfg->continuous_requests,
 	};
-
-	if (!m->windows.window)
-		return;
-	m->windows.last_window_sampling = m->windows.window_sampling;
-	memset(&m->windows.window_sampling, 0, sizeof(m->windows.window_sampling));
-	if (history_write(m->store_queue, m->windows.window, m->windows.window_hists, &w,
-			  window_written, m) < 0)
-		log_warning("out of memory: a window was lost");
-	m->windows.window = NULL;
-	m->windows.window_hists = NULL;
-	if (reopen && window_open(m, w.end_ms) < 0)
-		log_error("out of memory: continuous profiling paused");
 }
 
-int continuous_start(struct manager *m)
+int manager_continuous_start(struct manager *m)
 {
-	const char *specs[CONFIG_MAX_REQUESTS];
+	struct continuous_settings set = continuous_settings_of(&m->cfg);
+	const char *specs[OFFCPU_MAX_REQUESTS];
 	char buf[sizeof(m->cfg.continuous_requests)], err[512];
-	size_t n_specs = continuous_specs(&m->cfg, buf, sizeof(buf), specs);
+	size_t n_specs = continuous_specs(&set, buf, sizeof(buf), specs);
 	uint32_t progress = 0;
 	unsigned slot;
 	int r;
 
-	r = window_open(m, clock_realtime_ms());
+	r = manager_window_open(m, clock_realtime_ms());
 	if (r < 0)
 		return log_error("out of memory"), r;
 	for (unsigned kind = 0; kind < OFFCPU_KIND_COUNT; kind++) {
@@ -131,7 +68,7 @@ int continuous_start(struct manager *m)
 
 		if (!(m->cfg.continuous_kinds & (1u << kind)))
 			continue;
-		continuous_filter(&m->cfg, kind, n_specs > 0, &filter);
+		continuous_filter(&set, kind, n_specs > 0, &filter);
 		/* Configured, so needed now: loaded before serving. */
 		groups = collector_filter_groups(&filter);
 		r = 0;
@@ -144,15 +81,15 @@ int continuous_start(struct manager *m)
 			failed = g;
 			loaded |= ns ? 1u << g : 0;
 		}
-		log_groups_loaded(m, loaded);
+		manager_log_groups_loaded(m, loaded);
 		if (r < 0 && failed == COLLECTOR_GROUP_REQUESTS) {
 			log_error("continuous_requests: %s",
-				  group_unavailable(m, failed, err, sizeof(err)));
+				  manager_group_unavailable(m, failed, err, sizeof(err)));
 			return r;
 		}
 		if (r < 0) {
 			log_warning("continuous_kinds: %s left out: %s", proto_kind_name(kind),
-				    group_unavailable(m, failed, err, sizeof(err)));
+				    manager_group_unavailable(m, failed, err, sizeof(err)));
 			continue;
 		}
 		r = collector_slot_add(m->collector, &filter, &slot);

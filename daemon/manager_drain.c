@@ -22,7 +22,7 @@
 #include "file_ids.h"
 #include "hashtab.h"
 #include "kind_status.h"
-#include "history.h"
+#include "store_jobs.h"
 #include "log.h"
 #include "proto.h"
 #include "request.h"
@@ -119,7 +119,7 @@ static void drain_work_cb(uv_work_t *req)
 	if (r < 0)
 		m->drain.drain_error = r;
 	/* With the processes' mappings as fresh as the drain's. */
-	blocked_works_run(m, &lk);
+	manager_blocked_run(m, &lk);
 	m->drain.banks_error = b.banks_error;
 	collector_batch_release(&b);
 }
@@ -196,10 +196,10 @@ static void carry_settle(struct manager *m, uint64_t completed, bool window_ends
 static void walk_return_update(struct manager *m)
 {
 	struct manager_walk_return *w = &m->walk_return;
-	double works = counter_rate(m, OFFCPU_CNT_TASK_WORKS);
+	double works = manager_counter_rate(m, OFFCPU_CNT_TASK_WORKS);
 	struct walk_return_rates rates = {
-		.switches_per_s = counter_rate(m, OFFCPU_CNT_SWITCHES),
-		.deferred_per_s = works + counter_rate(m, OFFCPU_CNT_WALK_AT_RSEQ),
+		.switches_per_s = manager_counter_rate(m, OFFCPU_CNT_SWITCHES),
+		.deferred_per_s = works + manager_counter_rate(m, OFFCPU_CNT_WALK_AT_RSEQ),
 	};
 	bool rseq;
 	int r;
@@ -207,7 +207,7 @@ static void walk_return_update(struct manager *m)
 	if (!w->switchable)
 		return;
 	if (works > 0)
-		w->task_work_ns = task_work_mean_ns(m);
+		w->task_work_ns = manager_task_work_mean_ns(m);
 	rates.task_work_ns = w->task_work_ns;
 	rseq = walk_return_rseq(w->rseq, &rates, w->why, sizeof(w->why));
 	if (rseq == w->rseq)
@@ -259,7 +259,7 @@ static void drain_after_cb(uv_work_t *req, int status)
 			log_warning("out of memory: a row was lost");
 	}
 	for (size_t i = 0; i < r->n_hists; i++)
-		window_hist_add(m, &r->hists[i]);
+		manager_window_hist_add(m, &r->hists[i]);
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
 		if (m->windows.window && (m->windows.continuous_slots & (1u << i)))
 			sampling_summary_add(&m->windows.window_sampling, &r->sampling[i]);
@@ -267,12 +267,12 @@ static void drain_after_cb(uv_work_t *req, int status)
 			sampling_summary_add(&m->cap.captures[i]->sampling, &r->sampling[i]);
 	}
 	drain_result_release(r);
-	blocked_works_reply(m);
+	manager_blocked_reply(m);
 	rotate = m->windows.window && m->drain.rotate;
 	last = m->stopping && !m->drain.drain_again; /* the final drain: the window is stored next */
 	carry_settle(m, completed, rotate || last);
 	if (rotate)
-		window_rotate(m, true, m->drain.pass_realtime_ms);
+		manager_window_rotate(m, true, m->drain.pass_realtime_ms);
 
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
 		struct capture *c = m->cap.captures[i];
@@ -280,28 +280,28 @@ static void drain_after_cb(uv_work_t *req, int status)
 		if (c && c->phase == CAPTURE_ENDING && c->final_drain <= completed) {
 			if (m->drain.final_slots & (1u << i))
 				c->end_ns = m->drain.pass_now_ns; /* its slot went off then */
-			capture_finish(m, c);
+			manager_capture_finish(m, c);
 		}
 	}
 	if (m->stopping) {
 		if (m->drain.drain_again) { /* this drain began before the slot went off */
 			m->drain.drain_again = false;
-			drain_start(m);
+			manager_drain_start(m);
 			return;
 		}
 		/* The final drain is in: store the open window, then stop. */
-		window_rotate(m, false, m->drain.pass_realtime_ms);
-		shutdown_continue(m);
+		manager_window_rotate(m, false, m->drain.pass_realtime_ms);
+		manager_shutdown_continue(m);
 		return;
 	}
-	notify_status(m);
+	manager_notify_status(m);
 	if (m->drain.drain_again) {
 		m->drain.drain_again = false;
-		drain_start(m);
+		manager_drain_start(m);
 	}
 }
 
-void drain_start(struct manager *m)
+void manager_drain_start(struct manager *m)
 {
 	if (m->drain.draining) {
 		m->drain.drain_again = true;
@@ -314,7 +314,7 @@ void drain_start(struct manager *m)
 	m->drain.progress = m->drain.rotate || m->stopping;
 	m->drain.stop_slots = m->stopping ? m->windows.continuous_slots : 0;
 	m->drain.final_slots = 0;
-	blocked_works_take(m);
+	manager_blocked_take(m);
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
 		struct capture *c = m->cap.captures[i];
 
@@ -333,10 +333,10 @@ void drain_start(struct manager *m)
 	}
 }
 
-void drain_timer_cb(uv_timer_t *t)
+void manager_drain_timer_cb(uv_timer_t *t)
 {
 	struct manager *m = t->data;
 
 	if (!m->drain.draining)
-		drain_start(m);
+		manager_drain_start(m);
 }

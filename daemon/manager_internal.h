@@ -23,6 +23,7 @@
 #include "config.h"
 #include "drain.h"
 #include "proto.h"
+#include "pt_capture.h"
 #include "request.h"
 #include "sampling.h"
 #include "store.h"
@@ -159,52 +160,66 @@ struct pt_work {
 };
 
 /* manager.c */
-void reply_error(struct server_conn *conn, const char *code, const char *message);
-void shutdown_continue(struct manager *m);
+void manager_reply_error(struct server_conn *conn, const char *code, const char *message);
+void manager_shutdown_continue(struct manager *m);
 
 /* manager_drain.c */
-void drain_start(struct manager *m);
-void drain_timer_cb(uv_timer_t *t);
+void manager_drain_start(struct manager *m);
+void manager_drain_timer_cb(uv_timer_t *t);
+
+/* manager_window.c */
+/* Where a window that starts at now_ms closes: the next multiple of the
+ * window length, so windows line up with the clock (…:00, …:10, …:20).
+ * window_seconds > 0 (config checks it). */
+int64_t manager_window_close_ms(int64_t now_ms, uint32_t window_seconds);
+/* Starts a window at now_ms, to close on the clock's window boundary. */
+int manager_window_open(struct manager *m, int64_t now_ms);
+/* A window's (or stored capture's) write is done: its outcome, for status. */
+void manager_window_written(void *arg, const struct store_window *w, int r, const char *msg,
+			    const struct store_stats *stats);
+/* Adds a drained histogram row of a continuous slot to the open window. */
+void manager_window_hist_add(struct manager *m, const struct collector_hist *h);
+/* Hands the current window to the store and, with reopen, opens the next
+ * one, which starts where this one ends (now_ms: where the in-progress pass
+ * counted open blocks up to): every drained row lands in exactly one. */
+void manager_window_rotate(struct manager *m, bool reopen, int64_t now_ms);
 
 /* manager_continuous.c */
-void window_written(void *arg, const struct store_window *w, int r, const char *msg,
-		    const struct store_stats *stats);
-void window_hist_add(struct manager *m, const struct collector_hist *h);
-void window_rotate(struct manager *m, bool reopen, int64_t now_ms);
-int continuous_start(struct manager *m);
+int manager_continuous_start(struct manager *m);
 
 /* manager_capture.c */
-unsigned captures_running(const struct manager *m);
-void capture_free_cb(uv_handle_t *h);
-void capture_finish(struct manager *m, struct capture *c);
-void capture_end(struct manager *m, struct capture *c);
-const char *group_unavailable(struct manager *m, unsigned group, char *buf, size_t size);
-const char *request_error_code(int r);
-bool recording_allowed(struct manager *m, struct server_conn *conn,
+unsigned manager_captures_running(const struct manager *m);
+void manager_capture_free_cb(uv_handle_t *h);
+void manager_capture_finish(struct manager *m, struct capture *c);
+void manager_capture_end(struct manager *m, struct capture *c);
+const char *manager_group_unavailable(struct manager *m, unsigned group, char *buf, size_t size);
+const char *manager_request_error_code(int r);
+bool manager_recording_allowed(struct manager *m, struct server_conn *conn,
 		       const struct proto_capture_request *req, uint32_t seconds);
-void log_groups_loaded(struct manager *m, uint32_t groups);
-void handle_capture(struct manager *m, struct server_conn *conn,
+void manager_log_groups_loaded(struct manager *m, uint32_t groups);
+void manager_handle_capture(struct manager *m, struct server_conn *conn,
 		    const struct proto_capture_request *req);
 
 /* manager_latency.c */
-void handle_latency(struct manager *m, struct server_conn *conn,
+void manager_pt_limits(const struct config *cfg, struct pt_capture_limits *ret);
+void manager_handle_latency(struct manager *m, struct server_conn *conn,
 		    const struct proto_latency_request *req);
 
 /* manager_blocked.c: a request, then at the drain: taken at its start, run
  * on its thread (named through lk), replied to when it is in; dropped (with
  * an error reply) at shutdown. */
 struct drain_lookup;
-void handle_blocked(struct manager *m, struct server_conn *conn,
+void manager_handle_blocked(struct manager *m, struct server_conn *conn,
 		    const struct proto_blocked_request *req);
-void blocked_works_take(struct manager *m);
-void blocked_works_run(struct manager *m, const struct drain_lookup *lk);
-void blocked_works_reply(struct manager *m);
-void blocked_works_drop(struct manager *m);
+void manager_blocked_take(struct manager *m);
+void manager_blocked_run(struct manager *m, const struct drain_lookup *lk);
+void manager_blocked_reply(struct manager *m);
+void manager_blocked_drop(struct manager *m);
 
 /* manager_status.c */
-void notify_status(struct manager *m);
-void handle_status(struct manager *m, struct server_conn *conn);
-double counter_rate(const struct manager *m, unsigned idx); /* per second, last drain interval */
-double task_work_mean_ns(const struct manager *m); /* ... per task work scheduled; 0: none */
+void manager_notify_status(struct manager *m);
+void manager_handle_status(struct manager *m, struct server_conn *conn);
+double manager_counter_rate(const struct manager *m, unsigned idx); /* per second, last drain interval */
+double manager_task_work_mean_ns(const struct manager *m); /* ... per task work scheduled; 0: none */
 
 #endif

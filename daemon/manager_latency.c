@@ -19,7 +19,7 @@
 #include "drain.h"
 #include "hashtab.h"
 #include "kind_status.h"
-#include "history.h"
+#include "store_jobs.h"
 #include "log.h"
 #include "proto.h"
 #include "request.h"
@@ -42,12 +42,29 @@
  * time: each thread's AUX area is locked memory.
  */
 
+/* The config's keys for PT recordings, as pt_capture takes them. */
+void manager_pt_limits(const struct config *cfg, struct pt_capture_limits *ret)
+{
+	*ret = (struct pt_capture_limits){
+		.dir = cfg->pt_dir,
+		.keep = cfg->pt_keep,
+		.buffer_bytes = cfg->pt_buffer_bytes,
+		.max_bytes = cfg->pt_max_bytes,
+		.max_threads = cfg->pt_max_threads,
+		.sideband_only = cfg->pt_event == CONFIG_PT_EVENT_SIDEBAND,
+		.share_group = cfg->socket_group,
+	};
+}
+
 static void pt_work_cb(uv_work_t *req)
 {
 	struct pt_work *pw = req->data;
-	struct pt_capture_opts o = { .cfg = &pw->m->cfg,
+	struct pt_capture_limits limits;
+	struct pt_capture_opts o = { .limits = &limits,
 				     .req = &pw->req,
 				     .stop = &pw->m->pt.pt_stop };
+
+	manager_pt_limits(&pw->m->cfg, &limits);
 
 	pw->error = pt_capture_run(&o, &pw->result, pw->path, sizeof(pw->path), pw->err,
 				   sizeof(pw->err));
@@ -66,7 +83,7 @@ static const char *pt_error_code(int r)
 	case -EIO:
 		return PROTO_ERR_INTERNAL;
 	default:
-		return request_error_code(r); /* the function, the process */
+		return manager_request_error_code(r); /* the function, the process */
 	}
 }
 
@@ -78,43 +95,43 @@ static void pt_after_cb(uv_work_t *req, int status)
 
 	m->pt.pt_work = NULL;
 	if (status < 0)
-		reply_error(pw->conn, PROTO_ERR_INTERNAL, "the PT session was cancelled");
+		manager_reply_error(pw->conn, PROTO_ERR_INTERNAL, "the PT session was cancelled");
 	else if (pw->error < 0)
-		reply_error(pw->conn, pt_error_code(pw->error), pw->err);
+		manager_reply_error(pw->conn, pt_error_code(pw->error), pw->err);
 	else if ((line = proto_reply_pt_trace(&pw->result)))
 		server_conn_send(pw->conn, line);
 	else
-		reply_error(pw->conn, PROTO_ERR_INTERNAL, "out of memory");
+		manager_reply_error(pw->conn, PROTO_ERR_INTERNAL, "out of memory");
 	server_conn_unref(pw->conn);
 	free(pw);
 	if (m->stopping)
-		shutdown_continue(m);
+		manager_shutdown_continue(m);
 }
 
-void handle_latency(struct manager *m, struct server_conn *conn,
+void manager_handle_latency(struct manager *m, struct server_conn *conn,
 		    const struct proto_latency_request *req)
 {
 	/* recording a process is capturing it: the same rules */
 	struct proto_capture_request as_capture = { .pids = { req->pid }, .n_pids = 1 };
 	struct pt_work *pw;
 
-	if (!recording_allowed(m, conn, &as_capture, req->seconds))
+	if (!manager_recording_allowed(m, conn, &as_capture, req->seconds))
 		return;
 	if (m->pt.pt_work) {
-		reply_error(conn, PROTO_ERR_BUSY,
+		manager_reply_error(conn, PROTO_ERR_BUSY,
 			    "a PT session is running (one at a time); try again when it ends");
 		return;
 	}
 	pw = calloc(1, sizeof(*pw));
 	if (!pw) {
-		reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
+		manager_reply_error(conn, PROTO_ERR_INTERNAL, "out of memory");
 		return;
 	}
 	*pw = (struct pt_work){ .m = m, .conn = conn, .req = *req };
 	pw->work.data = pw;
 	if (uv_queue_work(m->loop, &pw->work, pt_work_cb, pt_after_cb) < 0) {
 		free(pw);
-		reply_error(conn, PROTO_ERR_INTERNAL, "cannot start a worker");
+		manager_reply_error(conn, PROTO_ERR_INTERNAL, "cannot start a worker");
 		return;
 	}
 	server_conn_ref(conn);

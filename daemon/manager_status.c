@@ -19,7 +19,7 @@
 #include "drain.h"
 #include "hashtab.h"
 #include "kind_status.h"
-#include "history.h"
+#include "store_jobs.h"
 #include "log.h"
 #include "proto.h"
 #include "request.h"
@@ -35,9 +35,9 @@
 #include "unwinder.h"
 #include "manager_internal.h"
 
-void notify_status(struct manager *m)
+void manager_notify_status(struct manager *m)
 {
-	unsigned running = captures_running(m);
+	unsigned running = manager_captures_running(m);
 
 	sd_notifyf(0, "STATUS=attached (%s); %u capture%s running",
 		   collector_tracepoint(m->collector), running, running == 1 ? "" : "s");
@@ -45,7 +45,7 @@ void notify_status(struct manager *m)
 
 /* ---- status ---- */
 
-static void sampling_status(const struct manager *m, struct proto_sampling_status *ret)
+static void fill_sampling_status(const struct manager *m, struct proto_sampling_status *ret)
 {
 	const struct sampling_summary *w = &m->windows.last_window_sampling;
 	bool sampled = m->cfg.continuous_stacks == CONFIG_STACKS_SAMPLED;
@@ -59,12 +59,12 @@ static void sampling_status(const struct manager *m, struct proto_sampling_statu
 		.walk_reason = why,
 		.walk_return = walk_return,
 		.walk_return_reason = *m->walk_return.why ? m->walk_return.why : return_why,
-		.blocks_per_s = counter_rate(m, OFFCPU_CNT_SAMPLED_BLOCKS),
-		.samples_per_s = counter_rate(m, OFFCPU_CNT_SAMPLES),
-		.user_walks_per_s = counter_rate(m, OFFCPU_CNT_USER_STACK_WALKS),
-		.kernel_walks_per_s = counter_rate(m, OFFCPU_CNT_KERNEL_STACK_WALKS),
-		.task_works_per_s = counter_rate(m, OFFCPU_CNT_TASK_WORKS),
-		.task_work_us = task_work_mean_ns(m) / 1e3,
+		.blocks_per_s = manager_counter_rate(m, OFFCPU_CNT_SAMPLED_BLOCKS),
+		.samples_per_s = manager_counter_rate(m, OFFCPU_CNT_SAMPLES),
+		.user_walks_per_s = manager_counter_rate(m, OFFCPU_CNT_USER_STACK_WALKS),
+		.kernel_walks_per_s = manager_counter_rate(m, OFFCPU_CNT_KERNEL_STACK_WALKS),
+		.task_works_per_s = manager_counter_rate(m, OFFCPU_CNT_TASK_WORKS),
+		.task_work_us = manager_task_work_mean_ns(m) / 1e3,
 		.samples_lost = m->stats.counters[OFFCPU_CNT_DEFER_LOST],
 		.window_blocks = w->blocks,
 		.window_samples = w->samples,
@@ -100,16 +100,16 @@ static double per_second(const struct manager *m, uint64_t now, uint64_t before)
 	return (now - before) / secs;
 }
 
-double counter_rate(const struct manager *m, unsigned idx)
+double manager_counter_rate(const struct manager *m, unsigned idx)
 {
 	return per_second(m, m->stats.counters[idx], m->stats.counters_prev[idx]);
 }
 
-double task_work_mean_ns(const struct manager *m)
+double manager_task_work_mean_ns(const struct manager *m)
 {
-	double works = counter_rate(m, OFFCPU_CNT_TASK_WORKS);
+	double works = manager_counter_rate(m, OFFCPU_CNT_TASK_WORKS);
 
-	return works > 0 ? counter_rate(m, OFFCPU_CNT_TASK_WORK_NS) / works : 0;
+	return works > 0 ? manager_counter_rate(m, OFFCPU_CNT_TASK_WORK_NS) / works : 0;
 }
 
 static uint64_t rss_bytes(void)
@@ -177,7 +177,7 @@ static void kinds_status(struct manager *m, const struct proto_pt_status *pt,
 	for (unsigned kind = 0; kind < OFFCPU_KIND_COUNT; kind++)
 		in.continuous[kind] = m->windows.continuous &&
 				      (m->cfg.continuous_kinds & (1u << kind)) &&
-				      !in.unavailable[kind]; /* continuous_start skipped those */
+				      !in.unavailable[kind]; /* manager_continuous_start skipped those */
 	in.continuous[KIND_STATUS_REQUEST] = m->windows.continuous && *m->cfg.continuous_requests;
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
 		const struct capture *c = m->cap.captures[i];
@@ -289,7 +289,7 @@ static void maps_status(struct manager *m, struct proto_map_fill maps[4])
 	map_fill(&maps[3], "histograms", m->stats.drained_hists, sizes.hists);
 }
 
-void handle_status(struct manager *m, struct server_conn *conn)
+void manager_handle_status(struct manager *m, struct server_conn *conn)
 {
 	struct proto_program programs[MAX_PROGRAMS];
 	struct collector_group_status groups[COLLECTOR_GROUP_COUNT];
@@ -301,6 +301,7 @@ void handle_status(struct manager *m, struct server_conn *conn)
 	unsigned first_continuous;
 	struct unwinder_stats ustats;
 	char pt_reason[512];
+	struct pt_capture_limits pt_limits;
 	struct kind_status kinds[KIND_STATUS_COUNT];
 	struct proto_kind_status pkinds[KIND_STATUS_COUNT];
 	const char *kstack_cache_why, *in_progress_why, *sched_frames_why;
@@ -330,9 +331,9 @@ void handle_status(struct manager *m, struct server_conn *conn)
 		.n_programs = m->stats.n_programs,
 		.slots_active = collector_slots_active(m->collector),
 		.slots_max = OFFCPU_MAX_SLOTS,
-		.captures_running = captures_running(m),
-		.switches_per_s = counter_rate(m, OFFCPU_CNT_SWITCHES),
-		.recorded_per_s = counter_rate(m, OFFCPU_CNT_RECORDED),
+		.captures_running = manager_captures_running(m),
+		.switches_per_s = manager_counter_rate(m, OFFCPU_CNT_SWITCHES),
+		.recorded_per_s = manager_counter_rate(m, OFFCPU_CNT_RECORDED),
 		.counters = counters,
 		.n_counters = OFFCPU_CNT_MAX,
 		.requests = requests,
@@ -351,8 +352,9 @@ void handle_status(struct manager *m, struct server_conn *conn)
 		.rss_bytes = rss_bytes(),
 		.unwind.mode = "fp", /* set whole below when tables are used */
 	};
-	pt_capture_status(&m->cfg, &st.pt, pt_reason, sizeof(pt_reason));
-	sampling_status(m, &st.sampling);
+	manager_pt_limits(&m->cfg, &pt_limits);
+	pt_capture_status(&pt_limits, &st.pt, pt_reason, sizeof(pt_reason));
+	fill_sampling_status(m, &st.sampling);
 	if (m->pt.pt_work)
 		st.pt.recording_pid = m->pt.pt_work->req.pid;
 	kinds_status(m, &st.pt, kinds, groups);

@@ -28,7 +28,7 @@ static int pt_capture_setup(const struct pt_capture_opts *o, struct pt_session_o
 			    char *err, size_t err_size)
 {
 	char sym[PROTO_REQUEST_SPEC_MAX + 1], bin[PROTO_REQUEST_SPEC_MAX + 1];
-	const struct config *cfg = o->cfg;
+	const struct pt_capture_limits *limits = o->limits;
 	struct elf_func *funcs;
 	struct pt_pmu pmu = { 0 };
 	char *path;
@@ -38,10 +38,10 @@ static int pt_capture_setup(const struct pt_capture_opts *o, struct pt_session_o
 	*so = (struct pt_session_opts){
 		.pid = o->req->pid,
 		.snapshot = o->req->snapshot,
-		.max_bytes = cfg->pt_max_bytes,
-		.max_threads = cfg->pt_max_threads,
+		.max_bytes = limits->max_bytes,
+		.max_threads = limits->max_threads,
 	};
-	if (cfg->pt_event == CONFIG_PT_EVENT_SIDEBAND) {
+	if (limits->sideband_only) {
 		so->event_type = PERF_TYPE_SOFTWARE;
 		so->event_config = PERF_COUNT_SW_DUMMY;
 	} else {
@@ -55,7 +55,7 @@ static int pt_capture_setup(const struct pt_capture_opts *o, struct pt_session_o
 		so->nom_freq = pmu.nom_freq;
 		/* the kernel wants a power of two of pages */
 		so->aux_bytes = (size_t)page;
-		while (so->aux_bytes * 2 <= cfg->pt_buffer_bytes)
+		while (so->aux_bytes * 2 <= limits->buffer_bytes)
 			so->aux_bytes *= 2;
 	}
 	/* The function must exist in the process even without a filter:
@@ -77,9 +77,9 @@ static int pt_capture_setup(const struct pt_capture_opts *o, struct pt_session_o
 
 /* Lets socket_group read what it may ask for; failing to is harmless
  * (root still can). */
-static void pt_capture_share(const struct config *cfg, const char *path, mode_t mode)
+static void pt_capture_share(const struct pt_capture_limits *limits, const char *path, mode_t mode)
 {
-	struct group *g = cfg->socket_group[0] ? getgrnam(cfg->socket_group) : NULL;
+	struct group *g = limits->share_group[0] ? getgrnam(limits->share_group) : NULL;
 
 	if (g && chown(path, (uid_t)-1, g->gr_gid) < 0)
 		return;
@@ -88,7 +88,7 @@ static void pt_capture_share(const struct config *cfg, const char *path, mode_t 
 
 /* Removes the oldest traces (by modification time: names sort by time
  * only per pid) beyond pt_keep. */
-static void pt_capture_rotate(const struct config *cfg)
+static void pt_capture_rotate(const struct pt_capture_limits *limits)
 {
 	struct dirent **names;
 	struct {
@@ -96,7 +96,7 @@ static void pt_capture_rotate(const struct config *cfg)
 		time_t mtime;
 	} *list;
 	size_t n_list = 0;
-	int n = scandir(cfg->pt_dir, &names, NULL, alphasort);
+	int n = scandir(limits->dir, &names, NULL, alphasort);
 
 	if (n < 0)
 		return;
@@ -106,7 +106,7 @@ static void pt_capture_rotate(const struct config *cfg)
 		char path[512];
 		struct stat st;
 
-		snprintf(path, sizeof(path), "%s/%s", cfg->pt_dir, names[i]->d_name);
+		snprintf(path, sizeof(path), "%s/%s", limits->dir, names[i]->d_name);
 		if (list && len > 3 && !strcmp(names[i]->d_name + len - 3, ".pt") &&
 		    stat(path, &st) == 0) {
 			snprintf(list[n_list].name, sizeof(list[n_list].name), "%s",
@@ -116,14 +116,14 @@ static void pt_capture_rotate(const struct config *cfg)
 		free(names[i]);
 	}
 	free(names);
-	while (list && n_list > cfg->pt_keep) {
+	while (list && n_list > limits->keep) {
 		size_t oldest = 0;
 		char path[512];
 
 		for (size_t i = 1; i < n_list; i++)
 			if (list[i].mtime < list[oldest].mtime)
 				oldest = i;
-		snprintf(path, sizeof(path), "%s/%s", cfg->pt_dir, list[oldest].name);
+		snprintf(path, sizeof(path), "%s/%s", limits->dir, list[oldest].name);
 		unlink(path);
 		strncat(path, ".vdso", sizeof(path) - strlen(path) - 1);
 		unlink(path);
@@ -159,7 +159,7 @@ static int pt_capture_store_vdso(struct pt_trace *t, const char *trace_path, con
 	return r;
 }
 
-static int pt_capture_store(const struct config *cfg, uint32_t pid, struct pt_trace *t,
+static int pt_capture_store(const struct pt_capture_limits *limits, uint32_t pid, struct pt_trace *t,
 			    const uint8_t *vdso, size_t vdso_size, char *path, size_t path_size,
 			    char *err, size_t err_size)
 {
@@ -168,16 +168,16 @@ static int pt_capture_store(const struct config *cfg, uint32_t pid, struct pt_tr
 	struct tm tm;
 	int r;
 
-	if (mkdir(cfg->pt_dir, 0750) < 0 && errno != EEXIST) {
+	if (mkdir(limits->dir, 0750) < 0 && errno != EEXIST) {
 		r = -errno;
-		snprintf(err, err_size, "cannot create %s: %s", cfg->pt_dir, strerror(-r));
+		snprintf(err, err_size, "cannot create %s: %s", limits->dir, strerror(-r));
 		return r;
 	}
-	pt_capture_share(cfg, cfg->pt_dir, 0750);
+	pt_capture_share(limits, limits->dir, 0750);
 	clock_gettime(CLOCK_REALTIME, &now);
 	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", gmtime_r(&now.tv_sec, &tm));
 	/* milliseconds: two recordings of a process in one second both stay */
-	snprintf(path, path_size, "%s/%u-%s.%03ld.pt", cfg->pt_dir, pid, stamp,
+	snprintf(path, path_size, "%s/%u-%s.%03ld.pt", limits->dir, pid, stamp,
 		 now.tv_nsec / 1000000);
 	r = vdso ? pt_capture_store_vdso(t, path, vdso, vdso_size) : 0;
 	if (!r)
@@ -186,14 +186,14 @@ static int pt_capture_store(const struct config *cfg, uint32_t pid, struct pt_tr
 		snprintf(err, err_size, "cannot write %s: %s", path, strerror(-r));
 		return r;
 	}
-	pt_capture_share(cfg, path, 0640);
+	pt_capture_share(limits, path, 0640);
 	if (vdso) {
 		char vpath[4200];
 
 		snprintf(vpath, sizeof(vpath), "%s.vdso", path);
-		pt_capture_share(cfg, vpath, 0640);
+		pt_capture_share(limits, vpath, 0640);
 	}
-	pt_capture_rotate(cfg);
+	pt_capture_rotate(limits);
 	return 0;
 }
 
@@ -226,7 +226,7 @@ int pt_capture_run(const struct pt_capture_opts *o, struct proto_pt_trace_result
 	if (r < 0)
 		snprintf(err, err_size, "out of memory recording the trace");
 	else
-		r = pt_capture_store(o->cfg, o->req->pid, &t, vdso, vdso_size, path_buf, path_size,
+		r = pt_capture_store(o->limits, o->req->pid, &t, vdso, vdso_size, path_buf, path_size,
 				     err, err_size);
 	if (!r) {
 		st = pt_session_stats(s);
@@ -250,7 +250,7 @@ int pt_capture_run(const struct pt_capture_opts *o, struct proto_pt_trace_result
 	return r;
 }
 
-void pt_capture_status(const struct config *cfg, struct proto_pt_status *ret, char *reason_buf,
+void pt_capture_status(const struct pt_capture_limits *limits, struct proto_pt_status *ret, char *reason_buf,
 		       size_t reason_size)
 {
 	struct pt_pmu pmu;
@@ -258,7 +258,7 @@ void pt_capture_status(const struct config *cfg, struct proto_pt_status *ret, ch
 	reason_buf[0] = '\0';
 	*ret = (struct proto_pt_status){ .event = "sideband", .available = true,
 					 .reason = reason_buf };
-	if (cfg->pt_event == CONFIG_PT_EVENT_SIDEBAND)
+	if (limits->sideband_only)
 		return;
 	ret->event = "intel_pt";
 	ret->available = pt_pmu_probe("/sys", &pmu, reason_buf, reason_size) == 0;

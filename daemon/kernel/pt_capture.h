@@ -13,11 +13,24 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "config.h"
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "proto.h"
 
+/* What the config says of PT recordings (its pt_* keys, socket_group). */
+struct pt_capture_limits {
+	const char *dir;	   /* recorded traces */
+	uint32_t keep;		   /* traces kept there; the oldest go first */
+	uint64_t buffer_bytes;	   /* AUX area per thread */
+	uint64_t max_bytes;	   /* trace kept per thread */
+	uint32_t max_threads;	   /* threads of one traced process */
+	bool sideband_only;	   /* pt_event = sideband */
+	const char *share_group;   /* traces readable by this group; "" none */
+};
+
 struct pt_capture_opts {
-	const struct config *cfg;
+	const struct pt_capture_limits *limits;
 	const struct proto_latency_request *req;
 	const atomic_bool *stop; /* set: end early (daemon shutting down) */
 };
@@ -34,7 +47,7 @@ int pt_capture_run(const struct pt_capture_opts *o, struct proto_pt_trace_result
 
 /* Whether a recording can run on this host, for status: fills ret but
  * recording_pid; ret->reason points into reason_buf. */
-void pt_capture_status(const struct config *cfg, struct proto_pt_status *ret, char *reason_buf,
+void pt_capture_status(const struct pt_capture_limits *limits, struct proto_pt_status *ret, char *reason_buf,
 		       size_t reason_size);
 
 #endif

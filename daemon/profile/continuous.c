@@ -4,13 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 
-size_t continuous_specs(const struct config *cfg, char *buf, size_t size,
-			const char *specs[CONFIG_MAX_REQUESTS])
+size_t continuous_specs(const struct continuous_settings *set, char *buf, size_t size,
+			const char *specs[OFFCPU_MAX_REQUESTS])
 {
 	size_t n = 0;
 
-	snprintf(buf, size, "%s", cfg->continuous_requests);
-	for (char *save, *w = strtok_r(buf, " \t", &save); w && n < CONFIG_MAX_REQUESTS;
+	snprintf(buf, size, "%s", set->requests);
+	for (char *save, *w = strtok_r(buf, " \t", &save); w && n < OFFCPU_MAX_REQUESTS;
 	     w = strtok_r(NULL, " \t", &save))
 		specs[n++] = w;
 	return n;
@@ -19,38 +19,31 @@ size_t continuous_specs(const struct config *cfg, char *buf, size_t size,
 /* The continuous slot of kind samples its stacks (bpf/sampling.h) if so
  * configured and it is a kind whose rows are blocks by the blocked thread's
  * stacks. */
-static uint64_t continuous_sample_period_ns(const struct config *cfg, unsigned kind)
+static uint64_t continuous_sample_period_ns(const struct continuous_settings *set, unsigned kind)
 {
-	if (cfg->continuous_stacks != CONFIG_STACKS_SAMPLED ||
+	if (!set->sampled ||
 	    (kind != OFFCPU_KIND_OFFCPU && kind != OFFCPU_KIND_RUNQ))
 		return 0;
-	return (uint64_t)cfg->sample_period_us * 1000;
+	return (uint64_t)set->sample_period_us * 1000;
 }
 
-void continuous_filter(const struct config *cfg, unsigned kind, bool requests,
+void continuous_filter(const struct continuous_settings *set, unsigned kind, bool requests,
 		       struct collector_filter *ret)
 {
 	bool io = kind == OFFCPU_KIND_BIO || kind == OFFCPU_KIND_FILEIO;
 
 	*ret = (struct collector_filter){
-		.state_mask = cfg->continuous_states,
-		.min_block_ns = (uint64_t)cfg->continuous_min_block_us * 1000,
+		.state_mask = set->states,
+		.min_block_ns = (uint64_t)set->min_block_us * 1000,
 		.user_stacks = kind != OFFCPU_KIND_WAKEUP,
 		.kernel_stacks = kind != OFFCPU_KIND_WAKEUP,
 		.kind = kind,
 		.chain_depth = 3,
-		.split_runq = kind == OFFCPU_KIND_OFFCPU && cfg->continuous_split_runq,
-		.sample_period_ns = continuous_sample_period_ns(cfg, kind),
+		.split_runq = kind == OFFCPU_KIND_OFFCPU && set->split_runq,
+		.sample_period_ns = continuous_sample_period_ns(set, kind),
 		.hist = kind == OFFCPU_KIND_OFFCPU,
 		/* On-CPU samples are not request-synchronous: all of them; and
 		 * requests gate off-CPU blocks, not I/O. */
 		.requests = requests && kind != OFFCPU_KIND_ONCPU && !io,
 	};
-}
-
-int64_t continuous_window_close_ms(int64_t now_ms, uint32_t window_seconds)
-{
-	int64_t len_ms = (int64_t)window_seconds * 1000;
-
-	return (now_ms / len_ms + 1) * len_ms;
 }

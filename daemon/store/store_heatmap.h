@@ -4,7 +4,7 @@
  * thousands of windows answered without reading a single stack. Part of the
  * store (same connection, same single-thread rule, see store.h); it reads
  * an index of per-thread sums that store_window_add() writes with each
- * continuous window. Called by history.c on the store queue's worker. Does
+ * continuous window. Called by store_jobs.c on the store queue's worker. Does
  * not log.
  */
 #ifndef STORE_HEATMAP_H

@@ -1,5 +1,5 @@
-/* history: see history.h. */
-#include "history.h"
+/* The store's jobs: see store_jobs.h. */
+#include "store_jobs.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -43,7 +43,7 @@ struct write_job {
 	struct profile *profile;
 	struct hashtab *hists;
 	struct store_window window;
-	history_written_fn written;
+	store_jobs_written_fn written;
 	void *arg;
 	int r;
 	char msg[256];
@@ -162,8 +162,8 @@ static void write_done(struct store_job *job)
 	free(w);
 }
 
-int history_write(struct store_queue *q, struct profile *profile, struct hashtab *hists,
-		  const struct store_window *win, history_written_fn written, void *arg)
+int store_jobs_write(struct store_queue *q, struct profile *profile, struct hashtab *hists,
+		  const struct store_window *win, store_jobs_written_fn written, void *arg)
 {
 	struct write_job *w = calloc(1, sizeof(*w));
 
@@ -188,7 +188,7 @@ int history_write(struct store_queue *q, struct profile *profile, struct hashtab
 /* A job that ends in a reply line. */
 struct reply_job {
 	struct store_job job;
-	history_reply_fn done;
+	store_jobs_reply_fn done;
 	void *arg;
 	char *reply;
 };
@@ -201,7 +201,7 @@ static void reply_done(struct store_job *job)
 	free(r);
 }
 
-static char *store_error(int r, const char *msg)
+static char *job_error_reply(int r, const char *msg)
 {
 	char text[320];
 
@@ -225,7 +225,7 @@ static void windows_work(struct store_job *job, struct store *store)
 
 	r = store_windows_list(store, j->since_ms, &w, &n, msg, sizeof(msg));
 	if (r < 0) {
-		j->base.reply = store_error(r, msg);
+		j->base.reply = job_error_reply(r, msg);
 		return;
 	}
 	info = calloc(n + 1, sizeof(*info));
@@ -246,7 +246,7 @@ static void windows_work(struct store_job *job, struct store *store)
 	free(w);
 }
 
-static struct reply_job *reply_job_new(size_t size, history_reply_fn done, void *arg,
+static struct reply_job *reply_job_new(size_t size, store_jobs_reply_fn done, void *arg,
 				       void (*work)(struct store_job *, struct store *))
 {
 	struct reply_job *r = calloc(1, size);
@@ -260,8 +260,8 @@ static struct reply_job *reply_job_new(size_t size, history_reply_fn done, void 
 	return r;
 }
 
-int history_windows(struct store_queue *q, const struct proto_windows_request *req,
-		    history_reply_fn reply, void *arg)
+int store_jobs_windows(struct store_queue *q, const struct proto_windows_request *req,
+		    store_jobs_reply_fn reply, void *arg)
 {
 	struct windows_job *j =
 		(struct windows_job *)reply_job_new(sizeof(*j), reply, arg, windows_work);
@@ -404,7 +404,7 @@ static void export_work(struct store_job *job, struct store *store)
 				  j->req.diff_capture, &before, &res.diff_windows, NULL, msg,
 				  sizeof(msg));
 	if (r < 0) {
-		j->base.reply = r == -ENOMEM ? NULL : store_error(r, msg);
+		j->base.reply = r == -ENOMEM ? NULL : job_error_reply(r, msg);
 		goto out;
 	}
 	res.total_ns = profile_total_ns(after);
@@ -439,8 +439,8 @@ static void export_done(struct store_job *job)
 	reply_done(job);
 }
 
-int history_export(struct store_queue *q, const struct proto_export_request *req,
-		   history_reply_fn reply, void *arg, char *err, size_t err_size)
+int store_jobs_export(struct store_queue *q, const struct proto_export_request *req,
+		   store_jobs_reply_fn reply, void *arg, char *err, size_t err_size)
 {
 	struct stack_filter_spec spec = {
 		.comm = req->comm,
@@ -524,7 +524,7 @@ static void hist_work(struct store_job *job, struct store *store)
 
 	r = store_hist_query(store, &q, type, hist_row, j, &res.windows, msg, sizeof(msg));
 	if (r < 0) {
-		j->base.reply = r == -ENOMEM ? NULL : store_error(r, msg);
+		j->base.reply = r == -ENOMEM ? NULL : job_error_reply(r, msg);
 		return;
 	}
 	res.processes = j->procs;
@@ -542,8 +542,8 @@ static void hist_done(struct store_job *job)
 	reply_done(job);
 }
 
-int history_hist(struct store_queue *q, const struct proto_hist_request *req,
-		 history_reply_fn reply, void *arg)
+int store_jobs_hist(struct store_queue *q, const struct proto_hist_request *req,
+		 store_jobs_reply_fn reply, void *arg)
 {
 	struct hist_job *j = (struct hist_job *)reply_job_new(sizeof(*j), reply, arg, hist_work);
 
@@ -588,7 +588,7 @@ static void heatmap_work(struct store_job *job, struct store *store)
 
 	r = store_heatmap_query(store, &q, &h, msg, sizeof(msg));
 	if (r < 0) {
-		j->base.reply = r == -ENOMEM ? NULL : store_error(r, msg);
+		j->base.reply = r == -ENOMEM ? NULL : job_error_reply(r, msg);
 		return;
 	}
 	rows = calloc(h.n_rows + 1, sizeof(*rows));
@@ -618,8 +618,8 @@ static void heatmap_work(struct store_job *job, struct store *store)
 	store_heatmap_free(&h);
 }
 
-int history_heatmap(struct store_queue *q, const struct proto_heatmap_request *req,
-		    history_reply_fn reply, void *arg)
+int store_jobs_heatmap(struct store_queue *q, const struct proto_heatmap_request *req,
+		    store_jobs_reply_fn reply, void *arg)
 {
 	struct heatmap_job *j =
 		(struct heatmap_job *)reply_job_new(sizeof(*j), reply, arg, heatmap_work);

@@ -1,6 +1,6 @@
 /*
  * Unit test of continuous: the always-on slots' filters per kind, the
- * request specs and the windows' clock boundaries, from a configuration.
+ * request specs, from the config's settings.
  */
 #include <linux/types.h>
 #include <stdbool.h>
@@ -11,23 +11,21 @@
 #include "check.h"
 #include "continuous.h"
 
-static struct config cfg_make(unsigned stacks)
+static struct continuous_settings cfg_make(bool sampled)
 {
-	struct config cfg;
-
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.continuous_states = 0x5;
-	cfg.continuous_min_block_us = 7;
-	cfg.continuous_split_runq = true;
-	cfg.continuous_stacks = stacks;
-	cfg.sample_period_us = 250;
-	cfg.window_seconds = 10;
-	return cfg;
+	return (struct continuous_settings){
+		.states = 0x5,
+		.min_block_us = 7,
+		.split_runq = true,
+		.sampled = sampled,
+		.sample_period_us = 250,
+		.requests = "",
+	};
 }
 
 static void test_filters(void)
 {
-	struct config cfg = cfg_make(CONFIG_STACKS_SAMPLED);
+	struct continuous_settings cfg = cfg_make(true);
 	struct collector_filter f;
 
 	continuous_filter(&cfg, OFFCPU_KIND_OFFCPU, false, &f);
@@ -49,8 +47,8 @@ static void test_filters(void)
 			  "kind %u", kind);
 	}
 
-	cfg = cfg_make(CONFIG_STACKS_EXACT);
-	cfg.continuous_split_runq = false;
+	cfg = cfg_make(false);
+	cfg.split_runq = false;
 	continuous_filter(&cfg, OFFCPU_KIND_OFFCPU, false, &f);
 	CHECK(f.sample_period_ns == 0 && !f.split_runq && f.hist);
 }
@@ -58,7 +56,7 @@ static void test_filters(void)
 /* Requests gate the blocks of off-CPU kinds, not on-CPU samples nor I/O. */
 static void test_requests(void)
 {
-	struct config cfg = cfg_make(CONFIG_STACKS_SAMPLED);
+	struct continuous_settings cfg = cfg_make(true);
 	struct collector_filter f;
 
 	for (unsigned kind = 0; kind < OFFCPU_KIND_COUNT; kind++) {
@@ -74,37 +72,26 @@ static void test_requests(void)
 
 static void test_specs(void)
 {
-	struct config cfg = cfg_make(CONFIG_STACKS_SAMPLED);
-	const char *specs[CONFIG_MAX_REQUESTS];
-	char buf[sizeof(cfg.continuous_requests)];
+	struct continuous_settings cfg = cfg_make(true);
+	const char *specs[OFFCPU_MAX_REQUESTS];
+	char buf[1024];
 	size_t n;
 
 	CHECK(continuous_specs(&cfg, buf, sizeof(buf), specs) == 0);
-	snprintf(cfg.continuous_requests, sizeof(cfg.continuous_requests),
-		 " handle@/usr/sbin/mysqld\tdo_command@/usr/sbin/mysqld  ");
+	cfg.requests = " handle@/usr/sbin/mysqld\tdo_command@/usr/sbin/mysqld  ";
 	n = continuous_specs(&cfg, buf, sizeof(buf), specs);
 	CHECK(n == 2);
 	if (n == 2) {
 		CHECK_STR(specs[0], "handle@/usr/sbin/mysqld");
 		CHECK_STR(specs[1], "do_command@/usr/sbin/mysqld");
 	}
-	/* The configuration is left as it was. */
-	CHECK_STR(cfg.continuous_requests,
-		  " handle@/usr/sbin/mysqld\tdo_command@/usr/sbin/mysqld  ");
-	/* More words than slots take probes for: the first CONFIG_MAX_REQUESTS. */
-	snprintf(cfg.continuous_requests, sizeof(cfg.continuous_requests), "a b c d e f g h i j");
+	/* The setting is left as it was. */
+	CHECK_STR(cfg.requests, " handle@/usr/sbin/mysqld\tdo_command@/usr/sbin/mysqld  ");
+	/* More words than slots take probes for: the first OFFCPU_MAX_REQUESTS. */
+	cfg.requests = "a b c d e f g h i j";
 	n = continuous_specs(&cfg, buf, sizeof(buf), specs);
-	CHECK(n == CONFIG_MAX_REQUESTS);
-	CHECK_STR(specs[CONFIG_MAX_REQUESTS - 1], "h");
-}
-
-static void test_window_close(void)
-{
-	CHECK(continuous_window_close_ms(12345, 10) == 20000);
-	CHECK(continuous_window_close_ms(20000, 10) == 30000); /* on a boundary: the next */
-	CHECK(continuous_window_close_ms(19999, 10) == 20000);
-	CHECK(continuous_window_close_ms(1764000000123, 60) == 1764000060000);
-	CHECK(continuous_window_close_ms(0, 1) == 1000);
+	CHECK(n == OFFCPU_MAX_REQUESTS);
+	CHECK_STR(specs[OFFCPU_MAX_REQUESTS - 1], "h");
 }
 
 int main(void)
@@ -112,6 +99,5 @@ int main(void)
 	test_filters();
 	test_requests();
 	test_specs();
-	test_window_close();
 	return CHECK_DONE();
 }

@@ -1,4 +1,4 @@
-/* Unit test of daemon/history.c over a real store and a real libuv loop:
+/* Unit test of daemon/store/store_jobs.c over a real store and a real libuv loop:
  * a window written is listed and exported as it was written, a bad regex
  * is refused before anything is queued, and a large flame graph is drawn
  * on a worker while the event loop keeps running its timers. */
@@ -12,7 +12,7 @@
 #include <uv.h>
 
 #include "check.h"
-#include "history.h"
+#include "store_jobs.h"
 #include "thread_state.h"
 
 struct reply {
@@ -64,7 +64,7 @@ static void write_window(uv_loop_t *loop, struct store_queue *q, uint64_t id, si
 		snprintf(ustack, sizeof(ustack), "main;f%zu;g%zu;h%zu", i % 97, i % 1013, i);
 		CHECK(profile_add_row(p, &row) == 0);
 	}
-	CHECK(history_write(q, p, NULL, &w, written, &writes) == 0);
+	CHECK(store_jobs_write(q, p, NULL, &w, written, &writes) == 0);
 	uv_run(loop, UV_RUN_DEFAULT);
 	CHECK(writes == 1);
 }
@@ -100,7 +100,7 @@ static void test_windows_and_export(uv_loop_t *loop, struct store_queue *q)
 	char err[128] = "";
 
 	write_window(loop, q, 5, 2);
-	CHECK(history_windows(q, &wr, got_reply, &r) == 0);
+	CHECK(store_jobs_windows(q, &wr, got_reply, &r) == 0);
 	uv_run(loop, UV_RUN_DEFAULT);
 	reply = parse(&r);
 	CHECK(reply && reply->ok && reply->n_windows == 1);
@@ -110,7 +110,7 @@ static void test_windows_and_export(uv_loop_t *loop, struct store_queue *q)
 
 	export_request(&req, 5, PROTO_FORMAT_FOLDED);
 	memset(&r, 0, sizeof(r));
-	CHECK(history_export(q, &req, got_reply, &r, err, sizeof(err)) == 0);
+	CHECK(store_jobs_export(q, &req, got_reply, &r, err, sizeof(err)) == 0);
 	uv_run(loop, UV_RUN_DEFAULT);
 	reply = parse(&r);
 	CHECK(reply && reply->ok && reply->export.windows == 1);
@@ -122,7 +122,7 @@ static void test_windows_and_export(uv_loop_t *loop, struct store_queue *q)
 	/* Refused at once: no reply will come. */
 	strcpy(req.grep, "(");
 	memset(&r, 0, sizeof(r));
-	CHECK(history_export(q, &req, got_reply, &r, err, sizeof(err)) == -EINVAL);
+	CHECK(store_jobs_export(q, &req, got_reply, &r, err, sizeof(err)) == -EINVAL);
 	CHECK(*err != '\0');
 	uv_run(loop, UV_RUN_DEFAULT);
 	CHECK(!r.done);
@@ -162,7 +162,7 @@ static void test_loop_runs_while_drawing(uv_loop_t *loop, struct store_queue *q)
 	k.timer.data = &k;
 	uv_update_time(loop);
 	start = uv_hrtime();
-	CHECK(history_export(q, &req, got_reply, &r, err, sizeof(err)) == 0);
+	CHECK(store_jobs_export(q, &req, got_reply, &r, err, sizeof(err)) == 0);
 	uv_timer_start(&k.timer, tick, 2, 2);
 	uv_run(loop, UV_RUN_DEFAULT);
 	ms = (uv_hrtime() - start) / 1000000;
