@@ -1,5 +1,5 @@
 /*
- * unwind_tables: how long daemon/unwind_table.c takes to build the unwind
+ * unwind_tables: how long daemon/kernel/unwind_table.c takes to build the unwind
  * table of each file given, and how large the table is (rows and bytes in
  * the kernel's unwind_rows array). Best of 5 builds per file.
  *

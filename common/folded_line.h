@@ -1,6 +1,6 @@
 /*
  * folded_line: the layout of a profile row's folded line (flamegraph.pl's
- * input), written once, for the daemon's writer (daemon/folded.c) and the
+ * input), written once, for the daemon's writer (daemon/profile/folded.c) and the
  * stack filter (stack_filter.c), so a filter sees the frames the line holds:
  *   offcpu   comm;user;-;kernel
  *   runq     comm;user;-;kernel;[runqueue]

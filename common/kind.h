@@ -47,7 +47,7 @@ enum proto_metric {
 #define KIND_FRAME_QUEUED   "[queued]"
 
 /* The state of a bio row's queue time (insert to issue): OFFCPU_IO_STATE_QUEUE
- * in bpf/offcpu.h, R (daemon/folded.c static-asserts it). */
+ * in bpf/offcpu.h, R (daemon/profile/folded.c static-asserts it). */
 #define KIND_IO_STATE_QUEUE 0
 
 /* Which stacks a kind's folded line holds after its comm. */

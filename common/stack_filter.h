@@ -1,7 +1,7 @@
 /*
  * stack_filter: which stacks to keep. The one implementation behind every
  * stack filter: a capture's reply and the window it stores
- * (daemon/capture.c), exports (daemon/history.c; the store's SQL narrows
+ * (daemon/profile/capture.c), exports (daemon/store/store_jobs.c; the store's SQL narrows
  * rows by the same pids, comm and states first, for speed) and offcpuctl's
  * offline flamegraph and diff (folded text). Does not log.
  *

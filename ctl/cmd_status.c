@@ -171,7 +171,7 @@ static void pt_summary(const struct proto_pt_status *pt)
 	printf("\n");
 }
 
-/* Each kind: ready, in use or unavailable, and why (daemon/kind_status.c). */
+/* Each kind: ready, in use or unavailable, and why (daemon/profile/kind_status.c). */
 static void kinds_summary(const struct proto_status *st)
 {
 	if (!st->n_kinds) { /* an older daemon: its I/O paths */

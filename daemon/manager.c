@@ -99,7 +99,7 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 	case PROTO_CMD_EXPORT:
 		server_conn_ref(conn);
 		r = store_jobs_export(m->store_queue, &req->export, store_reply_cb, conn, err,
-				   sizeof(err));
+				      sizeof(err));
 		break;
 	case PROTO_CMD_HIST:
 		server_conn_ref(conn);
@@ -121,7 +121,7 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 			manager_capture_end(m, c);
 		else
 			manager_reply_error(conn, PROTO_ERR_BAD_REQUEST,
-				    "no capture is running on this connection");
+					    "no capture is running on this connection");
 		break;
 	}
 	if (r < 0) { /* a store job not queued: store_reply_cb won't come */
@@ -441,7 +441,8 @@ static void manager_free(struct manager *m)
 		if (!c)
 			continue;
 		if (c->conn) {
-			manager_reply_error(c->conn, PROTO_ERR_INTERNAL, "offcpud is shutting down");
+			manager_reply_error(c->conn, PROTO_ERR_INTERNAL,
+					    "offcpud is shutting down");
 			server_conn_set_data(c->conn, NULL);
 		}
 		m->cap.captures[i] = NULL;
@@ -455,8 +456,7 @@ static void manager_free(struct manager *m)
 	symbolizer_free(m->symbolizer);
 	proc_files_free(m->proc_files); /* after the unwinder and symbolizer that use it */
 	file_ids_free(m->file_ids);	/* likewise */
-	profile_free(m->windows.window);
-	hashtab_free(m->windows.window_hists);
+	manager_window_free(m);
 	sampling_carry_release(&m->drain.carry);
 	drain_names_free(m->drain.kept_names);
 	store_queue_free(m->store_queue);

@@ -25,7 +25,7 @@ struct blocked_work {
 };
 
 void manager_handle_blocked(struct manager *m, struct server_conn *conn,
-		    const struct proto_blocked_request *req)
+			    const struct proto_blocked_request *req)
 {
 	struct proto_capture_request *targets;
 	struct blocked_work *w;

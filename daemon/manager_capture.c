@@ -189,7 +189,8 @@ static void reply_after_cb(uv_work_t *req, int status)
 	if (rw->line)
 		server_conn_send(rw->conn, rw->line);
 	else
-		manager_reply_error(rw->conn, PROTO_ERR_INTERNAL, "out of memory formatting the reply");
+		manager_reply_error(rw->conn, PROTO_ERR_INTERNAL,
+				    "out of memory formatting the reply");
 	server_conn_unref(rw->conn);
 	/* Kept for "export --capture ID"; a cancelled capture is not. */
 	if (store_jobs_write(m->store_queue, c->profile, NULL, &w, manager_window_written, m) < 0)
@@ -236,7 +237,8 @@ void manager_capture_finish(struct manager *m, struct capture *c)
 		server_conn_set_data(c->conn, NULL);
 		if (reply_work_start(m, c) == 0)
 			return; /* reply_after_cb releases the slot */
-		manager_reply_error(c->conn, PROTO_ERR_INTERNAL, "out of memory formatting the reply");
+		manager_reply_error(c->conn, PROTO_ERR_INTERNAL,
+				    "out of memory formatting the reply");
 	}
 	slot_release(m, c->slot);
 	uv_close((uv_handle_t *)&c->timer, manager_capture_free_cb);
@@ -369,7 +371,7 @@ static void probe_after_cb(uv_work_t *req, int status)
  * its targets' existence, the client's right to them. Replies and returns
  * false if one fails. */
 bool manager_recording_allowed(struct manager *m, struct server_conn *conn,
-		       const struct proto_capture_request *req, uint32_t seconds)
+			       const struct proto_capture_request *req, uint32_t seconds)
 {
 	char err[512];
 
@@ -445,14 +447,16 @@ static void start_capture(struct manager *m, struct capture *c)
 	r = collector_slot_add(m->collector, &filter, &c->slot);
 	if (r < 0) {
 		if (r == -EBUSY)
-			manager_reply_error(c->conn, PROTO_ERR_BUSY, "all capture slots are in use");
+			manager_reply_error(c->conn, PROTO_ERR_BUSY,
+					    "all capture slots are in use");
 		else if (r == -EOPNOTSUPP &&
 			 (group = group_first_unavailable(m, collector_filter_groups(&filter))) <
 				 COLLECTOR_GROUP_COUNT)
 			manager_reply_error(c->conn, PROTO_ERR_UNSUPPORTED,
-				    manager_group_unavailable(m, group, err, sizeof(err)));
+					    manager_group_unavailable(m, group, err, sizeof(err)));
 		else if (r == -ENOSPC)
-			manager_reply_error(c->conn, PROTO_ERR_BUSY, "the pid/tid filter maps are full");
+			manager_reply_error(c->conn, PROTO_ERR_BUSY,
+					    "the pid/tid filter maps are full");
 		else
 			manager_reply_error(c->conn, PROTO_ERR_INTERNAL, strerror(-r));
 		discard_capture(c);
@@ -525,7 +529,8 @@ static void load_after_cb(uv_work_t *req, int status)
 		log_warning("%s", manager_group_unavailable(m, lw->failed, err, sizeof(err)));
 	if (m->stopping) {
 		if (c->conn)
-			manager_reply_error(c->conn, PROTO_ERR_INTERNAL, "offcpud is shutting down");
+			manager_reply_error(c->conn, PROTO_ERR_INTERNAL,
+					    "offcpud is shutting down");
 		discard_capture(c);
 		free(lw);
 		manager_shutdown_continue(m);
@@ -534,7 +539,8 @@ static void load_after_cb(uv_work_t *req, int status)
 	if (!c->conn) {
 		discard_capture(c); /* the client has gone */
 	} else if (status < 0) {
-		manager_reply_error(c->conn, PROTO_ERR_INTERNAL, "loading the programs was cancelled");
+		manager_reply_error(c->conn, PROTO_ERR_INTERNAL,
+				    "loading the programs was cancelled");
 		discard_capture(c);
 	} else if (lw->error < 0) {
 		manager_reply_error(c->conn, PROTO_ERR_UNSUPPORTED, err);
@@ -564,7 +570,7 @@ static int load_work_start(struct manager *m, struct capture *c, uint32_t groups
 }
 
 void manager_handle_capture(struct manager *m, struct server_conn *conn,
-		    const struct proto_capture_request *req)
+			    const struct proto_capture_request *req)
 {
 	struct collector_filter filter;
 	struct collector_group_status st;
@@ -574,7 +580,7 @@ void manager_handle_capture(struct manager *m, struct server_conn *conn,
 
 	if (server_conn_get_data(conn)) {
 		manager_reply_error(conn, PROTO_ERR_BUSY,
-			    "a capture is already running on this connection");
+				    "a capture is already running on this connection");
 		return;
 	}
 	if (captures_held(m) >= m->cfg.max_captures) {
@@ -610,7 +616,7 @@ void manager_handle_capture(struct manager *m, struct server_conn *conn,
 		collector_group_status(m->collector, g, &st);
 		if (st.state == COLLECTOR_GROUP_UNAVAILABLE) {
 			manager_reply_error(conn, PROTO_ERR_UNSUPPORTED,
-				    manager_group_unavailable(m, g, err, sizeof(err)));
+					    manager_group_unavailable(m, g, err, sizeof(err)));
 			discard_capture(c);
 			return;
 		}

@@ -182,7 +182,8 @@ static void carry_settle(struct manager *m, uint64_t completed, bool window_ends
 			.profile = slot_profile(m, i),
 			.summary = c ? &c->sampling : &m->windows.window_sampling,
 		};
-		bool ends = c ? c->phase == CAPTURE_ENDING && c->final_drain <= completed : window_ends;
+		bool ends =
+			c ? c->phase == CAPTURE_ENDING && c->final_drain <= completed : window_ends;
 
 		if (!to.profile)
 			sampling_carry_take(&m->drain.carry, 1u << i, NULL, NULL);
@@ -269,7 +270,8 @@ static void drain_after_cb(uv_work_t *req, int status)
 	drain_result_release(r);
 	manager_blocked_reply(m);
 	rotate = m->windows.window && m->drain.rotate;
-	last = m->stopping && !m->drain.drain_again; /* the final drain: the window is stored next */
+	last = m->stopping &&
+	       !m->drain.drain_again; /* the final drain: the window is stored next */
 	carry_settle(m, completed, rotate || last);
 	if (rotate)
 		manager_window_rotate(m, true, m->drain.pass_realtime_ms);
@@ -310,7 +312,7 @@ void manager_drain_start(struct manager *m)
 	m->drain.draining = true;
 	m->drain.drains_started++;
 	m->drain.n_drain_tgids = 0;
-	m->drain.rotate = m->windows.window && clock_realtime_ms() >= m->windows.window_close_ms;
+	m->drain.rotate = manager_window_due(m, clock_realtime_ms());
 	m->drain.progress = m->drain.rotate || m->stopping;
 	m->drain.stop_slots = m->stopping ? m->windows.continuous_slots : 0;
 	m->drain.final_slots = 0;

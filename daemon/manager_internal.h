@@ -1,10 +1,11 @@
 /*
  * manager_internal: what the manager's files share. manager.c dispatches
  * requests and runs the life cycle; manager_drain.c schedules drains and
- * routes their rows; manager_continuous.c keeps the continuous profile's
- * windows; manager_capture.c runs captures (program groups, slots, request
- * probes); manager_latency.c the Intel PT sessions; manager_status.c
- * answers status. Everything runs on the event loop thread but the work
+ * routes their rows; manager_continuous.c starts the continuous profile's
+ * slots and manager_window.c keeps its windows; manager_capture.c runs
+ * captures (program groups, slots, request probes); manager_blocked.c
+ * answers "blocked"; manager_latency.c the Intel PT sessions;
+ * manager_status.c answers status. Everything runs on the event loop thread but the work
  * functions given to uv_queue_work() (drain_work_cb, probe_attach_cb,
  * load_work_cb, pt_work_cb), which run on the libuv pool. Logs.
  */
@@ -128,7 +129,7 @@ struct manager {
 	struct access_policy access;
 	struct collector *collector;
 	struct symbolizer *symbolizer;
-	struct unwinder *unwinder; /* NULL: user stacks by frame pointers only */
+	struct unwinder *unwinder;     /* NULL: user stacks by frame pointers only */
 	struct proc_files *proc_files; /* exited processes' maps and files, for names */
 	struct file_ids *file_ids;     /* the files user frames are recorded by */
 	struct server *server;
@@ -183,6 +184,10 @@ void manager_window_hist_add(struct manager *m, const struct collector_hist *h);
  * one, which starts where this one ends (now_ms: where the in-progress pass
  * counted open blocks up to): every drained row lands in exactly one. */
 void manager_window_rotate(struct manager *m, bool reopen, int64_t now_ms);
+/* Whether the open window's close time has come: the next drain rotates. */
+bool manager_window_due(const struct manager *m, int64_t now_ms);
+/* Frees the open window, unstored (the daemon is gone). */
+void manager_window_free(struct manager *m);
 
 /* manager_continuous.c */
 int manager_continuous_start(struct manager *m);
@@ -195,22 +200,22 @@ void manager_capture_end(struct manager *m, struct capture *c);
 const char *manager_group_unavailable(struct manager *m, unsigned group, char *buf, size_t size);
 const char *manager_request_error_code(int r);
 bool manager_recording_allowed(struct manager *m, struct server_conn *conn,
-		       const struct proto_capture_request *req, uint32_t seconds);
+			       const struct proto_capture_request *req, uint32_t seconds);
 void manager_log_groups_loaded(struct manager *m, uint32_t groups);
 void manager_handle_capture(struct manager *m, struct server_conn *conn,
-		    const struct proto_capture_request *req);
+			    const struct proto_capture_request *req);
 
 /* manager_latency.c */
 void manager_pt_limits(const struct config *cfg, struct pt_capture_limits *ret);
 void manager_handle_latency(struct manager *m, struct server_conn *conn,
-		    const struct proto_latency_request *req);
+			    const struct proto_latency_request *req);
 
 /* manager_blocked.c: a request, then at the drain: taken at its start, run
  * on its thread (named through lk), replied to when it is in; dropped (with
  * an error reply) at shutdown. */
 struct drain_lookup;
 void manager_handle_blocked(struct manager *m, struct server_conn *conn,
-		    const struct proto_blocked_request *req);
+			    const struct proto_blocked_request *req);
 void manager_blocked_take(struct manager *m);
 void manager_blocked_run(struct manager *m, const struct drain_lookup *lk);
 void manager_blocked_reply(struct manager *m);
@@ -219,7 +224,9 @@ void manager_blocked_drop(struct manager *m);
 /* manager_status.c */
 void manager_notify_status(struct manager *m);
 void manager_handle_status(struct manager *m, struct server_conn *conn);
-double manager_counter_rate(const struct manager *m, unsigned idx); /* per second, last drain interval */
-double manager_task_work_mean_ns(const struct manager *m); /* ... per task work scheduled; 0: none */
+double manager_counter_rate(const struct manager *m,
+			    unsigned idx); /* per second, last drain interval */
+double
+manager_task_work_mean_ns(const struct manager *m); /* ... per task work scheduled; 0: none */
 
 #endif

@@ -109,7 +109,7 @@ static void pt_after_cb(uv_work_t *req, int status)
 }
 
 void manager_handle_latency(struct manager *m, struct server_conn *conn,
-		    const struct proto_latency_request *req)
+			    const struct proto_latency_request *req)
 {
 	/* recording a process is capturing it: the same rules */
 	struct proto_capture_request as_capture = { .pids = { req->pid }, .n_pids = 1 };
@@ -118,8 +118,9 @@ void manager_handle_latency(struct manager *m, struct server_conn *conn,
 	if (!manager_recording_allowed(m, conn, &as_capture, req->seconds))
 		return;
 	if (m->pt.pt_work) {
-		manager_reply_error(conn, PROTO_ERR_BUSY,
-			    "a PT session is running (one at a time); try again when it ends");
+		manager_reply_error(
+			conn, PROTO_ERR_BUSY,
+			"a PT session is running (one at a time); try again when it ends");
 		return;
 	}
 	pw = calloc(1, sizeof(*pw));

@@ -175,9 +175,9 @@ static void kinds_status(struct manager *m, const struct proto_pt_status *pt,
 	in.traced_with[OFFCPU_KIND_BIO] = collector_io_path(m->collector, OFFCPU_KIND_BIO);
 	in.traced_with[OFFCPU_KIND_FILEIO] = collector_io_path(m->collector, OFFCPU_KIND_FILEIO);
 	for (unsigned kind = 0; kind < OFFCPU_KIND_COUNT; kind++)
-		in.continuous[kind] = m->windows.continuous &&
-				      (m->cfg.continuous_kinds & (1u << kind)) &&
-				      !in.unavailable[kind]; /* manager_continuous_start skipped those */
+		in.continuous[kind] =
+			m->windows.continuous && (m->cfg.continuous_kinds & (1u << kind)) &&
+			!in.unavailable[kind]; /* manager_continuous_start skipped those */
 	in.continuous[KIND_STATUS_REQUEST] = m->windows.continuous && *m->cfg.continuous_requests;
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++) {
 		const struct capture *c = m->cap.captures[i];
@@ -359,9 +359,10 @@ void manager_handle_status(struct manager *m, struct server_conn *conn)
 		st.pt.recording_pid = m->pt.pt_work->req.pid;
 	kinds_status(m, &st.pt, kinds, groups);
 	for (unsigned i = 0; i < KIND_STATUS_COUNT; i++)
-		pkinds[i] = (struct proto_kind_status){ .name = kinds[i].name,
-							.state = kind_state_name(kinds[i].state),
-							.detail = kinds[i].detail };
+		pkinds[i] =
+			(struct proto_kind_status){ .name = kinds[i].name,
+						    .state = kind_status_state_name(kinds[i].state),
+						    .detail = kinds[i].detail };
 	st.kinds = pkinds;
 	st.n_kinds = KIND_STATUS_COUNT;
 	if (m->unwinder)

@@ -15,7 +15,7 @@
 #include "manager_internal.h"
 
 void manager_window_written(void *arg, const struct store_window *w, int r, const char *msg,
-		    const struct store_stats *stats)
+			    const struct store_stats *stats)
 {
 	struct manager *m = arg;
 
@@ -84,10 +84,23 @@ void manager_window_rotate(struct manager *m, bool reopen, int64_t now_ms)
 	m->windows.last_window_sampling = m->windows.window_sampling;
 	memset(&m->windows.window_sampling, 0, sizeof(m->windows.window_sampling));
 	if (store_jobs_write(m->store_queue, m->windows.window, m->windows.window_hists, &w,
-			  manager_window_written, m) < 0)
+			     manager_window_written, m) < 0)
 		log_warning("out of memory: a window was lost");
 	m->windows.window = NULL;
 	m->windows.window_hists = NULL;
 	if (reopen && manager_window_open(m, w.end_ms) < 0)
 		log_error("out of memory: continuous profiling paused");
+}
+
+bool manager_window_due(const struct manager *m, int64_t now_ms)
+{
+	return m->windows.window && now_ms >= m->windows.window_close_ms;
+}
+
+void manager_window_free(struct manager *m)
+{
+	profile_free(m->windows.window);
+	hashtab_free(m->windows.window_hists);
+	m->windows.window = NULL;
+	m->windows.window_hists = NULL;
 }

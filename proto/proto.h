@@ -317,7 +317,7 @@ struct proto_unwind_status {
 	uint64_t adopted;
 };
 
-/* One kind of recording as status reports it (daemon/kind_status.h). */
+/* One kind of recording as status reports it (daemon/profile/kind_status.h). */
 struct proto_kind_status {
 	const char *name;   /* "offcpu", ..., "fileio", "hotcold", "request", "latency" */
 	const char *state;  /* "ready", "in use" or "unavailable" */

@@ -24,8 +24,8 @@
 #define PT_CAPTURE_POLL_NS 20000000ULL
 
 /* The event to record with, and the address filter for func. */
-static int pt_capture_setup(const struct pt_capture_opts *o, struct pt_session_opts *so,
-			    char *err, size_t err_size)
+static int pt_capture_setup(const struct pt_capture_opts *o, struct pt_session_opts *so, char *err,
+			    size_t err_size)
 {
 	char sym[PROTO_REQUEST_SPEC_MAX + 1], bin[PROTO_REQUEST_SPEC_MAX + 1];
 	const struct pt_capture_limits *limits = o->limits;
@@ -94,7 +94,7 @@ static void pt_capture_rotate(const struct pt_capture_limits *limits)
 	struct {
 		char name[256];
 		time_t mtime;
-	} *list;
+	} * list;
 	size_t n_list = 0;
 	int n = scandir(limits->dir, &names, NULL, alphasort);
 
@@ -159,9 +159,9 @@ static int pt_capture_store_vdso(struct pt_trace *t, const char *trace_path, con
 	return r;
 }
 
-static int pt_capture_store(const struct pt_capture_limits *limits, uint32_t pid, struct pt_trace *t,
-			    const uint8_t *vdso, size_t vdso_size, char *path, size_t path_size,
-			    char *err, size_t err_size)
+static int pt_capture_store(const struct pt_capture_limits *limits, uint32_t pid,
+			    struct pt_trace *t, const uint8_t *vdso, size_t vdso_size, char *path,
+			    size_t path_size, char *err, size_t err_size)
 {
 	struct timespec now;
 	char stamp[32];
@@ -226,8 +226,8 @@ int pt_capture_run(const struct pt_capture_opts *o, struct proto_pt_trace_result
 	if (r < 0)
 		snprintf(err, err_size, "out of memory recording the trace");
 	else
-		r = pt_capture_store(o->limits, o->req->pid, &t, vdso, vdso_size, path_buf, path_size,
-				     err, err_size);
+		r = pt_capture_store(o->limits, o->req->pid, &t, vdso, vdso_size, path_buf,
+				     path_size, err, err_size);
 	if (!r) {
 		st = pt_session_stats(s);
 		*ret = (struct proto_pt_trace_result){
@@ -250,13 +250,14 @@ int pt_capture_run(const struct pt_capture_opts *o, struct proto_pt_trace_result
 	return r;
 }
 
-void pt_capture_status(const struct pt_capture_limits *limits, struct proto_pt_status *ret, char *reason_buf,
-		       size_t reason_size)
+void pt_capture_status(const struct pt_capture_limits *limits, struct proto_pt_status *ret,
+		       char *reason_buf, size_t reason_size)
 {
 	struct pt_pmu pmu;
 
 	reason_buf[0] = '\0';
-	*ret = (struct proto_pt_status){ .event = "sideband", .available = true,
+	*ret = (struct proto_pt_status){ .event = "sideband",
+					 .available = true,
 					 .reason = reason_buf };
 	if (limits->sideband_only)
 		return;

@@ -20,13 +20,13 @@
 
 /* What the config says of PT recordings (its pt_* keys, socket_group). */
 struct pt_capture_limits {
-	const char *dir;	   /* recorded traces */
-	uint32_t keep;		   /* traces kept there; the oldest go first */
-	uint64_t buffer_bytes;	   /* AUX area per thread */
-	uint64_t max_bytes;	   /* trace kept per thread */
-	uint32_t max_threads;	   /* threads of one traced process */
-	bool sideband_only;	   /* pt_event = sideband */
-	const char *share_group;   /* traces readable by this group; "" none */
+	const char *dir;	 /* recorded traces */
+	uint32_t keep;		 /* traces kept there; the oldest go first */
+	uint64_t buffer_bytes;	 /* AUX area per thread */
+	uint64_t max_bytes;	 /* trace kept per thread */
+	uint32_t max_threads;	 /* threads of one traced process */
+	bool sideband_only;	 /* pt_event = sideband */
+	const char *share_group; /* traces readable by this group; "" none */
 };
 
 struct pt_capture_opts {
@@ -47,7 +47,7 @@ int pt_capture_run(const struct pt_capture_opts *o, struct proto_pt_trace_result
 
 /* Whether a recording can run on this host, for status: fills ret but
  * recording_pid; ret->reason points into reason_buf. */
-void pt_capture_status(const struct pt_capture_limits *limits, struct proto_pt_status *ret, char *reason_buf,
-		       size_t reason_size);
+void pt_capture_status(const struct pt_capture_limits *limits, struct proto_pt_status *ret,
+		       char *reason_buf, size_t reason_size);
 
 #endif

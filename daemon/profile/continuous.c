@@ -21,8 +21,7 @@ size_t continuous_specs(const struct continuous_settings *set, char *buf, size_t
  * stacks. */
 static uint64_t continuous_sample_period_ns(const struct continuous_settings *set, unsigned kind)
 {
-	if (!set->sampled ||
-	    (kind != OFFCPU_KIND_OFFCPU && kind != OFFCPU_KIND_RUNQ))
+	if (!set->sampled || (kind != OFFCPU_KIND_OFFCPU && kind != OFFCPU_KIND_RUNQ))
 		return 0;
 	return (uint64_t)set->sample_period_us * 1000;
 }

@@ -11,7 +11,7 @@ static const char *const state_names[] = {
 	[KIND_STATE_UNAVAILABLE] = "unavailable",
 };
 
-const char *kind_state_name(enum kind_state state)
+const char *kind_status_state_name(enum kind_state state)
 {
 	return state_names[state];
 }
@@ -59,8 +59,8 @@ void kind_status_fill(const struct kind_status_input *in, struct kind_status *re
 		} else if (in->continuous[kind] || in->captures[kind]) {
 			k->state = KIND_STATE_IN_USE;
 			users(in, kind, by, sizeof(by));
-			snprintf(k->detail, sizeof(k->detail), "%s%s%s", by,
-				 with ? "; " : "", with ? with : "");
+			snprintf(k->detail, sizeof(k->detail), "%s%s%s", by, with ? "; " : "",
+				 with ? with : "");
 		} else {
 			k->state = KIND_STATE_READY;
 			snprintf(k->detail, sizeof(k->detail), "%s%s%s",

@@ -48,6 +48,6 @@ struct kind_status {
 void kind_status_fill(const struct kind_status_input *in, struct kind_status *ret);
 
 /* "ready", "in use", "unavailable". */
-const char *kind_state_name(enum kind_state state);
+const char *kind_status_state_name(enum kind_state state);
 
 #endif

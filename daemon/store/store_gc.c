@@ -37,7 +37,7 @@ static int64_t now_ms(void)
 static int store__evict(struct store *s, int64_t id)
 {
 	static const enum stmt deletes[] = {
-		STMT_WINDOW_SAMPLES_DELETE, STMT_WINDOW_HIST_DELETE, STMT_WINDOW_HEAT_DELETE,
+		STMT_WINDOW_SAMPLES_DELETE,   STMT_WINDOW_HIST_DELETE, STMT_WINDOW_HEAT_DELETE,
 		STMT_WINDOW_HEAT_MARK_DELETE, STMT_WINDOW_DELETE,
 	};
 	int rc = SQLITE_DONE;
@@ -177,7 +177,7 @@ static int store__gc(struct store *s)
 			r = id_list_push(s, &dead, id);
 			continue;
 		}
-		while (r >= 0 && p && p < end && varint_next(&p, end, &frame))
+		while (r >= 0 && p && p < end && store__varint_next(&p, end, &frame))
 			r = set_add(s, strings, frame);
 	}
 	sqlite3_reset(st);
@@ -215,7 +215,7 @@ out:
 
 static int pragma_get(struct store *s, enum stmt i, int64_t *ret)
 {
-	return stmt_int(s, stmt(s, i), "cannot read the database size", ret);
+	return store__stmt_int(s, stmt(s, i), "cannot read the database size", ret);
 }
 
 /* page_count * page_size plus the WAL file, as documented for db_bytes. */
@@ -274,17 +274,18 @@ int store__evict_old(struct store *s, int64_t keep_id)
 	r = collect_ids(s, st, &ids);
 	if (r < 0 || !ids.n)
 		goto out;
-	r = stmt_exec(s, STMT_BEGIN, "cannot begin a transaction");
+	r = store__stmt_exec(s, STMT_BEGIN, "cannot begin a transaction");
 	for (size_t i = 0; r >= 0 && i < ids.n; i++)
 		r = store__evict(s, ids.v[i]);
 	if (r >= 0) {
 		s->evicted_since_gc += ids.n;
-		r = stmt_int(s, stmt(s, STMT_WINDOWS_STATS), "cannot count windows", &windows);
+		r = store__stmt_int(s, stmt(s, STMT_WINDOWS_STATS), "cannot count windows",
+				    &windows);
 	}
 	if (r >= 0 && s->evicted_since_gc * GC_FRACTION >= (uint64_t)windows)
 		r = store__gc(s);
 	if (r >= 0)
-		r = stmt_exec(s, STMT_COMMIT, "cannot commit");
+		r = store__stmt_exec(s, STMT_COMMIT, "cannot commit");
 	if (r < 0)
 		store__rollback(s);
 out:
@@ -313,7 +314,7 @@ int store__shrink(struct store *s, int64_t keep_id)
 		sqlite3_bind_int64(st, 1, keep_id);
 		r = collect_ids(s, st, &ids);
 		if (r >= 0)
-			r = stmt_exec(s, STMT_BEGIN, "cannot begin a transaction");
+			r = store__stmt_exec(s, STMT_BEGIN, "cannot begin a transaction");
 		for (size_t i = 0; r >= 0 && i < ids.n && used > EVICT_LOW_WATERMARK(max); i++) {
 			r = store__evict(s, ids.v[i]);
 			if (r >= 0)
@@ -322,7 +323,7 @@ int store__shrink(struct store *s, int64_t keep_id)
 		if (r >= 0)
 			r = store__gc(s);
 		if (r >= 0)
-			r = stmt_exec(s, STMT_COMMIT, "cannot commit");
+			r = store__stmt_exec(s, STMT_COMMIT, "cannot commit");
 		if (r < 0)
 			store__rollback(s);
 		free(ids.v);

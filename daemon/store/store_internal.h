@@ -84,7 +84,7 @@ struct store {
 	 * full it becomes the older. What recurs stays; a dead thread's series
 	 * go within two generations. */
 	struct hashtab *series, *series_older;
-	unsigned char *frames;	   /* scratch: a stack's varint encoding */
+	unsigned char *frames; /* scratch: a stack's varint encoding */
 	size_t frames_cap;
 	char *err; /* the current call's message buffer */
 	size_t err_size;
@@ -137,7 +137,7 @@ static inline sqlite3_stmt *stmt(struct store *s, enum stmt i)
 }
 
 /* Runs a statement that returns no rows. */
-static inline int stmt_exec(struct store *s, enum stmt i, const char *what)
+static inline int store__stmt_exec(struct store *s, enum stmt i, const char *what)
 {
 	sqlite3_stmt *st = stmt(s, i);
 	int rc = sqlite3_step(st);
@@ -149,7 +149,7 @@ static inline int stmt_exec(struct store *s, enum stmt i, const char *what)
 }
 
 /* The first column of a one-row statement. */
-static inline int stmt_int(struct store *s, sqlite3_stmt *st, const char *what, int64_t *ret)
+static inline int store__stmt_int(struct store *s, sqlite3_stmt *st, const char *what, int64_t *ret)
 {
 	int rc = sqlite3_step(st);
 
@@ -162,7 +162,8 @@ static inline int stmt_int(struct store *s, sqlite3_stmt *st, const char *what, 
 }
 
 /* Reads one LEB128 varint; false if truncated or too long. */
-static inline bool varint_next(const unsigned char **p, const unsigned char *end, int64_t *ret)
+static inline bool store__varint_next(const unsigned char **p, const unsigned char *end,
+				      int64_t *ret)
 {
 	uint64_t v = 0;
 
@@ -179,7 +180,7 @@ static inline bool varint_next(const unsigned char **p, const unsigned char *end
 }
 
 /* Writes v as a LEB128 varint at p (room for 10 bytes); returns its length. */
-static inline size_t varint_put(unsigned char *p, uint64_t v)
+static inline size_t store__varint_put(unsigned char *p, uint64_t v)
 {
 	size_t n = 0;
 
@@ -197,16 +198,17 @@ static inline size_t varint_put(unsigned char *p, uint64_t v)
 
 /* Appends the pair (bucket, count) to a histogram row's buckets at p (room
  * for 20 bytes); returns its length. */
-static inline size_t hist_blob_put(unsigned char *p, uint64_t bucket, uint64_t count)
+static inline size_t store__hist_blob_put(unsigned char *p, uint64_t bucket, uint64_t count)
 {
-	size_t n = varint_put(p, bucket);
+	size_t n = store__varint_put(p, bucket);
 
-	return n + varint_put(p + n, count);
+	return n + store__varint_put(p + n, count);
 }
 
 /* Reads one LEB128 varint of up to 64 bits (10 bytes); false if truncated
  * or too long. */
-static inline bool uvarint_next(const unsigned char **p, const unsigned char *end, uint64_t *ret)
+static inline bool store__uvarint_next(const unsigned char **p, const unsigned char *end,
+				       uint64_t *ret)
 {
 	uint64_t v = 0;
 
@@ -224,16 +226,17 @@ static inline bool uvarint_next(const unsigned char **p, const unsigned char *en
 
 /* Decodes the next pair of a histogram row's buckets; false at the end, or
  * (*ret_corrupt set) where the blob is not such pairs. */
-static inline bool hist_blob_next(const unsigned char **p, const unsigned char *end,
-				  uint32_t *ret_bucket, uint64_t *ret_count, bool *ret_corrupt)
+static inline bool store__hist_blob_next(const unsigned char **p, const unsigned char *end,
+					 uint32_t *ret_bucket, uint64_t *ret_count,
+					 bool *ret_corrupt)
 {
 	uint64_t bucket;
 
 	*ret_corrupt = false;
 	if (*p == end)
 		return false;
-	if (!uvarint_next(p, end, &bucket) || bucket >= STORE_HIST_BUCKETS ||
-	    !uvarint_next(p, end, ret_count)) {
+	if (!store__uvarint_next(p, end, &bucket) || bucket >= STORE_HIST_BUCKETS ||
+	    !store__uvarint_next(p, end, ret_count)) {
 		*ret_corrupt = true;
 		return false;
 	}

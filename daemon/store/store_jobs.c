@@ -163,7 +163,7 @@ static void write_done(struct store_job *job)
 }
 
 int store_jobs_write(struct store_queue *q, struct profile *profile, struct hashtab *hists,
-		  const struct store_window *win, store_jobs_written_fn written, void *arg)
+		     const struct store_window *win, store_jobs_written_fn written, void *arg)
 {
 	struct write_job *w = calloc(1, sizeof(*w));
 
@@ -261,7 +261,7 @@ static struct reply_job *reply_job_new(size_t size, store_jobs_reply_fn done, vo
 }
 
 int store_jobs_windows(struct store_queue *q, const struct proto_windows_request *req,
-		    store_jobs_reply_fn reply, void *arg)
+		       store_jobs_reply_fn reply, void *arg)
 {
 	struct windows_job *j =
 		(struct windows_job *)reply_job_new(sizeof(*j), reply, arg, windows_work);
@@ -440,7 +440,7 @@ static void export_done(struct store_job *job)
 }
 
 int store_jobs_export(struct store_queue *q, const struct proto_export_request *req,
-		   store_jobs_reply_fn reply, void *arg, char *err, size_t err_size)
+		      store_jobs_reply_fn reply, void *arg, char *err, size_t err_size)
 {
 	struct stack_filter_spec spec = {
 		.comm = req->comm,
@@ -543,7 +543,7 @@ static void hist_done(struct store_job *job)
 }
 
 int store_jobs_hist(struct store_queue *q, const struct proto_hist_request *req,
-		 store_jobs_reply_fn reply, void *arg)
+		    store_jobs_reply_fn reply, void *arg)
 {
 	struct hist_job *j = (struct hist_job *)reply_job_new(sizeof(*j), reply, arg, hist_work);
 
@@ -619,7 +619,7 @@ static void heatmap_work(struct store_job *job, struct store *store)
 }
 
 int store_jobs_heatmap(struct store_queue *q, const struct proto_heatmap_request *req,
-		    store_jobs_reply_fn reply, void *arg)
+		       store_jobs_reply_fn reply, void *arg)
 {
 	struct heatmap_job *j =
 		(struct heatmap_job *)reply_job_new(sizeof(*j), reply, arg, heatmap_work);

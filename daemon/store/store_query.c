@@ -173,7 +173,7 @@ static int query_stack(struct store *s, struct query_cache *qc, int64_t id, stru
 		struct span frame;
 		int64_t frame_id;
 
-		if (!varint_next(&p, end, &frame_id)) {
+		if (!store__varint_next(&p, end, &frame_id)) {
 			r = store__error(s, -EIO, "stack %lld is corrupt", (long long)id);
 			break;
 		}
@@ -355,7 +355,7 @@ static int query_windows(struct store *s, const struct store_query *q, int64_t *
 		sqlite3_bind_int64(st, 1, q->from_ms);
 		sqlite3_bind_int64(st, 2, q->to_ms);
 	}
-	return stmt_int(s, st, "cannot count windows", ret);
+	return store__stmt_int(s, st, "cannot count windows", ret);
 }
 
 static void query_cache_free(struct query_cache *qc)
@@ -436,15 +436,16 @@ out:
 /* A process's buckets of one type, summed over the windows of a query. */
 struct hist_sum {
 	uint32_t tgid;
-	uint32_t present;		     /* bit b: bucket b has a row */
+	uint32_t present;		    /* bit b: bucket b has a row */
 	uint64_t count[STORE_HIST_BUCKETS]; /* saturating */
-	int64_t age;			     /* of the newest window seen */
-	int64_t comm_id;		     /* that window's */
+	int64_t age;			    /* of the newest window seen */
+	int64_t comm_id;		    /* that window's */
 };
 
 /* Calls row() for each bucket of sum, in order; its result, or 0. */
 static int hist_sum_emit(struct store *s, struct query_cache *qc, const struct hist_sum *sum,
-			 uint32_t type, int (*row)(void *arg, const struct store_hist *h), void *arg)
+			 uint32_t type, int (*row)(void *arg, const struct store_hist *h),
+			 void *arg)
 {
 	struct span comm;
 	int r;
@@ -515,7 +516,7 @@ int store_hist_query(struct store *s, const struct store_query *q, uint32_t type
 			sum.comm_id = sqlite3_column_int64(st, 2);
 		}
 		sum.tgid = tgid;
-		while (p && hist_blob_next(&p, end, &bucket, &count, &corrupt)) {
+		while (p && store__hist_blob_next(&p, end, &bucket, &count, &corrupt)) {
 			sum.count[bucket] = add_saturated(sum.count[bucket], count);
 			sum.present |= 1u << bucket;
 			pairs++;

@@ -181,15 +181,14 @@ static int migrate_to_4(sqlite3 *db)
  */
 static int migrate_to_5(sqlite3 *db)
 {
-	static const char create[] =
-		"CREATE TABLE hist_v5 (\n"
-		"	window_id INTEGER NOT NULL,\n"
-		"	tgid INTEGER NOT NULL,\n"
-		"	type INTEGER NOT NULL,\n"
-		"	comm_id INTEGER NOT NULL,\n"
-		"	buckets BLOB NOT NULL,\n"
-		"	PRIMARY KEY (window_id, tgid, type)\n"
-		") WITHOUT ROWID";
+	static const char create[] = "CREATE TABLE hist_v5 (\n"
+				     "	window_id INTEGER NOT NULL,\n"
+				     "	tgid INTEGER NOT NULL,\n"
+				     "	type INTEGER NOT NULL,\n"
+				     "	comm_id INTEGER NOT NULL,\n"
+				     "	buckets BLOB NOT NULL,\n"
+				     "	PRIMARY KEY (window_id, tgid, type)\n"
+				     ") WITHOUT ROWID";
 	sqlite3_stmt *rows = NULL, *insert = NULL;
 	unsigned char blob[HIST_BLOB_MAX];
 	int64_t window = 0, tgid = 0, type = 0, comm = 0;
@@ -198,10 +197,11 @@ static int migrate_to_5(sqlite3 *db)
 
 	rc = sqlite3_exec(db, create, NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(db,
-					"SELECT window_id, tgid, type, bucket, count, comm_id FROM hist "
-					"ORDER BY window_id, tgid, type, bucket",
-					-1, &rows, NULL);
+		rc = sqlite3_prepare_v2(
+			db,
+			"SELECT window_id, tgid, type, bucket, count, comm_id FROM hist "
+			"ORDER BY window_id, tgid, type, bucket",
+			-1, &rows, NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(db, "INSERT INTO hist_v5 VALUES (?1, ?2, ?3, ?4, ?5)", -1,
 					&insert, NULL);
@@ -216,7 +216,8 @@ static int migrate_to_5(sqlite3 *db)
 			break;
 		}
 		same = more && len && sqlite3_column_int64(rows, 0) == window &&
-		       sqlite3_column_int64(rows, 1) == tgid && sqlite3_column_int64(rows, 2) == type;
+		       sqlite3_column_int64(rows, 1) == tgid &&
+		       sqlite3_column_int64(rows, 2) == type;
 		if (len && !same) {
 			sqlite3_bind_int64(insert, 1, window);
 			sqlite3_bind_int64(insert, 2, tgid);
@@ -243,8 +244,8 @@ static int migrate_to_5(sqlite3 *db)
 			rc = SQLITE_CORRUPT;
 			break;
 		}
-		len += hist_blob_put(blob + len, (uint64_t)sqlite3_column_int64(rows, 3),
-				     (uint64_t)sqlite3_column_int64(rows, 4));
+		len += store__hist_blob_put(blob + len, (uint64_t)sqlite3_column_int64(rows, 3),
+					    (uint64_t)sqlite3_column_int64(rows, 4));
 	}
 	sqlite3_finalize(rows);
 	sqlite3_finalize(insert);
@@ -257,11 +258,7 @@ static int migrate_to_5(sqlite3 *db)
 /* migrations[v] turns a version v database into version v + 1; the schema
  * version is the number of entries. Append only: never edit a shipped step. */
 static int (*const migrations[])(sqlite3 *db) = {
-	migrate_to_1,
-	migrate_to_2,
-	migrate_to_3,
-	migrate_to_4,
-	migrate_to_5,
+	migrate_to_1, migrate_to_2, migrate_to_3, migrate_to_4, migrate_to_5,
 };
 
 #define STORE_SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))

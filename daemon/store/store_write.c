@@ -15,8 +15,8 @@
 #include "store_internal.h"
 
 /* The interning caches are dropped and refilled rather than grown past this. */
-#define INTERN_MAX_ENTRIES (1u << 20)
-#define INTERN_MAX_BYTES   ((size_t)64 << 20)
+#define INTERN_MAX_ENTRIES	  (1u << 20)
+#define INTERN_MAX_BYTES	  ((size_t)64 << 20)
 /* A generation of the series cache: 4 MiB of table. Under process churn
  * most series are a new thread's, used in one window; a cache of every
  * series up to 2^20 grew toward 128 MiB of table, and its lookups spent
@@ -447,8 +447,8 @@ static int window_merge(struct store *s, const struct store_sample *samples, siz
 			r = window_stack_id(s, stack_ids, in->kstack ? in->kstack : "",
 					    &key.kstack_id, bytes);
 		if (r >= 0)
-			r = window_stack_id(s, stack_ids, in->chain ? in->chain : "",
-					    &key.chain_id, bytes);
+			r = window_stack_id(s, stack_ids, in->chain ? in->chain : "", &key.chain_id,
+					    bytes);
 		key.tgid = in->tgid;
 		key.pid = in->pid;
 		key.kind = in->kind;
@@ -460,7 +460,8 @@ static int window_merge(struct store *s, const struct store_sample *samples, siz
 		sum = hashtab_put(rows, &id, NULL);
 		triple = (struct stack_triple){ key.ustack_id, key.kstack_id, key.chain_id };
 		if (cells) {
-			struct cell_key cell = { key.comm_id, key.tgid, key.pid, key.state, key.kind };
+			struct cell_key cell = { key.comm_id, key.tgid, key.pid, key.state,
+						 key.kind };
 
 			cell_ns = hashtab_put(cells, &cell, NULL);
 		}
@@ -586,8 +587,8 @@ static int hists_encode(struct store *s, struct hashtab *merged, struct hist_blo
 			b->len = 0;
 		}
 		b = &blobs[n_blobs - 1];
-		b->len += hist_blob_put(b->buckets + b->len, sorted[i].key.bucket,
-					sorted[i].value.count);
+		b->len += store__hist_blob_put(b->buckets + b->len, sorted[i].key.bucket,
+					       sorted[i].value.count);
 	}
 	for (i = 0; i < n_blobs; i++)
 		*bytes += hist_blob_bytes(&blobs[i]);
@@ -640,15 +641,15 @@ static int cell_row_cmp(const void *a, const void *b)
 static size_t cell_row_bytes(const struct cell_row *h)
 {
 	/* A header byte per column plus its length; window_id taken as 3 bytes. */
-	return 8 + 3 + int_bytes(h->key.tgid) + int_bytes(h->key.pid) +
-	       int_bytes(h->key.comm_id) + int_bytes(h->key.state) + int_bytes(h->key.kind) +
-	       int_bytes((int64_t)h->sum_ns) + ROW_OVERHEAD_BYTES;
+	return 8 + 3 + int_bytes(h->key.tgid) + int_bytes(h->key.pid) + int_bytes(h->key.comm_id) +
+	       int_bytes(h->key.state) + int_bytes(h->key.kind) + int_bytes((int64_t)h->sum_ns) +
+	       ROW_OVERHEAD_BYTES;
 }
 
 /* The window's heatmap cells, sorted by key; *ret is malloc'd, NULL if
  * none. */
 static int cells_sort(struct store *s, struct hashtab *cells, struct cell_row **ret,
-		     uint64_t *bytes)
+		      uint64_t *bytes)
 {
 	size_t n = cells ? hashtab_count(cells) : 0, i = 0, pos = 0;
 	const struct cell_key *key;
@@ -676,7 +677,7 @@ static int cells_sort(struct store *s, struct hashtab *cells, struct cell_row **
 /* Inserts the window's heatmap cells and marks it indexed (cells NULL: a
  * capture's window, which is not). */
 static int cells_insert(struct store *s, int64_t window_id, struct hashtab *cells,
-		       const struct cell_row *sorted)
+			const struct cell_row *sorted)
 {
 	sqlite3_stmt *st = s->stmts[STMT_HEAT_INSERT];
 	int rc = SQLITE_DONE;
@@ -814,7 +815,8 @@ int store_window_add(struct store *s, struct store_window *w, const struct store
 	    hashtab_new(sizeof(struct stack_triple), 1, &triples) < 0 ||
 	    hashtab_new(sizeof(struct hist_key), sizeof(struct hist_value), &merged_hists) < 0 ||
 	    hashtab_new(sizeof(const char *), sizeof(int64_t), &stack_ids) < 0 ||
-	    (!w->capture_id && hashtab_new(sizeof(struct cell_key), sizeof(uint64_t), &cells) < 0) ||
+	    (!w->capture_id &&
+	     hashtab_new(sizeof(struct cell_key), sizeof(uint64_t), &cells) < 0) ||
 	    /* About a row, a stack triple and a cell per sample (a profile's
 	     * rows are merged already); room at once, rather than growing. */
 	    hashtab_reserve(rows, n_samples) < 0 || hashtab_reserve(triples, n_samples) < 0 ||
@@ -824,7 +826,7 @@ int store_window_add(struct store *s, struct store_window *w, const struct store
 		r = store__error(s, -ENOMEM, "out of memory");
 		goto out;
 	}
-	r = stmt_exec(s, STMT_BEGIN, "cannot begin a transaction");
+	r = store__stmt_exec(s, STMT_BEGIN, "cannot begin a transaction");
 	if (r < 0)
 		goto out;
 	r = window_merge(s, samples, n_samples, rows, triples, stack_ids, cells, &bytes);
@@ -833,7 +835,7 @@ int store_window_add(struct store *s, struct store_window *w, const struct store
 	if (r >= 0)
 		r = window_insert(s, w, rows, triples, merged_hists, cells, bytes);
 	if (r >= 0)
-		r = stmt_exec(s, STMT_COMMIT, "cannot commit the window");
+		r = store__stmt_exec(s, STMT_COMMIT, "cannot commit the window");
 	if (r < 0) {
 		store__rollback(s);
 		goto out;

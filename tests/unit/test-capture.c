@@ -1,4 +1,4 @@
-/* Unit test of daemon/capture.c: targets checked against a proc root of
+/* Unit test of daemon/profile/capture.c: targets checked against a proc root of
  * our own, the collector filter of a request, and the reply of a finished
  * capture (stack filters narrow the profile that is then stored, drops are
  * the counters' growth, svg replies are drawn, an empty one is no_data). */

@@ -1,4 +1,4 @@
-/* Unit test of daemon/folded.c: the exact folded format. */
+/* Unit test of daemon/profile/folded.c: the exact folded format. */
 #include <stdlib.h>
 
 #include "check.h"

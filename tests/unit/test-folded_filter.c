@@ -1,7 +1,7 @@
 /*
  * Unit test of the folded line layout's two readers agreeing: for a row of
  * every kind and state, the frames stack_filter_keep() matches a grep against
- * are exactly the frames of the line daemon/folded.c writes for that row
+ * are exactly the frames of the line daemon/profile/folded.c writes for that row
  * (comm, stacks, pseudo-frames such as "[queued]", the waker part), no more,
  * no fewer. A layout written twice drifts; this catches it.
  */

@@ -31,15 +31,15 @@ int main(void)
 	in.captures[OFFCPU_KIND_BIO] = 1;
 	kind_status_fill(&in, k);
 	CHECK(k[OFFCPU_KIND_FILEIO].state == KIND_STATE_UNAVAILABLE);
-	CHECK_STR(kind_state_name(k[OFFCPU_KIND_FILEIO].state), "unavailable");
+	CHECK_STR(kind_status_state_name(k[OFFCPU_KIND_FILEIO].state), "unavailable");
 	CHECK_STR(k[OFFCPU_KIND_FILEIO].detail, "tracefs is not mounted at /sys/kernel/tracing");
 	CHECK(k[OFFCPU_KIND_OFFCPU].state == KIND_STATE_IN_USE);
-	CHECK_STR(kind_state_name(k[OFFCPU_KIND_OFFCPU].state), "in use");
+	CHECK_STR(kind_status_state_name(k[OFFCPU_KIND_OFFCPU].state), "in use");
 	CHECK_STR(k[OFFCPU_KIND_OFFCPU].detail, "by the continuous profile and 2 captures");
 	CHECK_STR(k[OFFCPU_KIND_WAKEUP].detail, "by 1 capture");
 	CHECK_STR(k[KIND_STATUS_LATENCY].detail, "by 1 session");
 	CHECK_STR(k[OFFCPU_KIND_BIO].detail, "by 1 capture; block_rq_issue/block_rq_complete");
 	CHECK(k[OFFCPU_KIND_RUNQ].state == KIND_STATE_READY);
-	CHECK_STR(kind_state_name(k[OFFCPU_KIND_RUNQ].state), "ready");
+	CHECK_STR(kind_status_state_name(k[OFFCPU_KIND_RUNQ].state), "ready");
 	return CHECK_DONE();
 }

@@ -1,4 +1,4 @@
-/* Unit test of daemon/profile.c: rows merge by names, and every reader
+/* Unit test of daemon/profile/profile.c: rows merge by names, and every reader
  * (folded, samples, foreach) sees the same rows. */
 #include <stdlib.h>
 

@@ -1,4 +1,4 @@
-/* Unit test of daemon/reply_render.c: folded text passes through, svg and
+/* Unit test of daemon/profile/reply_render.c: folded text passes through, svg and
  * speedscope are drawn with the kind's title and palette and the metric's
  * unit unless the request names its own, a differential graph gets its own
  * title, and an empty profile is a no_data error reply. */

@@ -1,7 +1,7 @@
 /*
  * Unit test of the stack sampling estimator: bpf/sampling.h's decision and
  * weight (the code the BPF programs run) on synthetic block streams, and
- * daemon/sampling.c's scaling of samples to exact totals.
+ * daemon/profile/sampling.c's scaling of samples to exact totals.
  */
 #include <linux/types.h>
 #include <math.h>

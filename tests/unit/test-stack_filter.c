@@ -352,7 +352,7 @@ static void test_folded(void)
 	stack_filter_free(f);
 }
 
-/* The daemon's row and its folded line (daemon/folded.c's layout) give the
+/* The daemon's row and its folded line (daemon/profile/folded.c's layout) give the
  * same answer, whatever the pattern. */
 static void test_row_equals_line(void)
 {

@@ -1,4 +1,4 @@
-/* Unit test of daemon/store.c, on real SQLite files in a temporary directory. */
+/* Unit test of daemon/store/store.c, on real SQLite files in a temporary directory. */
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * Unit test of daemon/walk_return.c: sampled_walk = auto's choice between
+ * Unit test of daemon/kernel/walk_return.c: sampled_walk = auto's choice between
  * task works and rseq_update, with its 2x margin either way, and the line
  * status shows for it.
  */
