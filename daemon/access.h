@@ -24,7 +24,7 @@
 #include "config.h"
 #include "proto.h"
 
-#define ACCESS_MAX_IDS 64 /* users or groups in one list */
+#define ACCESS_MAX_IDS CONFIG_MAX_NAMES /* users or groups in one list */
 
 struct access_policy {
 	uid_t users[ACCESS_MAX_IDS], capture_users[ACCESS_MAX_IDS];

@@ -325,7 +325,7 @@ static int fail_value(const struct where *w, const struct key *k)
 		return fail(w,
 			    "bad value for '%s': must be empty or up to %d space-separated "
 			    "SYMBOL@/ABSOLUTE/PATH, shorter than %" PRIu64 " bytes in all",
-			    k->name, CONFIG_MAX_REQUESTS, k->max);
+			    k->name, OFFCPU_MAX_REQUESTS, k->max);
 	}
 	assert(!"unknown key type");
 	return -EINVAL;
@@ -517,7 +517,7 @@ static bool requests_ok(const char *s, size_t len)
 		for (; i < len && !isspace((unsigned char)s[i]); i++)
 			if (s[i] == '@')
 				at = i;
-		if (at <= start || at + 1 >= i || s[at + 1] != '/' || ++n > CONFIG_MAX_REQUESTS)
+		if (at <= start || at + 1 >= i || s[at + 1] != '/' || ++n > OFFCPU_MAX_REQUESTS)
 			return false;
 	}
 	return true;

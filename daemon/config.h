@@ -7,10 +7,13 @@
 #ifndef CONFIG_H
 #define CONFIG_H
 
+#include <linux/types.h> /* before offcpu.h, which the BPF side shares */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "offcpu.h"
 
 struct config {
 	char socket_path[108]; /* sun_path size */
@@ -89,9 +92,9 @@ enum config_pt_event {
 				     setup on a host without Intel PT */
 };
 
-#define CONFIG_MAX_REQUESTS 8  /* continuous_requests words; OFFCPU_MAX_REQUESTS */
-#define CONFIG_MAX_NAMES    64 /* entries of allowed_users and the like; ACCESS_MAX_IDS */
-#define CONFIG_MAX_CAPTURES 15 /* OFFCPU_MAX_SLOTS less the continuous profile's */
+/* continuous_requests takes at most OFFCPU_MAX_REQUESTS words (a slot's). */
+#define CONFIG_MAX_NAMES    64 /* entries of allowed_users and the like */
+#define CONFIG_MAX_CAPTURES (OFFCPU_MAX_SLOTS - 1) /* less the continuous profile's slot */
 
 /* Which sched_switch program to attach. */
 enum config_tracepoint {
