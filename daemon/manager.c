@@ -289,7 +289,7 @@ static int start_collector(struct manager *m)
 	log_info("the programs of other kinds load when a capture first needs them "
 		 "(on-CPU sampling at %u Hz per CPU)",
 		 cfg->oncpu_frequency);
-	m->stats.n_programs = collector_programs(m->collector, m->stats.programs, MAX_PROGRAMS);
+	m->stats.n_programs = collector_programs(m->collector, m->stats.programs, COLLECTOR_MAX_PROGRAMS);
 	if (cfg->bpf_stats && !collector_bpf_stats(m->collector))
 		log_info(
 			"the kernel refused BPF run-time stats: status shows no program run times");

@@ -130,7 +130,7 @@ static void self_accounting_sample(struct manager *m, const struct drain_result 
 	struct rusage ru;
 
 	memcpy(m->stats.programs_prev, m->stats.programs, sizeof(m->stats.programs));
-	m->stats.n_programs = collector_programs(m->collector, m->stats.programs, MAX_PROGRAMS);
+	m->stats.n_programs = collector_programs(m->collector, m->stats.programs, COLLECTOR_MAX_PROGRAMS);
 	m->stats.cpu_prev_ns = m->stats.cpu_ns;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		m->stats.cpu_ns =

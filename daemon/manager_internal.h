@@ -29,8 +29,7 @@
 #include "sampling.h"
 #include "store.h"
 
-#define PROC_ROOT    "/proc"
-#define MAX_PROGRAMS 48 /* BPF programs loaded or loadable; status lists them */
+#define PROC_ROOT "/proc"
 
 /* Drains (manager_drain.c): one at a time, on a worker thread. */
 struct manager_drain {
@@ -107,7 +106,8 @@ struct manager_stats {
 	uint64_t counters_prev[OFFCPU_CNT_MAX];
 	uint64_t counters_ns, counters_prev_ns;
 	/* Self-accounting (times as counters_ns). */
-	struct collector_program programs[MAX_PROGRAMS], programs_prev[MAX_PROGRAMS];
+	struct collector_program programs[COLLECTOR_MAX_PROGRAMS],
+		programs_prev[COLLECTOR_MAX_PROGRAMS];
 	size_t n_programs;
 	uint64_t cpu_ns, cpu_prev_ns; /* the daemon's user + system time */
 	size_t drained_rows, drained_stacks, drained_chains, drained_hists;

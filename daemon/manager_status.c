@@ -291,7 +291,7 @@ static void maps_status(struct manager *m, struct proto_map_fill maps[4])
 
 void manager_handle_status(struct manager *m, struct server_conn *conn)
 {
-	struct proto_program programs[MAX_PROGRAMS];
+	struct proto_program programs[COLLECTOR_MAX_PROGRAMS];
 	struct collector_group_status groups[COLLECTOR_GROUP_COUNT];
 	struct proto_map_fill maps[4];
 	struct proto_counter counters[OFFCPU_CNT_MAX];

@@ -31,11 +31,11 @@
 #include "file_ids.h"
 #include "frame.h"
 #include "hashtab.h"
+#include "kallsyms.h"
 #include "perfmap.h"
 #include "proc_files.h"
 #include "proc_maps.h"
 
-#define SYM_KALLSYMS_LINE_MAX	  1024 /* KSYM_NAME_LEN is 512 */
 #define SYM_MAPS_LINE_MAX	  (PATH_MAX + 256)
 #define SYM_KERNEL_FUNC_MAX_BYTES (1u << 20) /* farther from a symbol: not inside it */
 #define SYM_TABLE_MAX		  (1u << 24) /* symbols per table */
@@ -334,23 +334,16 @@ static int sym_read_lines(const char *path, char *line, size_t size,
 	return r;
 }
 
-/* "ffffffff81000000 T name\t[module]": adds text symbols to the sym_table
- * arg, skips the rest. Returns 0, or -ENOMEM (a symbol that does not fit the
- * table is skipped too). */
-static int sym_kernel_parse_line(void *arg, char *line)
+/* Adds a kernel text symbol (modules' too) to the sym_table arg, skips the
+ * rest. Returns 0, or -ENOMEM (a symbol that does not fit the table is
+ * skipped too). */
+static int sym_kernel_visit(void *arg, const struct kallsyms_sym *sym)
 {
 	struct sym_table *t = arg;
 	enum sym_bind bind;
-	const char *name;
-	uint64_t addr;
-	char *end;
-	size_t len;
 	int r;
 
-	addr = strtoull(line, &end, 16);
-	if (end == line || end[0] != ' ' || !end[1] || end[2] != ' ')
-		return 0;
-	switch (end[1]) {
+	switch (sym->type) {
 	case 'T':
 		bind = SYM_BIND_GLOBAL;
 		break;
@@ -364,25 +357,21 @@ static int sym_kernel_parse_line(void *arg, char *line)
 	default:
 		return 0;
 	}
-	name = end + 3;
-	len = strcspn(name, " \t");
 	/* kptr_restrict shows every address as 0 */
-	if (!len || !addr)
+	if (!sym->addr)
 		return 0;
-	r = sym_table_add(t, addr, 0, sym_rank(bind, name), name, len);
+	r = sym_table_add(t, sym->addr, 0, sym_rank(bind, sym->name), sym->name, strlen(sym->name));
 	return r == -ENOMEM ? r : 0;
 }
 
 static int sym_kernel_load(struct symbolizer *s)
 {
-	char path[PATH_MAX], line[SYM_KALLSYMS_LINE_MAX];
+	char path[PATH_MAX];
 	int r;
 
 	if (snprintf(path, sizeof(path), "%s/kallsyms", s->proc_root) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	r = sym_read_lines(path, line, sizeof(line), sym_kernel_parse_line, &s->kernel);
-	if (r > 0)
-		return -r;
+	r = kallsyms_read(path, sym_kernel_visit, &s->kernel);
 	if (r < 0) {
 		sym_table_free(&s->kernel);
 		return r;

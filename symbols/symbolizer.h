@@ -1,12 +1,12 @@
 /*
  * symbolizer: turns stack addresses into frame names.
- * Kernel addresses via <proc>/kallsyms; user addresses via <proc>/PID/maps,
- * the mapped ELF file's DWARF (its own or a separate debug file, through
- * debuginfo.h: inline frames and source lines) and else its .symtab (else
- * .dynsym), read with libelf; JIT code via the process's /tmp/perf-PID.map
- * (perfmap.h). ELF files are cached per binary (by build-id where present,
- * else by device and inode) and shared by every process that maps it;
- * process maps are cached per tgid and refreshed by
+ * Kernel addresses via <proc>/kallsyms (read by kallsyms.h); user addresses
+ * via <proc>/PID/maps, the mapped ELF file's DWARF (its own or a separate
+ * debug file, through debuginfo.h: inline frames and source lines) and else
+ * its .symtab (else .dynsym), read with libelf; JIT code via the process's
+ * /tmp/perf-PID.map (perfmap.h). ELF files are cached per binary (by
+ * build-id where present, else by device and inode) and shared by every
+ * process that maps it; process maps are cached per tgid and refreshed by
  * symbolizer_refresh_processes(). The proc root is a parameter so tests can
  * use a fixture directory. Called by the daemon when it drains stacks. Does
  * not log.

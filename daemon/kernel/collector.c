@@ -1,94 +1,34 @@
-/* collector: see collector.h. */
-#include "collector.h"
+/*
+ * collector: see collector.h; collector_internal.h says which of its files
+ * does what. This one loads the core and the groups (their status under
+ * c->lock, one load at a time under c->load_lock), and keeps the links:
+ * the scheduler's, the per-CPU perf events of on-CPU sampling, the I/O
+ * kinds' tracepoints.
+ */
+#include "collector_internal.h"
 #include "unwinder.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
-#include <link.h>
-#include <stddef.h>
-#include <linux/membarrier.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
-#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "clock.h"
-#include "elf_symtab.h"
-#include "offcpu.skel.h"
 
-#define MAX_PROGRAMS 64 /* in the object */
+_Static_assert(sizeof(((struct offcpu_bpf *)0)->progs) <=
+		       COLLECTOR_MAX_PROGRAMS * sizeof(struct bpf_program *),
+	       "the object has more programs than COLLECTOR_MAX_PROGRAMS");
 
 /* The core's programs have no group: the scheduler hooks, unwind_exec. */
 #define GROUP_CORE COLLECTOR_GROUP_COUNT
-
-/* One optional group: its own instance of the object, whose maps are the
- * core instance's (see group_open()). */
-struct group {
-	struct offcpu_bpf *skel; /* NULL until loaded */
-	struct collector_group_status status;
-};
-
-struct collector {
-	struct offcpu_bpf *skel; /* the core; its maps are every group's */
-	struct bpf_link *links[8];
-	size_t n_links;
-	/* The task iterator that moves threads' banks of exact totals into the
-	 * maps at each drain (tp_btf only; see struct thread_totals). */
-	struct bpf_link *banks_link;
-	struct bpf_link *pass_link;	/* the in-progress pass (pass_in_progress), or NULL */
-	struct bpf_link *snapshot_link; /* offcpuctl blocked's (snapshot_blocked), or NULL */
-	const char *no_pass_why;	/* why it is not loaded; NULL if it is */
-	/* sched_switch, sched_waking and walk_at_rseq (rseq_update) run at
-	 * every context switch: attached only while a slot needs them
-	 * (sched_links_update()), so an idle daemon costs the switch nothing.
-	 * A record a thread kept from before counts for no later slot: its
-	 * start is older than the slot's. sched_progs[2] is NULL unless
-	 * deferred walks wait for rseq_update. */
-	struct bpf_program *sched_progs[3];
-	struct bpf_link *sched_links[3];
-	/* groups[].skel and .status: written by collector_group_load() on
-	 * any thread, read on the event loop's. */
-	pthread_mutex_t lock;
-	pthread_mutex_t load_lock; /* one group load at a time */
-	struct group groups[COLLECTOR_GROUP_COUNT];
-	uint32_t oncpu_frequency;
-	/* The I/O kinds' links (see links_attach()): bio's for good, fileio's
-	 * only while a fileio slot is in use, since any syscall tracepoint
-	 * slows every syscall of every process down. */
-	struct bpf_link *io_links[2][16];
-	size_t n_io_links[2];
-	const char *bio_path, *fileio_path;
-	uint32_t fileio_slots; /* slots of kind FILEIO handed out */
-	uint32_t waker_slots;  /* of kinds WAKEUP, OFFWAKE and CHAIN */
-	bool runq_clock;       /* the programs read run-queue waits at switch-in */
-	bool unwind_from_vmas; /* new processes' mappings built from their VMAs */
-	struct bpf_link *loader_link; /* unwind_loader_ready on ld.so, or NULL */
-	bool raw_tp;
-	uint32_t used_mask; /* slots handed out, as seen by this thread */
-	int ncpus;
-	struct bpf_link *request_links[OFFCPU_MAX_SLOTS][COLLECTOR_MAX_REQUEST_PROBES];
-	size_t n_request_links[OFFCPU_MAX_SLOTS];
-	int stats_fd; /* keeps the kernel's BPF run-time stats on; -1: off or refused */
-	struct bpf_link **oncpu_links; /* one per CPU that has an event; NULL entries: none */
-	const char *no_defer_why;      /* why sampled walks are not deferred; NULL if they are */
-	bool rseq_loaded;	       /* walk_at_rseq (rseq_update) is loaded: sched_progs[2] */
-	bool rseq_on;		       /* deferred walks wait for it while a slot is in use */
-	const char *no_rseq_why;       /* why it is not loaded, where it was asked for; else NULL */
-	const char *no_kstack_cache_why; /* why exact kernel walks are not cached; NULL: they are */
-	const char *no_sched_frames_why; /* why off-CPU walks lack __sched frames; NULL: not */
-	bool wanted[MAX_PROGRAMS]; /* by index in the object: a group's program that loads here */
-};
 
 static const char *const group_names[COLLECTOR_GROUP_COUNT] = {
 	[COLLECTOR_GROUP_ONCPU] = "oncpu",
@@ -121,8 +61,7 @@ static unsigned program_group(const char *name)
 	return GROUP_CORE;
 }
 
-/* group's instance if it is loaded, else NULL. */
-static struct offcpu_bpf *group_skel(struct collector *c, unsigned group)
+struct offcpu_bpf *collector_group_skel(struct collector *c, unsigned group)
 {
 	struct offcpu_bpf *skel;
 
@@ -204,32 +143,6 @@ fail:
 	return r;
 }
 
-/* The block tracepoints the bio programs use: block_io_start/done (6.5+),
- * else block_rq_insert/issue/complete; none without BTF (tp_btf only). A
- * tracepoint tp_btf can attach to has a btf_trace_<name> typedef. */
-static const char *bio_path_probe(bool raw_tp)
-{
-	static const char *const names[] = { "btf_trace_block_io_start", "btf_trace_block_rq_issue",
-					     "btf_trace_block_rq_complete" };
-	const char *path = NULL;
-	bool has[3];
-	struct btf *btf;
-
-	if (raw_tp)
-		return NULL;
-	btf = btf__load_vmlinux_btf();
-	if (!btf)
-		return NULL;
-	for (int i = 0; i < 3; i++)
-		has[i] = btf__find_by_name_kind(btf, names[i], BTF_KIND_TYPEDEF) > 0;
-	btf__free(btf);
-	if (has[0] && has[2])
-		path = "block_io_start/block_rq_issue/block_rq_complete";
-	else if (has[1] && has[2])
-		path = "block_rq_insert/block_rq_issue/block_rq_complete";
-	return path;
-}
-
 static void bio_autoload(struct offcpu_bpf *skel, const char *path)
 {
 	bool io_start = path && !strncmp(path, "block_io_start", 14);
@@ -274,187 +187,6 @@ static void group_autoload(const struct collector *c, struct offcpu_bpf *skel, u
 	}
 }
 
-bool collector_kstack_cache(const struct collector *c, const char **ret_why)
-{
-	*ret_why = c->no_kstack_cache_why ? c->no_kstack_cache_why : "";
-	return !c->no_kstack_cache_why;
-}
-
-const char *collector_walk_mode(const struct collector *c, const char **ret_why)
-{
-	*ret_why = c->no_defer_why ? c->no_defer_why : "";
-	return c->no_defer_why ? "switch-out" : "deferred";
-}
-
-bool collector_sched_frames(const struct collector *c, const char **ret_why)
-{
-	*ret_why = c->no_sched_frames_why ? c->no_sched_frames_why : "";
-	return !c->no_sched_frames_why;
-}
-
-bool collector_in_progress(const struct collector *c, const char **ret_why)
-{
-	*ret_why = c->no_pass_why ? c->no_pass_why : "";
-	return !c->no_pass_why;
-}
-
-const char *collector_walk_return(const struct collector *c, const char **ret_why)
-{
-	*ret_why = c->no_rseq_why ? c->no_rseq_why : "";
-	return c->no_defer_why ? "" : c->rseq_on ? "rseq_update" : "task work";
-}
-
-/* What the loader asks of the running kernel's BTF, parsed once. */
-struct kernel_features {
-	bool task_work;	  /* the BPF task work kfunc deferred walks need */
-	bool rseq_update; /* the rseq_update tracepoint and task_struct.rseq (walk_at_rseq) */
-	bool runq_clock;  /* sched_info.last_queued and a task's run queue (queued_at()) */
-	bool vma_iter;	  /* the VMA iterator kfuncs (6.7) unwind_proc_from_vmas() needs */
-	bool rdonly_cast; /* bpf_rdonly_cast() (6.2): loads from the kernel stack */
-	bool copy_from_user_task; /* the helper (5.18) the in-progress pass reads stacks with */
-};
-
-static bool btf_has_member(const struct btf *btf, const char *type, const char *member)
-{
-	int id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
-	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
-	const struct btf_member *m = t ? btf_members(t) : NULL;
-
-	for (unsigned i = 0; t && i < btf_vlen(t); i++)
-		if (!strcmp(btf__name_by_offset(btf, m[i].name_off), member))
-			return true;
-	return false;
-}
-
-static struct kernel_features kernel_features(void)
-{
-	struct btf *vmlinux = btf__load_vmlinux_btf();
-	struct kernel_features f = { 0 };
-
-	if (!vmlinux)
-		return f;
-	f.task_work = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
-					     BTF_KIND_FUNC) > 0;
-	f.vma_iter = btf__find_by_name_kind(vmlinux, "bpf_iter_task_vma_new", BTF_KIND_FUNC) > 0;
-	f.rseq_update =
-		btf__find_by_name_kind(vmlinux, "btf_trace_rseq_update", BTF_KIND_TYPEDEF) > 0 &&
-		btf_has_member(vmlinux, "task_struct", "rseq");
-	f.rdonly_cast = btf__find_by_name_kind(vmlinux, "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
-	f.copy_from_user_task =
-		btf__find_by_name_kind(vmlinux, "bpf_copy_from_user_task", BTF_KIND_FUNC) > 0;
-	f.runq_clock = btf_has_member(vmlinux, "task_struct", "sched_info") &&
-		       btf_has_member(vmlinux, "sched_info", "last_queued") &&
-		       btf_has_member(vmlinux, "sched_entity", "cfs_rq") &&
-		       btf_has_member(vmlinux, "cfs_rq", "rq") && btf_has_member(vmlinux, "rq", "clock");
-	btf__free(vmlinux);
-	return f;
-}
-
-/* Why sampled slots cannot defer their user walks here; NULL if they can. */
-static const char *no_defer_reason(const struct collector_options *opts, bool raw_tp,
-				   const struct kernel_features *kernel)
-{
-	if (!opts->defer_walks)
-		return "sampled_walk = switch-out";
-	if (raw_tp)
-		return "the raw_tp fallback has no task storage";
-	if (!kernel->task_work)
-		return "the kernel has no BPF task work (bpf_task_work_schedule_resume_impl, 6.18)";
-	return NULL;
-}
-
-/* Why the in-progress pass cannot run here; NULL if it can. */
-static const char *no_pass_reason(bool raw_tp, const struct kernel_features *kernel)
-{
-	if (raw_tp)
-		return "the raw_tp fallback has no task storage";
-	if (!kernel->copy_from_user_task)
-		return "the kernel has no bpf_copy_from_user_task() (5.18)";
-	return NULL;
-}
-
-/* Why deferred walks cannot wait for rseq_update here, as asked; NULL if
- * they can. */
-static const char *no_rseq_reason(const char *no_defer_why, const struct kernel_features *kernel)
-{
-	if (no_defer_why)
-		return "walks are not deferred";
-	if (!kernel->rseq_update)
-		return "the kernel has no rseq_update tracepoint (CONFIG_RSEQ)";
-	return NULL;
-}
-
-/* What the BPF side needs of /proc/kallsyms: all 0 where it is not there or
- * hidden (kptr_restrict shows zeros to the unprivileged). */
-struct kernel_text {
-	uint64_t start;			   /* _stext */
-	uint64_t sched_start, sched_end;   /* the __sched section */
-	uint64_t switch_to_asm;		   /* __switch_to_asm (x86-64) */
-	uint64_t thunks_start, thunks_end; /* the retpoline thunks (x86-64), if any */
-};
-
-static struct kernel_text kernel_text_read(void)
-{
-	FILE *f = fopen("/proc/kallsyms", "re");
-	char line[512], name[256], type;
-	struct kernel_text t = { 0 };
-	unsigned long long addr;
-
-	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 || strchr(line, '['))
-			continue;
-		if (!strncmp(name, "__x86_indirect_", 15) && strstr(name, "thunk")) {
-			if (!t.thunks_start || addr < t.thunks_start)
-				t.thunks_start = addr;
-			if (addr + 64 > t.thunks_end) /* a thunk is at most 64 bytes */
-				t.thunks_end = addr + 64;
-		}
-		if (!strcmp(name, "_stext"))
-			t.start = addr;
-		else if (!strcmp(name, "__sched_text_start"))
-			t.sched_start = addr;
-		else if (!strcmp(name, "__sched_text_end"))
-			t.sched_end = addr;
-		else if (!strcmp(name, "__switch_to_asm"))
-			t.switch_to_asm = addr;
-	}
-	if (f)
-		fclose(f);
-	return t;
-}
-
-/* Why the __sched frames of kernel stacks walked off-CPU are not put back
- * here; NULL if they are. */
-static const char *no_sched_frames_reason(bool raw_tp, const struct kernel_features *kernel,
-					  const struct kernel_text *text)
-{
-#if !defined(__x86_64__)
-	return "only on x86-64";
-#endif
-	if (raw_tp)
-		return "the raw_tp fallback reads no kernel stack words";
-	if (!kernel->rdonly_cast)
-		return "the kernel has no bpf_rdonly_cast (6.2)";
-	if (text->sched_end <= text->sched_start)
-		return "/proc/kallsyms does not show the __sched section";
-	return NULL;
-}
-
-/* Why exact kernel stack walks are not cached here; NULL if they are. */
-static const char *no_kstack_cache_reason(const struct collector_options *opts, bool raw_tp,
-					  const struct kernel_features *kernel, uint64_t text)
-{
-	if (!opts->stack_cache)
-		return "stack_cache = off";
-	if (raw_tp)
-		return "the raw_tp fallback has no task storage";
-	if (!kernel->rdonly_cast)
-		return "the kernel has no bpf_rdonly_cast (6.2)";
-	if (!text)
-		return "/proc/kallsyms does not show _stext";
-	return NULL;
-}
-
 /* Puts each double buffer's two maps into its outer map (epoch & 1 picks
  * one): the linked object cannot carry them as initial values. */
 static int buffers_publish(struct offcpu_bpf *skel)
@@ -479,103 +211,15 @@ static int buffers_publish(struct offcpu_bpf *skel)
 	return 0;
 }
 
-/* The dynamic loader this daemon runs under (its PT_INTERP), which is the
- * system's: the one dynamically linked programs here start in. */
-static bool loader_path(char *buf, size_t size)
-{
-	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	bool found = false;
-	size_t n;
-	Elf *elf;
-
-	if (fd < 0)
-		return false;
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	for (size_t i = 0; elf && !elf_getphdrnum(elf, &n) && i < n && !found; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_INTERP && ph.p_filesz < size &&
-		    pread(fd, buf, ph.p_filesz, (off_t)ph.p_offset) == (ssize_t)ph.p_filesz) {
-			buf[ph.p_filesz] = '\0';
-			found = buf[0] == '/';
-		}
-	}
-	if (elf)
-		elf_end(elf);
-	close(fd);
-	return found;
-}
-
-struct loader_symbols {
-	uint64_t debug_state, r_debug;
-};
-
-static int loader_symbol(void *arg, const GElf_Sym *sym, const char *name)
-{
-	struct loader_symbols *l = arg;
-
-	if (!strcmp(name, "_dl_debug_state"))
-		l->debug_state = sym->st_value;
-	else if (!strcmp(name, "_r_debug"))
-		l->r_debug = sym->st_value;
-	return l->debug_state && l->r_debug;
-}
-
-/* The ELF addresses of _dl_debug_state and _r_debug.r_state in the
- * system's loader, for the hook to tell the call that says the loader has
- * mapped the libraries (unwind_loader_ready()); false if they cannot be
- * read (the hook then builds a list at every call). */
-static bool loader_symbols(uint64_t *debug_state, uint64_t *r_state)
-{
-	struct loader_symbols l = { 0 };
-	char path[4096];
-	Elf_Scn *scn = NULL;
-	struct stat st;
-	Elf *elf = NULL;
-	int fd = -1;
-
-	if (!loader_path(path, sizeof(path)) || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 ||
-	    fstat(fd, &st) < 0 || !(elf = elf_begin(fd, ELF_C_READ, NULL)))
-		goto out;
-	while ((scn = elf_nextscn(elf, scn)) && !(l.debug_state && l.r_debug)) {
-		GElf_Shdr sh;
-
-		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
-			elf_symtab_defined(elf, scn, (uint64_t)st.st_size, loader_symbol, &l);
-	}
-out:
-	if (elf)
-		elf_end(elf);
-	if (fd >= 0)
-		close(fd);
-	*debug_state = l.debug_state;
-	*r_state = l.r_debug ? l.r_debug + offsetof(struct r_debug, r_state) : 0;
-	return l.debug_state && l.r_debug;
-}
-
-/* prog on the loader's _dl_debug_state(), in every process; NULL (the
- * hook is an extra: a process's first walk still builds its list) if the
- * loader has no such symbol or the kernel refuses. */
-static struct bpf_link *loader_attach(struct bpf_program *prog)
-{
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = "_dl_debug_state");
-	char path[4096];
-
-	if (!loader_path(path, sizeof(path)))
-		return NULL;
-	return bpf_program__attach_uprobe_opts(prog, -1, path, 0, &opts);
-}
-
 /* Opens, loads and attaches the core, which creates every map. */
 static int load(struct collector *c, const struct collector_options *opts)
 {
-	struct kernel_features kernel = kernel_features();
+	struct collector_features f;
 	uint64_t debug_state, r_state;
-	struct kernel_text text = kernel_text_read();
 	struct offcpu_bpf *skel;
 	int r;
 
+	collector_features_probe(opts, c->raw_tp, &f);
 	skel = offcpu_bpf__open();
 	if (!skel)
 		return -errno;
@@ -592,34 +236,32 @@ static int load(struct collector *c, const struct collector_options *opts)
 	/* Tables need bpf_task_pt_regs(), which needs tp_btf's typed task. */
 	skel->rodata->unwind_dwarf = opts->unwind_dwarf && !c->raw_tp;
 	skel->rodata->unwind_max_depth = opts->unwind_max_depth;
-	c->no_defer_why = no_defer_reason(opts, c->raw_tp, &kernel);
+	c->no_defer_why = f.no_defer_why;
 	skel->rodata->defer_walks = !c->no_defer_why;
-	c->no_rseq_why = opts->walk_return != COLLECTOR_RETURN_TASK_WORK
-				 ? no_rseq_reason(c->no_defer_why, &kernel)
-				 : NULL;
-	c->rseq_loaded = opts->walk_return != COLLECTOR_RETURN_TASK_WORK && !c->no_rseq_why;
-	c->rseq_on = c->rseq_loaded && opts->walk_return == COLLECTOR_RETURN_RSEQ;
-	c->runq_clock = kernel.runq_clock && !c->raw_tp;
-	c->no_pass_why = no_pass_reason(c->raw_tp, &kernel);
+	c->no_rseq_why = f.no_rseq_why;
+	c->rseq_loaded = f.rseq_loaded;
+	c->rseq_on = f.rseq_on;
+	c->runq_clock = f.runq_clock;
+	c->no_pass_why = f.no_pass_why;
 	/* Built in task works and the loader's uprobe only: the iterator refuses
 	 * to run with irqs off, as in sched_switch. */
-	c->unwind_from_vmas = kernel.vma_iter && skel->rodata->unwind_dwarf && !c->no_defer_why;
-	if (c->unwind_from_vmas && loader_symbols(&debug_state, &r_state)) {
+	c->unwind_from_vmas = f.vma_iter && skel->rodata->unwind_dwarf && !c->no_defer_why;
+	if (c->unwind_from_vmas && collector_loader_symbols(&debug_state, &r_state)) {
 		skel->rodata->loader_debug_state = debug_state;
 		skel->rodata->loader_r_state = r_state;
 	}
 	skel->rodata->runq_from_sched_info = c->runq_clock;
-	c->no_kstack_cache_why = no_kstack_cache_reason(opts, c->raw_tp, &kernel, text.start);
+	c->no_kstack_cache_why = f.no_kstack_cache_why;
 	skel->rodata->kstack_cache_on = !c->no_kstack_cache_why;
 	skel->rodata->kstack_audit_period = opts->stack_cache_audit;
-	skel->rodata->kernel_text_start = text.start;
-	c->no_sched_frames_why = no_sched_frames_reason(c->raw_tp, &kernel, &text);
+	skel->rodata->kernel_text_start = f.text.start;
+	c->no_sched_frames_why = f.no_sched_frames_why;
 	skel->rodata->sched_frames_on = !c->no_sched_frames_why;
-	skel->rodata->sched_text_start = text.sched_start;
-	skel->rodata->sched_text_end = text.sched_end;
-	skel->rodata->switch_to_asm = text.switch_to_asm;
-	skel->rodata->thunks_start = text.thunks_start;
-	skel->rodata->thunks_end = text.thunks_end;
+	skel->rodata->sched_text_start = f.text.sched_start;
+	skel->rodata->sched_text_end = f.text.sched_end;
+	skel->rodata->switch_to_asm = f.text.switch_to_asm;
+	skel->rodata->thunks_start = f.text.thunks_start;
+	skel->rodata->thunks_end = f.text.thunks_end;
 	bpf_map__set_autocreate(skel->maps.kstack_caches, !c->raw_tp);
 	skel->rodata->thread_banks = !c->raw_tp;
 	bpf_map__set_max_entries(skel->maps.unwind_rows,
@@ -698,14 +340,7 @@ static void sched_link_set(struct collector *c, unsigned i, bool on)
 	}
 }
 
-/*
- * Attaches the scheduler's programs that slots used and waker_slots need,
- * and detaches the rest: sched_switch while any slot is in use,
- * sched_waking while a slot splits blocks at their wakeup and the kernel
- * cannot tell when a task was queued (queued_at()), or a waker kind's slot
- * is in use.
- */
-static int sched_links_update(struct collector *c, uint32_t used, uint32_t waker_slots)
+int collector_sched_links_update(struct collector *c, uint32_t used, uint32_t waker_slots)
 {
 	bool want[3] = { used != 0, used && (!c->runq_clock || waker_slots),
 			 used && c->sched_progs[2] && c->rseq_on };
@@ -717,7 +352,7 @@ static int sched_links_update(struct collector *c, uint32_t used, uint32_t waker
 
 			/* Back as they were: those links are attached, so this
 			 * only detaches. */
-			sched_links_update(c, c->used_mask, c->waker_slots);
+			collector_sched_links_update(c, c->used_mask, c->waker_slots);
 			return r;
 		}
 	}
@@ -789,10 +424,14 @@ static void io_detach(struct collector *c, int which)
 	links_destroy(c->io_links[which], &c->n_io_links[which]);
 }
 
-/* Attaches the loaded fileio programs (their group is loaded). */
-static int fileio_attach(struct collector *c)
+void collector_fileio_detach(struct collector *c)
 {
-	return links_attach(group_skel(c, COLLECTOR_GROUP_FILEIO)->obj, "fileio_",
+	io_detach(c, IO_FILEIO);
+}
+
+int collector_fileio_attach(struct collector *c)
+{
+	return links_attach(collector_group_skel(c, COLLECTOR_GROUP_FILEIO)->obj, "fileio_",
 			    c->io_links[IO_FILEIO], 16, &c->n_io_links[IO_FILEIO]);
 }
 
@@ -811,7 +450,8 @@ static int wanted_probe(struct collector *c)
 		group_autoload(c, skel, g);
 		bpf_object__for_each_program(prog, skel->obj)
 		{
-			if (i < MAX_PROGRAMS && program_group(bpf_program__name(prog)) == g)
+			if (i < COLLECTOR_MAX_PROGRAMS &&
+			    program_group(bpf_program__name(prog)) == g)
 				c->wanted[i] = bpf_program__autoload(prog);
 			i++;
 		}
@@ -824,7 +464,7 @@ static int wanted_probe(struct collector *c)
  * unavailable from the start, the others load on first use. */
 static int groups_probe(struct collector *c)
 {
-	c->bio_path = bio_path_probe(c->raw_tp);
+	c->bio_path = collector_bio_path_probe(c->raw_tp);
 	c->fileio_path = "syscall tracepoints (fentry on vfs_* not used)";
 	if (!c->oncpu_frequency)
 		group_set_unavailable(c, COLLECTOR_GROUP_ONCPU, -ECANCELED,
@@ -1007,7 +647,7 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 	if (c->skel->rodata->unwind_dwarf)
 		c->links[c->n_links++] = bpf_program__attach(c->skel->progs.unwind_exec);
 	if (c->unwind_from_vmas)
-		c->loader_link = loader_attach(c->skel->progs.unwind_loader_ready);
+		c->loader_link = collector_loader_attach(c->skel->progs.unwind_loader_ready);
 	for (size_t i = 0; i < c->n_links; i++) {
 		if (!c->links[i]) {
 			r = -errno;
@@ -1031,7 +671,7 @@ void collector_free(struct collector *c)
 	for (unsigned slot = 0; slot < OFFCPU_MAX_SLOTS; slot++)
 		collector_request_detach(c, slot);
 	oncpu_detach(c);
-	sched_links_update(c, 0, 0);
+	collector_sched_links_update(c, 0, 0);
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
 	bpf_link__destroy(c->loader_link);
@@ -1070,11 +710,6 @@ const char *collector_tracepoint(const struct collector *c)
 	return c->raw_tp ? "raw_tp" : "tp_btf";
 }
 
-const char *collector_runq_clock(const struct collector *c)
-{
-	return c->runq_clock ? "sched_info" : "sched_waking";
-}
-
 const char *collector_io_path(struct collector *c, unsigned kind)
 {
 	unsigned group = kind == OFFCPU_KIND_BIO ? COLLECTOR_GROUP_BIO : COLLECTOR_GROUP_FILEIO;
@@ -1093,353 +728,6 @@ const char *collector_program_name(const struct collector *c)
 	return c->raw_tp ? "sched_switch_raw" : "sched_switch_btf";
 }
 
-/* Adds or removes slot's bit in the id -> slot mask filter map. */
-static int filter_ids_update(int map_fd, const uint32_t *ids, size_t n, unsigned slot, bool add)
-{
-	for (size_t i = 0; i < n; i++) {
-		uint32_t mask = 0;
-
-		bpf_map_lookup_elem(map_fd, &ids[i], &mask);
-		if (add)
-			mask |= 1u << slot;
-		else
-			mask &= ~(1u << slot);
-		if (mask) {
-			if (bpf_map_update_elem(map_fd, &ids[i], &mask, BPF_ANY) < 0)
-				return -errno;
-		} else {
-			bpf_map_delete_elem(map_fd, &ids[i]);
-		}
-	}
-	return 0;
-}
-
-/* Removes slot from every id in a filter map (ids are not kept here). */
-static void filter_ids_clear(int map_fd, unsigned slot)
-{
-	uint32_t key, next, mask;
-	bool first = true;
-
-	while (bpf_map_get_next_key(map_fd, first ? NULL : &key, &next) == 0) {
-		first = false;
-		key = next;
-		if (bpf_map_lookup_elem(map_fd, &key, &mask) < 0 || !(mask & (1u << slot)))
-			continue;
-		mask &= ~(1u << slot);
-		if (mask)
-			bpf_map_update_elem(map_fd, &key, &mask, BPF_ANY);
-		else
-			bpf_map_delete_elem(map_fd, &key); /* iteration restarts safely */
-	}
-}
-
-static void mask_set(uint32_t *mask, uint32_t bit, bool on)
-{
-	if (on)
-		__atomic_fetch_or(mask, bit, __ATOMIC_SEQ_CST);
-	else
-		__atomic_fetch_and(mask, ~bit, __ATOMIC_SEQ_CST);
-}
-
-int collector_slot_add(struct collector *c, const struct collector_filter *f, unsigned *ret_slot)
-{
-	int tgid_fd = bpf_map__fd(c->skel->maps.filter_tgids);
-	int tid_fd = bpf_map__fd(c->skel->maps.filter_tids);
-	struct offcpu_bpf__bss *bss;
-	uint32_t bit, groups;
-	unsigned slot;
-	bool waker;
-	int r;
-
-	for (slot = 0; slot < OFFCPU_MAX_SLOTS; slot++)
-		if (!(c->used_mask & (1u << slot)))
-			break;
-	if (slot == OFFCPU_MAX_SLOTS)
-		return -EBUSY;
-	groups = collector_filter_groups(f);
-	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++)
-		if ((groups & (1u << g)) && collector_group_load(c, g, NULL) < 0)
-			return -EOPNOTSUPP;
-	bit = 1u << slot;
-	waker = f->kind == OFFCPU_KIND_WAKEUP || f->kind == OFFCPU_KIND_OFFWAKE ||
-		f->kind == OFFCPU_KIND_CHAIN;
-	r = sched_links_update(c, c->used_mask | bit, c->waker_slots | (waker ? bit : 0));
-	if (r < 0)
-		return r;
-	if (f->kind == OFFCPU_KIND_FILEIO && !c->fileio_slots) {
-		r = fileio_attach(c);
-		if (r < 0) {
-			sched_links_update(c, c->used_mask, c->waker_slots);
-			return r;
-		}
-	}
-
-	r = filter_ids_update(tgid_fd, f->tgids, f->n_tgids, slot, true);
-	if (r == 0)
-		r = filter_ids_update(tid_fd, f->tids, f->n_tids, slot, true);
-	if (r < 0) {
-		filter_ids_update(tgid_fd, f->tgids, f->n_tgids, slot, false);
-		filter_ids_update(tid_fd, f->tids, f->n_tids, slot, false);
-		if (!c->fileio_slots)
-			io_detach(c, IO_FILEIO);
-		sched_links_update(c, c->used_mask, c->waker_slots);
-		return r == -E2BIG ? -ENOSPC : r;
-	}
-
-	bss = c->skel->bss;
-	bss->slots[slot].start_ns = clock_monotonic_ns();
-	bss->slots[slot].min_block_ns = f->min_block_ns;
-	bss->slots[slot].max_block_ns = f->max_block_ns;
-	/* An ONCPU slot takes no blocks: no state lets sched_switch match it. */
-	for (unsigned st = 0; st < OFFCPU_STATE_COUNT; st++)
-		mask_set(&bss->state_slots[st], bit,
-			 f->kind != OFFCPU_KIND_ONCPU && (f->state_mask & (1u << st)));
-	mask_set(&bss->tgid_filter_slots, bit, f->n_tgids > 0);
-	mask_set(&bss->tid_filter_slots, bit, f->n_tids > 0);
-	mask_set(&bss->user_stack_slots, bit, f->user_stacks);
-	mask_set(&bss->kernel_stack_slots, bit, f->kernel_stacks);
-	bss->slots[slot].kind = f->kind;
-	bss->slots[slot].chain_depth = f->chain_depth ? f->chain_depth : 1;
-	bss->slots[slot].sample_period_ns = f->sample_period_ns;
-	mask_set(&bss->sampled_slots, bit, f->sample_period_ns > 0);
-	for (unsigned k = 0; k < OFFCPU_KIND_COUNT; k++)
-		mask_set(&bss->kind_slots[k], bit, f->kind == k);
-	mask_set(&bss->split_runq_slots, bit, f->split_runq);
-	mask_set(&bss->oncpu_slots, bit, f->kind == OFFCPU_KIND_ONCPU || f->oncpu);
-	mask_set(&bss->hist_slots, bit, f->hist);
-	mask_set(&bss->request_slots, bit, f->requests);
-	mask_set(&bss->filename_slots, bit, f->filename);
-	if (f->kind == OFFCPU_KIND_FILEIO)
-		c->fileio_slots |= bit;
-	if (waker)
-		c->waker_slots |= bit;
-	/* Publish: the slot must be complete before a program sees its bit. */
-	__atomic_fetch_or(&bss->active_mask, bit, __ATOMIC_SEQ_CST);
-	c->used_mask |= 1u << slot;
-	*ret_slot = slot;
-	return 0;
-}
-
-uint64_t collector_slot_activate(struct collector *c, unsigned slot)
-{
-	uint64_t now = clock_monotonic_ns();
-
-	if (slot >= OFFCPU_MAX_SLOTS)
-		return now;
-	/* Blocks and requests that began earlier are not the slot's (and a
-	 * thread's request state from before is stale, see requests.bpf.h). */
-	c->skel->bss->slots[slot].start_ns = now;
-	__atomic_fetch_or(&c->skel->bss->active_mask, 1u << slot, __ATOMIC_SEQ_CST);
-	return now;
-}
-
-void collector_slot_deactivate(struct collector *c, unsigned slot)
-{
-	if (slot < OFFCPU_MAX_SLOTS)
-		__atomic_fetch_and(&c->skel->bss->active_mask, ~(1u << slot), __ATOMIC_SEQ_CST);
-}
-
-static int request_probe(struct collector *c, unsigned slot, struct bpf_program *prog, bool ret,
-			 uint64_t cookie, int pid, const char *path, uint64_t offset)
-{
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
-	struct bpf_link *link;
-
-	if (c->n_request_links[slot] >= COLLECTOR_MAX_REQUEST_PROBES)
-		return -E2BIG;
-	link = bpf_program__attach_uprobe_opts(prog, pid > 0 ? pid : -1, path, offset, &opts);
-	if (!link)
-		return -errno;
-	c->request_links[slot][c->n_request_links[slot]++] = link;
-	return 0;
-}
-
-int collector_request_attach(struct collector *c, unsigned slot, unsigned request, int pid,
-			     const char *path, uint64_t offset)
-{
-	uint64_t cookie = (uint64_t)slot * OFFCPU_MAX_REQUESTS + request;
-	struct offcpu_bpf *skel;
-	int r;
-
-	if (c->raw_tp)
-		return -EOPNOTSUPP;
-	if (slot >= OFFCPU_MAX_SLOTS || request >= OFFCPU_MAX_REQUESTS)
-		return -EINVAL;
-	r = collector_group_load(c, COLLECTOR_GROUP_REQUESTS, NULL);
-	if (r < 0)
-		return r;
-	skel = group_skel(c, COLLECTOR_GROUP_REQUESTS);
-	r = request_probe(c, slot, skel->progs.request_exit, true, cookie, pid, path, offset);
-	if (r == 0)
-		r = request_probe(c, slot, skel->progs.request_enter, false, cookie, pid, path,
-				  offset);
-	return r;
-}
-
-/* Visits slot's rows of the request latency map; deletes them if asked. */
-static void request_rows(struct collector *c, unsigned slot, bool delete,
-			 struct collector_request_stats *stats)
-{
-	int fd = bpf_map__fd(c->skel->maps.request_stats);
-	struct offcpu_request_key key, next;
-	struct offcpu_request_value v;
-	bool first = true;
-
-	while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
-		first = false;
-		key = next;
-		if (key.slot != slot)
-			continue;
-		if (stats && key.request < OFFCPU_MAX_REQUESTS && key.measure < 2 &&
-		    key.bucket < OFFCPU_HIST_BUCKETS && bpf_map_lookup_elem(fd, &key, &v) == 0) {
-			stats[key.request].count[key.measure][key.bucket] += v.count;
-			stats[key.request].sum_ns[key.measure][key.bucket] += v.sum_ns;
-		} else if (stats && key.request < OFFCPU_MAX_REQUESTS &&
-			   key.measure == OFFCPU_REQUEST_CALLS &&
-			   bpf_map_lookup_elem(fd, &key, &v) == 0) {
-			stats[key.request].calls += v.count;
-		}
-		if (delete)
-			bpf_map_delete_elem(fd, &key); /* iteration restarts safely */
-	}
-}
-
-int collector_request_stats(struct collector *c, unsigned slot,
-			    struct collector_request_stats ret[OFFCPU_MAX_REQUESTS])
-{
-	if (slot >= OFFCPU_MAX_SLOTS)
-		return -EINVAL;
-	memset(ret, 0, sizeof(*ret) * OFFCPU_MAX_REQUESTS);
-	request_rows(c, slot, false, ret);
-	return 0;
-}
-
-void collector_request_detach(struct collector *c, unsigned slot)
-{
-	if (slot >= OFFCPU_MAX_SLOTS)
-		return;
-	for (size_t i = 0; i < c->n_request_links[slot]; i++)
-		bpf_link__destroy(c->request_links[slot][i]);
-	c->n_request_links[slot] = 0;
-}
-
-void collector_slot_release(struct collector *c, unsigned slot)
-{
-	if (slot >= OFFCPU_MAX_SLOTS || !(c->used_mask & (1u << slot)))
-		return;
-	collector_slot_deactivate(c, slot);
-	collector_request_detach(c, slot);
-	request_rows(c, slot, true, NULL);
-	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_tgids), slot);
-	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_tids), slot);
-	c->used_mask &= ~(1u << slot);
-	if (c->fileio_slots & (1u << slot)) {
-		c->fileio_slots &= ~(1u << slot);
-		if (!c->fileio_slots)
-			io_detach(c, IO_FILEIO);
-	}
-	c->waker_slots &= ~(1u << slot);
-	sched_links_update(c, c->used_mask, c->waker_slots);
-}
-
-unsigned collector_slots_active(const struct collector *c)
-{
-	return __builtin_popcount(c->used_mask);
-}
-
-/*
- * Waits until every BPF program run that began before the call has ended:
- * they run inside RCU read-side sections, and MEMBARRIER_CMD_GLOBAL is
- * synchronize_rcu(). Where membarrier is refused (nohz_full), a sleep far
- * longer than one program run stands in.
- */
-static void wait_for_programs(void)
-{
-	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) < 0)
-		nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
-}
-
-/* Empties a hash map into a growing array of key/value records. */
-static int drain_map(int fd, size_t key_size, size_t value_size, void **items, size_t *n)
-{
-	size_t cap = 0, chunk = 256;
-	char *keys = NULL, *values = NULL, *out = NULL;
-	uint32_t in_batch = 0, out_batch = 0;
-	bool first = true;
-	int r = 0;
-
-	*items = NULL;
-	*n = 0;
-	for (;;) {
-		__u32 count = chunk;
-		char *k = realloc(keys, chunk * key_size), *v;
-
-		if (!k) {
-			r = -ENOMEM;
-			break;
-		}
-		keys = k;
-		v = realloc(values, chunk * value_size);
-		if (!v) {
-			r = -ENOMEM;
-			break;
-		}
-		values = v;
-		r = bpf_map_lookup_and_delete_batch(fd, first ? NULL : &in_batch, &out_batch, keys,
-						    values, &count, NULL);
-		if (r < 0 && errno == ENOSPC && count == 0) {
-			chunk *= 2; /* one bucket holds more than chunk entries */
-			continue;
-		}
-		if (r < 0 && errno != ENOENT) {
-			r = -errno;
-			break;
-		}
-		if (*n + count > cap) {
-			size_t new_cap = (*n + count) * 2;
-			char *o = realloc(out, new_cap * (key_size + value_size));
-
-			if (!o) {
-				r = -ENOMEM;
-				break;
-			}
-			out = o;
-			cap = new_cap;
-		}
-		for (__u32 i = 0; i < count; i++) {
-			char *rec = out + (*n + i) * (key_size + value_size);
-
-			memcpy(rec, keys + i * key_size, key_size);
-			memcpy(rec + key_size, values + i * value_size, value_size);
-		}
-		*n += count;
-		if (r < 0) { /* ENOENT: that was the last batch */
-			r = 0;
-			break;
-		}
-		in_batch = out_batch;
-		first = false;
-	}
-	free(keys);
-	free(values);
-	*items = out;
-	return r;
-}
-
-void collector_counters(struct collector *c, uint64_t out[OFFCPU_CNT_MAX])
-{
-	int fd = bpf_map__fd(c->skel->maps.counters);
-	uint64_t per_cpu[c->ncpus];
-
-	for (uint32_t i = 0; i < OFFCPU_CNT_MAX; i++) {
-		out[i] = 0;
-		if (bpf_map_lookup_elem(fd, &i, per_cpu) < 0)
-			continue;
-		for (int cpu = 0; cpu < c->ncpus; cpu++)
-			out[i] += per_cpu[cpu];
-	}
-}
-
 size_t collector_programs(struct collector *c, struct collector_program *ret, size_t max)
 {
 	bool requests = false;
@@ -1454,7 +742,7 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 		unsigned group = program_group(name);
 		struct bpf_prog_info info = { 0 };
 		__u32 len = sizeof(info);
-		bool wanted = i < MAX_PROGRAMS && c->wanted[i];
+		bool wanted = i < COLLECTOR_MAX_PROGRAMS && c->wanted[i];
 		struct offcpu_bpf *skel;
 		int fd = -1;
 
@@ -1462,7 +750,7 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 		if (group == GROUP_CORE) {
 			fd = bpf_program__fd(prog);
 			wanted = fd >= 0;
-		} else if (wanted && (skel = group_skel(c, group))) {
+		} else if (wanted && (skel = collector_group_skel(c, group))) {
 			fd = bpf_program__fd(bpf_object__find_program_by_name(skel->obj, name));
 		}
 		if (n == max || !wanted)
@@ -1488,16 +776,6 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 	return n;
 }
 
-bool collector_unwind_from_vmas(const struct collector *c)
-{
-	return c->unwind_from_vmas;
-}
-
-bool collector_unwind_loader_hook(const struct collector *c)
-{
-	return c->loader_link != NULL;
-}
-
 bool collector_bpf_stats(const struct collector *c)
 {
 	return c->stats_fd >= 0;
@@ -1509,244 +787,4 @@ void collector_map_sizes(const struct collector *c, struct collector_map_sizes *
 	ret->stacks = bpf_map__max_entries(c->skel->maps.stacks0);
 	ret->chains = bpf_map__max_entries(c->skel->maps.chains0);
 	ret->hists = bpf_map__max_entries(c->skel->maps.hists0);
-}
-
-int collector_waker_stack(struct collector *c, uint64_t hash, struct offcpu_stack *ret)
-{
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.waker_stacks), &hash, ret) < 0)
-		return -ENOENT;
-	return 0;
-}
-
-int collector_file_name(struct collector *c, uint64_t hash, struct offcpu_file_name *ret)
-{
-	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.file_names), &hash, ret) < 0)
-		return -ENOENT;
-	ret->name[sizeof(ret->name) - 1] = '\0';
-	return 0;
-}
-
-_Static_assert(offsetof(struct collector_hist, count) == sizeof(struct offcpu_hist_key) &&
-		       offsetof(struct collector_total, total) == sizeof(struct offcpu_key),
-	       "drain_percpu_map's records: the value right after the key");
-
-/*
- * Empties a per-CPU map into records of record_size bytes: the key, then at
- * key_size the value (value_size per CPU) summed over the CPUs by add().
- */
-static int drain_percpu_map(struct collector *c, int fd, size_t key_size, size_t value_size,
-			    size_t record_size, void (*add)(void *sum, const void *cpu),
-			    void **ret, size_t *ret_n)
-{
-	size_t stride = key_size + value_size * c->ncpus, n = 0;
-	char *items, *out;
-	int r;
-
-	*ret = NULL;
-	*ret_n = 0;
-	r = drain_map(fd, key_size, value_size * c->ncpus, (void **)&items, &n);
-	if (r < 0 || !n) {
-		free(items);
-		return r;
-	}
-	out = calloc(n, record_size);
-	if (!out) {
-		free(items);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const char *item = items + i * stride;
-		char *rec = out + i * record_size;
-
-		memcpy(rec, item, key_size);
-		for (int k = 0; k < c->ncpus; k++)
-			add(rec + key_size, item + key_size + k * value_size);
-	}
-	free(items);
-	*ret = out;
-	*ret_n = n;
-	return 0;
-}
-
-static void total_sum(void *sum, const void *cpu)
-{
-	struct offcpu_total *t = sum;
-	const struct offcpu_total *v = cpu;
-
-	t->sum_ns += v->sum_ns;
-	t->count += v->count;
-	t->short_ns += v->short_ns;
-	t->samples += v->samples;
-	if (!t->comm[0] && v->comm[0])
-		memcpy(t->comm, v->comm, sizeof(t->comm));
-}
-
-static void count_sum(void *sum, const void *cpu)
-{
-	*(uint64_t *)sum += *(const uint64_t *)cpu;
-}
-
-/* Runs a task iterator that prints nothing to its end (reading runs it). */
-static int iter_run(struct bpf_link *link)
-{
-	char buf[64];
-	ssize_t n;
-	int fd;
-
-	fd = bpf_iter_create(bpf_link__fd(link));
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-		;
-	n = n < 0 ? -errno : 0;
-	close(fd);
-	return (int)n;
-}
-
-/*
- * Moves every thread's bank of the buffer being drained into its totals and
- * hists maps: one pass of the flush_thread_totals task iterator.
- */
-static int banks_flush(struct collector *c)
-{
-	return c->banks_link ? iter_run(c->banks_link) : 0;
-}
-
-int collector_blocked(struct collector *c, uint32_t tgid, uint64_t min_ns,
-		      struct offcpu_blocked **ret, size_t *ret_n, uint64_t *ret_now_ns)
-{
-	const size_t max = COLLECTOR_BLOCKED_MAX * sizeof(struct offcpu_blocked);
-	size_t len = 0, cap = 0;
-	char *buf = NULL;
-	ssize_t n;
-	int fd, r = 0;
-
-	*ret = NULL;
-	*ret_n = 0;
-	*ret_now_ns = clock_monotonic_ns(); /* bpf_ktime_get_ns()'s clock */
-	if (!c->snapshot_link)
-		return -EOPNOTSUPP;
-	c->skel->bss->snapshot_now_ns = *ret_now_ns;
-	c->skel->bss->snapshot_min_ns = min_ns;
-	c->skel->bss->snapshot_tgid = tgid;
-	fd = bpf_iter_create(bpf_link__fd(c->snapshot_link));
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		if (len > max) {
-			r = -E2BIG;
-			break;
-		}
-		if (cap - len < 64 * 1024) {
-			size_t grown_cap = cap ? 2 * cap : 256 * 1024;
-			char *grown = realloc(buf, grown_cap);
-
-			if (!grown) {
-				r = -ENOMEM;
-				break;
-			}
-			buf = grown;
-			cap = grown_cap;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r = n < 0 ? -errno : 0;
-			break;
-		}
-		len += (size_t)n;
-	}
-	close(fd);
-	if (r < 0) {
-		free(buf);
-		return r;
-	}
-	*ret = (struct offcpu_blocked *)buf;
-	*ret_n = len / sizeof(struct offcpu_blocked);
-	return 0;
-}
-
-void collector_progress_slots_set(struct collector *c, uint32_t slots)
-{
-	__atomic_store_n(&c->skel->bss->progress_slots, slots, __ATOMIC_SEQ_CST);
-}
-
-int collector_pass_in_progress(struct collector *c, bool progress, uint32_t final_slots,
-			       uint64_t *ret_now_ns)
-{
-	int r = 0;
-
-	*ret_now_ns = clock_monotonic_ns(); /* bpf_ktime_get_ns()'s clock */
-	if (!c->pass_link || (!progress && !final_slots))
-		return 0;
-	c->skel->bss->pass_now_ns = *ret_now_ns;
-	c->skel->bss->pass_progress = progress;
-	c->skel->bss->pass_final_slots = final_slots;
-	r = iter_run(c->pass_link);
-	c->skel->bss->pass_final_slots = 0;
-	return r;
-}
-
-int collector_drain(struct collector *c, struct collector_batch *ret)
-{
-	uint32_t old;
-	struct bpf_map *agg, *stk, *chn, *hst, *tot;
-	void *rows = NULL, *stacks = NULL, *chains = NULL;
-	int r;
-
-	memset(ret, 0, sizeof(*ret));
-	/* A slot removed before this drain must not write to the new buffer. */
-	wait_for_programs();
-	old = __atomic_fetch_add(&c->skel->bss->epoch, 1, __ATOMIC_SEQ_CST) & 1;
-	wait_for_programs();
-	/* Where the iterator fails, the banks are moved at a later drain: late
-	 * by a window, not lost (a bank keeps adding until it is moved). */
-	ret->banks_error = banks_flush(c);
-
-	agg = old ? c->skel->maps.agg1 : c->skel->maps.agg0;
-	stk = old ? c->skel->maps.stacks1 : c->skel->maps.stacks0;
-	chn = old ? c->skel->maps.chains1 : c->skel->maps.chains0;
-	hst = old ? c->skel->maps.hists1 : c->skel->maps.hists0;
-	tot = old ? c->skel->maps.totals1 : c->skel->maps.totals0;
-	r = drain_map(bpf_map__fd(agg), sizeof(struct offcpu_key), sizeof(struct offcpu_value),
-		      &rows, &ret->n_rows);
-	ret->rows = rows;
-	if (r == 0) {
-		r = drain_map(bpf_map__fd(stk), sizeof(uint64_t), sizeof(struct offcpu_stack),
-			      &stacks, &ret->n_stacks);
-		ret->stacks = stacks;
-	}
-	if (r == 0) {
-		r = drain_map(bpf_map__fd(chn), sizeof(uint64_t), sizeof(struct offcpu_chain),
-			      &chains, &ret->n_chains);
-		ret->chains = chains;
-	}
-	if (r == 0)
-		r = drain_percpu_map(c, bpf_map__fd(hst), sizeof(struct offcpu_hist_key),
-				     sizeof(uint64_t), sizeof(struct collector_hist), count_sum,
-				     (void **)&ret->hists, &ret->n_hists);
-	if (r == 0)
-		r = drain_percpu_map(c, bpf_map__fd(tot), sizeof(struct offcpu_key),
-				     sizeof(struct offcpu_total), sizeof(struct collector_total),
-				     total_sum, (void **)&ret->totals, &ret->n_totals);
-	collector_counters(c, ret->counters);
-	if (r < 0)
-		collector_batch_release(ret);
-	return r;
-}
-
-void collector_batch_release(struct collector_batch *b)
-{
-	free(b->rows);
-	free(b->stacks);
-	free(b->chains);
-	free(b->hists);
-	free(b->totals);
-	b->rows = NULL;
-	b->stacks = NULL;
-	b->chains = NULL;
-	b->hists = NULL;
-	b->totals = NULL;
-	b->n_rows = b->n_stacks = b->n_chains = b->n_hists = b->n_totals = 0; /* counters stay */
 }

@@ -289,6 +289,10 @@ struct collector_program {
 	uint64_t run_cnt, run_time_ns; /* 0 where the kernel keeps no BPF stats */
 };
 
+/* Programs in the object at most (collector.c checks it when built), so
+ * the most collector_programs() returns: an array of this many holds all. */
+#define COLLECTOR_MAX_PROGRAMS 64
+
 /* The programs loaded or to be loaded on first use (at most max), in the
  * object's order; not those of the other tracepoint flavour. Returns how
  * many. */
