@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The maps and globals BPF files share (declared in offcpu.bpf.h,
- * stack.bpf.h and requests.bpf.h). User space writes the slot globals
- * through the mmapped .bss. Every shared map is defined here, in the first
+ * stack.bpf.h, requests.bpf.h and deferred_walk.bpf.h). User space writes
+ * the slot globals through the mmapped .bss. Every shared map is defined here, in the first
  * file linked: libbpf's static linker (1.1) misplaces an extern map whose
  * definition comes in a later file.
  */
+#include "deferred_walk.bpf.h"
 #include "requests.bpf.h"
 #include "stack.bpf.h"
 
@@ -82,3 +83,9 @@ struct unwind_requests_map unwind_requests SEC(".maps");
 
 /* A thread's requests (requests.bpf.h). */
 struct request_threads_map request_threads SEC(".maps");
+
+/* Deferred walks (deferred_walk.bpf.h): the task works scheduled, by
+ * thread, and by CPU the thread walk_at_rseq waits for. */
+struct deferred_walks_map deferred_walks SEC(".maps");
+
+struct rseq_walk_tid_map rseq_walk_tid SEC(".maps");

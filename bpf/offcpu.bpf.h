@@ -55,10 +55,11 @@ extern __u32 progress_slots;   /* slots whose open blocks the in-progress pass c
 /*
  * A thread's exact totals and histogram counts for a sampled slot, kept in
  * its start record (task storage, tp_btf only) so that a block that takes no
- * sample writes no map. Keyed as total_add() keys the totals map, and moved
- * into it by bank_flush(): at each drain (the flush_thread_totals task
- * iterator), when the thread exits and when it is freed, and when the bank
- * is wanted for another slot. One bank per epoch buffer.
+ * sample writes no map (banks.bpf.c). Keyed as total_add() keys the totals
+ * map, and moved into it by bank_flush(): at each drain (the
+ * flush_thread_totals task iterator), when the thread exits and when it is
+ * freed, and when the bank is wanted for another slot. One bank per epoch
+ * buffer.
  */
 struct thread_total_cell {
 	__u64 sum_ns;

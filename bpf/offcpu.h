@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Structures shared by bpf/offcpu.bpf.c and its loader (daemon/collector.c).
+ * Structures shared by the BPF programs and their loader
+ * (daemon/kernel/collector.c). The programs are split by concern into
+ * bpf/maps.bpf.c, sched.bpf.c, banks.bpf.c, deferred_walk.bpf.c,
+ * wakers.bpf.c, requests.bpf.c, oncpu.bpf.c, io.bpf.c, in_progress.bpf.c,
+ * stack.bpf.c, stack_cache.bpf.c and sched_frames.bpf.c (each with its
+ * .bpf.h where others share its code; all include bpf/offcpu.bpf.h), and
+ * linked into one object (bpf/CMakeLists.txt).
+ *
  * Only fixed-width fields: these cross the kernel/user boundary as raw bytes.
  * Times are nanoseconds throughout this layer.
  */
@@ -104,7 +111,7 @@ struct offcpu_request_value {
 
 /*
  * One capture's duration filter. Which threads, states and stacks a slot
- * wants is kept as bit masks over all slots (see offcpu.bpf.c), so the
+ * wants is kept as bit masks over all slots (see bpf/offcpu.bpf.h), so the
  * switch-out path tests every slot at once. Only blocks that begin at or after
  * start_ns count, so a slot never inherits time from before it was activated.
  */
@@ -162,7 +169,7 @@ struct offcpu_value {
  * Exact totals of a sampled slot, per CPU (a per-CPU hash, so that a block
  * whose stacks are not sampled writes no cache line another CPU reads), keyed
  * like its rows with no stacks and no chain. The sampled rows carry estimates
- * that user space scales to these totals (daemon/sampling.c).
+ * that user space scales to these totals (daemon/profile/sampling.c).
  */
 struct offcpu_total {
 	__u64 sum_ns;
@@ -179,7 +186,7 @@ struct offcpu_stack {
 };
 
 /*
- * In-kernel unwinding (.eh_frame tables built by daemon/unwind_table.c).
+ * In-kernel unwinding (.eh_frame tables built by daemon/kernel/unwind_table.c).
  * A row holds from its pc to the next row's. The return address is always at
  * CFA - 8 (x86-64 psABI); rows where it is not are OFFCPU_CFA_UNSUPPORTED.
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * In-kernel unwinding: daemon/unwinder.c fills unwind_rows with the tables of
- * the files processes map, and unwind_procs with each process's executable
+ * In-kernel unwinding: daemon/kernel/unwinder.c fills unwind_rows with the
+ * tables of the files processes map, and unwind_procs with each process's executable
  * mappings and where their rows are. A process not in unwind_procs is asked
  * for through unwind_requests (once, unwind_requested remembers), and walked
  * with frame pointers meanwhile. Exec forgets a process; a walk that meets
@@ -203,7 +203,7 @@ __noinline int unwind_rule(const struct offcpu_unwind_proc *p, __u64 pc,
 }
 
 /* The address a mapping of f at start, from file offset pgoff, shifts f's
- * virtual addresses by (as mapping_bias() in daemon/unwinder.c). */
+ * virtual addresses by (as mapping_bias() in daemon/kernel/unwinder.c). */
 static __always_inline bool file_bias(const struct offcpu_unwind_file *f, __u64 start, __u64 pgoff,
 				      __u64 *bias)
 {
@@ -261,7 +261,7 @@ static __always_inline bool inode_unchanged(struct inode *inode, const struct of
  * file mappings among its VMAs whose files have tables in unwind_files
  * (and are unchanged since), flagged COMPLETE if that is all of them
  * (user space then adopts the list rather than read the process's maps:
- * daemon/unwinder.c). Returns the
+ * daemon/kernel/unwinder.c). Returns the
  * list's flags if it did: 0 if it maps no such file, its VMAs cannot be
  * read now (the kernel lacks the VMA iterator; irqs are off, as in
  * sched_switch, or mmap_lock is held: the iterator fails rather than
@@ -360,7 +360,7 @@ __noinline __u64 stack_hash(const struct offcpu_stack *st)
 }
 
 /* The ELF addresses of _dl_debug_state and of _r_debug.r_state in the
- * system's loader (collector.c reads them from its symbols); 0: unknown. */
+ * system's loader (collector_loader.c reads them from its symbols); 0: unknown. */
 const volatile __u64 loader_debug_state = 0;
 const volatile __u64 loader_r_state = 0;
 
@@ -391,7 +391,7 @@ static __always_inline int loader_state(struct pt_regs *ctx)
  * mappings are built from the VMAs here once they are mapped, before
  * main(), so that even the first blocks of an exact capture are walked with
  * tables, and user space is asked to read the process at once. Attached to
- * the system's loader by user space (collector.c); a list user space
+ * the system's loader by user space (collector_loader.c); a list user space
  * published stays.
  */
 SEC("uprobe")

@@ -35,6 +35,7 @@
 #include "perfmap.h"
 #include "proc_files.h"
 #include "proc_maps.h"
+#include "text_lines.h"
 
 #define SYM_MAPS_LINE_MAX	  (PATH_MAX + 256)
 #define SYM_KERNEL_FUNC_MAX_BYTES (1u << 20) /* farther from a symbol: not inside it */
@@ -289,49 +290,6 @@ static void sym_table_free(struct sym_table *t)
 	free(t->funcs);
 	free(t->names);
 	*t = (struct sym_table){ 0 };
-}
-
-/* Reads one line without its '\n' into buf. Returns 1, 0 at end of file, or
- * -EOVERFLOW for a line that did not fit (consumed, buf holds its start). */
-static int sym_getline(FILE *f, char *buf, size_t size)
-{
-	bool overflow = false;
-	size_t len = 0;
-	int c;
-
-	while ((c = getc_unlocked(f)) != EOF && c != '\n') {
-		if (len + 1 < size)
-			buf[len++] = c;
-		else
-			overflow = true;
-	}
-	if (c == EOF && !len && !overflow)
-		return 0;
-	buf[len] = '\0';
-	return overflow ? -EOVERFLOW : 1;
-}
-
-/* Calls parse(arg, line) on each line of the file at path, skipping lines
- * that do not fit in line[size], and stops at the first negative result.
- * Returns 0, that result, or a positive errno if path cannot be opened. */
-static int sym_read_lines(const char *path, char *line, size_t size,
-			  int (*parse)(void *arg, char *line), void *arg)
-{
-	FILE *f = fopen(path, "re");
-	char buf[16384];
-	int n, r = 0;
-
-	if (!f)
-		return errno;
-	/* Our buffer: stdio's own costs an fstat, and procfs's block size
-	 * makes it 1 KiB, a read() per few lines. */
-	setvbuf(f, buf, _IOFBF, sizeof(buf));
-	while (r >= 0 && (n = sym_getline(f, line, size)) != 0) {
-		if (n > 0)
-			r = parse(arg, line);
-	}
-	fclose(f);
-	return r;
 }
 
 /* Adds a kernel text symbol (modules' too) to the sym_table arg, skips the
@@ -743,7 +701,7 @@ static int sym_proc_read_maps(struct symbolizer *s, struct sym_proc *p, bool kep
 
 	if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", s->proc_root, p->tgid) <
 	    (int)sizeof(path))
-		r = sym_read_lines(path, line, sizeof(line), sym_proc_parse_line, p);
+		r = text_lines_read(path, line, sizeof(line), sym_proc_parse_line, p);
 	if (r == 0 && !p->n_maps)
 		r = ENOENT;
 	if (r > 0 && kept && s->files)
