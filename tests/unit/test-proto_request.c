@@ -2,8 +2,7 @@
  * "v", "cmd", NULs), its error messages and buffer, proto_request_format()
  * and its round trips through the parser, the name lookups and
  * proto_minwidth_parse(), PROTOCOL.md's request examples, and robustness
- * against garbage; also common/thread_state.c, whose names the "states"
- * fields take. Each command's fields: test-proto_request_table.c.
+ * against garbage. Each command's fields: test-proto_request_table.c.
  * Links proto_request.c, proto_request_table.c, proto_json.c, proto_reply.c
  * (which writes the replies the robustness test mangles), common/ and cJSON.
  * Exit status 0 on success; every failed check is printed as FILE:LINE. */
@@ -727,31 +726,6 @@ static void test_garbage(void)
 	}
 }
 
-/* ---- thread_state ------------------------------------------------------- */
-
-static void test_thread_state(void)
-{
-	uint32_t mask;
-
-	CHECK(thread_state_mask_parse("S,D", &mask) == 0 && mask == ((1u << 1) | (1u << 2)));
-	mask = 0;
-	CHECK(thread_state_mask_parse("running,disk", &mask) == 0 &&
-	      mask == ((1u << 0) | (1u << 2)));
-	CHECK(thread_state_mask_parse("R,S,D,O", &mask) == 0 && mask == THREAD_STATE_ALL);
-	CHECK(thread_state_mask_parse("Sleeping", &mask) == 0 && mask == 1u << 1);
-	mask = 0x55;
-	CHECK(thread_state_mask_parse("x", &mask) == -EINVAL);
-	CHECK(thread_state_mask_parse("", &mask) == -EINVAL);
-	CHECK(thread_state_mask_parse("S,,D", &mask) == -EINVAL);
-	CHECK(thread_state_mask_parse("S,", &mask) == -EINVAL);
-	CHECK(thread_state_mask_parse(",S", &mask) == -EINVAL);
-	CHECK_MSG(mask == 0x55, "(mask written on failure)");
-	CHECK(thread_state_parse("uninterruptible") == 2);
-	CHECK(thread_state_parse("bogus") == -EINVAL);
-	CHECK(!strcmp(thread_state_name(3), "O"));
-	CHECK(!strcmp(thread_state_name(THREAD_STATE_COUNT), "?"));
-}
-
 int main(void)
 {
 	test_envelope();
@@ -767,7 +741,6 @@ int main(void)
 	test_kind_names();
 	test_protocol_examples();
 	test_garbage();
-	test_thread_state();
 
 	if (CHECK_DONE())
 		return 1;
