@@ -99,7 +99,7 @@ static void sampling_summary(const struct proto_sampling_status *sm)
 		printf("; %" PRIu64 " samples lost (their time kept)", sm->samples_lost);
 	printf("\n");
 	/* What task works cost here: what sampled_walk = auto weighs against
-	 * rseq_update (README: What a deferred walk costs). */
+	 * rseq_update (docs/SAMPLING.md, "Deferred walks"). */
 	if (sm->task_works_per_s > 0)
 		printf("  %.0f BPF task works/s, %.1f us each to schedule in the switch: %.2f%% "
 		       "of a CPU, not counting their self-IPIs\n",
