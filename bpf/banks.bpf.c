@@ -59,6 +59,7 @@ __noinline int total_add(struct start_rec *rec, __u32 slot, __u32 taken)
 	key.pid = rec->pid;
 	key.state = rec->state;
 	key.kind = slots[i].kind;
+	key.cgroup = rec->cgroup;
 	if (key.kind == OFFCPU_KIND_OFFCPU && (split_runq_slots & bit)) {
 		if (p.blocked)
 			total_one(b.totals, &key, p.blocked, is_short, taken, rec->comm);
@@ -117,6 +118,7 @@ __noinline int bank_flush(struct start_rec *rec, __u32 buf, __u32 dst)
 	key.slot = b->slot;
 	key.tgid = rec->tgid;
 	key.pid = rec->pid;
+	key.cgroup = b->cgroup;
 	for (__u32 part = 0; part < 2; part++) {
 		for (__u32 st = 0; st < OFFCPU_STATE_COUNT; st++) {
 			struct thread_total_cell *c = &b->cells[part][st];

@@ -85,7 +85,8 @@ static __always_inline void bank_cell_add(struct thread_total_cell *c, __u64 ns,
 /*
  * total_add() into rec's bank of buffer buf: the thread's own memory, no
  * map. A bank that holds another slot's counts (an earlier slot in this
- * index, or a lower sampled slot that came since) is flushed first.
+ * index, or a lower sampled slot that came since), or another cgroup's
+ * (the thread moved), is flushed first.
  */
 static __always_inline void bank_add(struct start_rec *rec, __u32 i, __u32 buf, bool taken)
 {
@@ -98,10 +99,11 @@ static __always_inline void bank_add(struct start_rec *rec, __u32 i, __u32 buf, 
 	block_part_of(rec, 1u << (i & (OFFCPU_MAX_SLOTS - 1)), &p);
 	is_short = p.delta < s->sample_period_ns;
 
-	if (b->slot_start != s->start_ns || b->slot != i) {
+	if (b->slot_start != s->start_ns || b->slot != i || b->cgroup != rec->cgroup) {
 		bank_flush(rec, buf, buf);
 		b->slot = i;
 		b->kind = s->kind;
+		b->cgroup = rec->cgroup;
 		b->slot_start = s->start_ns;
 	}
 	if (b->kind == OFFCPU_KIND_OFFCPU && (split_runq_slots & (1u << i))) {

@@ -40,13 +40,15 @@ struct pass_state {
 	struct offcpu_stack kstack, ustack;
 	struct sched_scan scan;
 	__u64 khash, uhash;
-	__u64 ts;  /* when the block began */
-	__u64 now; /* pass_now_ns */
+	__u64 ts;     /* when the block began */
+	__u64 now;    /* pass_now_ns */
+	__u64 cgroup; /* the block's (start_rec.cgroup) */
 	__u32 tgid, pid, state;
 	__u32 rand; /* one draw per block, as block_end() */
 	/* The slots counted: progress_slots' in parts, a capture's own block,
 	 * a block that began before the capture (other). */
 	__u32 progress, own, other;
+	__u32 cgroup_slots; /* for other: slots whose cgroup filters accept the thread */
 };
 
 struct {
@@ -239,6 +241,7 @@ static __always_inline void pass_part(struct pass_task *p, __u32 i, __u64 from, 
 	key.state = st->state;
 	key.kind = kind;
 	key.flags = flags | (period ? OFFCPU_KEY_SAMPLED : 0);
+	key.cgroup = st->cgroup;
 	key.kstack = (kernel_stack_slots & bit) ? st->khash : 0;
 	key.ustack = (user_stack_slots & bit) ? st->uhash : 0;
 	if (kind == OFFCPU_KIND_OFFCPU && (split_runq_slots & bit)) {
@@ -261,8 +264,9 @@ static __always_inline bool pass_before(struct pass_task *p, __u32 i, __u64 ts)
 
 	if (ts >= s->start_ns || (request_slots & bit) || s->max_block_ns)
 		return false;
-	return task_filter(bit & state_slots[st->state & (OFFCPU_STATE_COUNT - 1)], st->tgid,
-			   st->pid);
+	return id_filter(bit & state_slots[st->state & (OFFCPU_STATE_COUNT - 1)], st->tgid,
+			 st->pid) &
+	       (~cgroup_filter_slots | st->cgroup_slots);
 }
 
 /* Slot i's part of the open block, if it counts one (a bpf_loop callback). */
@@ -342,11 +346,19 @@ static __always_inline void pass_task_run(struct pass_task *p)
 	st->tgid = p->t->tgid; /* rec's are set at switch-in: none before the first */
 	st->pid = p->t->pid;
 	st->state = rec->state;
+	st->cgroup = rec->cgroup;
 	st->rand = bpf_get_prandom_u32();
 	st->now = now;
 	st->progress = progress;
 	st->own = own;
 	st->other = other;
+	/* Its cgroup now, read through its task: the thread is not current. */
+	st->cgroup_slots = 0;
+	if (other & cgroup_filter_slots) {
+		struct task_struct *t = p->t;
+
+		st->cgroup_slots = cgroup_slots_of((__u64)BPF_CORE_READ(t, cgroups, dfl_cgrp));
+	}
 	if (other)
 		bpf_loop(OFFCPU_MAX_SLOTS, pass_other_slot, p, 0);
 	st->khash = st->uhash = 0;
@@ -421,7 +433,7 @@ int snapshot_blocked(struct bpf_iter__task *ctx)
 	struct offcpu_blocked *b;
 	struct start_rec *rec;
 	__u32 zero = 0, state;
-	__u64 ts = 0;
+	__u64 ts = 0, cgroup;
 	bool open;
 
 	if (!t || (snapshot_tgid && t->tgid != snapshot_tgid) ||
@@ -434,11 +446,13 @@ int snapshot_blocked(struct bpf_iter__task *ctx)
 		if (ts > snapshot_now_ns || snapshot_now_ns - ts < snapshot_min_ns)
 			return 0;
 		state = rec->state;
+		cgroup = rec->cgroup;
 	} else {
 		state = task_state(t, true);
 		if (!(state & TASK_STATE_SLEEPS) || t->on_cpu)
 			return 0;
 		state = state_class(false, state);
+		cgroup = BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
 	}
 	scratch = bpf_map_lookup_elem(&blocked_scratch, &zero);
 	if (!scratch)
@@ -447,6 +461,7 @@ int snapshot_blocked(struct bpf_iter__task *ctx)
 	b->tgid = t->tgid;
 	b->pid = t->pid;
 	b->state = state;
+	b->cgroup = cgroup;
 	b->since_ns = ts;
 	b->wake_ns = 0;
 	__builtin_memset(&b->waker, 0, sizeof(b->waker));

@@ -23,6 +23,7 @@ struct bio_rec {
 	__u64 start_ns;
 	__u64 issue_ns; /* 0: issue not seen; then all of it counts as device time */
 	__u64 bytes;
+	__u64 cgroup; /* the issuer's */
 	__u32 slots;
 	__u32 tgid, pid;
 	__u32 pad;
@@ -42,6 +43,7 @@ struct {
 
 struct fileio_call {
 	__u64 start_ns;
+	__u64 cgroup; /* at entry, where the filters were decided */
 	__u32 slots;
 	__s32 fd; /* every traced call's first argument */
 };
@@ -70,6 +72,7 @@ struct io_done_event {
 	__u64 bytes;
 	__u64 khash, uhash;
 	__u64 fhash; /* FILEIO: the file's name in file_names; 0: none */
+	__u64 cgroup;
 	__u32 tgid, pid;
 	__u32 kind;
 	__u32 pad;
@@ -102,11 +105,13 @@ static __always_inline __u32 io_match(__u32 kind, __u32 *ret_tgid, __u32 *ret_pi
 	*ret_pid = (__u32)id;
 	if (self_tgid && *ret_tgid == self_tgid)
 		return 0;
-	/* A BIO slot may want only the queue part (state R, see offcpu.h). */
-	return (match_slots(*ret_tgid, *ret_pid, OFFCPU_IO_STATE_DEVICE) |
-		(kind == OFFCPU_KIND_BIO ? match_slots(*ret_tgid, *ret_pid, OFFCPU_IO_STATE_QUEUE)
-					 : 0)) &
-	       of_kind;
+	/* A BIO slot may want only the queue part (state R, see offcpu.h).
+	 * One task_filter() for both states: it only clears slots' bits. */
+	return task_filter(
+		active_mask & of_kind &
+			(state_slots[OFFCPU_IO_STATE_DEVICE] |
+			 (kind == OFFCPU_KIND_BIO ? state_slots[OFFCPU_IO_STATE_QUEUE] : 0)),
+		*ret_tgid, *ret_pid);
 }
 
 /* Of the slots in matched, those that keep ev: begun after the slot's
@@ -149,6 +154,7 @@ __noinline int io_account(struct io_done_event *ev, __u32 slot)
 	key.kstack = (kernel_stack_slots & bit) ? ev->khash : 0;
 	key.ustack = (user_stack_slots & bit) ? ev->uhash : 0;
 	key.chain = (filename_slots & bit) ? ev->fhash : 0;
+	key.cgroup = ev->cgroup;
 	if (state_slots[OFFCPU_IO_STATE_DEVICE] & bit)
 		aggregate_io(b.agg, &key, ev->device_ns, 1, ev->bytes, ev->comm);
 	if (ev->queue_ns && (state_slots[OFFCPU_IO_STATE_QUEUE] & bit)) {
@@ -186,6 +192,7 @@ static __always_inline void bio_start(void *ctx, struct request *rq)
 	}
 	r->tgid = tgid;
 	r->pid = pid;
+	r->cgroup = bpf_get_current_cgroup_id();
 	r->bytes = BPF_CORE_READ(rq, __data_len);
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	if (matched & kernel_stack_slots)
@@ -232,6 +239,7 @@ static __always_inline void bio_done(struct request *rq)
 	ev.bytes = r->bytes;
 	ev.tgid = r->tgid;
 	ev.pid = r->pid;
+	ev.cgroup = r->cgroup;
 	ev.kind = OFFCPU_KIND_BIO;
 	__builtin_memcpy(ev.comm, r->comm, sizeof(ev.comm));
 	passing = io_passing(&ev, r->slots);
@@ -294,6 +302,7 @@ static __always_inline void fileio_enter(long fd)
 	if (!call.slots)
 		return;
 	call.start_ns = bpf_ktime_get_ns();
+	call.cgroup = bpf_get_current_cgroup_id();
 	call.fd = (__s32)fd;
 	if (bpf_map_update_elem(&fileio_calls, &pid, &call, BPF_ANY))
 		count(OFFCPU_CNT_DROP_IO_ALLOC);
@@ -349,6 +358,7 @@ static __always_inline void fileio_exit(void *ctx, long ret)
 	ev.bytes = ret > 0 ? ret : 0;
 	ev.tgid = id >> 32;
 	ev.pid = pid;
+	ev.cgroup = call->cgroup;
 	ev.kind = OFFCPU_KIND_FILEIO; /* no kernel stack: the syscall's exit path says nothing */
 	passing = io_passing(&ev, call->slots);
 	if (!passing)

@@ -19,6 +19,8 @@ __u32 active_mask;
 __u32 state_slots[OFFCPU_STATE_COUNT]; /* slots that accept each state class */
 __u32 tgid_filter_slots;	       /* slots limited to the tgids in filter_tgids */
 __u32 tid_filter_slots;		       /* slots limited to the tids in filter_tids */
+__u32 cgroup_filter_slots;	       /* slots limited to the subtrees in filter_cgroups */
+__u32 cgroup_filter_levels;	       /* bit L: some filter_cgroups entry is at level L */
 __u32 user_stack_slots;		       /* slots that want user stacks */
 __u32 kernel_stack_slots;	       /* slots that want kernel stacks */
 __u32 kind_slots[OFFCPU_KIND_COUNT];   /* slots of each kind */
@@ -71,6 +73,9 @@ struct counters_map counters SEC(".maps");
 
 /* Task filters: id -> bit mask of the slots that include it. */
 struct id_filter_map filter_tgids SEC(".maps"), filter_tids SEC(".maps");
+
+/* cgroup v2 filters: the subtree's cgroup id -> the slots it includes. */
+struct cgroup_filter_map filter_cgroups SEC(".maps");
 
 /* Unwind tables of processes (stack.bpf.h); written from user space only. */
 struct unwind_procs_map unwind_procs SEC(".maps");

@@ -41,6 +41,8 @@ extern __u32 active_mask;
 extern __u32 state_slots[OFFCPU_STATE_COUNT]; /* slots that accept each state class */
 extern __u32 tgid_filter_slots;		      /* slots limited to the tgids in filter_tgids */
 extern __u32 tid_filter_slots;		      /* slots limited to the tids in filter_tids */
+extern __u32 cgroup_filter_slots;	      /* slots limited to filter_cgroups' subtrees */
+extern __u32 cgroup_filter_levels;	      /* bit L: a filter_cgroups entry is at level L */
 extern __u32 user_stack_slots;		      /* slots that want user stacks */
 extern __u32 kernel_stack_slots;	      /* slots that want kernel stacks */
 extern __u32 kind_slots[OFFCPU_KIND_COUNT];   /* slots of each kind */
@@ -71,7 +73,8 @@ struct thread_total_cell {
 struct thread_totals {
 	__u64 slot_start; /* slots[slot].start_ns of the slot counted; 0: empty */
 	__u32 slot;
-	__u32 kind; /* the slot's kind: cells[0]'s; cells[1] is its run-queue part */
+	__u32 kind;   /* the slot's kind: cells[0]'s; cells[1] is its run-queue part */
+	__u64 cgroup; /* the blocks' (start_rec.cgroup): a bank holds one cgroup's */
 	struct thread_total_cell cells[2][OFFCPU_STATE_COUNT];
 	__u32 hist[2][OFFCPU_HIST_BUCKETS]; /* by enum offcpu_hist_type */
 };
@@ -91,6 +94,7 @@ struct start_rec {
 	__u64 slots;   /* matched at switch-out (a __u32 mask), START_CHARGING; 0 once consumed */
 	__u32 state;
 	__u32 walked; /* slots whose stacks were walked at switch-out */
+	__u64 cgroup; /* the thread's cgroup v2 id at switch-out (offcpu_key.cgroup) */
 	/* A sampled block waiting for its user stack (see sample_stacks()): its
 	 * slots, and the user registers it must still have when walked. */
 	__u32 walk_pending;
@@ -232,6 +236,15 @@ struct id_filter_map {
 	__type(value, __u32);
 };
 
+/* cgroup v2 id -> the slots limited to its subtree: room for every slot's
+ * COLLECTOR_MAX_CGROUPS (daemon/kernel/collector.h). */
+struct cgroup_filter_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, __u32);
+};
+
 /*
  * Map definitions name their key and value types through pointers, which
  * clang's BTF may keep as forward declarations where nothing else names
@@ -261,6 +274,7 @@ extern struct totals_outer totals SEC(".maps");
 extern struct scratch_map scratch SEC(".maps");
 extern struct counters_map counters SEC(".maps");
 extern struct id_filter_map filter_tgids SEC(".maps"), filter_tids SEC(".maps");
+extern struct cgroup_filter_map filter_cgroups SEC(".maps");
 
 struct task_struct___pre_5_14 {
 	long state;
@@ -323,8 +337,8 @@ static __always_inline void block_split(const struct start_rec *rec, __u64 from,
 	}
 }
 
-/* Those of slots whose task filters accept this thread. */
-static __always_inline __u32 task_filter(__u32 matched, __u32 tgid, __u32 pid)
+/* Those of slots whose tgid and tid filters accept thread pid of tgid. */
+static __always_inline __u32 id_filter(__u32 matched, __u32 tgid, __u32 pid)
 {
 	__u32 *allowed;
 
@@ -339,7 +353,22 @@ static __always_inline __u32 task_filter(__u32 matched, __u32 tgid, __u32 pid)
 	return matched;
 }
 
-/* Slots whose task and state filters accept this thread. */
+/* The slots whose filter_cgroups subtrees hold the current thread, or a
+ * thread in the cgroup at address cgrp (cgroups.bpf.c). */
+int current_cgroup_slots(void);
+int cgroup_slots_of(__u64 cgrp);
+
+/* Those of slots whose task filters (ids, cgroups) accept the current
+ * thread, pid of tgid. Without a cgroup filter, one AND more. */
+static __always_inline __u32 task_filter(__u32 matched, __u32 tgid, __u32 pid)
+{
+	matched = id_filter(matched, tgid, pid);
+	if (matched & cgroup_filter_slots)
+		matched &= ~cgroup_filter_slots | (__u32)current_cgroup_slots();
+	return matched;
+}
+
+/* Slots whose task and state filters accept the current thread. */
 static __always_inline __u32 match_slots(__u32 tgid, __u32 pid, __u32 state)
 {
 	return task_filter(active_mask & state_slots[state & (OFFCPU_STATE_COUNT - 1)], tgid, pid);

@@ -4,8 +4,9 @@
  * (daemon/kernel/collector.c). The programs are split by concern into
  * bpf/maps.bpf.c, sched.bpf.c, banks.bpf.c, deferred_walk.bpf.c,
  * wakers.bpf.c, requests.bpf.c, oncpu.bpf.c, io.bpf.c, in_progress.bpf.c,
- * stack.bpf.c, stack_cache.bpf.c and sched_frames.bpf.c (each with its
- * .bpf.h where others share its code; all include bpf/offcpu.bpf.h), and
+ * stack.bpf.c, stack_cache.bpf.c, sched_frames.bpf.c and cgroups.bpf.c
+ * (each with its .bpf.h where others share its code; all include
+ * bpf/offcpu.bpf.h), and
  * linked into one object (bpf/CMakeLists.txt).
  *
  * Only fixed-width fields: these cross the kernel/user boundary as raw bytes.
@@ -135,6 +136,11 @@ struct offcpu_key {
 	__u64 kstack; /* 0: none collected */
 	__u64 ustack; /* 0: none collected (kernel thread, or not requested) */
 	__u64 chain;  /* hash in the chains map; 0: none */
+	/* The cgroup v2 id (kernfs inode) of the thread when its block began
+	 * (of the issuer, for I/O kinds); user space names it by path
+	 * (daemon/profile/cgroup_paths.h). Where no v2 hierarchy is mounted,
+	 * every thread is in its root, which user space ignores. */
+	__u64 cgroup;
 };
 
 /* offcpu_key.flags */
@@ -312,7 +318,33 @@ struct offcpu_blocked {
 	__u64 wake_ns;	/* when it was woken; 0: not yet */
 	char comm[OFFCPU_COMM_LEN];
 	struct offcpu_waker waker; /* who woke it, where a waker kind recorded it (pid 0: none) */
+	__u64 cgroup;		   /* as offcpu_key's */
 	struct offcpu_stack kstack, ustack;
+};
+
+/* A slot's cgroup filter names subtrees at levels 1 to this less one: the
+ * levels in use are a __u32 mask (bpf/cgroups.bpf.c). */
+#define OFFCPU_CGROUP_FILTER_LEVELS 32
+
+/*
+ * A cgroup of the v2 hierarchy made, renamed or removed (the cgroup_mkdir,
+ * cgroup_rename and cgroup_rmdir tracepoints), through the cgroup_events
+ * ring buffer: user space learns each cgroup's path when it is made, so
+ * that samples of a cgroup removed before they are drained keep its name.
+ */
+#define OFFCPU_CGROUP_PATH_LEN 1024 /* the tracepoints' own buffer (TRACE_CGROUP_PATH_LEN) */
+
+enum offcpu_cgroup_event_type {
+	OFFCPU_CGROUP_MKDIR = 0,
+	OFFCPU_CGROUP_RENAME,
+	OFFCPU_CGROUP_RMDIR,
+};
+
+struct offcpu_cgroup_event {
+	__u64 id;    /* as offcpu_key.cgroup */
+	__u32 type;  /* enum offcpu_cgroup_event_type */
+	__u32 level; /* 0: the root; /a/b is 2 */
+	char path[OFFCPU_CGROUP_PATH_LEN]; /* from the hierarchy's root, "/a/b"; NUL-terminated */
 };
 
 /* offcpu_stack.flags */
@@ -396,7 +428,10 @@ struct offcpu_blocked {
 	X(IN_PROGRESS_WALKS, "in_progress_walks", NULL)					   \
 	/* __sched frames put back into kernel stacks of tasks not running    \
 	 * (bpf/sched_frames.bpf.h), which the kernel's walk leaves out */     \
-	X(KSTACK_SCHED_FRAMES, "kstack_sched_frames", NULL)
+	X(KSTACK_SCHED_FRAMES, "kstack_sched_frames", NULL)				   \
+	/* cgroup_mkdir/rename/rmdir events the cgroup_events ring had no room \
+	 * for (bpf/cgroups.bpf.c): user space names those from /proc */      \
+	X(CGROUP_EVENTS_LOST, "cgroup_events_lost", NULL)
 /* clang-format on */
 
 enum offcpu_counter {

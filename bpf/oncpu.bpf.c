@@ -49,6 +49,7 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 	key.pid = pid;
 	key.state = OFFCPU_STATE_RUNNING;
 	key.kind = OFFCPU_KIND_ONCPU;
+	key.cgroup = bpf_get_current_cgroup_id();
 	for (__u32 i = 0; i < OFFCPU_MAX_SLOTS; i++) {
 		__u32 bit = 1u << i;
 

@@ -142,10 +142,13 @@ static __always_inline void switch_out(void *ctx, bool preempt, struct task_stru
 	rec->ustack.nr = 0;
 	rec->wake_ts = 0;
 	rec->chain.n = 0;
-	if (btf) /* two loads, cheaper than the helper */
+	if (btf) { /* loads rather than helper calls */
 		__builtin_memcpy(rec->comm, prev->comm, sizeof(rec->comm));
-	else
-		bpf_get_current_comm(rec->comm, sizeof(rec->comm)); /* prev is current here */
+		rec->cgroup = prev->cgroups->dfl_cgrp->kn->id;
+	} else { /* prev is current here */
+		bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+		rec->cgroup = bpf_get_current_cgroup_id();
+	}
 	/* Sampled slots take their stacks at switch-in, and only for the
 	 * blocks they sample (sample_stacks()), unless walks cannot wait. */
 	walk = matched;
@@ -212,6 +215,7 @@ __noinline int slot_account(struct start_rec *rec, __u32 slot)
 	key.state = rec->state;
 	key.kind = kind;
 	key.flags = period ? OFFCPU_KEY_SAMPLED : 0;
+	key.cgroup = rec->cgroup;
 	key.kstack = (kernel_stack_slots & bit) ? rec->khash : 0;
 	key.ustack = (user_stack_slots & bit) ? rec->uhash : 0;
 	if (kind == OFFCPU_KIND_WAKEUP || kind == OFFCPU_KIND_OFFWAKE)

@@ -180,6 +180,18 @@ static void group_autoload(const struct collector *c, struct offcpu_bpf *skel, u
 		bpf_program__set_autoload(skel->progs.unwind_exec, skel->rodata->unwind_dwarf);
 		bpf_program__set_autoload(skel->progs.unwind_loader_ready, c->unwind_from_vmas);
 		bpf_program__set_autoload(skel->progs.walk_at_rseq, c->rseq_loaded);
+		bpf_program__set_autoload(skel->progs.cgroup_mkdir_btf,
+					  !c->raw_tp && !c->no_cgroup_events_why);
+		bpf_program__set_autoload(skel->progs.cgroup_rename_btf,
+					  !c->raw_tp && !c->no_cgroup_events_why);
+		bpf_program__set_autoload(skel->progs.cgroup_rmdir_btf,
+					  !c->raw_tp && !c->no_cgroup_events_why);
+		bpf_program__set_autoload(skel->progs.cgroup_mkdir_raw,
+					  c->raw_tp && !c->no_cgroup_events_why);
+		bpf_program__set_autoload(skel->progs.cgroup_rename_raw,
+					  c->raw_tp && !c->no_cgroup_events_why);
+		bpf_program__set_autoload(skel->progs.cgroup_rmdir_raw,
+					  c->raw_tp && !c->no_cgroup_events_why);
 		break;
 	case COLLECTOR_GROUP_BIO:
 		bio_autoload(skel, c->bio_path);
@@ -260,6 +272,8 @@ static int load(struct collector *c, const struct collector_options *opts)
 	skel->rodata->sched_text_start = f.text.sched_start;
 	skel->rodata->sched_text_end = f.text.sched_end;
 	skel->rodata->switch_to_asm = f.text.switch_to_asm;
+	c->no_cgroup_events_why = f.no_cgroup_events_why;
+	bpf_map__set_autocreate(skel->maps.cgroup_events, !c->no_cgroup_events_why);
 	skel->rodata->thunks_start = f.text.thunks_start;
 	skel->rodata->thunks_end = f.text.thunks_end;
 	bpf_map__set_autocreate(skel->maps.kstack_caches, !c->raw_tp);
@@ -654,6 +668,7 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 			goto fail;
 		}
 	}
+	collector_cgroup_events_attach(c); /* not needed: may fail */
 	r = groups_probe(c);
 	if (r < 0)
 		goto fail;
@@ -674,6 +689,7 @@ void collector_free(struct collector *c)
 	collector_sched_links_update(c, 0, 0);
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
+	collector_cgroup_events_detach(c);
 	bpf_link__destroy(c->loader_link);
 	io_detach(c, IO_BIO);
 	io_detach(c, IO_FILEIO);
@@ -767,6 +783,7 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 				 : prog == c->sched_progs[2]	   ? c->sched_links[2] != NULL
 								   : true),
 		};
+		ret[n].attached &= collector_cgroup_prog_attached(c, prog);
 		if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
 			ret[n].run_cnt = info.run_cnt;
 			ret[n].run_time_ns = info.run_time_ns;

@@ -59,12 +59,25 @@ struct collector_options {
 	uint32_t stack_cache_audit; /* one cache hit in this many is walked and compared */
 };
 
+/* A cgroup v2 subtree: the cgroup of that id and every cgroup below it. */
+struct collector_cgroup {
+	uint64_t id;	/* as offcpu_key.cgroup */
+	uint32_t level; /* its depth: 1 for /a, 2 for /a/b (the root, 0, is everything) */
+};
+
+/* Subtrees one filter may name (a unit, a container's cgroups). */
+#define COLLECTOR_MAX_CGROUPS 64
+
 /* One capture's filter. Empty id lists mean "all". */
 struct collector_filter {
 	const uint32_t *tgids;
 	size_t n_tgids;
 	const uint32_t *tids;
 	size_t n_tids;
+	/* Only threads in these subtrees (decided in the kernel, when a block
+	 * begins, as tgids and tids are); at most COLLECTOR_MAX_CGROUPS. */
+	const struct collector_cgroup *cgroups;
+	size_t n_cgroups;
 	uint32_t state_mask;
 	uint64_t min_block_ns;
 	uint64_t max_block_ns; /* 0: unbounded */
@@ -231,11 +244,20 @@ int collector_group_load(struct collector *c, unsigned group, uint64_t *ret_load
 
 /* Publishes a filter in a free slot, counting only blocks that start from
  * now on; loads the groups it needs first (see collector_group_load: may
- * take seconds if they are not loaded yet). Returns 0 with *ret_slot set,
- * -EBUSY if all slots are taken, -ENOSPC if the id filter maps are full,
- * -EOPNOTSUPP if a group it needs is unavailable (collector_group_status);
- * nothing is published then. */
+ * take seconds if they are not loaded yet). A cgroup of level 0 (the root)
+ * in f->cgroups takes in every thread: the slot then has no cgroup filter.
+ * Returns 0 with *ret_slot set, -EBUSY if all slots are taken, -E2BIG past
+ * COLLECTOR_MAX_CGROUPS cgroups, -EINVAL for a cgroup at level
+ * OFFCPU_CGROUP_FILTER_LEVELS or deeper, -ENOSPC if the id or cgroup
+ * filter maps are full, -EOPNOTSUPP if a group it needs is unavailable
+ * (collector_group_status); nothing is published then. */
 int collector_slot_add(struct collector *c, const struct collector_filter *f, unsigned *ret_slot);
+
+/* Adds a subtree to the cgroup filter of slot, which has one: a unit or
+ * container restarted in a new cgroup while its capture runs. Event loop
+ * only, as the other slot calls. Returns 0, -EINVAL (no such filter, or
+ * level 0 or too deep) or -ENOSPC (the map is full). */
+int collector_slot_cgroup_add(struct collector *c, unsigned slot, const struct collector_cgroup *cg);
 
 /* (Re)starts counting for a deactivated slot, from now on: only blocks and
  * requests that begin from now on count (and, at the slot's end, the part
@@ -351,6 +373,24 @@ bool collector_in_progress(const struct collector *c, const char **ret_why);
  * blocks, the pass) get back the __sched frames the kernel's walk leaves
  * out (bpf/sched_frames.bpf.h), and if not why. */
 bool collector_sched_frames(const struct collector *c, const char **ret_why);
+
+/*
+ * Calls fn on each cgroup event (bpf/offcpu.h struct offcpu_cgroup_event)
+ * the kernel has queued since the last call, oldest first, until fn returns
+ * nonzero (the event it was given is taken; the rest wait for the next
+ * call). From one thread at a time (the drain's). Returns the number of
+ * events given to fn, fn's return where it was negative, -EOPNOTSUPP where
+ * the events do not come (collector_cgroup_events_available()), or -errno.
+ * Events that did not fit the ring are lost and counted (counter
+ * cgroup_events_lost): their cgroups are named from /proc or the hierarchy
+ * instead, while they exist.
+ */
+int collector_cgroup_events(struct collector *c,
+			    int (*fn)(void *arg, const struct offcpu_cgroup_event *ev), void *arg);
+
+/* Whether the cgroup events come here (their tracepoints attached at
+ * start), and if not why (*ret_why, "" if they do). */
+bool collector_cgroup_events_available(const struct collector *c, const char **ret_why);
 
 /* Switches the kernel to the other buffer, waits until no program can still
  * write to the old one, and empties it into *ret (free with

@@ -6,7 +6,9 @@
  * dynamic loader and hooks its _dl_debug_state(); collector_slots.c hands
  * out the filter slots and attaches their request uprobes;
  * collector_drain.c empties the maps, moves the threads' banks of totals,
- * and runs the in-progress pass and the blocked snapshot. Not for callers
+ * and runs the in-progress pass and the blocked snapshot;
+ * collector_cgroups.c attaches the cgroup v2 events' programs and reads
+ * their ring. Not for callers
  * outside daemon/kernel/collector*.c: they have collector.h.
  */
 #ifndef COLLECTOR_INTERNAL_H
@@ -78,6 +80,19 @@ struct collector {
 	const char *no_sched_frames_why; /* why off-CPU walks lack __sched frames; NULL: not */
 	/* By index in the object: a group's program that loads here. */
 	bool wanted[COLLECTOR_MAX_PROGRAMS];
+	/* Levels (bit L) of each slot's cgroup filter, whose union is the
+	 * programs' cgroup_filter_levels; 0: the slot has none. */
+	uint32_t cgroup_levels[OFFCPU_MAX_SLOTS];
+	/* The cgroup events (collector_cgroups.c): mkdir, rename, rmdir. */
+	struct bpf_link *cgroup_links[3];
+	struct ring_buffer *cgroup_ring; /* NULL: no events here */
+	const char *no_cgroup_events_why; /* why not; NULL while they come */
+	char cgroup_attach_why[128];	  /* no_cgroup_events_why where attaching failed */
+	/* The collector_cgroup_events() call under way (the ring's callback). */
+	int (*cgroup_fn)(void *arg, const struct offcpu_cgroup_event *ev);
+	void *cgroup_arg;
+	int cgroup_n;	/* events handed to cgroup_fn */
+	int cgroup_ret; /* cgroup_fn's nonzero return, which stopped the call */
 };
 
 /* collector.c */
@@ -119,6 +134,7 @@ struct collector_features {
 	const char *no_pass_why;	 /* the in-progress pass */
 	const char *no_kstack_cache_why; /* cached exact kernel walks */
 	const char *no_sched_frames_why; /* __sched frames put back in off-CPU walks */
+	const char *no_cgroup_events_why; /* the cgroup_mkdir/rename/rmdir events */
 	bool rseq_loaded;		 /* walk_at_rseq loads */
 	bool rseq_on;			 /* and deferred walks wait for it from the start */
 	bool runq_clock;		 /* run-queue waits read at switch-in */
@@ -134,6 +150,18 @@ void collector_features_probe(const struct collector_options *opts, bool raw_tp,
 /* The block tracepoints the bio programs use, as collector_io_path() says
  * them; NULL where there are none (raw_tp, no BTF). */
 const char *collector_bio_path_probe(bool raw_tp);
+
+/* collector_cgroups.c */
+
+/* Attaches the cgroup events' programs (loaded unless the probe said why
+ * not) and opens their ring; where either fails, sets why and goes on
+ * without (user space names cgroups from /proc). */
+void collector_cgroup_events_attach(struct collector *c);
+void collector_cgroup_events_detach(struct collector *c);
+
+/* Whether prog, a core program other than sched_progs', is attached: the
+ * cgroup events' may not be, the others are. */
+bool collector_cgroup_prog_attached(const struct collector *c, const struct bpf_program *prog);
 
 /* collector_loader.c */
 

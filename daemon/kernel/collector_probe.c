@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <bpf/btf.h>
+#include <bpf/libbpf.h>
 
 #include "kallsyms.h"
 
@@ -47,6 +48,9 @@ struct kernel_features {
 	bool vma_iter;	  /* the VMA iterator kfuncs (6.7) unwind_proc_from_vmas() needs */
 	bool rdonly_cast; /* bpf_rdonly_cast() (6.2): loads from the kernel stack */
 	bool copy_from_user_task; /* the helper (5.18) the in-progress pass reads stacks with */
+	/* cgroup_mkdir/rename/rmdir as (struct cgroup *, const char *path),
+	 * 4.20+, and cgroup ids as kernfs_node.id, a u64 (5.5+) */
+	bool cgroup_tracepoints;
 };
 
 static bool struct_has_member(const struct btf *btf, const char *type, const char *member)
@@ -58,6 +62,42 @@ static bool struct_has_member(const struct btf *btf, const char *type, const cha
 	for (unsigned i = 0; t && i < btf_vlen(t); i++)
 		if (!strcmp(btf__name_by_offset(btf, m[i].name_off), member))
 			return true;
+	return false;
+}
+
+/* Whether tracepoint name's BTF typedef (btf_trace_NAME) takes n arguments
+ * after the context. */
+static bool tracepoint_has_args(const struct btf *btf, const char *name, unsigned n)
+{
+	int id = btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+
+	if (!t)
+		return false;
+	t = btf__type_by_id(btf, t->type);
+	if (!t || !btf_is_ptr(t))
+		return false;
+	t = btf__type_by_id(btf, t->type);
+	return t && btf_is_func_proto(t) && btf_vlen(t) == n + 1;
+}
+
+/* Whether struct type's member is an integer of size bytes. */
+static bool member_is_int(const struct btf *btf, const char *type, const char *member, size_t size)
+{
+	int id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	const struct btf_member *m = t ? btf_members(t) : NULL;
+
+	for (unsigned i = 0; t && i < btf_vlen(t); i++) {
+		const struct btf_type *mt;
+		int tid;
+
+		if (strcmp(btf__name_by_offset(btf, m[i].name_off), member))
+			continue;
+		tid = btf__resolve_type(btf, m[i].type);
+		mt = tid > 0 ? btf__type_by_id(btf, tid) : NULL;
+		return mt && btf_is_int(mt) && mt->size == size;
+	}
 	return false;
 }
 
@@ -82,6 +122,10 @@ static struct kernel_features kernel_features(void)
 		       struct_has_member(vmlinux, "sched_entity", "cfs_rq") &&
 		       struct_has_member(vmlinux, "cfs_rq", "rq") &&
 		       struct_has_member(vmlinux, "rq", "clock");
+	f.cgroup_tracepoints = tracepoint_has_args(vmlinux, "btf_trace_cgroup_mkdir", 2) &&
+			       tracepoint_has_args(vmlinux, "btf_trace_cgroup_rename", 2) &&
+			       tracepoint_has_args(vmlinux, "btf_trace_cgroup_rmdir", 2) &&
+			       member_is_int(vmlinux, "kernfs_node", "id", 8);
 	btf__free(vmlinux);
 	return f;
 }
@@ -117,6 +161,18 @@ static const char *no_rseq_reason(const char *no_defer_why, const struct kernel_
 		return "walks are not deferred";
 	if (!kernel->rseq_update)
 		return "the kernel has no rseq_update tracepoint (CONFIG_RSEQ)";
+	return NULL;
+}
+
+/* Why the cgroup events (bpf/cgroups.bpf.c) cannot come here; NULL if they
+ * can. */
+static const char *no_cgroup_events_reason(const struct kernel_features *kernel)
+{
+	if (!kernel->cgroup_tracepoints)
+		return "the kernel's BTF has no cgroup_mkdir/rename/rmdir tracepoints with a "
+		       "path (4.20) or no 64-bit cgroup ids (5.5)";
+	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) <= 0)
+		return "the kernel has no BPF ring buffer (5.8)";
 	return NULL;
 }
 
@@ -205,6 +261,7 @@ void collector_features_probe(const struct collector_options *opts, bool raw_tp,
 	ret->vma_iter = kernel.vma_iter;
 	ret->no_kstack_cache_why = no_kstack_cache_reason(opts, raw_tp, &kernel, ret->text.start);
 	ret->no_sched_frames_why = no_sched_frames_reason(raw_tp, &kernel, &ret->text);
+	ret->no_cgroup_events_why = no_cgroup_events_reason(&kernel);
 }
 
 const char *collector_runq_clock(const struct collector *c)

@@ -1,7 +1,7 @@
 /*
  * collector_slots: the filter slots captures occupy (published in the
- * programs' .bss and the id filter maps), and each slot's request uprobes
- * and their latency rows.
+ * programs' .bss and the id and cgroup filter maps), and each slot's
+ * request uprobes and their latency rows.
  */
 #include "collector_internal.h"
 
@@ -15,31 +15,88 @@
 
 #include "clock.h"
 
-/* Adds or removes slot's bit in the id -> slot mask filter map. */
-static int filter_ids_update(int map_fd, const uint32_t *ids, size_t n, unsigned slot, bool add)
+/* Adds or removes slot's bit in key's slot mask in a filter map. */
+static int filter_key_update(int map_fd, const void *key, unsigned slot, bool add)
 {
-	for (size_t i = 0; i < n; i++) {
-		uint32_t mask = 0;
+	uint32_t mask = 0;
 
-		bpf_map_lookup_elem(map_fd, &ids[i], &mask);
-		if (add)
-			mask |= 1u << slot;
-		else
-			mask &= ~(1u << slot);
-		if (mask) {
-			if (bpf_map_update_elem(map_fd, &ids[i], &mask, BPF_ANY) < 0)
-				return -errno;
-		} else {
-			bpf_map_delete_elem(map_fd, &ids[i]);
-		}
+	bpf_map_lookup_elem(map_fd, key, &mask);
+	if (add)
+		mask |= 1u << slot;
+	else
+		mask &= ~(1u << slot);
+	if (mask) {
+		if (bpf_map_update_elem(map_fd, key, &mask, BPF_ANY) < 0)
+			return -errno;
+	} else {
+		bpf_map_delete_elem(map_fd, key);
 	}
 	return 0;
 }
 
-/* Removes slot from every id in a filter map (ids are not kept here). */
+/* Adds or removes slot's bit in the id -> slot mask filter map. */
+static int filter_ids_update(int map_fd, const uint32_t *ids, size_t n, unsigned slot, bool add)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r = filter_key_update(map_fd, &ids[i], slot, add);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The same for the cgroup id -> slot mask map and f's cgroups. */
+static int filter_cgroups_update(int map_fd, const struct collector_filter *f, unsigned slot,
+				 bool add)
+{
+	for (size_t i = 0; i < f->n_cgroups; i++) {
+		int r = filter_key_update(map_fd, &f->cgroups[i].id, slot, add);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * The levels (bit L) of f's cgroups into *ret: 0 where f has no cgroup
+ * filter, none given or the root among them (every thread is in its
+ * subtree). Returns 0, -E2BIG or -EINVAL as collector_slot_add() says.
+ */
+static int filter_cgroup_levels(const struct collector_filter *f, uint32_t *ret)
+{
+	uint32_t levels = 0;
+	bool root = false;
+
+	if (f->n_cgroups > COLLECTOR_MAX_CGROUPS)
+		return -E2BIG;
+	for (size_t i = 0; i < f->n_cgroups; i++) {
+		if (f->cgroups[i].level >= OFFCPU_CGROUP_FILTER_LEVELS)
+			return -EINVAL;
+		root |= f->cgroups[i].level == 0;
+		levels |= 1u << f->cgroups[i].level;
+	}
+	*ret = root ? 0 : levels;
+	return 0;
+}
+
+/* The programs' cgroup_filter_levels: the union of the slots' levels. */
+static void cgroup_levels_publish(struct collector *c)
+{
+	uint32_t levels = 0;
+
+	for (unsigned slot = 0; slot < OFFCPU_MAX_SLOTS; slot++)
+		levels |= c->cgroup_levels[slot];
+	__atomic_store_n(&c->skel->bss->cgroup_filter_levels, levels, __ATOMIC_SEQ_CST);
+}
+
+/* Removes slot from every key in a filter map (keys are not kept here):
+ * ids (__u32) or cgroup ids (__u64), whichever the map's key is. */
 static void filter_ids_clear(int map_fd, unsigned slot)
 {
-	uint32_t key, next, mask;
+	uint64_t key = 0, next = 0;
+	uint32_t mask;
 	bool first = true;
 
 	while (bpf_map_get_next_key(map_fd, first ? NULL : &key, &next) == 0) {
@@ -67,8 +124,9 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 {
 	int tgid_fd = bpf_map__fd(c->skel->maps.filter_tgids);
 	int tid_fd = bpf_map__fd(c->skel->maps.filter_tids);
+	int cgroup_fd = bpf_map__fd(c->skel->maps.filter_cgroups);
+	uint32_t bit, groups, levels;
 	struct offcpu_bpf__bss *bss;
-	uint32_t bit, groups;
 	unsigned slot;
 	bool waker;
 	int r;
@@ -78,6 +136,9 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 			break;
 	if (slot == OFFCPU_MAX_SLOTS)
 		return -EBUSY;
+	r = filter_cgroup_levels(f, &levels);
+	if (r < 0)
+		return r;
 	groups = collector_filter_groups(f);
 	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++)
 		if ((groups & (1u << g)) && collector_group_load(c, g, NULL) < 0)
@@ -99,9 +160,13 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	r = filter_ids_update(tgid_fd, f->tgids, f->n_tgids, slot, true);
 	if (r == 0)
 		r = filter_ids_update(tid_fd, f->tids, f->n_tids, slot, true);
+	if (r == 0 && levels)
+		r = filter_cgroups_update(cgroup_fd, f, slot, true);
 	if (r < 0) {
 		filter_ids_update(tgid_fd, f->tgids, f->n_tgids, slot, false);
 		filter_ids_update(tid_fd, f->tids, f->n_tids, slot, false);
+		if (levels)
+			filter_cgroups_update(cgroup_fd, f, slot, false);
 		if (!c->fileio_slots)
 			collector_fileio_detach(c);
 		collector_sched_links_update(c, c->used_mask, c->waker_slots);
@@ -118,6 +183,10 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 			 f->kind != OFFCPU_KIND_ONCPU && (f->state_mask & (1u << st)));
 	mask_set(&bss->tgid_filter_slots, bit, f->n_tgids > 0);
 	mask_set(&bss->tid_filter_slots, bit, f->n_tids > 0);
+	/* Levels only grow here: a slot still on keeps its own. */
+	c->cgroup_levels[slot] = levels;
+	__atomic_fetch_or(&bss->cgroup_filter_levels, levels, __ATOMIC_SEQ_CST);
+	mask_set(&bss->cgroup_filter_slots, bit, levels != 0);
 	mask_set(&bss->user_stack_slots, bit, f->user_stacks);
 	mask_set(&bss->kernel_stack_slots, bit, f->kernel_stacks);
 	bss->slots[slot].kind = f->kind;
@@ -245,6 +314,22 @@ void collector_request_detach(struct collector *c, unsigned slot)
 	c->n_request_links[slot] = 0;
 }
 
+int collector_slot_cgroup_add(struct collector *c, unsigned slot, const struct collector_cgroup *cg)
+{
+	uint32_t bit = 1u << slot;
+
+	if (slot >= OFFCPU_MAX_SLOTS || !(c->used_mask & bit) || !c->cgroup_levels[slot] ||
+	    !cg->level || cg->level >= OFFCPU_CGROUP_FILTER_LEVELS)
+		return -EINVAL;
+	/* The entry first, then its level: the kernel looks only at levels
+	 * it is told of. */
+	if (filter_key_update(bpf_map__fd(c->skel->maps.filter_cgroups), &cg->id, slot, true) < 0)
+		return -ENOSPC;
+	c->cgroup_levels[slot] |= 1u << cg->level;
+	__atomic_fetch_or(&c->skel->bss->cgroup_filter_levels, 1u << cg->level, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
 void collector_slot_release(struct collector *c, unsigned slot)
 {
 	if (slot >= OFFCPU_MAX_SLOTS || !(c->used_mask & (1u << slot)))
@@ -254,6 +339,10 @@ void collector_slot_release(struct collector *c, unsigned slot)
 	slot_latency_rows(c, slot, true, NULL);
 	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_tgids), slot);
 	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_tids), slot);
+	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_cgroups), slot);
+	mask_set(&c->skel->bss->cgroup_filter_slots, 1u << slot, false);
+	c->cgroup_levels[slot] = 0;
+	cgroup_levels_publish(c);
 	c->used_mask &= ~(1u << slot);
 	if (c->fileio_slots & (1u << slot)) {
 		c->fileio_slots &= ~(1u << slot);

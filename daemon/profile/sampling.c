@@ -8,12 +8,16 @@
 
 #include "hashtab.h"
 
-/* What rows are grouped by: their key without stacks, chain and flags. */
+/* What rows are grouped by: their key without stacks, chain and flags
+ * (the cgroup stays: a thread's totals are kept per cgroup, as its rows). */
 static struct offcpu_key group_of(const struct offcpu_key *k)
 {
-	return (struct offcpu_key){
-		.slot = k->slot, .tgid = k->tgid, .pid = k->pid, .state = k->state, .kind = k->kind
-	};
+	return (struct offcpu_key){ .slot = k->slot,
+				    .tgid = k->tgid,
+				    .pid = k->pid,
+				    .state = k->state,
+				    .kind = k->kind,
+				    .cgroup = k->cgroup };
 }
 
 struct group {

@@ -263,11 +263,38 @@ static void test_calibrate_carry(void)
 	free(rows);
 }
 
+/* A thread that moved to another cgroup has a total in each, as its rows
+ * are keyed: samples in one never stand for time in the other. */
+static void test_calibrate_cgroups(void)
+{
+	struct collector_row *rows = malloc(sizeof(*rows));
+	struct collector_total totals[] = {
+		total(1, 0, 1000000, 300, 1000000, 1),
+		total(1, 0, 4000, 2, 4000, 0),
+	};
+	struct sampling_summary sum[OFFCPU_MAX_SLOTS] = { { 0 } };
+	const struct collector_row *r;
+	size_t n = 1;
+
+	totals[0].key.cgroup = 100;
+	totals[1].key.cgroup = 200;
+	rows[0] = row(1, 0, 0xa, 1000000, 1, OFFCPU_KEY_SAMPLED);
+	rows[0].key.cgroup = 100;
+	CHECK(sampling_calibrate(&rows, &n, totals, 2, NULL, sum) == 0);
+	CHECK(n == 2);
+	r = find(rows, n, 1, 0xa, OFFCPU_KEY_SAMPLED);
+	CHECK(r && r->key.cgroup == 100 && r->value.sum_ns == 1000000 && r->value.count == 300);
+	r = find(rows, n, 1, 0, OFFCPU_KEY_UNSAMPLED);
+	CHECK(r && r->key.cgroup == 200 && r->value.sum_ns == 4000 && r->value.count == 2);
+	free(rows);
+}
+
 int main(void)
 {
 	test_estimator();
 	test_calibrate();
 	test_calibrate_long_blocks();
 	test_calibrate_carry();
+	test_calibrate_cgroups();
 	return check_failures ? 1 : 0;
 }
