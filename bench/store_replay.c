@@ -63,6 +63,7 @@ static int on_sample(void *arg, const struct store_sample *in)
 	out->ustack = xstrdup(in->ustack);
 	out->kstack = xstrdup(in->kstack);
 	out->chain = xstrdup(in->chain);
+	out->cgroup = xstrdup(in->cgroup ? in->cgroup : "");
 	return 0;
 }
 

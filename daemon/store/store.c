@@ -45,12 +45,13 @@ static const char *const stmt_sql[STMT_COUNT] = {
 	[STMT_WINDOWS_OF_CAPTURE] = "SELECT count(*) FROM windows WHERE capture_id = ?1",
 	[STMT_SERIES_FIND] = "SELECT id FROM series WHERE tgid = ?1 AND pid = ?2 AND comm_id = ?3 "
 			     "AND kind = ?4 AND state = ?5 AND ustack_id = ?6 AND kstack_id = ?7 "
-			     "AND chain_id = ?8",
+			     "AND chain_id = ?8 AND cgroup_id = ?9 AND ns_pid = ?10",
 	[STMT_SERIES_INSERT] = "INSERT INTO series (tgid, pid, comm_id, kind, state, ustack_id, "
-			       "kstack_id, chain_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
-			       "ON CONFLICT DO NOTHING",
+			       "kstack_id, chain_id, cgroup_id, ns_pid) VALUES (?1, ?2, ?3, ?4, "
+			       "?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT DO NOTHING",
 	[STMT_SERIES_DELETE] = "DELETE FROM series WHERE id = ?1",
-	[STMT_SERIES_ALL] = "SELECT id, comm_id, ustack_id, kstack_id, chain_id FROM series",
+	[STMT_SERIES_ALL] = "SELECT id, comm_id, ustack_id, kstack_id, chain_id, cgroup_id "
+			    "FROM series",
 	[STMT_SAMPLE_INSERT] = "INSERT INTO samples (window_id, series_id, sum_ns, count, bytes) "
 			       "VALUES (?1, ?2, ?3, ?4, ?5)",
 	[STMT_SAMPLES_REFS] = "SELECT series_id FROM samples",

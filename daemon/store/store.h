@@ -36,7 +36,8 @@ struct store_limits {
  * the order given (stacks root->leaf); "" means none was collected. Strings
  * may hold any byte but NUL; NULL is taken as "". Sums saturate at
  * UINT64_MAX. A row is identified by (tgid, pid, comm, kind, state, ustack,
- * kstack, chain): rows that differ in the chain alone are distinct. */
+ * kstack, chain, cgroup, ns_pid): rows that differ in the chain alone are
+ * distinct. */
 struct store_sample {
 	uint32_t tgid;
 	uint32_t pid;
@@ -49,6 +50,12 @@ struct store_sample {
 	const char *kstack;
 	const char *chain; /* the waker part (wakeup, offwake, chain kinds); "" if none */
 	uint64_t bytes;	   /* I/O kinds; 0 for the others and for windows stored before */
+	/* The thread's cgroup v2 path ("/system.slice/nginx.service"); "": not
+	 * known (windows stored before schema version 6, hosts without v2). */
+	const char *cgroup;
+	/* The process's pid in its own pid namespace, where it has one; 0: the
+	 * same as tgid, or not known. */
+	uint32_t ns_pid;
 };
 
 #define STORE_HIST_BUCKETS 32 /* log2 of microseconds, as OFFCPU_HIST_BUCKETS */
@@ -130,11 +137,11 @@ struct store_query {
 
 /*
  * Calls row(arg, sample) for each merged row of the windows in range:
- * samples with the same (tgid, pid, comm, kind, state, ustack, kstack, chain)
- * summed in SQL, in no particular order. A range selects continuous windows
- * (capture_id 0) only. *ret_windows (may be NULL) gets the number of windows
- * that matched, whatever the pid, comm, state and kind filters. The sample's
- * strings (chain included, "" if none) are valid during the call only; row
+ * samples with the same identity (see struct store_sample) summed in SQL,
+ * in no particular order. A range selects continuous windows (capture_id 0)
+ * only. *ret_windows (may be NULL) gets the number of windows that matched,
+ * whatever the pid, comm, state and kind filters. The sample's strings
+ * (chain and cgroup included, "" if none) are valid during the call only; row
  * must not call into the store. A nonzero return from row stops the query
  * and is returned. 0 or -errno; -EINVAL for too many pids.
  */

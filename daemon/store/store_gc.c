@@ -118,9 +118,10 @@ static int delete_ids(struct store *s, enum stmt del, struct id_list *ids)
 
 /*
  * Deletes the series no sample refers to, then the stacks no series refers
- * to, then the strings none of series, stacks and hist refers to, inside the
- * caller's transaction: one scan of each table. Each scan only collects ids,
- * as deleting from a table while it is being scanned is not safe.
+ * to, then the strings none of series (comms and cgroups), stacks and hist
+ * refers to, inside the caller's transaction: one scan of each table. Each
+ * scan only collects ids, as deleting from a table while it is being
+ * scanned is not safe.
  */
 static int store__gc(struct store *s)
 {
@@ -159,6 +160,8 @@ static int store__gc(struct store *s)
 			r = set_add(s, stacks, sqlite3_column_int64(st, 3));
 		if (r >= 0)
 			r = set_add(s, stacks, sqlite3_column_int64(st, 4));
+		if (r >= 0 && sqlite3_column_int64(st, 5)) /* 0: no cgroup, no string */
+			r = set_add(s, strings, sqlite3_column_int64(st, 5));
 	}
 	sqlite3_reset(st);
 	if (r >= 0 && rc != SQLITE_DONE)

@@ -77,7 +77,7 @@ struct store {
 	struct store_limits limits;
 	int64_t page_size;
 	uint64_t evicted_since_gc; /* windows, see GC_FRACTION */
-	struct intern strings;	   /* frame name or comm -> strings.id */
+	struct intern strings;	   /* frame name, comm or cgroup path -> strings.id */
 	struct intern stacks;	   /* ';'-joined stack or chain -> stacks.id */
 	/* struct series_key -> series.id, in two generations (NULL: off): a
 	 * series found in the older moves to the newer, and when the newer is
@@ -96,10 +96,13 @@ struct series_key {
 	int64_t ustack_id;
 	int64_t kstack_id;
 	int64_t chain_id;
+	int64_t cgroup_id; /* 0: not known */
 	uint32_t tgid;
 	uint32_t pid;
 	uint32_t kind;
 	uint32_t state;
+	uint32_t ns_pid;
+	uint32_t zero; /* always 0: fills what would be padding */
 };
 
 /* Writes a message and returns r. */

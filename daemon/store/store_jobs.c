@@ -17,6 +17,7 @@
 #include "stack_filter.h"
 #include "store_heatmap.h"
 #include "thread_state.h"
+#include "who_match.h"
 
 /* The end of a query's range: a request's to_ms of 0 means now (windows
  * that start by now); a capture is selected by its id, not by time. */
@@ -72,6 +73,8 @@ static int collect_sample(void *arg, const struct profile_row *row)
 		.kstack = row->kstack,
 		.kind = row->kind,
 		.chain = row->chain,
+		.cgroup = row->cgroup,
+		.ns_pid = row->ns_pid,
 	};
 	return 0;
 }
@@ -277,6 +280,7 @@ struct export_job {
 	struct reply_job base;
 	struct proto_export_request req;
 	struct stack_filter *filter; /* all of the request's filters */
+	struct who_match *who;	     /* its cgroup, unit or container; NULL: none */
 	struct profile *profile;     /* the rows being added by export_row() */
 };
 
@@ -295,6 +299,8 @@ static int export_row(void *arg, const struct store_sample *s)
 		.kstack = s->kstack,
 		.kind = s->kind,
 		.chain = s->chain,
+		.cgroup = s->cgroup,
+		.ns_pid = s->ns_pid,
 	};
 	struct stack_filter_sample fs = {
 		.comm = s->comm,
@@ -306,7 +312,7 @@ static int export_row(void *arg, const struct store_sample *s)
 		.chain = s->chain,
 	};
 
-	if (!stack_filter_keep(j->filter, &fs))
+	if (!stack_filter_keep(j->filter, &fs) || (j->who && !who_match_keep(j->who, s->cgroup)))
 		return 0;
 	return j->req.lines ? profile_add_row(j->profile, &row)
 			    : profile_add_row_without_lines(j->profile, &row);
@@ -359,9 +365,11 @@ static int export_text(struct export_job *j, struct profile *after, struct profi
 	};
 	char *text;
 
-	text = profile_folded(after, true, true, j->req.metric); /* stored: both stack kinds */
+	/* stored: both stack kinds */
+	text = profile_folded_by(after, true, true, j->req.metric, j->req.group_by);
 	if (text && before) {
-		char *old = profile_folded(before, true, true, j->req.metric), *both = NULL;
+		char *old = profile_folded_by(before, true, true, j->req.metric, j->req.group_by);
+		char *both = NULL;
 
 		if (old)
 			both = flame_diff_folded(old, strlen(old), text, strlen(text),
@@ -393,7 +401,7 @@ static void export_work(struct store_job *job, struct store *store)
 	};
 	struct profile *after = NULL, *before = NULL;
 	struct proto_sample *samples = NULL;
-	char msg[256] = "", *folded = NULL, *output = NULL, *error = NULL;
+	char msg[1024] = "", *folded = NULL, *output = NULL, *error = NULL;
 	size_t n_samples = 0;
 	int r;
 
@@ -405,6 +413,13 @@ static void export_work(struct store_job *job, struct store *store)
 				  sizeof(msg));
 	if (r < 0) {
 		j->base.reply = r == -ENOMEM ? NULL : job_error_reply(r, msg);
+		goto out;
+	}
+	/* A name the windows do not hold is an error naming what they hold;
+	 * windows that hold nothing are not (as for any other filter). */
+	if (j->who && (res.windows || res.diff_windows) &&
+	    who_match_verdict(j->who, msg, sizeof(msg)) < 0) {
+		j->base.reply = proto_reply_error(PROTO_ERR_NO_SUCH_CGROUP, msg);
 		goto out;
 	}
 	res.total_ns = profile_total_ns(after);
@@ -436,6 +451,7 @@ static void export_done(struct store_job *job)
 	struct export_job *j = (struct export_job *)job;
 
 	stack_filter_free(j->filter);
+	who_match_free(j->who);
 	reply_done(job);
 }
 
@@ -460,6 +476,8 @@ int store_jobs_export(struct store_queue *q, const struct proto_export_request *
 	j->base.job.done = export_done;
 	j->req = *req;
 	r = stack_filter_new(&spec, &j->filter, err, err_size);
+	if (r == 0 && who_given(&req->who) && (r = who_match_new(&req->who, &j->who)) < 0)
+		stack_filter_free(j->filter);
 	if (r < 0) {
 		free(j);
 		return r;
@@ -473,12 +491,40 @@ struct hist_job {
 	struct proto_hist_request req;
 	struct proto_hist_process *procs;
 	size_t n, cap;
+	struct who_match *who;	/* its cgroup, unit or container; NULL: none */
+	struct hashtab *tgids;	/* with who: the processes whose samples are in (-> 1) */
 };
+
+/* A sample of the hist's windows: is its process in? */
+static int hist_who_row(void *arg, const struct store_sample *s)
+{
+	struct hist_job *j = arg;
+
+	if (who_match_keep(j->who, s->cgroup) && !hashtab_put(j->tgids, &s->tgid, NULL))
+		return -ENOMEM;
+	return 0;
+}
+
+/* The processes whose samples in q's windows who keeps, into j->tgids:
+ * histograms are kept per process, samples by cgroup. 0 or -errno. */
+static int hist_who_select(struct hist_job *j, struct store *store, const struct store_query *q,
+			   char *msg, size_t msg_size)
+{
+	struct store_query samples = *q;
+
+	samples.kind_mask = export_kind_mask(j->req.kind, false);
+	if (hashtab_new(sizeof(uint32_t), 1, &j->tgids) < 0)
+		return -ENOMEM;
+	return store_query(store, &samples, hist_who_row, j, NULL, msg, msg_size);
+}
 
 static int hist_row(void *arg, const struct store_hist *h)
 {
 	struct hist_job *j = arg;
 	struct proto_hist_process *p = j->n ? &j->procs[j->n - 1] : NULL;
+
+	if (j->tgids && !hashtab_get(j->tgids, &h->tgid))
+		return 0;
 
 	if (!p || p->tgid != h->tgid) { /* rows come ordered by tgid */
 		if (j->n == j->cap) {
@@ -519,12 +565,19 @@ static void hist_work(struct store_job *job, struct store *store)
 		.capture_id = q.capture_id,
 	};
 	uint32_t type = j->req.kind == PROTO_KIND_RUNQ ? OFFCPU_HIST_RUNQ : OFFCPU_HIST_OFFCPU;
-	char msg[256] = "";
-	int r;
+	char msg[1024] = "";
+	int r = 0;
 
-	r = store_hist_query(store, &q, type, hist_row, j, &res.windows, msg, sizeof(msg));
+	if (j->who)
+		r = hist_who_select(j, store, &q, msg, sizeof(msg));
+	if (r == 0)
+		r = store_hist_query(store, &q, type, hist_row, j, &res.windows, msg, sizeof(msg));
 	if (r < 0) {
 		j->base.reply = r == -ENOMEM ? NULL : job_error_reply(r, msg);
+		return;
+	}
+	if (j->who && res.windows && who_match_verdict(j->who, msg, sizeof(msg)) < 0) {
+		j->base.reply = proto_reply_error(PROTO_ERR_NO_SUCH_CGROUP, msg);
 		return;
 	}
 	res.processes = j->procs;
@@ -539,6 +592,8 @@ static void hist_done(struct store_job *job)
 	for (size_t i = 0; i < j->n; i++)
 		free((void *)j->procs[i].comm);
 	free(j->procs);
+	who_match_free(j->who);
+	hashtab_free(j->tgids);
 	reply_done(job);
 }
 
@@ -551,6 +606,10 @@ int store_jobs_hist(struct store_queue *q, const struct proto_hist_request *req,
 		return -ENOMEM;
 	j->base.job.done = hist_done;
 	j->req = *req;
+	if (who_given(&req->who) && who_match_new(&req->who, &j->who) < 0) {
+		free(j);
+		return -ENOMEM;
+	}
 	store_queue_push(q, &j->base.job);
 	return 0;
 }

@@ -279,7 +279,8 @@ static int query_prepare(struct store *s, const struct store_query *q, sqlite3_s
 
 	APPEND(&sql, r,
 	       "SELECT se.tgid, se.pid, se.comm_id, se.kind, se.state, se.ustack_id, "
-	       "se.kstack_id, se.chain_id, g.sum_ns, g.count, g.bytes FROM (SELECT sa.series_id, "
+	       "se.kstack_id, se.chain_id, g.sum_ns, g.count, g.bytes, se.cgroup_id, se.ns_pid "
+	       "FROM (SELECT sa.series_id, "
 	       "usum(sa.sum_ns) AS sum_ns, usum(sa.count) AS count, usum(sa.bytes) AS bytes "
 	       "FROM windows w "
 	       "JOIN samples sa ON sa.window_id = w.id WHERE ");
@@ -399,8 +400,10 @@ int store_query(struct store *s, const struct store_query *q,
 			.sum_ns = (uint64_t)sqlite3_column_int64(st, 8),
 			.count = (uint64_t)sqlite3_column_int64(st, 9),
 			.bytes = (uint64_t)sqlite3_column_int64(st, 10),
+			.ns_pid = (uint32_t)sqlite3_column_int64(st, 12),
 		};
-		struct span comm, ustack, kstack, chain;
+		int64_t cgroup_id = sqlite3_column_int64(st, 11);
+		struct span comm, ustack, kstack, chain, cgroup = { 0 };
 
 		r = query_string(s, &qc, sqlite3_column_int64(st, 2), &comm);
 		if (r >= 0)
@@ -409,10 +412,14 @@ int store_query(struct store *s, const struct store_query *q,
 			r = query_stack(s, &qc, sqlite3_column_int64(st, 6), &kstack);
 		if (r >= 0)
 			r = query_stack(s, &qc, sqlite3_column_int64(st, 7), &chain);
+		/* 0: not known, no string to read. */
+		if (r >= 0 && cgroup_id)
+			r = query_string(s, &qc, cgroup_id, &cgroup);
 		if (r < 0)
 			goto out;
 		/* Pointers only now: the lookups above may move the buffers. */
 		sample.comm = qc.names.p + comm.off;
+		sample.cgroup = cgroup_id ? qc.names.p + cgroup.off : "";
 		sample.ustack = qc.joined.p + ustack.off;
 		sample.kstack = qc.joined.p + kstack.off;
 		sample.chain = qc.joined.p + chain.off;

@@ -1,12 +1,14 @@
 /*
  * store_schema: the tables, their migrations and the check of a file before
- * anything is written to it. Schema version 2:
+ * anything is written to it. Schema version 6:
  *
- *   strings(id, name BLOB UNIQUE)     frame names and comms
+ *   strings(id, name BLOB UNIQUE)     frame names, comms and cgroup paths
  *   stacks(id, frames BLOB UNIQUE)    LEB128 varints of strings.id, root first;
  *                                     waker chains too (x'': no frames)
  *   series(id, tgid, pid, comm_id, kind, state, ustack_id, kstack_id,
- *          chain_id) UNIQUE
+ *          chain_id, cgroup_id, ns_pid) UNIQUE
+ *                                     cgroup_id 0: no path known (no
+ *                                     string); ns_pid 0: tgid or not known
  *   windows(id, start_ms, end_ms, capture_id, n_stacks, n_samples, bytes)
  *   samples(window_id, series_id, sum_ns, count, bytes)
  *                                     WITHOUT ROWID, clustered by window
@@ -23,13 +25,15 @@
  * Version 1 had no chain_id and no hist; its series all get the empty chain.
  * Until version 4 the heatmap made its index itself, at its first query, and
  * the daemon after each window: version 4 writes it with the window. Until
- * version 5 hist had a row per bucket.
+ * version 5 hist had a row per bucket. Until version 6 series had no
+ * cgroup_id and ns_pid; its series get 0 for both.
  *
  * Everything but the values is interned, down to the series (a thread of a
- * kind in a state at a pair of stacks and a waker chain), which recurs from
- * window to window: a sample row is about 20 bytes, and merging windows
- * groups by one integer. Histogram rows are not interned (a handful of
- * small integers each) but are clustered by window like the samples.
+ * kind in a state at a pair of stacks and a waker chain, in a cgroup),
+ * which recurs from window to window: a sample row is about 20 bytes, and
+ * merging windows groups by one integer. Histogram rows are not interned (a
+ * handful of small integers each) but are clustered by window like the
+ * samples.
  *
  * Strings are BLOBs so any byte but NUL survives without encoding rules.
  * There are no foreign keys: a window is deleted with its samples, and the
@@ -255,10 +259,43 @@ static int migrate_to_5(sqlite3 *db)
 	return rc;
 }
 
+/*
+ * The thread's cgroup and its process's pid in its pid namespace join the
+ * series' identity: series is rebuilt as in migration_v2, ids kept, and the
+ * old series get 0 for both (not known). No string is made for the unknown
+ * cgroup, so nothing is left for store__gc to collect.
+ */
+static const char migration_v6[] =
+	"CREATE TABLE series_v6 (\n"
+	"	id INTEGER PRIMARY KEY,\n"
+	"	tgid INTEGER NOT NULL,\n"
+	"	pid INTEGER NOT NULL,\n"
+	"	comm_id INTEGER NOT NULL,\n"
+	"	kind INTEGER NOT NULL,\n"
+	"	state INTEGER NOT NULL,\n"
+	"	ustack_id INTEGER NOT NULL,\n"
+	"	kstack_id INTEGER NOT NULL,\n"
+	"	chain_id INTEGER NOT NULL,\n"
+	"	cgroup_id INTEGER NOT NULL,\n"
+	"	ns_pid INTEGER NOT NULL,\n"
+	"	UNIQUE (tgid, pid, comm_id, kind, state, ustack_id, kstack_id, chain_id,\n"
+	"		cgroup_id, ns_pid)\n"
+	");\n"
+	"INSERT INTO series_v6 (id, tgid, pid, comm_id, kind, state, ustack_id, kstack_id,\n"
+	"	chain_id, cgroup_id, ns_pid) SELECT id, tgid, pid, comm_id, kind, state,\n"
+	"	ustack_id, kstack_id, chain_id, 0, 0 FROM series ORDER BY id;\n"
+	"DROP TABLE series;\n"
+	"ALTER TABLE series_v6 RENAME TO series;\n";
+
+static int migrate_to_6(sqlite3 *db)
+{
+	return sqlite3_exec(db, migration_v6, NULL, NULL, NULL);
+}
+
 /* migrations[v] turns a version v database into version v + 1; the schema
  * version is the number of entries. Append only: never edit a shipped step. */
 static int (*const migrations[])(sqlite3 *db) = {
-	migrate_to_1, migrate_to_2, migrate_to_3, migrate_to_4, migrate_to_5,
+	migrate_to_1, migrate_to_2, migrate_to_3, migrate_to_4, migrate_to_5, migrate_to_6,
 };
 
 #define STORE_SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))

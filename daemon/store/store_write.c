@@ -17,7 +17,7 @@
 /* The interning caches are dropped and refilled rather than grown past this. */
 #define INTERN_MAX_ENTRIES	  (1u << 20)
 #define INTERN_MAX_BYTES	  ((size_t)64 << 20)
-/* A generation of the series cache: 4 MiB of table. Under process churn
+/* A generation of the series cache: 5 MiB of table. Under process churn
  * most series are a new thread's, used in one window; a cache of every
  * series up to 2^20 grew toward 128 MiB of table, and its lookups spent
  * their time waiting for their first entry's cache line (perf, under
@@ -33,6 +33,9 @@ struct sample_sum {
 	uint64_t count;
 	uint64_t bytes;
 };
+
+_Static_assert(sizeof(struct series_key) == 5 * sizeof(int64_t) + 6 * sizeof(uint32_t),
+	       "struct series_key has padding");
 
 /* A window's row before insertion: the samples of one series merged. */
 struct merged_row {
@@ -339,6 +342,8 @@ static void series_bind(sqlite3_stmt *st, const struct series_key *key)
 	sqlite3_bind_int64(st, 6, key->ustack_id);
 	sqlite3_bind_int64(st, 7, key->kstack_id);
 	sqlite3_bind_int64(st, 8, key->chain_id);
+	sqlite3_bind_int64(st, 9, key->cgroup_id);
+	sqlite3_bind_int64(st, 10, key->ns_pid);
 }
 
 /* Caches a series' id in the newer generation, which becomes the older
@@ -399,7 +404,8 @@ static int series_id(struct store *s, const struct series_key *key, int64_t *ret
 	if (sqlite3_changes(s->db)) {
 		*ret_id = sqlite3_last_insert_rowid(s->db);
 		/* The row and its UNIQUE index entry. */
-		*bytes += 2 * (8 + 18 + ROW_OVERHEAD_BYTES);
+		*bytes += 2 * (8 + 20 + int_bytes(key->cgroup_id) + int_bytes(key->ns_pid) +
+			       ROW_OVERHEAD_BYTES);
 	} else {
 		st = stmt(s, STMT_SERIES_FIND);
 		series_bind(st, key);
@@ -431,6 +437,7 @@ static int window_merge(struct store *s, const struct store_sample *samples, siz
 	for (size_t i = 0; i < n_samples; i++) {
 		const struct store_sample *in = &samples[i];
 		const char *comm = in->comm ? in->comm : "";
+		const char *cgroup = in->cgroup ? in->cgroup : "";
 		struct stack_triple triple;
 		struct series_key key;
 		struct sample_sum *sum;
@@ -449,10 +456,14 @@ static int window_merge(struct store *s, const struct store_sample *samples, siz
 		if (r >= 0)
 			r = window_stack_id(s, stack_ids, in->chain ? in->chain : "", &key.chain_id,
 					    bytes);
+		/* Not known: cgroup_id 0 and no string, as series before version 6. */
+		if (r >= 0 && cgroup[0])
+			r = string_id(s, cgroup, strlen(cgroup), &key.cgroup_id, bytes);
 		key.tgid = in->tgid;
 		key.pid = in->pid;
 		key.kind = in->kind;
 		key.state = in->state;
+		key.ns_pid = in->ns_pid;
 		if (r >= 0)
 			r = series_id(s, &key, &id, bytes);
 		if (r < 0)

@@ -1,4 +1,5 @@
 /* Unit test of daemon/store/store.c, on real SQLite files in a temporary directory. */
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -12,6 +13,11 @@
 
 #include "check.h"
 #include "store.h"
+
+/* tests/data/store-v5.db: a file the previous release wrote (tests/CMakeLists.txt). */
+#ifndef STORE_V5_DB
+#error "STORE_V5_DB must name tests/data/store-v5.db"
+#endif
 
 #define STACK_MAX 1024
 
@@ -69,7 +75,7 @@ static uint64_t file_bytes(const char *path)
 /* Rows a query returned, with copies of their strings. */
 struct got_row {
 	struct store_sample s;
-	char *comm, *ustack, *kstack, *chain;
+	char *comm, *ustack, *kstack, *chain, *cgroup;
 };
 
 struct got {
@@ -90,6 +96,8 @@ static int collect(void *arg, const struct store_sample *sample)
 	r->ustack = strdup(sample->ustack);
 	r->kstack = strdup(sample->kstack);
 	r->chain = strdup(sample->chain);
+	CHECK(sample->cgroup); /* "" when not known, never NULL */
+	r->cgroup = strdup(sample->cgroup ? sample->cgroup : "(null)");
 	if (g->stop_after && g->n == g->stop_after)
 		return 42;
 	return 0;
@@ -102,6 +110,7 @@ static void got_free(struct got *g)
 		free(g->v[i].ustack);
 		free(g->v[i].kstack);
 		free(g->v[i].chain);
+		free(g->v[i].cgroup);
 	}
 	free(g->v);
 	memset(g, 0, sizeof(*g));
@@ -237,7 +246,7 @@ static void test_create_reopen(void)
 	size_t n = 0;
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 5);
+	CHECK(pragma(s, "PRAGMA user_version") == 6);
 	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2); /* incremental */
 	CHECK(add(s, 1000, 2000, 0, &v, 1, &w) == 0);
 	CHECK(w.id > 0 && w.n_samples == 1 && w.n_stacks == 1 && w.bytes > 0);
@@ -245,7 +254,7 @@ static void test_create_reopen(void)
 	store_close(NULL);
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 5);
+	CHECK(pragma(s, "PRAGMA user_version") == 6);
 	CHECK(store_windows_list(s, 0, &list, &n, err, sizeof(err)) == 0);
 	CHECK(n == 1 && list[0].id == w.id && list[0].start_ms == 1000 && list[0].end_ms == 2000);
 	CHECK(n == 1 && list[0].n_samples == 1 && list[0].n_stacks == 1 &&
@@ -270,15 +279,16 @@ static void test_round_trip(void)
 	static const char odd_comm[] = "a;b \x01\xff\xc3\x28'\"%";
 	static const char odd_stack[] = ";\xfe\xff;;x y;";
 	struct store_sample w1[] = {
-		{ 10, 11, "app", 0, 1, 100, 1, "main;read", "sys_read;schedule", "", 0 },
-		{ 10, 12, "app", 0, 2, 200, 2, "main;write", "", "", 0 },
-		{ 10, 11, "app", 0, 1, 7, 3, "main;read", "sys_read;schedule", "", 0 }, /* dup */
-		{ 20, 20, odd_comm, 0, 3, 5, 1, odd_stack, ";", "", 0 },
-		{ 30, 30, NULL, 0, 0, 1, 1, NULL, NULL, NULL, 0 },
+		{ 10, 11, "app", 0, 1, 100, 1, "main;read", "sys_read;schedule", "", 0, "", 0 },
+		{ 10, 12, "app", 0, 2, 200, 2, "main;write", "", "", 0, "", 0 },
+		/* A duplicate of the first. */
+		{ 10, 11, "app", 0, 1, 7, 3, "main;read", "sys_read;schedule", "", 0, "", 0 },
+		{ 20, 20, odd_comm, 0, 3, 5, 1, odd_stack, ";", "", 0, "", 0 },
+		{ 30, 30, NULL, 0, 0, 1, 1, NULL, NULL, NULL, 0, NULL, 0 },
 	};
 	struct store_sample w2[] = {
-		{ 10, 11, "app", 0, 1, 1000, 10, "main;read", "sys_read;schedule", "", 0 },
-		{ 20, 20, odd_comm, 0, 3, UINT64_MAX - 2, 1, odd_stack, ";", "", 0 },
+		{ 10, 11, "app", 0, 1, 1000, 10, "main;read", "sys_read;schedule", "", 0, "", 0 },
+		{ 20, 20, odd_comm, 0, 3, UINT64_MAX - 2, 1, odd_stack, ";", "", 0, "", 0 },
 	};
 	const struct got_row *r;
 	struct store_window w;
@@ -304,8 +314,10 @@ static void test_round_trip(void)
 	CHECK(r && r->s.sum_ns == UINT64_MAX && r->s.count == 2); /* saturated */
 	r = got_find(&g, 30, "", 0, "", "");
 	CHECK(r && r->s.sum_ns == 1 && r->s.tgid == 30);
-	for (size_t i = 0; i < g.n; i++)
+	for (size_t i = 0; i < g.n; i++) {
 		CHECK_STR(g.v[i].chain, "");
+		CHECK_STR(g.v[i].cgroup, ""); /* NULL or "" written */
+	}
 
 	/* One window only: no merging across. */
 	CHECK(query_range(s, 10000, 20000, &g, &windows) == 0);
@@ -325,7 +337,7 @@ static void test_round_trip(void)
 	{
 		size_t cap = 5000 * 64, len = 0;
 		char *big = malloc(cap);
-		struct store_sample deep = { 40, 40, "deep", 0, 1, 9, 1, big, big, big, 0 };
+		struct store_sample deep = { 40, 40, "deep", 0, 1, 9, 1, big, big, big, 0, "", 0 };
 
 		for (int i = 0; i < 5000; i++)
 			len += snprintf(big + len, cap - len, "%sframe_%d_%040d", i ? ";" : "",
@@ -354,14 +366,14 @@ static void test_filters(void)
 {
 	const char *path = db_path("filters.db");
 	struct store_sample v[] = {
-		{ 1, 1, "one", 0, 0, 1, 1, "a", "k", "", 0 },
-		{ 1, 2, "one", 0, 1, 2, 1, "a", "k", "", 0 },
-		{ 2, 2, "two", 0, 2, 4, 1, "b", "k", "", 0 },
-		{ 3, 3, "three", 0, 3, 8, 1, "c", "k", "", 0 },
-		{ 3, 4, "three", 0, 1, 16, 1, "c", "k", "", 0 },
-		{ 4, 4, "one", 0, 2, 32, 1, "d", "k", "", 0 },
+		{ 1, 1, "one", 0, 0, 1, 1, "a", "k", "", 0, "", 0 },
+		{ 1, 2, "one", 0, 1, 2, 1, "a", "k", "", 0, "", 0 },
+		{ 2, 2, "two", 0, 2, 4, 1, "b", "k", "", 0, "", 0 },
+		{ 3, 3, "three", 0, 3, 8, 1, "c", "k", "", 0, "", 0 },
+		{ 3, 4, "three", 0, 1, 16, 1, "c", "k", "", 0, "", 0 },
+		{ 4, 4, "one", 0, 2, 32, 1, "d", "k", "", 0, "", 0 },
 	};
-	struct store_sample cap[] = { { 1, 1, "one", 0, 0, 1000, 1, "capture", "", "", 0 } };
+	struct store_sample cap[] = { { 1, 1, "one", 0, 0, 1000, 1, "capture", "", "", 0, "", 0 } };
 	uint32_t pids[] = { 1, 3 }, many[STORE_QUERY_MAX_PIDS + 1];
 	struct store_query q = { .from_ms = 0, .to_ms = 100000 };
 	struct got g = { 0 };
@@ -428,7 +440,7 @@ static void test_filters(void)
 static void test_range(void)
 {
 	const char *path = db_path("range.db");
-	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "", 0 };
+	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "", 0, "", 0 };
 	struct got g = { 0 };
 	uint64_t windows;
 	struct store *s;
@@ -489,7 +501,7 @@ static void test_age(void)
 {
 	const char *path = db_path("age.db");
 	struct store_limits limits = { .max_age_ms = 3600 * 1000 };
-	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "", 0 };
+	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "", 0, "", 0 };
 	struct store_window w1, w2, w3, *list = NULL;
 	int64_t now = now_ms();
 	struct store *s;
@@ -594,7 +606,7 @@ static void test_size(struct gen *gen)
 static void test_full(struct gen *gen)
 {
 	const char *path = db_path("full.db");
-	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "", 0 };
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "", 0, "", 0 };
 	struct store_window w, *list = NULL;
 	struct got g = { 0 };
 	uint64_t windows;
@@ -685,7 +697,7 @@ static void check_refused(const char *path, int want, const char *text)
 static void test_refused(void)
 {
 	const char *path = db_path("garbage.db");
-	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "", 0 };
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "", 0, "", 0 };
 	unsigned char junk[16384];
 	uint32_t x = 12345;
 	struct store *s;
@@ -719,9 +731,9 @@ static void test_refused(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	store_close(s);
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db, "PRAGMA user_version = 6", NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, "PRAGMA user_version = 7", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
-	check_refused(path, -EPROTO, "schema version 6");
+	check_refused(path, -EPROTO, "schema version 7");
 
 	/* An empty database made elsewhere, in WAL mode, is adopted. */
 	path = db_path("empty.db");
@@ -729,7 +741,7 @@ static void test_refused(void)
 	CHECK(sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 5);
+	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 6);
 	store_close(s);
 
 	/* Somebody else's database. */
@@ -747,7 +759,7 @@ static void test_refused(void)
 static void test_crash(void)
 {
 	const char *path = db_path("crash.db");
-	struct store_sample v = { 1, 2, "c", 0, 1, 12345, 6, "main;f", "k", "", 0 };
+	struct store_sample v = { 1, 2, "c", 0, 1, 12345, 6, "main;f", "k", "", 0, "", 0 };
 	struct got g = { 0 };
 	struct store *s;
 	int status = 0;
@@ -777,15 +789,15 @@ static void test_chain(void)
 	static const char u[] = "main;read", k[] = "sys_read;schedule";
 	struct store_sample v[] = {
 		/* The same target stacks woken by two wakers: two rows. */
-		{ 10, 11, "app", 2, 1, 100, 1, u, k, "kworker;wake_up_process", 0 },
-		{ 10, 11, "app", 2, 1, 200, 2, u, k, "irq;wake_up", 0 },
-		{ 10, 11, "app", 2, 1, 5, 1, u, k, "kworker;wake_up_process", 0 }, /* dup */
+		{ 10, 11, "app", 2, 1, 100, 1, u, k, "kworker;wake_up_process", 0, "", 0 },
+		{ 10, 11, "app", 2, 1, 200, 2, u, k, "irq;wake_up", 0, "", 0 },
+		{ 10, 11, "app", 2, 1, 5, 1, u, k, "kworker;wake_up_process", 0, "", 0 }, /* dup */
 		/* No chain: "" and NULL are the same. */
-		{ 10, 11, "app", 2, 1, 1000, 1, u, k, "", 0 },
-		{ 10, 11, "app", 2, 1, 2000, 1, u, k, NULL, 0 },
+		{ 10, 11, "app", 2, 1, 1000, 1, u, k, "", 0, "", 0 },
+		{ 10, 11, "app", 2, 1, 2000, 1, u, k, NULL, 0, "", 0 },
 		/* A chain equal to a user stack is the same stacks row. */
-		{ 10, 11, "app", 3, 1, 7, 1, u, "", u, 0 },
-		{ 20, 20, "x", 1, 1, 9, 1, "", "", odd_chain, 0 },
+		{ 10, 11, "app", 3, 1, 7, 1, u, "", u, 0, "", 0 },
+		{ 20, 20, "x", 1, 1, 9, 1, "", "", odd_chain, 0, "", 0 },
 	};
 	const struct got_row *r;
 	struct store_window w1, w2;
@@ -835,13 +847,13 @@ static void test_kinds(void)
 {
 	const char *path = db_path("kinds.db");
 	struct store_sample v[] = {
-		{ 1, 1, "a", 0, 1, 1, 1, "u", "k", "", 0 },    /* offcpu */
-		{ 1, 1, "a", 1, 1, 2, 1, "u", "k", "w", 0 },   /* wakeup */
-		{ 1, 1, "a", 2, 1, 4, 1, "u", "k", "w", 0 },   /* offwake */
-		{ 1, 1, "a", 3, 2, 8, 1, "u", "k", "w;v", 0 }, /* chain */
-		{ 2, 2, "b", 4, 0, 16, 1, "u", "k", "", 0 },   /* runq */
+		{ 1, 1, "a", 0, 1, 1, 1, "u", "k", "", 0, "", 0 },    /* offcpu */
+		{ 1, 1, "a", 1, 1, 2, 1, "u", "k", "w", 0, "", 0 },   /* wakeup */
+		{ 1, 1, "a", 2, 1, 4, 1, "u", "k", "w", 0, "", 0 },   /* offwake */
+		{ 1, 1, "a", 3, 2, 8, 1, "u", "k", "w;v", 0, "", 0 }, /* chain */
+		{ 2, 2, "b", 4, 0, 16, 1, "u", "k", "", 0, "", 0 },   /* runq */
 	};
-	struct store_sample cap[] = { { 1, 1, "a", 4, 0, 1000, 1, "u", "k", "", 0 } };
+	struct store_sample cap[] = { { 1, 1, "a", 4, 0, 1000, 1, "u", "k", "", 0, "", 0 } };
 	struct store_query q = { .from_ms = 0, .to_ms = 10000 };
 	uint32_t pid2[] = { 2 };
 	struct got g = { 0 };
@@ -987,7 +999,7 @@ static void test_hist(void)
 	struct store_hist d[] = { { 10, "later", 0, 3, 1 } };
 	struct store_hist bad_type[] = { { 1, "x", 2, 0, 1 } };
 	struct store_hist bad_bucket[] = { { 1, "x", 0, STORE_HIST_BUCKETS, 1 } };
-	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u", "k", "", 0 };
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u", "k", "", 0, "", 0 };
 	struct store_query q = { .from_ms = 0, .to_ms = 3000 };
 	uint32_t pids[] = { 20, 30 };
 	struct store_window wa, wb, *list = NULL;
@@ -1125,7 +1137,7 @@ static void test_hist_evict(void)
 {
 	const char *path = db_path("hist-evict.db");
 	struct store_limits limits = { .max_age_ms = 3600 * 1000 };
-	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "", 0 };
+	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "", 0, "", 0 };
 	struct store_hist h1[] = { { 5, "histonly1", 0, 2, 3 } };
 	struct store_hist h2[] = { { 6, "histonly2", 1, 2, 3 } };
 	struct store_window w1, w2;
@@ -1249,8 +1261,8 @@ static void check_migrated(const char *path, enum v1_content content)
 {
 	const char *stack3 = content == V1_WINDOW ? "app" : "";
 	struct store_sample again[] = {
-		{ 10, 11, "app", 0, 1, 1, 1, "main;read", "sys_read;schedule", "", 0 },
-		{ 10, 11, "app", 0, 1, 2, 1, "main;read", "sys_read;schedule", "w", 0 },
+		{ 10, 11, "app", 0, 1, 1, 1, "main;read", "sys_read;schedule", "", 0, "", 0 },
+		{ 10, 11, "app", 0, 1, 2, 1, "main;read", "sys_read;schedule", "w", 0, "", 0 },
 	};
 	struct store_hist h = { 10, "app", 0, 7, 9 };
 	struct store_window w, *list = NULL;
@@ -1262,17 +1274,19 @@ static void check_migrated(const char *path, enum v1_content content)
 	size_t n = 0;
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 5);
+	CHECK(pragma(s, "PRAGMA user_version") == 6);
 	CHECK(pragma(s, "PRAGMA application_id") == 1329811541);
 	CHECK(pragma(s, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = "
 			"'ok'") == 1);
-	/* series rebuilt with its ids, the chain in its UNIQUE constraint,
-	 * nothing left of the rebuild; hist created empty. */
-	CHECK(pragma(s, "SELECT count(*) FROM pragma_table_info('series') WHERE name = "
-			"'chain_id'") == 1);
+	/* series rebuilt with its ids, the chain (v2), the cgroup and the
+	 * namespace pid (v6) in its UNIQUE constraint, nothing left of the
+	 * rebuilds; hist created empty. */
+	CHECK(pragma(s, "SELECT count(*) FROM pragma_table_info('series') WHERE name IN "
+			"('chain_id', 'cgroup_id', 'ns_pid')") == 3);
 	CHECK(pragma(s, "SELECT count(*) FROM pragma_index_list('series') l, "
-			"pragma_index_info(l.name) i WHERE l.\"unique\" = 1") == 8);
-	CHECK(pragma(s, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '%v2%'") == 0);
+			"pragma_index_info(l.name) i WHERE l.\"unique\" = 1") == 10);
+	CHECK(pragma(s, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '%v2%' OR "
+			"name LIKE '%v6%'") == 0);
 	/* v3: bytes of I/O rows; the old rows read back with 0. */
 	CHECK(pragma(s, "SELECT count(*) FROM pragma_table_info('samples') WHERE name = "
 			"'bytes'") == 1);
@@ -1292,7 +1306,8 @@ static void check_migrated(const char *path, enum v1_content content)
 	CHECK(pragma(s, "SELECT count(*) FROM stacks WHERE frames = x''") == 1);
 	CHECK(pragma(s, "SELECT count(*) FROM stacks") == (content == V1_WINDOW ? 4 : 3));
 	CHECK(pragma(s, "SELECT count(*) FROM series WHERE id IN (1, 2, 3) AND chain_id = "
-			"(SELECT id FROM stacks WHERE frames = x'')") == 3);
+			"(SELECT id FROM stacks WHERE frames = x'') AND cgroup_id = 0 AND "
+			"ns_pid = 0") == 3);
 
 	/* The window and its rows, intact. */
 	CHECK(store_windows_list(s, INT64_MIN, &list, &n, err, sizeof(err)) == 0);
@@ -1310,6 +1325,8 @@ static void check_migrated(const char *path, enum v1_content content)
 	CHECK(r && r->s.state == 2 && r->s.sum_ns == UINT64_MAX - 1 && r->s.count == 4);
 	r = got_find_chain(&g, 30, 0, stack3, stack3, "");
 	CHECK(r && r->s.tgid == 30 && r->s.sum_ns == 7 && r->s.count == 1);
+	for (size_t i = 0; i < g.n; i++)
+		CHECK(!strcmp(g.v[i].cgroup, "") && g.v[i].s.ns_pid == 0);
 
 	/* New windows find the old series (no chain) and strings; a chain
 	 * makes a new series. The window ids go on. */
@@ -1331,9 +1348,10 @@ static void check_migrated(const char *path, enum v1_content content)
 	CHECK_HIST(&hg, 0, 0, 10, 7, 9, "app");
 	store_close(s);
 
-	/* Migrated once: the next open finds version 2 and the same rows. */
+	/* Migrated once: the next open finds the current version and the same
+	 * rows. */
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 5);
+	CHECK(pragma(s, "PRAGMA user_version") == 6);
 	CHECK(query_range(s, 0, 5000, &g, &windows) == 0);
 	CHECK(windows == 2 && g.n == 4);
 	got_free(&g);
@@ -1390,7 +1408,7 @@ static void test_migrate_v3(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	if (!s)
 		return;
-	CHECK(pragma(s, "PRAGMA user_version") == 5);
+	CHECK(pragma(s, "PRAGMA user_version") == 6);
 	CHECK(pragma(s, "SELECT count(*) FROM heat_cells") == 1);
 	CHECK(pragma(s, "SELECT count(*) FROM heat_cells WHERE window_id = 99") == 0);
 	CHECK(pragma(s, "SELECT count(*) FROM heat_windows") == 1);
@@ -1418,10 +1436,477 @@ static void test_migrate_v1(void)
 	check_migrated(db_path("v1-nothing.db"), V1_NOTHING);
 }
 
+/* The row of pid in that cgroup with that namespace pid. */
+static const struct got_row *got_find_cgroup(const struct got *g, uint32_t pid, const char *cgroup,
+					     uint32_t ns_pid)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		const struct got_row *r = &g->v[i];
+
+		if (r->s.pid == pid && r->s.ns_pid == ns_pid && !strcmp(r->cgroup, cgroup))
+			return r;
+	}
+	return NULL;
+}
+
+/* The row with like's identity. */
+static const struct got_row *got_find_like(const struct got *g, const struct store_sample *like)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		const struct got_row *r = &g->v[i];
+
+		if (r->s.tgid == like->tgid && r->s.pid == like->pid && r->s.kind == like->kind &&
+		    r->s.state == like->state && r->s.ns_pid == like->ns_pid &&
+		    !strcmp(r->comm, like->comm) && !strcmp(r->ustack, like->ustack) &&
+		    !strcmp(r->kstack, like->kstack) && !strcmp(r->chain, like->chain) &&
+		    !strcmp(r->cgroup, like->cgroup))
+			return r;
+	}
+	return NULL;
+}
+
+/* Strings (frames, comms, cgroup paths) named name. */
+static int64_t strings_named(struct store *s, const char *name)
+{
+	sqlite3_stmt *st;
+	int64_t n = -1;
+
+	if (sqlite3_prepare_v2(store__db(s), "SELECT count(*) FROM strings WHERE name = ?1", -1,
+			       &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_blob(st, 1, name, (int)strlen(name), SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+/* The cgroup and the namespace pid belong to a row's identity: paths of any
+ * bytes but NUL read back as written, rows that differ in them alone stay
+ * apart, equal ones merge, within a window and across windows. */
+static void test_cgroup(void)
+{
+	const char *path = db_path("cgroup.db");
+	static const char spaces[] = "/system.slice/my app.service";
+	static const char utf8[] = "/user.slice/été/日本語.scope";
+	enum { LONG_BYTES = 4000 };
+	char *long_path = malloc(LONG_BYTES + 1);
+	struct store_sample v[] = {
+		{ 10, 11, "app", 0, 1, 1, 1, "main;f", "k", "", 0, spaces, 0 },
+		{ 10, 11, "app", 0, 1, 2, 1, "main;f", "k", "", 0, utf8, 0 },
+		{ 10, 11, "app", 0, 1, 4, 1, "main;f", "k", "", 0, long_path, 0 },
+		{ 10, 11, "app", 0, 1, 8, 1, "main;f", "k", "", 0, "", 0 },
+		{ 10, 11, "app", 0, 1, 16, 1, "main;f", "k", "", 0, NULL, 0 }, /* as "" */
+		{ 10, 11, "app", 0, 1, 32, 1, "main;f", "k", "", 0, spaces, 0 },
+		{ 10, 11, "app", 0, 1, 64, 1, "main;f", "k", "", 0, spaces, 7 },
+	};
+	const struct got_row *r;
+	struct store_window w;
+	struct got g = { 0 };
+	struct store *s;
+	size_t len = 0;
+
+	if (!long_path)
+		return;
+	for (int i = 0; len < LONG_BYTES; i++)
+		len += snprintf(long_path + len, LONG_BYTES + 1 - len, "/kubepods-%04d.slice", i);
+	long_path[LONG_BYTES] = '\0';
+	v[2].cgroup = long_path;
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(add(s, 1000, 2000, 0, v, 7, &w) == 0);
+	CHECK(w.n_samples == 5 && w.n_stacks == 1);
+	CHECK(pragma(s, "SELECT count(*) FROM series") == 5);
+	/* "" is no string: 0. */
+	CHECK(pragma(s, "SELECT count(*) FROM series WHERE cgroup_id = 0") == 1);
+	CHECK(strings_named(s, spaces) == 1 && strings_named(s, utf8) == 1 &&
+	      strings_named(s, long_path) == 1);
+	/* The heatmap's cells are by thread, whatever the cgroup. */
+	CHECK(pragma(s, "SELECT count(*) FROM heat_cells") == 1);
+	CHECK(pragma(s, "SELECT usum(sum_ns) FROM heat_cells") == 127);
+	store_close(s);
+
+	/* After a reopen: nothing lives in the caches only. */
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	for (int pass = 1; pass <= 2; pass++) {
+		uint64_t n = (uint64_t)pass;
+
+		CHECK(query_range(s, 0, 10000, &g, NULL) == 0);
+		CHECK(g.n == 5);
+		r = got_find_cgroup(&g, 11, spaces, 0);
+		CHECK(r && r->s.sum_ns == 33 * n && r->s.count == 2 * n);
+		r = got_find_cgroup(&g, 11, utf8, 0);
+		CHECK(r && r->s.sum_ns == 2 * n && r->s.count == n);
+		r = got_find_cgroup(&g, 11, long_path, 0);
+		CHECK(r && r->s.sum_ns == 4 * n && strlen(r->cgroup) == LONG_BYTES);
+		r = got_find_cgroup(&g, 11, "", 0);
+		CHECK(r && r->s.sum_ns == 24 * n && r->s.count == 2 * n);
+		r = got_find_cgroup(&g, 11, spaces, 7);
+		CHECK(r && r->s.sum_ns == 64 * n && r->s.tgid == 10);
+		for (size_t i = 0; i < g.n; i++)
+			CHECK(!strcmp(g.v[i].comm, "app") && !strcmp(g.v[i].ustack, "main;f"));
+		/* The next window finds the same series. */
+		if (pass == 1)
+			CHECK(add(s, 2000, 3000, 0, v, 7, &w) == 0);
+	}
+	CHECK(pragma(s, "SELECT count(*) FROM series") == 5);
+	got_free(&g);
+	store_close(s);
+	free(long_path);
+}
+
+/* A cgroup path is a string that only a series may name: collected with
+ * the last series that names it, kept while one does, and made again when
+ * it comes back. */
+static void test_cgroup_gc(void)
+{
+	const char *path = db_path("cgroup-gc.db");
+	struct store_limits limits = { .max_age_ms = 3600 * 1000 };
+	struct store_sample old[] = {
+		{ 1, 1, "c", 0, 1, 1, 1, "u", "k", "", 0, "/gone.slice", 0 },
+		{ 1, 1, "c", 0, 1, 2, 1, "u", "k", "", 0, "/kept.slice", 0 },
+	};
+	/* Its comm and stacks are other strings than the old window's. */
+	struct store_sample kept = { 2, 2, "d", 0, 1, 4, 1, "v", "j", "", 0, "/kept.slice", 3 };
+	int64_t now = now_ms();
+	struct got g = { 0 };
+	struct store *s;
+
+	CHECK(store_open(path, &limits, &s, err, sizeof(err)) == 0);
+	CHECK(add(s, now - 7200 * 1000, now - 7100 * 1000, 0, old, 2, NULL) == 0);
+	CHECK(strings_named(s, "/gone.slice") == 1 && strings_named(s, "/kept.slice") == 1);
+	/* Evicts the old window by age and collects what it alone used. */
+	CHECK(add(s, now - 7100 * 1000, now - 7000 * 1000, 0, &kept, 1, NULL) == 0);
+	CHECK(pragma(s, "SELECT count(*) FROM windows") == 1);
+	CHECK(pragma(s, "SELECT count(*) FROM series") == 1);
+	CHECK(strings_named(s, "/gone.slice") == 0);
+	CHECK(strings_named(s, "/kept.slice") == 1);
+	CHECK(strings_named(s, "c") == 0 && strings_named(s, "u") == 0);
+	CHECK(query_range(s, INT64_MIN, INT64_MAX, &g, NULL) == 0);
+	CHECK(g.n == 1 && got_find_cgroup(&g, 2, "/kept.slice", 3));
+
+	/* Used again after it was collected: a new string, read back. */
+	CHECK(add(s, now - 1000, now, 0, old, 1, NULL) == 0);
+	CHECK(strings_named(s, "/gone.slice") == 1);
+	CHECK(query_range(s, now - 1000, now + 1, &g, NULL) == 0);
+	CHECK(g.n == 1 && got_find_cgroup(&g, 1, "/gone.slice", 0));
+	got_free(&g);
+	store_close(s);
+}
+
+/* path opened read-only and immutable: SQLite writes nothing, not even the
+ * -wal and -shm files a WAL database gets otherwise. */
+static sqlite3 *open_immutable(const char *path)
+{
+	char uri[4200] = "file:";
+	size_t n = strlen(uri);
+	sqlite3 *db = NULL;
+
+	for (const unsigned char *p = (const unsigned char *)path; *p && n + 20 < sizeof(uri);
+	     p++) {
+		if (isalnum(*p) || strchr("/._-~", *p))
+			uri[n++] = (char)*p;
+		else
+			n += snprintf(uri + n, sizeof(uri) - n, "%%%02X", *p);
+	}
+	snprintf(uri + n, sizeof(uri) - n, "?immutable=1");
+	if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+		fprintf(stderr, "%s: %s\n", uri, sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return NULL;
+	}
+	return db;
+}
+
+/* The first column of sql's first row as text, malloc'd ("" if none). */
+static char *db_text(sqlite3 *db, const char *sql)
+{
+	const unsigned char *text = NULL;
+	sqlite3_stmt *st;
+	char *copy;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return strdup("(error)");
+	if (sqlite3_step(st) == SQLITE_ROW)
+		text = sqlite3_column_text(st, 0);
+	copy = strdup(text ? (const char *)text : "");
+	sqlite3_finalize(st);
+	return copy;
+}
+
+static int64_t db_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* Rows of the previous release's file, in the columns it had, in id order. */
+static const char v5_series_sql[] =
+	"SELECT group_concat(id || ',' || tgid || ',' || pid || ',' || comm_id || ',' || kind || "
+	"',' || state || ',' || ustack_id || ',' || kstack_id || ',' || chain_id, ';') FROM "
+	"(SELECT * FROM series ORDER BY id)";
+static const char *const v5_counts_sql[] = {
+	"SELECT count(*) FROM windows",	   "SELECT count(*) FROM samples",
+	"SELECT count(*) FROM series",	   "SELECT count(*) FROM strings",
+	"SELECT count(*) FROM stacks",	   "SELECT count(*) FROM hist",
+	"SELECT count(*) FROM heat_cells", "SELECT count(*) FROM heat_windows",
+};
+
+/* A window's totals by (tgid, comm, kind, state), as the raw file has them
+ * and as store_query() reads them back. */
+struct v5_total {
+	int64_t window_id;
+	uint32_t tgid, kind, state;
+	char *comm;
+	uint64_t sum_ns, count, bytes;
+	uint64_t got_sum_ns, got_count, got_bytes;
+};
+
+static struct v5_total *v5_totals(sqlite3 *db, size_t *ret_n)
+{
+	static const char sql[] =
+		"SELECT sa.window_id, se.tgid, st.name, se.kind, se.state, sum(sa.sum_ns), "
+		"sum(sa.count), sum(sa.bytes) FROM samples sa JOIN series se ON se.id = "
+		"sa.series_id JOIN strings st ON st.id = se.comm_id GROUP BY sa.window_id, "
+		"se.tgid, st.name, se.kind, se.state";
+	struct v5_total *t = NULL;
+	sqlite3_stmt *st;
+	size_t n = 0;
+	int rc;
+
+	CHECK(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const void *name = sqlite3_column_blob(st, 2);
+
+		t = realloc(t, (n + 1) * sizeof(*t));
+		t[n] = (struct v5_total){
+			.window_id = sqlite3_column_int64(st, 0),
+			.tgid = (uint32_t)sqlite3_column_int64(st, 1),
+			.comm = strndup(name ? name : "", (size_t)sqlite3_column_bytes(st, 2)),
+			.kind = (uint32_t)sqlite3_column_int64(st, 3),
+			.state = (uint32_t)sqlite3_column_int64(st, 4),
+			.sum_ns = (uint64_t)sqlite3_column_int64(st, 5),
+			.count = (uint64_t)sqlite3_column_int64(st, 6),
+			.bytes = (uint64_t)sqlite3_column_int64(st, 7),
+		};
+		n++;
+	}
+	CHECK(rc == SQLITE_DONE);
+	sqlite3_finalize(st);
+	*ret_n = n;
+	return t;
+}
+
+/* Every window of the migrated file reads back with the raw file's totals,
+ * in no cgroup and with no namespace pid. */
+static void check_v5_windows(struct store *s, struct v5_total *t, size_t n_t,
+			     const struct store_window *list, size_t n)
+{
+	struct got g = { 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		struct store_query q = { .capture_id = list[i].capture_id };
+		uint64_t windows = 0;
+
+		if (!q.capture_id) {
+			q.from_ms = list[i].start_ms;
+			q.to_ms = list[i].start_ms + 1;
+		}
+		CHECK(query(s, &q, &g, &windows) == 0);
+		CHECK_MSG(windows == 1, "window %llu: %llu windows selected",
+			  (unsigned long long)list[i].id, (unsigned long long)windows);
+		CHECK(g.n == list[i].n_samples);
+		for (size_t j = 0; j < g.n; j++) {
+			const struct got_row *r = &g.v[j];
+			struct v5_total *e = NULL;
+
+			CHECK(!strcmp(r->cgroup, "") && r->s.ns_pid == 0);
+			for (size_t k = 0; k < n_t && !e; k++)
+				if (t[k].window_id == (int64_t)list[i].id &&
+				    t[k].tgid == r->s.tgid && t[k].kind == r->s.kind &&
+				    t[k].state == r->s.state && !strcmp(t[k].comm, r->comm))
+					e = &t[k];
+			CHECK_MSG(e, "window %llu: tgid %u comm %s not in the raw file",
+				  (unsigned long long)list[i].id, r->s.tgid, r->comm);
+			if (e) {
+				e->got_sum_ns += r->s.sum_ns;
+				e->got_count += r->s.count;
+				e->got_bytes += r->s.bytes;
+			}
+		}
+	}
+	for (size_t k = 0; k < n_t; k++)
+		CHECK_MSG(t[k].got_sum_ns == t[k].sum_ns && t[k].got_count == t[k].count &&
+				  t[k].got_bytes == t[k].bytes,
+			  "window %lld tgid %u comm %s kind %u state %u: %llu ns %llu, want %llu "
+			  "ns %llu",
+			  (long long)t[k].window_id, t[k].tgid, t[k].comm, t[k].kind, t[k].state,
+			  (unsigned long long)t[k].got_sum_ns, (unsigned long long)t[k].got_count,
+			  (unsigned long long)t[k].sum_ns, (unsigned long long)t[k].count);
+	got_free(&g);
+}
+
+/*
+ * tests/data/store-v5.db, written by the previous release (schema version
+ * 5): a copy migrates to version 6 with every window, series (ids kept),
+ * string and histogram intact, its rows in no cgroup; new windows with
+ * cgroups go in beside them; a second open changes nothing.
+ */
+static void test_migrate_v5_file(void)
+{
+	const char *path = db_path("v5.db");
+	size_t n_fixture = 0, n_t = 0, n_bytes = 0, n_again = 0, n_list = 0, n_last = 0;
+	char *fixture = read_all(STORE_V5_DB, &n_fixture), *bytes = NULL, *again = NULL;
+	char *raw_series = NULL, *series = NULL;
+	struct store_window *list = NULL, *last = NULL, w;
+	struct store_sample ref = { 0 }, add_v[3];
+	int64_t raw_counts[8], max_end = 0;
+	struct v5_total *t = NULL;
+	const struct got_row *r;
+	struct store *s = NULL;
+	struct got g = { 0 };
+	uint64_t windows;
+	sqlite3 *raw;
+
+	CHECK_MSG(fixture && n_fixture > 0, "cannot read %s", STORE_V5_DB);
+	raw = open_immutable(STORE_V5_DB);
+	CHECK(raw);
+	if (!fixture || !raw)
+		goto out;
+	CHECK(db_int(raw, "PRAGMA user_version") == 5);
+	raw_series = db_text(raw, v5_series_sql);
+	for (size_t i = 0; i < 8; i++)
+		raw_counts[i] = db_int(raw, v5_counts_sql[i]);
+	CHECK(raw_counts[0] > 1 && raw_counts[1] > 0 && raw_counts[5] > 0);
+	CHECK(db_int(raw, "SELECT count(*) FROM windows WHERE capture_id != 0") > 0);
+	max_end = db_int(raw, "SELECT max(end_ms) FROM windows");
+	t = v5_totals(raw, &n_t);
+	sqlite3_close(raw);
+
+	remove_db(path);
+	write_all(path, fixture, n_fixture);
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	if (!s)
+		goto out;
+	CHECK(pragma(s, "PRAGMA user_version") == 6);
+	CHECK(pragma(s, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = "
+			"'ok'") == 1);
+	series = db_text(store__db(s), v5_series_sql);
+	CHECK(!strcmp(series, raw_series));
+	for (size_t i = 0; i < 8; i++)
+		CHECK_MSG(pragma(s, v5_counts_sql[i]) == raw_counts[i], "%s: %lld, want %lld",
+			  v5_counts_sql[i], (long long)pragma(s, v5_counts_sql[i]),
+			  (long long)raw_counts[i]);
+	CHECK(pragma(s, "SELECT count(*) FROM series WHERE cgroup_id != 0 OR ns_pid != 0") == 0);
+	CHECK(store_windows_list(s, INT64_MIN, &list, &n_list, err, sizeof(err)) == 0);
+	CHECK((int64_t)n_list == raw_counts[0]);
+	check_v5_windows(s, t, n_t, list, n_list);
+
+	/* A row of the newest continuous window, as a new window's model. */
+	for (size_t i = 0; i < n_list; i++)
+		if (!list[i].capture_id)
+			last = &list[i];
+	CHECK(last && query_range(s, last->start_ms, last->start_ms + 1, &g, NULL) == 0);
+	CHECK(g.n > 0);
+	if (!last || !g.n)
+		goto out;
+	n_last = g.n;
+	r = &g.v[0];
+	ref = r->s;
+	ref.comm = r->comm;
+	ref.ustack = r->ustack;
+	ref.kstack = r->kstack;
+	ref.chain = r->chain;
+	ref.count = 1;
+	for (size_t i = 0; i < 3; i++) {
+		add_v[i] = ref;
+		add_v[i].sum_ns = 1000 * (i + 1);
+	}
+	add_v[0].cgroup = "";
+	add_v[1].cgroup = "/system.slice/new one.service";
+	add_v[2].cgroup = "/system.slice/new one.service";
+	add_v[2].ns_pid = 42;
+	CHECK(add(s, max_end, max_end + 2000, 0, add_v, 3, &w) == 0);
+	CHECK(w.n_samples == 3);
+	/* An old series for the row in no cgroup; two new ones. */
+	CHECK(pragma(s, "SELECT count(*) FROM series") == raw_counts[2] + 2);
+
+	/* Both windows read back, the old row summed with its like. */
+	{
+		struct got both = { 0 };
+
+		CHECK(query_range(s, last->start_ms, max_end + 1, &both, &windows) == 0);
+		CHECK(windows == 2 && both.n == n_last + 2);
+		r = got_find_like(&both, &add_v[0]);
+		CHECK(r && r->s.sum_ns == ref.sum_ns + 1000);
+		r = got_find_like(&both, &add_v[1]);
+		CHECK(r && r->s.sum_ns == 2000 && r->s.count == 1);
+		r = got_find_like(&both, &add_v[2]);
+		CHECK(r && r->s.sum_ns == 3000 && r->s.count == 1);
+		got_free(&both);
+	}
+	free(series);
+	series = db_text(store__db(s), "SELECT group_concat(id || ',' || cgroup_id || ',' || "
+				       "ns_pid, ';') FROM (SELECT * FROM series ORDER BY id)");
+	store_close(s);
+	s = NULL;
+
+	/* Opened again: already version 6, nothing migrated or written. */
+	bytes = read_all(path, &n_bytes);
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	if (!s)
+		goto out;
+	CHECK(pragma(s, "PRAGMA user_version") == 6);
+	{
+		char *now = db_text(store__db(s), "SELECT group_concat(id || ',' || cgroup_id || "
+						  "',' || ns_pid, ';') FROM (SELECT * FROM series "
+						  "ORDER BY id)");
+
+		CHECK(!strcmp(now, series));
+		free(now);
+	}
+	for (size_t k = 0; k < n_t; k++)
+		t[k].got_sum_ns = t[k].got_count = t[k].got_bytes = 0;
+	check_v5_windows(s, t, n_t, list, n_list);
+	store_close(s);
+	s = NULL;
+	again = read_all(path, &n_again);
+	CHECK(bytes && again && n_bytes == n_again && !memcmp(bytes, again, n_bytes));
+
+out:
+	/* The committed file is only ever read. */
+	{
+		size_t n_after = 0;
+		char *after = read_all(STORE_V5_DB, &n_after);
+
+		CHECK(fixture && after && n_after == n_fixture &&
+		      !memcmp(after, fixture, n_fixture));
+		free(after);
+	}
+	store_close(s);
+	got_free(&g);
+	for (size_t k = 0; k < n_t; k++)
+		free(t[k].comm);
+	free(t);
+	free(list);
+	free(fixture);
+	free(bytes);
+	free(again);
+	free(raw_series);
+	free(series);
+}
+
 static void test_stats(void)
 {
 	const char *path = db_path("stats.db");
-	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "", 0 };
+	struct store_sample v = { 1, 1, "c", 0, 0, 10, 1, "u;v", "k", "", 0, "", 0 };
 	struct store_window *list = NULL;
 	struct store_stats st;
 	struct store *s;
@@ -1472,15 +1957,19 @@ int main(void)
 	test_hist_evict();
 	test_migrate_v1();
 	test_migrate_v3();
+	test_migrate_v5_file();
+	test_cgroup();
+	test_cgroup_gc();
 
 	{
 		static const char *const names[] = {
-			"reopen.db",	     "round.db",     "filters.db",    "range.db",
-			"intern.db",	     "age.db",	     "size.db",	      "full.db",
-			"garbage.db",	     "corrupt.db",   "newer.db",      "foreign.db",
-			"crash.db",	     "empty.db",     "stats.db",      "chain.db",
-			"kinds.db",	     "hist.db",	     "hist-evict.db", "v1.db",
-			"v1-empty-stack.db", "v1-nothing.db", "v3.db"
+			"reopen.db",	     "round.db",      "filters.db",    "range.db",
+			"intern.db",	     "age.db",	      "size.db",       "full.db",
+			"garbage.db",	     "corrupt.db",    "newer.db",      "foreign.db",
+			"crash.db",	     "empty.db",      "stats.db",      "chain.db",
+			"kinds.db",	     "hist.db",	      "hist-evict.db", "v1.db",
+			"v1-empty-stack.db", "v1-nothing.db", "v3.db",	       "v5.db",
+			"cgroup.db",	     "cgroup-gc.db"
 		};
 
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

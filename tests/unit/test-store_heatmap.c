@@ -33,21 +33,21 @@ static int64_t count(struct store *s, const char *sql)
 static struct store *fill(void)
 {
 	static const struct store_sample w0[] = {
-		{ 100, 100, "main", 0, 1, 1000, 1, "a;b", "k", "", 0 },
-		{ 100, 101, "worker", 0, 2, 2000, 1, "a;c", "k", "", 0 },
-		{ 100, 101, "worker", 4, 0, 300, 1, "a;c", "k", "", 0 }, /* runq */
-		{ 200, 200, "other", 0, 1, 5000, 1, "x", "k", "", 0 },
+		{ 100, 100, "main", 0, 1, 1000, 1, "a;b", "k", "", 0, "", 0 },
+		{ 100, 101, "worker", 0, 2, 2000, 1, "a;c", "k", "", 0, "", 0 },
+		{ 100, 101, "worker", 4, 0, 300, 1, "a;c", "k", "", 0, "", 0 }, /* runq */
+		{ 200, 200, "other", 0, 1, 5000, 1, "x", "k", "", 0, "", 0 },
 	};
 	static const struct store_sample w1[] = {
-		{ 100, 101, "worker", 0, 1, 7000, 2, "a;c", "k", "", 0 },
-		{ 100, 101, "worker", 1, 1, 9999, 2, "w", "k", "y", 0 }, /* wakeup */
+		{ 100, 101, "worker", 0, 1, 7000, 2, "a;c", "k", "", 0, "", 0 },
+		{ 100, 101, "worker", 1, 1, 9999, 2, "w", "k", "y", 0, "", 0 }, /* wakeup */
 	};
 	static const struct store_sample w2[] = {
-		{ 100, 100, "main", 0, 1, 10, 1, "a;b", "k", "", 0 },
-		{ 200, 201, "other2", 0, 2, 40, 1, "x", "k", "", 0 },
+		{ 100, 100, "main", 0, 1, 10, 1, "a;b", "k", "", 0, "", 0 },
+		{ 200, 201, "other2", 0, 2, 40, 1, "x", "k", "", 0, "", 0 },
 	};
 	static const struct store_sample cap[] = {
-		{ 100, 100, "main", 0, 1, 123456, 1, "a;b", "k", "", 0 },
+		{ 100, 100, "main", 0, 1, 123456, 1, "a;b", "k", "", 0, "", 0 },
 	};
 	struct store_window w = { 0 };
 	struct store *s;
@@ -225,7 +225,7 @@ static void test_reply(struct store *s)
 /* Rows of evicted windows leave the index at its next write. */
 static void test_evicted(void)
 {
-	static const struct store_sample row = { 1, 1, "c", 0, 1, 5, 1, "a", "k", "", 0 };
+	static const struct store_sample row = { 1, 1, "c", 0, 1, 5, 1, "a", "k", "", 0, "", 0 };
 	struct store_limits limits = { .max_age_ms = 60000 };
 	struct store_window w;
 	struct store_heatmap h;

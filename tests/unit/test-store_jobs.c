@@ -128,6 +128,75 @@ static void test_windows_and_export(uv_loop_t *loop, struct store_queue *q)
 	CHECK(!r.done);
 }
 
+static int collect_cgroups(void *arg, const struct store_sample *s)
+{
+	char *seen = arg;
+	size_t n = strlen(seen);
+
+	snprintf(seen + n, 512 - n, "%s %u %llu;", s->cgroup, s->ns_pid,
+		 (unsigned long long)s->sum_ns);
+	return 0;
+}
+
+/* Containers' cgroups: 64 hex digits of id. */
+#define ID_A	 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define ID_B	 "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+#define CGROUP_A "/system.slice/docker-" ID_A ".scope"
+#define CGROUP_B "/system.slice/docker-" ID_B ".scope"
+
+/* A window's cgroups and namespace pids are stored with its rows, rows
+ * that differ only in the cgroup stay apart, and an export reads them back
+ * into its samples. */
+static void test_cgroup(uv_loop_t *loop, struct store_queue *q, struct store *store)
+{
+	/* cgroup, ns_pid and sum_ns of each row, as collect_cgroups() writes them. */
+	static const char a[] = CGROUP_A " 7 1000;", b[] = CGROUP_B " 7 2000;";
+	struct store_window w = { .start_ms = 7000, .end_ms = 7500, .capture_id = 7 };
+	struct profile_row row = {
+		.comm = "app",
+		.tgid = 10,
+		.pid = 11,
+		.state = 1,
+		.sum_ns = 1000,
+		.count = 1,
+		.ustack = "main;f",
+		.kstack = "schedule",
+		.chain = "",
+		.cgroup = CGROUP_A,
+		.ns_pid = 7,
+	};
+	struct store_query sq = { .capture_id = 7 };
+	struct proto_export_request req;
+	struct proto_reply *reply;
+	struct reply r = { 0 };
+	char seen[512] = "", err[128] = "";
+	struct profile *p;
+	int writes = 0;
+
+	CHECK(profile_new(&p) == 0);
+	CHECK(profile_add_row(p, &row) == 0);
+	row.cgroup = CGROUP_B;
+	row.sum_ns = 2000;
+	CHECK(profile_add_row(p, &row) == 0);
+	CHECK(store_jobs_write(q, p, NULL, &w, written, &writes) == 0);
+	uv_run(loop, UV_RUN_DEFAULT);
+	CHECK(writes == 1);
+
+	/* The worker is idle: the store is the test's until the next job. */
+	CHECK(store_query(store, &sq, collect_cgroups, seen, NULL, err, sizeof(err)) == 0);
+	CHECK_MSG(strstr(seen, a) && strstr(seen, b) && strlen(seen) == strlen(a) + strlen(b),
+		  "stored: %s", seen);
+
+	export_request(&req, 7, PROTO_FORMAT_JSON);
+	CHECK(store_jobs_export(q, &req, got_reply, &r, err, sizeof(err)) == 0);
+	uv_run(loop, UV_RUN_DEFAULT);
+	CHECK(r.line && strstr(r.line, "\"" CGROUP_A "\"") && strstr(r.line, "\"" CGROUP_B "\"") &&
+	      strstr(r.line, "\"ns_pid\":7"));
+	reply = parse(&r);
+	CHECK(reply && reply->ok && reply->export.n_samples == 2);
+	proto_reply_free(reply);
+}
+
 struct ticker {
 	uv_timer_t timer;
 	unsigned ticks;
@@ -196,6 +265,7 @@ int main(void)
 	CHECK(store_queue_new(&loop, store, &q) == 0);
 
 	test_windows_and_export(&loop, q);
+	test_cgroup(&loop, q, store);
 	test_loop_runs_while_drawing(&loop, q);
 
 	store_queue_free(q);
