@@ -1,6 +1,7 @@
 /* cgroup_identity: see cgroup_identity.h. */
 #include "cgroup_identity.h"
 
+#include <ctype.h>
 #include <string.h>
 
 #define CONTAINER_ID_LEN 64
@@ -258,4 +259,55 @@ const char *cgroup_identity_runtime_name(enum cgroup_runtime runtime)
 		break;
 	}
 	return "";
+}
+
+static void span_copy(char *dst, size_t size, const char *src, size_t len)
+{
+	if (len >= size)
+		len = 0; /* longer than any name: not one */
+	if (len) /* src is NULL where there is none */
+		memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
+void cgroup_identity_names(const char *path, struct cgroup_identity_names *ret)
+{
+	struct cgroup_identity id;
+
+	cgroup_identity_parse(path ? path : "", path ? strlen(path) : 0, &id);
+	span_copy(ret->unit, sizeof(ret->unit), id.unit, id.unit_len);
+	span_copy(ret->container, sizeof(ret->container), id.container, id.container_len);
+	if (!cgroup_identity_pod_uid(&id, ret->pod, sizeof(ret->pod)))
+		ret->pod[0] = '\0';
+	ret->runtime = cgroup_identity_runtime_name(id.runtime);
+}
+
+bool cgroup_path_within(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (!strcmp(prefix, "/"))
+		return path[0] == '/';
+	return !strncmp(path, prefix, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+bool cgroup_unit_matches(const char *name, const char *unit)
+{
+	size_t n = strlen(unit);
+
+	if (!strcmp(name, unit))
+		return true;
+	return !strchr(unit, '.') && !strncmp(name, unit, n) && !strcmp(name + n, ".service");
+}
+
+bool cgroup_container_matches(const char *container, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (!*container || n > strlen(container))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (tolower((unsigned char)container[i]) != tolower((unsigned char)prefix[i]))
+			return false;
+	return true;
 }

@@ -79,4 +79,29 @@ size_t cgroup_identity_pod_uid(const struct cgroup_identity *id, char *buf, size
  * CGROUP_RUNTIME_NONE and values out of range. */
 const char *cgroup_identity_runtime_name(enum cgroup_runtime runtime);
 
+/* A path's identities as strings, for outputs and filters. */
+#define CGROUP_UNIT_SIZE      256 /* NAME_MAX and its NUL */
+#define CGROUP_CONTAINER_SIZE 65  /* 64 hex digits and the NUL */
+
+struct cgroup_identity_names {
+	char unit[CGROUP_UNIT_SIZE];	       /* "": none */
+	char container[CGROUP_CONTAINER_SIZE]; /* "": none */
+	char pod[CGROUP_POD_UID_SIZE];	       /* canonical; "": none */
+	const char *runtime;		       /* cgroup_identity_runtime_name(); "": none */
+};
+
+/* The identities of path, a NUL-terminated string (NULL: none), copied. */
+void cgroup_identity_names(const char *path, struct cgroup_identity_names *ret);
+
+/* Whether path is prefix or below it: "/a" holds "/a" and "/a/b", not
+ * "/ab"; "/" holds every path. */
+bool cgroup_path_within(const char *path, const char *prefix);
+
+/* Whether unit, as a user names it, is name: the same, or name is
+ * unit.service where unit has no suffix (no '.'). */
+bool cgroup_unit_matches(const char *name, const char *unit);
+
+/* Whether container, a full id, starts with prefix (hex, any case). */
+bool cgroup_container_matches(const char *container, const char *prefix);
+
 #endif

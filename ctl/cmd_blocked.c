@@ -82,6 +82,8 @@ static void blocked_print_thread(const struct proto_blocked_thread *t)
 	       t->state, blocked, blocked_waiting_in(t));
 	if (!t->since_ms)
 		printf(INDENT "since before offcpud started\n");
+	if (t->cgroup && *t->cgroup && strcmp(t->cgroup, "/"))
+		printf(INDENT "cgroup %s\n", t->cgroup);
 	blocked_duration(t->runq_ns, dur, sizeof(dur));
 	if (t->waker_comm && t->waker_pid)
 		printf(INDENT "woken by %s (pid %" PRIu32 " tid %" PRIu32 ")", t->waker_comm,

@@ -114,6 +114,8 @@ static const struct option capture_options[] = {
 	{ "chain-depth", required_argument, NULL, OPT_CHAIN_DEPTH },
 	{ "request", required_argument, NULL, OPT_REQUEST },
 	FILTER_OPTIONS,
+	WHO_OPTIONS,
+	{ "group-by", required_argument, NULL, OPT_GROUP_BY },
 	RESULT_OPTIONS,
 	{ 0 },
 };
@@ -122,6 +124,7 @@ static const struct option capture_options[] = {
 struct capture_args {
 	struct proto_capture_request *cap;
 	struct filter_args filters;
+	struct who_args who;
 	struct result_opts ro;
 	bool chain_depth; /* --chain-depth given */
 };
@@ -132,11 +135,14 @@ static int capture_option(struct capture_args *a, int opt, const char *arg)
 	uint64_t v;
 	int r = EXIT_OK;
 
-	if (filter_option(&a->filters, opt, arg))
+	if (filter_option(&a->filters, opt, arg) || who_option(&a->who, opt, arg))
 		return EXIT_OK;
 	switch (opt) {
 	case 'p':
 		r = parse_pids(arg, a->cap->pids, &a->cap->n_pids);
+		break;
+	case OPT_GROUP_BY:
+		r = parse_group_by(arg, &a->cap->group_by);
 		break;
 	case 't':
 		if (parse_ids(arg, a->cap->tids, &a->cap->n_tids) < 0)
@@ -303,6 +309,8 @@ int cmd_capture(int argc, char **argv)
 		r = result_opts_format(&a.ro, &format);
 	if (r == EXIT_OK)
 		r = filter_args_copy(&a.filters, cap->comm, cap->grep, cap->exclude);
+	if (r == EXIT_OK)
+		r = who_args_copy(&a.who, &cap->who);
 	if (r == EXIT_OK) {
 		cap->format = format;
 		cap->render = a.ro.render;

@@ -142,6 +142,8 @@ static const struct option export_options[] = {
 	{ "lines", no_argument, NULL, OPT_EXPORT_LINES },
 	{ "diff-reverse-view", no_argument, NULL, OPT_DIFF_REVERSE_VIEW },
 	{ "negate", no_argument, NULL, OPT_NEGATE },
+	WHO_OPTIONS,
+	{ "group-by", required_argument, NULL, OPT_GROUP_BY },
 	RESULT_OPTIONS,
 	{ 0 },
 };
@@ -150,6 +152,7 @@ static const struct option export_options[] = {
 struct export_args {
 	struct range_args range;
 	struct filter_args filters;
+	struct who_args who;
 	const char *baseline;
 	const char *diff_flag, *diff_svg_flag; /* the first given */
 	struct result_opts ro;
@@ -177,6 +180,8 @@ static int export_option(struct proto_export_request *ex, struct export_args *a,
 		return parse_pids(arg, ex->pids, &ex->n_pids);
 	case OPT_STATE:
 		return parse_states(arg, &ex->state_mask);
+	case OPT_GROUP_BY:
+		return parse_group_by(arg, &ex->group_by);
 	case OPT_DIFF_AGAINST:
 		a->baseline = arg;
 		return EXIT_OK;
@@ -213,7 +218,8 @@ static int export_parse(int argc, char **argv, struct proto_export_request *ex,
 	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
 	while ((opt = getopt_long(argc, argv, "p:" RESULT_SHORT_OPTIONS, export_options, NULL)) !=
 	       -1) {
-		if (range_option(&a->range, opt, optarg) || filter_option(&a->filters, opt, optarg))
+		if (range_option(&a->range, opt, optarg) || filter_option(&a->filters, opt, optarg) ||
+		    who_option(&a->who, opt, optarg))
 			continue;
 		r = export_option(ex, a, opt, optarg);
 		if (r)
@@ -242,6 +248,8 @@ static int export_complete(struct proto_export_request *ex, struct export_args *
 		r = export_diff_check(a->baseline, a->diff_flag, a->diff_svg_flag, format);
 	if (r == EXIT_OK)
 		r = filter_args_copy(&a->filters, ex->comm, ex->grep, ex->exclude);
+	if (r == EXIT_OK)
+		r = who_args_copy(&a->who, &ex->who);
 	if (r != EXIT_OK)
 		return r;
 	ex->format = format;

@@ -61,7 +61,9 @@ static void usage_capture(FILE *out)
 		"                              for up to 8); found in the --pid processes'\n"
 		"                              executables and libraries, or in BINARY;\n"
 		"                              exact, demangled C++ or glob name\n"
-		"      plus the stack filters and output options below\n");
+		"          --group-by WHAT     the root frame: comm (default), process, unit,\n"
+		"                              container or cgroup\n"
+		"      plus the who options, stack filters and output options below\n");
 }
 
 /* blocked: the threads off the CPU now. */
@@ -106,12 +108,14 @@ static void usage_stored(FILE *out)
 		"          --diff-reverse-view svg: widths from the baseline, so vanished\n"
 		"                              stacks show\n"
 		"          --negate            svg: red for shrank, blue for grew\n"
-		"      plus the stack filters and output options below\n"
+		"          --group-by WHAT     the root frame, as for capture\n"
+		"      plus the who options, stack filters and output options below\n"
 		"  hist RANGE [OPTIONS]        per-process log2 histograms of block times, in\n"
 		"                              microseconds; RANGE as for export\n"
 		"      -p, --pid PID[,PID...]  only these processes\n"
 		"          --kind K            offcpu (default: whole off-CPU time) or runq\n"
-		"                              (run-queue latency)\n");
+		"                              (run-queue latency)\n"
+		"      plus the who options below (processes whose samples are in)\n");
 }
 
 /* flamegraph, diff: folded files, offline. */
@@ -176,6 +180,20 @@ static void usage_filters(FILE *out)
 		"                              the comm and the wakers' too: '^do_command$')\n");
 }
 
+/* The cgroup filters capture, export and hist share. */
+static void usage_who(FILE *out)
+{
+	fprintf(out,
+		"\n"
+		"Who options of capture, export and hist (WHO in offcpuctl(8)); one of:\n"
+		"  --cgroup PATH               only threads in this cgroup (v2) or below it\n"
+		"                              (/system.slice/nginx.service)\n"
+		"  --unit NAME                 only threads of this systemd unit (nginx:\n"
+		"                              nginx.service)\n"
+		"  --container ID              only threads of the container whose id starts\n"
+		"                              with ID (Docker, containerd, CRI-O, Podman)\n");
+}
+
 /* The output options several commands share. */
 static void usage_output(FILE *out)
 {
@@ -217,7 +235,7 @@ static void usage_times_globals(FILE *out)
 		"                     (JSON rows, unless --format asks for another)\n"
 		"\n"
 		"Exit codes: 0 ok, 1 error, 2 bad arguments, 3 daemon not running,\n"
-		"4 permission denied, 5 no such pid, 6 busy.\n");
+		"4 permission denied, 5 no such pid (or cgroup), 6 busy.\n");
 }
 
 void usage(FILE *out)
@@ -229,6 +247,7 @@ void usage(FILE *out)
 	usage_offline(out);
 	usage_latency_serve(out);
 	usage_filters(out);
+	usage_who(out);
 	usage_output(out);
 	usage_times_globals(out);
 }

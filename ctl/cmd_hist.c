@@ -124,8 +124,10 @@ int cmd_hist(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "kind", required_argument, NULL, OPT_KIND },
 		{ "json", no_argument, NULL, 'j' },
+		WHO_OPTIONS,
 		{ 0 },
 	};
+	struct who_args who = { 0 };
 	const uint32_t kinds =
 		(UINT32_C(1) << PROTO_KIND_OFFCPU) | (UINT32_C(1) << PROTO_KIND_RUNQ);
 	struct range_args range = { 0 };
@@ -143,7 +145,7 @@ int cmd_hist(int argc, char **argv)
 	optind = 0; /* 0, not 1: GNU getopt re-initializes (and permutes) */
 	while ((opt = getopt_long(argc, argv, "p:j", options, NULL)) != -1) {
 		r = EXIT_OK;
-		if (range_option(&range, opt, optarg))
+		if (range_option(&range, opt, optarg) || who_option(&who, opt, optarg))
 			continue;
 		switch (opt) {
 		case 'p':
@@ -167,6 +169,8 @@ int cmd_hist(int argc, char **argv)
 		goto out;
 	}
 	r = parse_range("hist", &range, &h->from_ms, &h->to_ms, &h->capture_id);
+	if (r == EXIT_OK)
+		r = who_args_copy(&who, &h->who);
 	if (r != EXIT_OK)
 		goto out;
 

@@ -152,6 +152,24 @@ static void open_blocks_summary(const struct proto_status *st)
 		       st->sched_frames_reason);
 }
 
+/* Which cgroup hierarchy names samples (docs/CGROUPS.md). */
+static void cgroups_summary(const struct proto_cgroup_status *c)
+{
+	if (!*c->hierarchy)
+		return; /* an older daemon */
+	if (!strcmp(c->hierarchy, "none")) {
+		printf("cgroups: none (%s)\n", c->reason);
+		return;
+	}
+	printf("cgroups: v2 at %s%s; %" PRIu64 " known (%" PRIu64 " removed), %" PRIu64
+	       " named from /proc, %" PRIu64 " walks, %" PRIu64 " not named",
+	       c->mount, strcmp(c->hierarchy, "hybrid") ? "" : " (hybrid, beside v1)", c->known,
+	       c->removed, c->from_proc, c->scans, c->failures);
+	if (!c->events)
+		printf("; new ones by /proc only: %s", c->events_reason);
+	printf("\n");
+}
+
 static void pt_summary(const struct proto_pt_status *pt)
 {
 	if (!*pt->event)
@@ -267,6 +285,7 @@ int cmd_status(int argc, char **argv)
 		sampling_summary(&st->sampling);
 		kstack_cache_summary(st);
 		open_blocks_summary(st);
+		cgroups_summary(&st->cgroups);
 		if (!st->n_kinds || st->pt.available) /* else kinds said why not */
 			pt_summary(&st->pt);
 		printf("slots: %u of %u in use, %u capture%s running\n", st->slots_active,

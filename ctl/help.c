@@ -130,6 +130,8 @@ int help_command(const char *usage, const char *cmd, FILE *out)
 			fprintf(out, "%.*s\n", (int)(len - cut), line + cut);
 		}
 	}
+	if (has_word(entry, entry_len, "who"))
+		put_paragraph(usage, "Who options", out);
 	if (has_word(entry, entry_len, "filters"))
 		put_paragraph(usage, "Stack filters", out);
 	if (has_word(entry, entry_len, "output"))

@@ -307,6 +307,65 @@ int filter_args_copy(const struct filter_args *a, char *comm, char *grep, char *
 	return EXIT_OK;
 }
 
+bool who_option(struct who_args *a, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_CGROUP:
+		a->cgroup = arg;
+		return true;
+	case OPT_UNIT:
+		a->unit = arg;
+		return true;
+	case OPT_CONTAINER:
+		a->container = arg;
+		return true;
+	}
+	return false;
+}
+
+int who_args_copy(const struct who_args *a, struct proto_cgroup_filter *who)
+{
+	if (!!a->cgroup + !!a->unit + !!a->container > 1)
+		return usage_error("%s", "--cgroup, --unit and --container exclude each other: give one");
+	if (a->cgroup && (a->cgroup[0] != '/' || strlen(a->cgroup) > PROTO_CGROUP_MAX))
+		return usage_error("bad --cgroup '%s': want an absolute cgroup path of at most "
+				   PROTO_STR(PROTO_CGROUP_MAX) " bytes, e.g. /system.slice/nginx.service",
+				   a->cgroup);
+	if (a->unit && (!*a->unit || strchr(a->unit, '/') || strlen(a->unit) > PROTO_UNIT_MAX))
+		return usage_error("bad --unit '%s': want a systemd unit name, e.g. nginx.service",
+				   a->unit);
+	if (a->container && (!*a->container || strlen(a->container) > PROTO_CONTAINER_MAX ||
+			     a->container[strspn(a->container, "0123456789abcdefABCDEF")]))
+		return usage_error("bad --container '%s': want hex digits of a container id (a "
+				   "unique prefix, as docker ps shows it)",
+				   a->container);
+	if (a->cgroup)
+		snprintf(who->cgroup, sizeof(who->cgroup), "%s", a->cgroup);
+	if (a->unit)
+		snprintf(who->unit, sizeof(who->unit), "%s", a->unit);
+	if (a->container)
+		snprintf(who->container, sizeof(who->container), "%s", a->container);
+	return EXIT_OK;
+}
+
+int parse_group_by(const char *arg, enum proto_group_by *ret)
+{
+	static const char *const names[] = {
+		[PROTO_GROUP_BY_COMM] = "comm",		  [PROTO_GROUP_BY_PROCESS] = "process",
+		[PROTO_GROUP_BY_UNIT] = "unit",		  [PROTO_GROUP_BY_CONTAINER] = "container",
+		[PROTO_GROUP_BY_CGROUP] = "cgroup",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(arg, names[i])) {
+			*ret = i;
+			return EXIT_OK;
+		}
+	}
+	return usage_error("bad --group-by '%s': want comm, process, unit, container or cgroup",
+			   arg);
+}
+
 int64_t now_ms(void)
 {
 	struct timespec ts;

@@ -89,6 +89,37 @@ struct filter_args {
 	const char *comm, *grep, *exclude;
 };
 
+/*
+ * Who a request is about (WHO in offcpuctl(8)): --cgroup, --unit,
+ * --container, which capture, export and hist take; and --group-by, the
+ * root frame of capture's and export's stacks. 720 on.
+ */
+enum { OPT_CGROUP = 720, OPT_UNIT, OPT_CONTAINER, OPT_GROUP_BY };
+
+/* clang-format off */
+#define WHO_OPTIONS                                                                                \
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },                                         \
+	{ "unit", required_argument, NULL, OPT_UNIT },                                             \
+	{ "container", required_argument, NULL, OPT_CONTAINER }
+/* clang-format on */
+
+/* The who options as given; NULL: absent. */
+struct who_args {
+	const char *cgroup, *unit, *container;
+};
+
+/* Takes opt if it is one of WHO_OPTIONS. */
+bool who_option(struct who_args *a, int opt, const char *arg);
+
+/* Checks the who options given, as the daemon would (one of them, a path
+ * from the hierarchy's root, hex digits), and copies them into who. A path
+ * under the mount point ("/sys/fs/cgroup/a") is passed on for the daemon,
+ * which knows where the hierarchy is. Returns an exit code. */
+int who_args_copy(const struct who_args *a, struct proto_cgroup_filter *who);
+
+/* --group-by comm|process|unit|container|cgroup. Returns an exit code. */
+int parse_group_by(const char *arg, enum proto_group_by *ret);
+
 /* The range options of export and hist as given; NULL: absent. */
 struct range_args {
 	const char *window, *from, *to, *capture;

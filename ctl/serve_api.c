@@ -36,10 +36,15 @@ static const char *http_code_name(const char *code, unsigned *status)
 		const char *code;
 		unsigned status;
 	} map[] = {
-		{ PROTO_ERR_BAD_REQUEST, 400 }, { PROTO_ERR_TOO_LARGE, 400 },
-		{ PROTO_ERR_PERMISSION, 403 },	{ PROTO_ERR_NO_DATA, 404 },
-		{ "not_found", 404 },		{ PROTO_ERR_NO_SUCH_PID, 404 },
-		{ PROTO_ERR_BUSY, 503 },	{ "not_running", 503 },
+		{ PROTO_ERR_BAD_REQUEST, 400 },
+		{ PROTO_ERR_TOO_LARGE, 400 },
+		{ PROTO_ERR_PERMISSION, 403 },
+		{ PROTO_ERR_NO_DATA, 404 },
+		{ "not_found", 404 },
+		{ PROTO_ERR_NO_SUCH_PID, 404 },
+		{ PROTO_ERR_NO_SUCH_CGROUP, 404 },
+		{ PROTO_ERR_BUSY, 503 },
+		{ "not_running", 503 },
 		{ PROTO_ERR_UNSUPPORTED, 501 },
 	};
 
@@ -282,6 +287,60 @@ static int parse_bool(struct api_call *c, const char *name, uint32_t *dst)
 	return 0;
 }
 
+/* cgroup, unit, container: who the request is about, as offcpuctl's --cgroup,
+ * --unit and --container; at most one. The daemon resolves them. */
+static int parse_who(struct api_call *c, struct proto_cgroup_filter *who)
+{
+	const char *cgroup = param(c, "cgroup"), *unit = param(c, "unit");
+	const char *container = param(c, "container");
+
+	if (!!cgroup + !!unit + !!container > 1)
+		return api_bad(c, "cgroup, unit and container exclude each other: give one");
+	if (cgroup && (cgroup[0] != '/' || strlen(cgroup) > PROTO_CGROUP_MAX))
+		return api_bad(c,
+			       "bad cgroup '%.256s': want an absolute cgroup v2 path of at most %d "
+			       "bytes, e.g. /system.slice/nginx.service",
+			       cgroup, PROTO_CGROUP_MAX);
+	if (unit && (!*unit || strchr(unit, '/') || strlen(unit) > PROTO_UNIT_MAX))
+		return api_bad(c, "bad unit '%.256s': want a systemd unit name, e.g. nginx.service",
+			       unit);
+	if (container && (!*container || strlen(container) > PROTO_CONTAINER_MAX ||
+			  container[strspn(container, "0123456789abcdefABCDEF")]))
+		return api_bad(c,
+			       "bad container '%.256s': want up to %d hex digits of a container id "
+			       "(a unique prefix)",
+			       container, PROTO_CONTAINER_MAX);
+	if (cgroup)
+		strcpy(who->cgroup, cgroup);
+	if (unit)
+		strcpy(who->unit, unit);
+	if (container)
+		strcpy(who->container, container);
+	return 0;
+}
+
+/* group_by: the root frame of the stacks, as offcpuctl's --group-by. */
+static int parse_group_by(struct api_call *c, enum proto_group_by *ret)
+{
+	static const char *const names[] = {
+		[PROTO_GROUP_BY_COMM] = "comm",	    [PROTO_GROUP_BY_PROCESS] = "process",
+		[PROTO_GROUP_BY_UNIT] = "unit",	    [PROTO_GROUP_BY_CONTAINER] = "container",
+		[PROTO_GROUP_BY_CGROUP] = "cgroup", NULL,
+	};
+	const char *s = param(c, "group_by");
+
+	if (!s)
+		return 0;
+	for (size_t i = 0; names[i]; i++) {
+		if (!strcmp(s, names[i])) {
+			*ret = i;
+			return 0;
+		}
+	}
+	return api_bad(c, "bad group_by '%.256s': want comm, process, unit, container or cgroup",
+		       s);
+}
+
 /* diff_against: "capture:ID", "lastNx" or "T1..T2", as --diff-against. */
 static int parse_baseline(struct api_call *c, struct proto_export_request *ex)
 {
@@ -459,6 +518,8 @@ static int api_hist(struct api_call *c, struct proto_request *req)
 	if (r == 0)
 		r = parse_ids(c, "pid", h->pids, &h->n_pids);
 	if (r == 0)
+		r = parse_who(c, &h->who);
+	if (r == 0)
 		r = parse_kind(c, &h->kind, NULL);
 	return r < 0 ? r : daemon_json(c, req);
 }
@@ -621,6 +682,10 @@ static int api_export(struct api_call *c, struct proto_request *req)
 	if (r == 0)
 		r = parse_ids(c, "pid", ex->pids, &ex->n_pids);
 	if (r == 0)
+		r = parse_who(c, &ex->who);
+	if (r == 0)
+		r = parse_group_by(c, &ex->group_by);
+	if (r == 0)
 		r = parse_kind(c, &ex->kind, &ex->oncpu);
 	if (r == 0)
 		r = parse_states(c, &ex->state_mask);
@@ -691,8 +756,9 @@ static int api_export(struct api_call *c, struct proto_request *req)
 /* clang-format off */
 #define RANGE "from", "to", "window"
 #define FILTERS "pid", "comm", "state", "grep", "exclude"
-/* clang-format on */
+#define WHO "cgroup", "unit", "container"
 
+/* Off: clang-format lays the export's long list out as a table. */
 static const struct {
 	const char *path;
 	int (*fn)(struct api_call *c, struct proto_request *req);
@@ -702,15 +768,16 @@ static const struct {
 	{ "/api/windows", api_windows, { "since", NULL } },
 	{ "/api/export",
 	  api_export,
-	  { RANGE, "capture", FILTERS, "kind", "format", "diff_against", "normalize", "strip_hex",
-	    "negate", "lines", "metric", "title", "width", "minwidth", "palette", "inverted",
-	    "reverse", NULL } },
-	{ "/api/hist", api_hist, { RANGE, "capture", "pid", "kind", "format", NULL } },
+	  { RANGE, "capture", FILTERS, WHO, "group_by", "kind", "format", "diff_against",
+	    "normalize", "strip_hex", "negate", "lines", "metric", "title", "width", "minwidth",
+	    "palette", "inverted", "reverse", NULL } },
+	{ "/api/hist", api_hist, { RANGE, "capture", "pid", WHO, "kind", "format", NULL } },
 	{ "/api/heatmap",
 	  api_heatmap,
 	  { RANGE, "pid", "comm", "state", "kind", "rows", "max_rows", NULL } },
 	{ "/api/blocked", api_blocked, { "pid", "tid", "state", "min_ms", "limit", NULL } },
 };
+/* clang-format on */
 
 int serve_api_known(const char *path)
 {

@@ -97,11 +97,15 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 		r = store_jobs_windows(m->store_queue, &req->windows, store_reply_cb, conn);
 		break;
 	case PROTO_CMD_EXPORT:
+		if (!manager_cgroups_stored(m, conn, &req->export.who))
+			break;
 		server_conn_ref(conn);
 		r = store_jobs_export(m->store_queue, &req->export, store_reply_cb, conn, err,
 				      sizeof(err));
 		break;
 	case PROTO_CMD_HIST:
+		if (!manager_cgroups_stored(m, conn, &req->hist.who))
+			break;
 		server_conn_ref(conn);
 		r = store_jobs_hist(m->store_queue, &req->hist, store_reply_cb, conn);
 		break;
@@ -389,6 +393,8 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 	r = start_store(m);
 	if (r >= 0)
 		r = start_collector(m);
+	if (r >= 0)
+		r = manager_cgroups_start(m);
 	if (r < 0)
 		goto fail;
 	r = symbolizer_new(PROC_ROOT, cfg->debug_root, &m->symbolizer);
@@ -454,6 +460,7 @@ static void manager_free(struct manager *m)
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
 		request_probes_free(&m->cap.requests[i]);
 	symbolizer_free(m->symbolizer);
+	manager_cgroups_free(m);
 	proc_files_free(m->proc_files); /* after the unwinder and symbolizer that use it */
 	file_ids_free(m->file_ids);	/* likewise */
 	manager_window_free(m);

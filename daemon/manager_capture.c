@@ -442,7 +442,7 @@ static void start_capture(struct manager *m, struct capture *c)
 	unsigned group;
 	int r;
 
-	capture_filter(&c->req, &filter);
+	capture_filter(c, &filter);
 	collector_counters(m->collector, c->counters_start);
 	r = collector_slot_add(m->collector, &filter, &c->slot);
 	if (r < 0) {
@@ -456,7 +456,7 @@ static void start_capture(struct manager *m, struct capture *c)
 					    manager_group_unavailable(m, group, err, sizeof(err)));
 		else if (r == -ENOSPC)
 			manager_reply_error(c->conn, PROTO_ERR_BUSY,
-					    "the pid/tid filter maps are full");
+					    "the pid/tid/cgroup filter maps are full");
 		else
 			manager_reply_error(c->conn, PROTO_ERR_INTERNAL, strerror(-r));
 		discard_capture(c);
@@ -575,8 +575,9 @@ void manager_handle_capture(struct manager *m, struct server_conn *conn,
 	struct collector_filter filter;
 	struct collector_group_status st;
 	uint32_t groups, missing = 0;
+	const char *code;
 	struct capture *c;
-	char err[512];
+	char err[1024];
 
 	if (server_conn_get_data(conn)) {
 		manager_reply_error(conn, PROTO_ERR_BUSY,
@@ -598,11 +599,18 @@ void manager_handle_capture(struct manager *m, struct server_conn *conn,
 		return;
 	}
 	c->req = *req;
+	if (manager_cgroups_resolve(m, &req->who, c->cgroups, COLLECTOR_MAX_CGROUPS, &c->n_cgroups,
+				    &code, err, sizeof(err)) < 0) {
+		manager_reply_error(conn, code, err);
+		profile_free(c->profile);
+		free(c);
+		return;
+	}
 	if (c->req.sampled && !c->req.sample_period_us)
 		c->req.sample_period_us = m->cfg.sample_period_us;
 	c->conn = conn;
 	server_conn_set_data(conn, c);
-	capture_filter(&c->req, &filter);
+	capture_filter(c, &filter);
 	if (req->kind == PROTO_KIND_FILEIO && *m->tracefs_why) {
 		snprintf(err, sizeof(err), "kind fileio unavailable: %s", m->tracefs_why);
 		manager_reply_error(conn, PROTO_ERR_UNSUPPORTED, err);

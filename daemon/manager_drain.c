@@ -92,6 +92,8 @@ static void drain_work_cb(uv_work_t *req)
 		.waker_stack = lookup_waker_stack,
 		.file_name = lookup_file_name,
 		.names_epoch = lookup_names_epoch,
+		.cgroup_path = manager_cgroup_path,
+		.ns_pid = manager_ns_pid,
 	};
 	struct collector_batch b;
 	int r;
@@ -106,6 +108,9 @@ static void drain_work_cb(uv_work_t *req)
 		if ((m->drain.final_slots | m->drain.stop_slots) & (1u << i))
 			collector_slot_deactivate(m->collector, i);
 	r = collector_drain(m->collector, &b);
+	/* Cgroups made since the last drain are named before its rows: one
+	 * removed since keeps the name it was made with. */
+	manager_cgroups_take_events(m);
 	if (r == 0) {
 		/* mappings may have changed since the last drain */
 		symbolizer_refresh_processes(m->symbolizer);
@@ -156,6 +161,7 @@ static struct profile *slot_profile(struct manager *m, unsigned slot)
 
 /* Where carried rows go at the end of their window or capture. */
 struct carried_to {
+	struct manager *m;
 	struct profile *profile;
 	struct sampling_summary *summary;
 };
@@ -164,8 +170,12 @@ static void carried_row_add(void *arg, const struct collector_row *c)
 {
 	struct carried_to *to = arg;
 	struct drain_row row = { .key = c->key, .value = c->value };
+	char cgroup[4096];
 
 	drain_unsampled_names(&row);
+	if (c->key.cgroup &&
+	    manager_cgroup_path(to->m, c->key.cgroup, c->key.tgid, cgroup, sizeof(cgroup)) == 0)
+		row.cgroup = cgroup;
 	to->summary->unsampled_ns += c->value.sum_ns;
 	if (profile_add(to->profile, &row) < 0)
 		log_warning("out of memory: a row was lost");
@@ -179,6 +189,7 @@ static void carry_settle(struct manager *m, uint64_t completed, bool window_ends
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS && m->drain.carry.n; i++) {
 		struct capture *c = m->cap.captures[i];
 		struct carried_to to = {
+			.m = m,
 			.profile = slot_profile(m, i),
 			.summary = c ? &c->sampling : &m->windows.window_sampling,
 		};
@@ -252,6 +263,7 @@ static void drain_after_cb(uv_work_t *req, int status)
 	m->stats.counters_ns = clock_monotonic_ns();
 	self_accounting_sample(m, r);
 	walk_return_update(m);
+	manager_cgroups_follow(m);
 
 	for (size_t i = 0; i < r->n_rows; i++) {
 		struct profile *p = slot_profile(m, r->rows[i].key.slot % OFFCPU_MAX_SLOTS);

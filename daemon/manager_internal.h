@@ -31,6 +31,15 @@
 
 #define PROC_ROOT "/proc"
 
+struct cgroup_paths;
+
+/* A cgroup the kernel said was made (manager_cgroups.c). */
+struct made_cgroup {
+	uint64_t id;
+	uint32_t level;
+	char *path;
+};
+
 /* Drains (manager_drain.c): one at a time, on a worker thread. */
 struct manager_drain {
 	uv_timer_t drain_timer;
@@ -57,6 +66,10 @@ struct manager_drain {
 	/* Sampled groups no drain's sample stood for yet: the worker's during a
 	 * drain, the loop's between drains (carry_settle()). */
 	struct sampling_carry carry;
+	/* Cgroups made since the last drain, while captures follow a unit or
+	 * container: noted by the worker, used on the loop after it. */
+	struct made_cgroup *made;
+	size_t n_made, cap_made;
 };
 
 /* The always-on captures (manager_continuous.c): a slot per kind, whose rows
@@ -132,6 +145,7 @@ struct manager {
 	struct unwinder *unwinder;     /* NULL: user stacks by frame pointers only */
 	struct proc_files *proc_files; /* exited processes' maps and files, for names */
 	struct file_ids *file_ids;     /* the files user frames are recorded by */
+	struct cgroup_paths *cgroups;  /* cgroup ids' paths (manager_cgroups.c) */
 	struct server *server;
 	uv_timer_t watchdog_timer;
 	struct store *store;
@@ -191,6 +205,31 @@ void manager_window_free(struct manager *m);
 
 /* manager_continuous.c */
 int manager_continuous_start(struct manager *m);
+
+/* manager_cgroups.c */
+int manager_cgroups_start(struct manager *m);
+/* The kernel's cgroup events since the last call, from the drain's thread. */
+void manager_cgroups_take_events(struct manager *m);
+/* After the drain, on the loop: the cgroups made since the last one that a
+ * running capture's unit, container or path names join its kernel filter
+ * (a unit or container restarted while it runs). */
+void manager_cgroups_follow(struct manager *m);
+void manager_cgroups_free(struct manager *m); /* at the end */
+/* drain_lookup's cgroup_path and ns_pid (arg: the manager). An id that
+ * cannot be named is "[cgroup ID]". */
+int manager_cgroup_path(void *arg, uint64_t id, uint32_t tgid, char *buf, size_t size);
+uint32_t manager_ns_pid(void *arg, uint32_t tgid);
+/* The subtrees who names, into ret (at most max): 0 with *ret_n (0: who
+ * names none), or -errno with *ret_code and a message in err. */
+int manager_cgroups_resolve(struct manager *m, const struct proto_cgroup_filter *who,
+			    struct collector_cgroup *ret, size_t max, size_t *ret_n,
+			    const char **ret_code, char *err, size_t err_size);
+void manager_cgroups_status(struct manager *m, struct proto_cgroup_status *ret);
+/* Readies who for a filter on stored rows: a path under the mount point is
+ * made one from the hierarchy's root. Replies and returns false where there
+ * is no v2 hierarchy to filter by. */
+bool manager_cgroups_stored(struct manager *m, struct server_conn *conn,
+			    struct proto_cgroup_filter *who);
 
 /* manager_capture.c */
 unsigned manager_captures_running(const struct manager *m);

@@ -365,6 +365,7 @@ void manager_handle_status(struct manager *m, struct server_conn *conn)
 						    .detail = kinds[i].detail };
 	st.kinds = pkinds;
 	st.n_kinds = KIND_STATUS_COUNT;
+	manager_cgroups_status(m, &st.cgroups);
 	if (m->unwinder)
 		unwind_status(m, &ustats, &st.unwind);
 	names_status(m, &st.unwind);

@@ -46,6 +46,35 @@
 #define PROTO_MAX_REQUESTS	  8   /* request symbols of a capture; OFFCPU_MAX_REQUESTS */
 #define PROTO_REQUEST_SPEC_MAX	  511 /* bytes of one "SYMBOL[@BINARY]", without the NUL */
 
+/*
+ * Who a request is about, beside pids: a cgroup v2 subtree, a systemd unit
+ * or a container (at most one of them). A capture decides it in the kernel;
+ * export and hist on the stored rows' cgroup paths.
+ */
+#define PROTO_CGROUP_MAX    4095 /* bytes of a cgroup path, without the NUL */
+#define PROTO_UNIT_MAX	    255	 /* a unit name (NAME_MAX) */
+#define PROTO_CONTAINER_MAX 64	 /* hex digits of a container id */
+
+struct proto_cgroup_filter {
+	char cgroup[PROTO_CGROUP_MAX + 1];	 /* "/a/b": that cgroup and below; "": any */
+	char unit[PROTO_UNIT_MAX + 1];		 /* "nginx.service" ("nginx" too); "": any */
+	char container[PROTO_CONTAINER_MAX + 1]; /* a unique prefix of its id; "": any */
+};
+
+/* What the root frame of folded stacks and flame graphs is. */
+enum proto_group_by {
+	PROTO_GROUP_BY_COMM,	  /* the thread's name (and nothing above it) */
+	PROTO_GROUP_BY_PROCESS,	  /* "name [pid]", then the thread's name */
+	PROTO_GROUP_BY_UNIT,	  /* the systemd unit, then the thread's name */
+	PROTO_GROUP_BY_CONTAINER, /* "runtime:id12", then the thread's name */
+	PROTO_GROUP_BY_CGROUP,	  /* the cgroup path, then the thread's name */
+};
+
+/* The root frame of rows that have no such identity. */
+#define PROTO_NO_UNIT	   "[no unit]"
+#define PROTO_NO_CONTAINER "[no container]"
+#define PROTO_NO_CGROUP	   "[no cgroup]"
+
 enum proto_cmd {
 	PROTO_CMD_STATUS,
 	PROTO_CMD_CAPTURE,
@@ -116,6 +145,8 @@ struct proto_capture_request {
 	char requests[PROTO_MAX_REQUESTS][PROTO_REQUEST_SPEC_MAX + 1]; /* "SYMBOL[@BINARY]" */
 	size_t n_requests;
 	uint32_t lines; /* bool: frames keep their source lines (common/frame.h) */
+	struct proto_cgroup_filter who;
+	enum proto_group_by group_by;
 };
 
 /* Times are CLOCK_REALTIME in unix milliseconds; requests take 0..2^53. */
@@ -151,6 +182,8 @@ struct proto_export_request {
 	uint32_t oncpu;			  /* bool, kind OFFCPU only: ONCPU rows too (hot/cold) */
 	uint32_t lines;			  /* bool: frames keep their source lines */
 	enum proto_metric metric;	  /* default PROTO_METRIC_TIME; BYTES: I/O kinds only */
+	struct proto_cgroup_filter who;	  /* A and B alike */
+	enum proto_group_by group_by;
 };
 
 /* Exactly one of a range (from_ms > 0) or a capture_id is set, as for export. */
@@ -159,6 +192,9 @@ struct proto_hist_request {
 	uint64_t capture_id;	      /* nonzero: that capture's window; from_ms, to_ms 0 */
 	uint32_t pids[PROTO_MAX_IDS]; /* tgids; empty: every process */
 	size_t n_pids;
+	/* Histograms are kept by process: a process is in if its samples in
+	 * the windows are (a process that moved has both cgroups'). */
+	struct proto_cgroup_filter who;
 	enum proto_kind kind; /* PROTO_KIND_OFFCPU (default) or PROTO_KIND_RUNQ only */
 };
 
@@ -239,6 +275,7 @@ struct proto_request {
 #define PROTO_ERR_UNSUPPORTED "unsupported"   /* this kernel or daemon setup cannot do it */
 #define PROTO_ERR_ATTACH      "attach_failed" /* the kernel refused a probe; message says why */
 #define PROTO_ERR_TIMEOUT     "timeout"	      /* the client took too long (client_timeout) */
+#define PROTO_ERR_NO_SUCH_CGROUP "no_such_cgroup" /* no cgroup, unit or container of that name */
 
 /* A named counter, e.g. a drop reason. */
 struct proto_counter {
@@ -358,6 +395,19 @@ struct proto_pt_status {
 	uint32_t recording_pid;	    /* the process being recorded; 0: none */
 };
 
+/* The cgroup v2 hierarchy that samples are named by (cgroup_paths.h). */
+struct proto_cgroup_status {
+	const char *hierarchy; /* "v2", "hybrid" or "none" */
+	const char *mount;     /* its mount point; "" for none */
+	const char *reason;    /* "none": why, and that cgroup filters are refused; else "" */
+	/* Where new cgroups' paths come from: the kernel's cgroup_mkdir
+	 * tracepoints (events true), else /proc and walks; events_reason why not. */
+	bool events;
+	const char *events_reason;
+	uint64_t known, removed; /* cgroups named, of which gone (remembered) */
+	uint64_t from_proc, scans, failures; /* see struct cgroup_paths_stats */
+};
+
 struct proto_status {
 	const char *version;
 	uint64_t uptime_s;
@@ -405,6 +455,7 @@ struct proto_status {
 	struct proto_sampling_status sampling; /* stacks NULL/"": not reported */
 	const struct proto_kind_status *kinds; /* none from older daemons */
 	size_t n_kinds;
+	struct proto_cgroup_status cgroups; /* hierarchy NULL/"": not reported */
 };
 
 /* One aggregated row; ustack and kstack are ordered root -> leaf. */
@@ -427,6 +478,13 @@ struct proto_sample {
 	const char *const *chain; /* wakeup, offwake, chain: the waker part's frames in
 				     folded order, "-" and "--" separators included */
 	size_t n_chain;
+	const char *cgroup;    /* the thread's cgroup v2 path; NULL or "": not known */
+	const char *unit;      /* the systemd unit its path names; NULL: none */
+	const char *container; /* the container id its path names; NULL: none */
+	const char *runtime;   /* who named the container ("docker", ...); NULL: none */
+	const char *pod;       /* the Kubernetes pod UID; NULL: none */
+	uint32_t ns_pid;       /* the process's pid in its own pid namespace; 0: tgid */
+	void *identity;	       /* the producer's copy of the strings above; not sent */
 };
 
 /* A function a request symbol was found as. */
@@ -588,6 +646,7 @@ struct proto_blocked_thread {
 	uint64_t blocked_ns; /* since it left the CPU; where since_ms is 0, at least this */
 	int64_t since_ms;    /* when it left the CPU (CLOCK_REALTIME); 0: before offcpud started */
 	uint64_t runq_ns;    /* of blocked_ns, the time since it was woken; 0: not woken yet */
+	const char *cgroup;  /* its cgroup v2 path; NULL or "": not known */
 	const char *waker_comm; /* who woke it, where known; NULL: not known */
 	uint32_t waker_tgid, waker_pid;
 	const char *const *ustack; /* root first, as samples' */

@@ -304,6 +304,30 @@ static bool proto__add_sampling(cJSON *body, const struct proto_status *s)
 	       proto__add_rate(sampling, "window_unsampled_pct", s->sampling.window_unsampled_pct);
 }
 
+/* A string field written only where it is known. */
+static bool proto__add_known(cJSON *o, const char *name, const char *value)
+{
+	return !value || !*value || proto__add_string(o, name, value);
+}
+
+static bool proto__add_cgroups(cJSON *body, const struct proto_status *s)
+{
+	const struct proto_cgroup_status *c = &s->cgroups;
+	cJSON *o;
+
+	if (!c->hierarchy || !*c->hierarchy)
+		return true;
+	o = cJSON_AddObjectToObject(body, "cgroups");
+	return o && proto__add_string(o, "hierarchy", c->hierarchy) &&
+	       proto__add_string(o, "mount", c->mount ? c->mount : "") &&
+	       proto__add_string(o, "reason", c->reason ? c->reason : "") &&
+	       proto__add_bool(o, "events", c->events) &&
+	       proto__add_string(o, "events_reason", c->events_reason ? c->events_reason : "") &&
+	       proto__add_u64(o, "known", c->known) && proto__add_u64(o, "removed", c->removed) &&
+	       proto__add_u64(o, "from_proc", c->from_proc) && proto__add_u64(o, "scans", c->scans) &&
+	       proto__add_u64(o, "failures", c->failures);
+}
+
 char *proto_reply_status(const struct proto_status *s)
 {
 	cJSON *body, *root = proto__new_ok("status", &body);
@@ -338,7 +362,7 @@ char *proto_reply_status(const struct proto_status *s)
 	    !proto__add_rate(body, "recorded_per_s", s->recorded_per_s) ||
 	    !proto__add_counters(body, "counters", s->counters, s->n_counters) ||
 	    !proto__add_requests(body, s->requests, s->n_requests) ||
-	    !proto__add_kinds(body, s->kinds, s->n_kinds))
+	    !proto__add_kinds(body, s->kinds, s->n_kinds) || !proto__add_cgroups(body, s))
 		goto fail;
 	return proto__finish(root);
 fail:
@@ -363,6 +387,15 @@ static bool proto__sample_in_progress(const struct proto_sample *s)
 	return leaf && !strcmp(leaf, PROTO_IN_PROGRESS_FRAME);
 }
 
+/* Who a sample's thread is beside its pids: cgroup, unit, container. */
+static bool proto__add_identity(cJSON *o, const struct proto_sample *s)
+{
+	return proto__add_known(o, "cgroup", s->cgroup) && proto__add_known(o, "unit", s->unit) &&
+	       proto__add_known(o, "container", s->container) &&
+	       proto__add_known(o, "runtime", s->runtime) && proto__add_known(o, "pod", s->pod) &&
+	       (!s->ns_pid || proto__add_u64(o, "ns_pid", s->ns_pid));
+}
+
 static bool proto__add_sample(cJSON *samples, const struct proto_sample *s)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -371,7 +404,7 @@ static bool proto__add_sample(cJSON *samples, const struct proto_sample *s)
 		cJSON_Delete(o);
 		return false;
 	}
-	return proto__add_string(o, "comm", s->comm) && proto__add_u64(o, "tgid", s->tgid) &&
+	return proto__add_identity(o, s) && proto__add_string(o, "comm", s->comm) && proto__add_u64(o, "tgid", s->tgid) &&
 	       proto__add_u64(o, "pid", s->pid) && proto__add_string(o, "state", s->state) &&
 	       proto__add_string(o, "kind", proto__kind_or_default(s->kind)) &&
 	       proto__add_u64(o, "value_ns", s->value_ns) && proto__add_u64(o, "count", s->count) &&
@@ -545,7 +578,7 @@ static bool proto__add_blocked_thread(cJSON *list, const struct proto_blocked_th
 	    !proto__add_u64(o, "pid", t->pid) || !proto__add_string(o, "state", t->state) ||
 	    !proto__add_u64(o, "blocked_ns", t->blocked_ns) ||
 	    !proto__add_i64(o, "since_ms", t->since_ms) ||
-	    !proto__add_u64(o, "runq_ns", t->runq_ns))
+	    !proto__add_u64(o, "runq_ns", t->runq_ns) || !proto__add_known(o, "cgroup", t->cgroup))
 		return false;
 	if (t->waker_comm &&
 	    (!(w = cJSON_AddObjectToObject(o, "waker")) ||

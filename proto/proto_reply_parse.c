@@ -404,6 +404,28 @@ static int proto__reply_sampling(struct proto_status *s, const cJSON *o)
 	return 0;
 }
 
+/* Optional: daemons before cgroups did not send them. */
+static int proto__reply_cgroups(struct proto_status *s, const cJSON *o)
+{
+	const cJSON *item = cJSON_GetObjectItemCaseSensitive(o, "cgroups");
+	struct proto_cgroup_status *c = &s->cgroups;
+
+	c->hierarchy = c->mount = c->reason = c->events_reason = "";
+	if (item &&
+	    (!cJSON_IsObject(item) || proto__reply_str(item, "hierarchy", &c->hierarchy) < 0 ||
+	     proto__reply_str(item, "mount", &c->mount) < 0 ||
+	     proto__reply_str(item, "reason", &c->reason) < 0 ||
+	     proto__reply_bool(item, "events", &c->events) < 0 ||
+	     proto__reply_str(item, "events_reason", &c->events_reason) < 0 ||
+	     proto__reply_u64(item, "known", &c->known) < 0 ||
+	     proto__reply_u64(item, "removed", &c->removed) < 0 ||
+	     proto__reply_u64(item, "from_proc", &c->from_proc) < 0 ||
+	     proto__reply_u64(item, "scans", &c->scans) < 0 ||
+	     proto__reply_u64(item, "failures", &c->failures) < 0))
+		return -EINVAL;
+	return 0;
+}
+
 static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 {
 	struct proto_status *s = &r->pub.status;
@@ -425,6 +447,8 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 		e = proto__reply_pt(s, o);
 	if (e == 0)
 		e = proto__reply_sampling(s, o);
+	if (e == 0)
+		e = proto__reply_cgroups(s, o);
 	if (e < 0)
 		return e;
 	item = cJSON_GetObjectItemCaseSensitive(o, "daemon");
@@ -674,6 +698,9 @@ static int proto__reply_blocked_thread(const cJSON *o, struct proto_blocked_thre
 	    proto__reply_u64(o, "runq_ns", &t->runq_ns) < 0 ||
 	    proto__frames_len(o, "ustack", false, &t->n_ustack) < 0 ||
 	    proto__frames_len(o, "kstack", false, &t->n_kstack) < 0)
+		return -EINVAL;
+	if (cJSON_GetObjectItemCaseSensitive(o, "cgroup") &&
+	    proto__reply_str(o, "cgroup", &t->cgroup) < 0)
 		return -EINVAL;
 	w = cJSON_GetObjectItemCaseSensitive(o, "waker"); /* only where known */
 	if (w && (!cJSON_IsObject(w) || proto__reply_str(w, "comm", &t->waker_comm) < 0 ||

@@ -316,7 +316,7 @@ static int proto__parse_request(const cJSON *root, struct proto_request *req, ch
 	const struct proto__command *c = NULL;
 	const cJSON *v, *cmd, *item;
 	const char *cmd_name;
-	uint32_t seen = 0;
+	uint64_t seen = 0;
 	void *args;
 	int r;
 
@@ -368,9 +368,9 @@ static int proto__parse_request(const cJSON *root, struct proto_request *req, ch
 		if (!f)
 			return proto__fail(err, err_size, "unknown field '%s' for command '%s'",
 					   name, cmd_name);
-		if (seen & (UINT32_C(1) << index))
+		if (seen & (UINT64_C(1) << index))
 			return proto__fail(err, err_size, "duplicate field '%s'", name);
-		seen |= UINT32_C(1) << index;
+		seen |= UINT64_C(1) << index;
 		r = proto__parse_field(f, item, args, err, err_size);
 		if (r < 0)
 			return r;

@@ -55,6 +55,43 @@ const char *const proto__metric_names[] = {
 	NULL,
 };
 
+static const char *const proto__group_by_names[] = {
+	[PROTO_GROUP_BY_COMM] = "comm",
+	[PROTO_GROUP_BY_PROCESS] = "process",
+	[PROTO_GROUP_BY_UNIT] = "unit",
+	[PROTO_GROUP_BY_CONTAINER] = "container",
+	[PROTO_GROUP_BY_CGROUP] = "cgroup",
+	NULL,
+};
+
+/* As the kernel writes them: "/", or '/'-led segments, none empty, "." or "..". */
+static bool proto__cgroup_path_valid(const char *s)
+{
+	if (s[0] != '/')
+		return false;
+	if (!s[1])
+		return true;
+	for (const char *seg = s + 1;; seg++) {
+		size_t len = strcspn(seg, "/");
+
+		if (!len || (len == 1 && seg[0] == '.') || (len == 2 && !strncmp(seg, "..", 2)))
+			return false;
+		seg += len;
+		if (!*seg)
+			return true;
+	}
+}
+
+static bool proto__container_valid(const char *s)
+{
+	return s[strspn(s, "0123456789abcdefABCDEF")] == '\0';
+}
+
+static bool proto__unit_valid(const char *s)
+{
+	return !strchr(s, '/');
+}
+
 static bool proto__kind_io(enum proto_kind kind)
 {
 	return kind == PROTO_KIND_BIO || kind == PROTO_KIND_FILEIO;
@@ -111,6 +148,27 @@ static bool proto__minwidth_valid(const char *s)
 	  .max = PROTO_REGEX_MAX, .regex = true },                                                 \
 	{ .name = "exclude", .kind = PROTO__KIND_STRING, PROTO__AT(type, exclude),                 \
 	  .max = PROTO_REGEX_MAX, .regex = true }
+/* clang-format on */
+
+/*
+ * Who a request is about (struct proto_cgroup_filter who in the command's
+ * struct TYPE), and for capture and export the root frame they group by.
+ */
+/* clang-format off */
+#define PROTO__WHO_FIELDS(type)                                                                    \
+	{ .name = "cgroup", .kind = PROTO__KIND_STRING, PROTO__AT(type, who.cgroup),               \
+	  .max = PROTO_CGROUP_MAX, .valid = proto__cgroup_path_valid,                              \
+	  .expect = "an absolute cgroup v2 path, e.g. /system.slice/nginx.service" },              \
+	{ .name = "unit", .kind = PROTO__KIND_STRING, PROTO__AT(type, who.unit),                   \
+	  .max = PROTO_UNIT_MAX, .valid = proto__unit_valid,                                       \
+	  .expect = "a systemd unit name, e.g. nginx.service" },                                   \
+	{ .name = "container", .kind = PROTO__KIND_STRING, PROTO__AT(type, who.container),         \
+	  .max = PROTO_CONTAINER_MAX, .valid = proto__container_valid,                             \
+	  .expect = "hex digits of a container id (a unique prefix)" }
+
+#define PROTO__GROUP_BY_FIELD(type)                                                                \
+	{ .name = "group_by", .kind = PROTO__KIND_ENUM, PROTO__AT(type, group_by),                 \
+	  .def = PROTO_GROUP_BY_COMM, .names = proto__group_by_names }
 /* clang-format on */
 
 /*
@@ -239,6 +297,8 @@ static const struct proto__field proto__capture_fields[] = {
 		.max = PROTO_REQUEST_SPEC_MAX,
 	},
 	{ .name = "lines", .kind = PROTO__KIND_BOOL, PROTO__CAP(lines) },
+	PROTO__WHO_FIELDS(struct proto_capture_request),
+	PROTO__GROUP_BY_FIELD(struct proto_capture_request),
 };
 
 static const struct proto__field proto__windows_fields[] = {
@@ -305,6 +365,8 @@ static const struct proto__field proto__export_fields[] = {
 		.def = PROTO_METRIC_TIME,
 		.names = proto__metric_names,
 	},
+	PROTO__WHO_FIELDS(struct proto_export_request),
+	PROTO__GROUP_BY_FIELD(struct proto_export_request),
 };
 
 #define PROTO__HIST(member) PROTO__AT(struct proto_hist_request, member)
@@ -319,6 +381,7 @@ static const struct proto__field proto__hist_fields[] = {
 		.names = proto_kind_names,
 		.allowed = PROTO__HIST_KINDS,
 	},
+	PROTO__WHO_FIELDS(struct proto_hist_request),
 };
 
 #define PROTO__LAT(member) PROTO__AT(struct proto_latency_request, member)
@@ -425,11 +488,11 @@ static const struct proto__field proto__blocked_fields[] = {
 };
 
 /* The duplicate check keeps one bit per field of a command. */
-_Static_assert(PROTO__ARRAY_SIZE(proto__capture_fields) <= 32, "too many capture fields");
-_Static_assert(PROTO__ARRAY_SIZE(proto__windows_fields) <= 32, "too many windows fields");
-_Static_assert(PROTO__ARRAY_SIZE(proto__export_fields) <= 32, "too many export fields");
-_Static_assert(PROTO__ARRAY_SIZE(proto__hist_fields) <= 32, "too many hist fields");
-_Static_assert(PROTO__ARRAY_SIZE(proto__blocked_fields) <= 32, "too many blocked fields");
+_Static_assert(PROTO__ARRAY_SIZE(proto__capture_fields) <= 64, "too many capture fields");
+_Static_assert(PROTO__ARRAY_SIZE(proto__windows_fields) <= 64, "too many windows fields");
+_Static_assert(PROTO__ARRAY_SIZE(proto__export_fields) <= 64, "too many export fields");
+_Static_assert(PROTO__ARRAY_SIZE(proto__hist_fields) <= 64, "too many hist fields");
+_Static_assert(PROTO__ARRAY_SIZE(proto__blocked_fields) <= 64, "too many blocked fields");
 
 #define PROTO__FIELDS(member, table)                                                               \
 	.offset = offsetof(struct proto_request, member), .fields = table,                         \
@@ -495,7 +558,7 @@ const struct proto__field *proto__find_field(const struct proto__command *c,
 }
 
 /* Whether the request named field name of command c; given as for checks. */
-bool proto__given(const struct proto__command *c, uint32_t given, const char *name)
+bool proto__given(const struct proto__command *c, uint64_t given, const char *name)
 {
 	size_t index;
 
@@ -503,13 +566,26 @@ bool proto__given(const struct proto__command *c, uint32_t given, const char *na
 		assert(!"no such field");
 		return false;
 	}
-	return given & (UINT32_C(1) << index);
+	return given & (UINT64_C(1) << index);
+}
+
+/* At most one of cgroup, unit and container. */
+static int proto__who_check(const struct proto_cgroup_filter *who, char *err, size_t err_size)
+{
+	if (!!who->cgroup[0] + !!who->unit[0] + !!who->container[0] > 1)
+		return proto__fail(err, err_size,
+				   "fields 'cgroup', 'unit' and 'container' exclude each other: give "
+				   "one");
+	return 0;
 }
 
 int proto__capture_check(const void *args, const struct proto__command *command,
-				uint32_t given, char *err, size_t err_size)
+				uint64_t given, char *err, size_t err_size)
 {
 	const struct proto_capture_request *c = args;
+
+	if (proto__who_check(&c->who, err, err_size) < 0)
+		return -EINVAL;
 
 	if (c->max_block_us && c->max_block_us < c->min_block_us)
 		return proto__fail(err, err_size,
@@ -608,13 +684,15 @@ static int proto__range_check(const struct proto__command *c, int64_t from_ms, i
 	return 0;
 }
 
-int proto__export_check(const void *args, const struct proto__command *c, uint32_t given,
+int proto__export_check(const void *args, const struct proto__command *c, uint64_t given,
 			       char *err, size_t err_size)
 {
 	const struct proto_export_request *e = args;
 	int r;
 
 	(void)given;
+	if (proto__who_check(&e->who, err, err_size) < 0)
+		return -EINVAL;
 	if (e->oncpu && e->kind != PROTO_KIND_OFFCPU)
 		return proto__fail(err, err_size, "field 'oncpu' needs kind offcpu, not %s",
 				   proto_kind_name(e->kind));
@@ -626,16 +704,18 @@ int proto__export_check(const void *args, const struct proto__command *c, uint32
 	return r < 0 ? r : proto__export_diff_check(e, err, err_size);
 }
 
-int proto__hist_check(const void *args, const struct proto__command *c, uint32_t given,
+int proto__hist_check(const void *args, const struct proto__command *c, uint64_t given,
 			     char *err, size_t err_size)
 {
 	const struct proto_hist_request *h = args;
 
 	(void)given;
+	if (proto__who_check(&h->who, err, err_size) < 0)
+		return -EINVAL;
 	return proto__range_check(c, h->from_ms, h->to_ms, h->capture_id, err, err_size);
 }
 
-int proto__heatmap_check(const void *args, const struct proto__command *c, uint32_t given,
+int proto__heatmap_check(const void *args, const struct proto__command *c, uint64_t given,
 				char *err, size_t err_size)
 {
 	const struct proto_heatmap_request *h = args;
@@ -649,7 +729,7 @@ int proto__heatmap_check(const void *args, const struct proto__command *c, uint3
 	return proto__range_check(c, h->from_ms, h->to_ms, 0, err, err_size);
 }
 
-int proto__latency_check(const void *args, const struct proto__command *c, uint32_t given,
+int proto__latency_check(const void *args, const struct proto__command *c, uint64_t given,
 				char *err, size_t err_size)
 {
 	const struct proto_latency_request *l = args;

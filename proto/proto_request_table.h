@@ -62,7 +62,7 @@ struct proto__command;
 
 /* Rules that span fields, checked once all fields are in. given: bit i set
  * if the request named the command's field i (see proto__given()). */
-typedef int proto__check_fn(const void *args, const struct proto__command *c, uint32_t given,
+typedef int proto__check_fn(const void *args, const struct proto__command *c, uint64_t given,
 			    char *err, size_t err_size);
 proto__check_fn proto__capture_check, proto__export_check, proto__hist_check,
 	proto__latency_check, proto__heatmap_check;
@@ -89,6 +89,6 @@ extern const char *const proto__metric_names[];
 const struct proto__field *proto__find_field(const struct proto__command *c, const char *name,
 					     size_t *ret_index);
 /* Whether the request named field name of command c; given as for checks. */
-bool proto__given(const struct proto__command *c, uint32_t given, const char *name);
+bool proto__given(const struct proto__command *c, uint64_t given, const char *name);
 
 #endif

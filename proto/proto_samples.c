@@ -43,6 +43,13 @@ static int proto__samples_str(const cJSON *obj, const char *name, const char **r
 	return 0;
 }
 
+/* A string that may be absent (NULL then). */
+static int proto__samples_optional(const cJSON *obj, const char *name, const char **ret)
+{
+	*ret = NULL;
+	return cJSON_GetObjectItemCaseSensitive(obj, name) ? proto__samples_str(obj, name, ret) : 0;
+}
+
 /* Fills r->rows from the array a; rows point into r->root. */
 static int proto__samples_fill(struct proto__samples *r, const cJSON *a)
 {
@@ -67,9 +74,17 @@ static int proto__samples_fill(struct proto__samples *r, const cJSON *a)
 		    proto__frames_len(o, "kstack", false, &s->n_kstack) < 0 ||
 		    proto__frames_len(o, "chain", true, &s->n_chain) < 0)
 			return -EINVAL;
-		/* Daemons from before kinds send no "kind": offcpu rows. */
-		if (cJSON_GetObjectItemCaseSensitive(o, "kind") &&
-		    proto__samples_str(o, "kind", &s->kind) < 0)
+		/* Daemons from before kinds send no "kind": offcpu rows; the
+		 * identities are sent only where known. */
+		if ((cJSON_GetObjectItemCaseSensitive(o, "kind") &&
+		     proto__samples_str(o, "kind", &s->kind) < 0) ||
+		    proto__samples_optional(o, "cgroup", &s->cgroup) < 0 ||
+		    proto__samples_optional(o, "unit", &s->unit) < 0 ||
+		    proto__samples_optional(o, "container", &s->container) < 0 ||
+		    proto__samples_optional(o, "runtime", &s->runtime) < 0 ||
+		    proto__samples_optional(o, "pod", &s->pod) < 0 ||
+		    (cJSON_GetObjectItemCaseSensitive(o, "ns_pid") &&
+		     proto__samples_u32(o, "ns_pid", &s->ns_pid) < 0))
 			return -EINVAL;
 		n = s->n_ustack + s->n_kstack + s->n_chain;
 		if (n > SIZE_MAX / sizeof(*r->frames) - n_frames - 1)

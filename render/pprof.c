@@ -258,6 +258,7 @@ struct enc {
 	int err;
 	/* String indices used by every sample. */
 	uint32_t key_comm, key_pid, key_tid, key_state, key_kind;
+	uint32_t key_cgroup, key_unit, key_container, key_pod, key_ns_pid;
 };
 
 static uint32_t enc_str(struct enc *e, const char *s)
@@ -399,6 +400,17 @@ static void enc_sample(struct enc *e, const struct proto_sample *r)
 	enc_label_num(e, e->key_tid, r->pid);
 	enc_label_str(e, e->key_state, r->state);
 	enc_label_str(e, e->key_kind, r->kind ? r->kind : "offcpu");
+	/* Who, where known: the labels Pyroscope and pprof's -tagfocus filter on. */
+	if (r->cgroup && *r->cgroup)
+		enc_label_str(e, e->key_cgroup, r->cgroup);
+	if (r->unit)
+		enc_label_str(e, e->key_unit, r->unit);
+	if (r->container)
+		enc_label_str(e, e->key_container, r->container);
+	if (r->pod)
+		enc_label_str(e, e->key_pod, r->pod);
+	if (r->ns_pid)
+		enc_label_num(e, e->key_ns_pid, r->ns_pid);
 	pb_sub(&e->top, PROFILE_SAMPLE, &e->msg);
 	enc_flush(e, Z_NO_FLUSH);
 }
@@ -511,6 +523,11 @@ int pprof_write(const struct proto_sample *rows, size_t n, const struct pprof_op
 	e.key_tid = enc_str(&e, "tid");
 	e.key_state = enc_str(&e, "state");
 	e.key_kind = enc_str(&e, "kind");
+	e.key_cgroup = enc_str(&e, "cgroup");
+	e.key_unit = enc_str(&e, "unit");
+	e.key_container = enc_str(&e, "container");
+	e.key_pod = enc_str(&e, "pod");
+	e.key_ns_pid = enc_str(&e, "ns_pid");
 	if (opts->comment)
 		comment = enc_str(&e, opts->comment);
 

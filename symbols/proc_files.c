@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "hashtab.h"
+#include "pid_ns.h"
 #include "proc_maps.h"
 
 #define PF_SWEEP_NS   (5 * 1000000000ull)
@@ -44,6 +45,7 @@ struct pf_proc {
 	uint64_t exited_ns; /* 0: alive when last looked at */
 	char *lines;	    /* its executable maps lines, '\n'-terminated */
 	size_t len;
+	uint32_t ns_pid; /* its pid in its own pid namespace (pid_ns.h), when noted */
 	struct pf_file_ref {
 		uint64_t dev, ino;
 	} * files; /* the files it holds a reference on */
@@ -310,6 +312,9 @@ static int pf_store_lines(struct proc_files *pf, uint32_t tgid, const char *line
 
 	if (!len || lines[len - 1] != '\n' || len > PF_MAPS_BYTES)
 		return -EINVAL;
+	/* Read while it lives: the drain that names its rows may come after. */
+	if (!exited_ns)
+		pid_ns_innermost(pf->proc_root, tgid, &fresh.ns_pid);
 	fresh.lines = malloc(len + 1);
 	if (!fresh.lines)
 		return -ENOMEM;
@@ -330,6 +335,21 @@ int proc_files_note(struct proc_files *pf, uint32_t tgid, const char *lines, siz
 		len = (size_t)(nl - lines) + 1;
 	}
 	return pf_store_lines(pf, tgid, lines, len, pf_now_ns(), 0);
+}
+
+int proc_files_ns_pid(struct proc_files *pf, uint32_t tgid, uint32_t *ret)
+{
+	struct pf_proc *p;
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&pf->lock);
+	p = pf_proc_find(pf, tgid);
+	if (p) {
+		*ret = p->ns_pid;
+		r = 0;
+	}
+	pthread_mutex_unlock(&pf->lock);
+	return r;
 }
 
 int proc_files_keep(struct proc_files *pf, uint32_t tgid, const char *lines, size_t len)

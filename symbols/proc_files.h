@@ -52,6 +52,11 @@ int proc_files_note(struct proc_files *pf, uint32_t tgid, const char *lines, siz
  * Returns 0, -EINVAL or -ENOMEM. */
 int proc_files_keep(struct proc_files *pf, uint32_t tgid, const char *lines, size_t len);
 
+/* The pid in its own pid namespace (pid_ns.h) of tgid as read when its
+ * maps were noted, into *ret (0: tgid itself, or not read). Returns 0, or
+ * -ENOENT if tgid is not kept. */
+int proc_files_ns_pid(struct proc_files *pf, uint32_t tgid, uint32_t *ret);
+
 /* Calls parse(arg, line) on each kept executable mapping of tgid, a
  * /proc/PID/maps line (parse may change it), until parse returns < 0.
  * Returns that, 0, or -ENOENT if tgid is not kept. */

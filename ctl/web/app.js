@@ -14,6 +14,7 @@ const ROW_H = 14;
 const DEFAULTS = {
 	window: "last1h", from: "", to: "", kind: "offcpu", rows: "process", refresh: "0",
 	pid: "", comm: "", state: "", grep: "", exclude: "", sel: "", base: "", histkind: "offcpu",
+	cgroup: "", unit: "", container: "", group_by: "comm",
 };
 
 let view = readURL();
@@ -75,6 +76,12 @@ function heatRange() {
 
 function filterParams() {
 	return { kind: view.kind, pid: view.pid, comm: view.comm, state: view.state };
+}
+
+/* Who the flame graph and histograms are about; the heatmap's index has no
+ * cgroups, so it shows everyone. */
+function whoParams() {
+	return { cgroup: view.cgroup, unit: view.unit, container: view.container };
 }
 
 /* ---- heatmap ---- */
@@ -301,7 +308,8 @@ function exportParams() {
 	const b = parseRange(view.sel), a = parseRange(view.base);
 	return {
 		from: (b.from / 1000).toFixed(3), to: (b.to / 1000).toFixed(3), ...filterParams(),
-		grep: view.grep, exclude: view.exclude,
+		grep: view.grep, exclude: view.exclude, ...whoParams(),
+		group_by: view.group_by === "comm" ? "" : view.group_by,
 		diff_against: a ? rangeText(a.from, a.to) : "",
 	};
 }
@@ -310,7 +318,8 @@ function exportParams() {
 function cliText(p) {
 	let s = `offcpuctl export --from ${p.from} --to ${p.to}`;
 	const opts = { kind: "--kind", pid: "--pid", comm: "--comm", state: "--state", grep: "--grep",
-		exclude: "--exclude", diff_against: "--diff-against" };
+		exclude: "--exclude", cgroup: "--cgroup", unit: "--unit", container: "--container",
+		group_by: "--group-by", diff_against: "--diff-against" };
 	for (const k in opts)
 		if (p[k] && !(k === "kind" && p[k] === "offcpu"))
 			s += ` ${opts[k]} '${p[k]}'`;
@@ -373,7 +382,7 @@ async function loadHist() {
 	try {
 		h = (await getJSON(api("/api/hist", {
 			from: (b.from / 1000).toFixed(3), to: (b.to / 1000).toFixed(3), pid: view.pid,
-			kind: view.histkind,
+			...whoParams(), kind: view.histkind,
 		}))).hist;
 	} catch (e) {
 		out.textContent = String(e.message);
@@ -499,7 +508,7 @@ async function loadBlocked() {
 
 function fillForms() {
 	for (const k of ["window", "from", "to", "kind", "rows", "refresh", "pid", "comm", "state",
-		"grep", "exclude", "histkind"])
+		"grep", "exclude", "cgroup", "unit", "container", "group_by", "histkind"])
 		$(k).value = view[k];
 }
 
@@ -529,7 +538,7 @@ $("view").addEventListener("submit", (ev) => {
 });
 $("filters").addEventListener("submit", (ev) => {
 	ev.preventDefault();
-	readForm(["pid", "comm", "state", "grep", "exclude"]);
+	readForm(["pid", "comm", "state", "grep", "exclude", "cgroup", "unit", "container", "group_by"]);
 	writeURL();
 	refreshAll();
 });
@@ -543,6 +552,11 @@ $("histkind").addEventListener("change", () => {
 	view.histkind = $("histkind").value;
 	writeURL();
 	loadHist();
+});
+$("group_by").addEventListener("change", () => {
+	view.group_by = $("group_by").value;
+	writeURL();
+	loadFlame();
 });
 $("blockedrefresh").addEventListener("click", loadBlocked);
 window.addEventListener("resize", drawHeatmap);

@@ -14,6 +14,7 @@ struct blocked_thread {
 	char comm[OFFCPU_COMM_LEN + 1];
 	char waker_comm[OFFCPU_COMM_LEN + 1];
 	char *ustack, *kstack; /* the names, split in place into the frames */
+	char *cgroup;	       /* its cgroup's path; NULL: not known */
 	const char **frames;   /* ustack's, then kstack's */
 	size_t rec;	       /* its record's index */
 };
@@ -97,9 +98,15 @@ static int thread_name(struct blocked_thread *t, const struct offcpu_blocked *b,
 {
 	const char **next;
 
+	char path[4096];
+
 	t->ustack = stack_names(lk, &b->ustack, b->tgid, false);
 	t->kstack = stack_names(lk, &b->kstack, b->tgid, true);
 	if (!t->ustack || !t->kstack)
+		return -ENOMEM;
+	if (b->cgroup && lk->cgroup_path &&
+	    lk->cgroup_path(lk->arg, b->cgroup, b->tgid, path, sizeof(path)) == 0 &&
+	    !(t->cgroup = strdup(path)))
 		return -ENOMEM;
 	t->frames =
 		calloc(frames_count(t->ustack) + frames_count(t->kstack) + 1, sizeof(*t->frames));
@@ -175,6 +182,7 @@ int blocked_answer_new(const struct offcpu_blocked *recs, size_t n,
 		/* Pointers into t only now: sorting moved it. */
 		t->pub.comm = t->comm;
 		t->pub.waker_comm = t->waker_comm[0] ? t->waker_comm : NULL;
+		t->pub.cgroup = t->cgroup;
 		a->list[i] = t->pub;
 	}
 	a->pub.now_ms = clock->now_ms;
@@ -201,6 +209,7 @@ void blocked_answer_free(struct blocked_answer *a)
 		free(a->threads[i].ustack);
 		free(a->threads[i].kstack);
 		free(a->threads[i].frames);
+		free(a->threads[i].cgroup);
 	}
 	free(a->threads);
 	free(a->list);

@@ -71,8 +71,9 @@ bool capture_target_exited(const char *proc_root, const struct proto_capture_req
 	       capture_check_targets(proc_root, req, err, sizeof(err)) < 0;
 }
 
-void capture_filter(const struct proto_capture_request *req, struct collector_filter *ret)
+void capture_filter(const struct capture *c, struct collector_filter *ret)
 {
+	const struct proto_capture_request *req = &c->req;
 	/* A wakeup graph shows only the waker: the target's stacks are not walked. */
 	bool target_stacks = req->kind != PROTO_KIND_WAKEUP;
 
@@ -81,6 +82,8 @@ void capture_filter(const struct proto_capture_request *req, struct collector_fi
 		.n_tgids = req->n_pids,
 		.tids = req->tids,
 		.n_tids = req->n_tids,
+		.cgroups = c->cgroups,
+		.n_cgroups = c->n_cgroups,
 		.state_mask = req->state_mask,
 		.min_block_ns = req->min_block_us * 1000,
 		.max_block_ns = req->max_block_us * 1000,
@@ -226,7 +229,8 @@ static char *capture_reply_profile(const struct capture *c, const struct profile
 		profile_samples_free(samples, n_samples);
 		return line;
 	}
-	r = reply_render(profile_folded(p, want_user, want_kernel, c->req.metric),
+	r = reply_render(profile_folded_by(p, want_user, want_kernel, c->req.metric,
+					   c->req.group_by),
 			 &(struct reply_render_opts){
 				 .format = c->req.format,
 				 .render = &c->req.render,

@@ -45,6 +45,10 @@ struct capture {
 	uint32_t groups_loaded; /* program groups this capture loaded (1 << enum collector_group) */
 	uint64_t load_ns;	/* the time it waited for them */
 	struct sampling_summary sampling; /* of its slot's drains, if sampled */
+	/* The subtrees its cgroup, unit or container filter names (the kernel
+	 * decides): resolved when it was asked for. */
+	struct collector_cgroup cgroups[COLLECTOR_MAX_CGROUPS];
+	size_t n_cgroups;
 };
 
 /* Checks that every requested pid and tid exists under proc_root. Returns 0,
@@ -55,8 +59,8 @@ int capture_check_targets(const char *proc_root, const struct proto_capture_requ
 /* True if a requested pid or tid no longer exists. */
 bool capture_target_exited(const char *proc_root, const struct proto_capture_request *req);
 
-/* The collector filter of a request (pointing into req). */
-void capture_filter(const struct proto_capture_request *req, struct collector_filter *ret);
+/* The collector filter of a capture (pointing into c). */
+void capture_filter(const struct capture *c, struct collector_filter *ret);
 
 /*
  * The reply line for a finished capture; NULL on ENOMEM. counters_now are

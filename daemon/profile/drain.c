@@ -17,7 +17,8 @@ struct name_key {
 	uint64_t hash;
 	uint32_t tgid;
 	uint32_t kind; /* 0 user stack, 1 kernel stack, 2 waker chain, 3 user stack + file,
-			* 4 and 5 user and kernel stack + DRAIN_IN_PROGRESS_FRAME */
+			* 4 and 5 user and kernel stack + DRAIN_IN_PROGRESS_FRAME,
+			* 6 cgroup path (hash: its id) */
 };
 
 /* A drain's name: its own, or one of struct drain_names' (kept). */
@@ -519,6 +520,44 @@ static const char *chain_get(struct drain_result *r, const struct drain_lookup *
 	return slot->name ? slot->name : "[out of memory]";
 }
 
+/* The path of row's cgroup, named once per drain. */
+static const char *cgroup_get(struct drain_result *r, const struct drain_lookup *lk,
+			      const struct offcpu_key *k)
+{
+	struct name_key key = { .hash = k->cgroup, .kind = 6 };
+	struct drain_name *slot;
+	char buf[4096];
+
+	if (!k->cgroup || !lk->cgroup_path)
+		return "";
+	slot = hashtab_get(r->names, &key);
+	if (slot)
+		return slot->name;
+	slot = hashtab_put(r->names, &key, NULL);
+	if (!slot)
+		return "";
+	slot->name = strdup(lk->cgroup_path(lk->arg, k->cgroup, k->tgid, buf, sizeof(buf)) < 0
+				    ? ""
+				    : buf);
+	return slot->name ? slot->name : "";
+}
+
+/* Process tgid's pid in its pid namespace, read once per drain. */
+static uint32_t ns_pid_get(struct drain_result *r, const struct drain_lookup *lk, uint32_t tgid)
+{
+	uint32_t *ns_pid;
+	bool created;
+
+	if (!lk->ns_pid || !tgid)
+		return 0;
+	ns_pid = hashtab_put(r->ns_pids, &tgid, &created);
+	if (!ns_pid)
+		return 0;
+	if (created)
+		*ns_pid = lk->ns_pid(lk->arg, tgid);
+	return *ns_pid;
+}
+
 void drain_unsampled_names(struct drain_row *row)
 {
 	row->kstack = "";
@@ -535,6 +574,8 @@ int drain_run(struct collector_batch *b, const struct drain_lookup *lk,
 	memcpy(ret->counters, b->counters, sizeof(ret->counters));
 	drain_names_check(kept, lk);
 	r = hashtab_new(sizeof(struct name_key), sizeof(struct drain_name), &ret->names);
+	if (r == 0)
+		r = hashtab_new(sizeof(uint32_t), sizeof(uint32_t), &ret->ns_pids);
 	if (r < 0)
 		return r;
 	r = sampling_calibrate(&b->rows, &b->n_rows, b->totals, b->n_totals, carry, ret->sampling);
@@ -554,6 +595,8 @@ int drain_run(struct collector_batch *b, const struct drain_lookup *lk,
 		row->key = b->rows[i].key;
 		row->value = b->rows[i].value;
 		row->value.comm[sizeof(row->value.comm) - 1] = '\0';
+		row->cgroup = cgroup_get(ret, lk, &row->key);
+		row->ns_pid = ns_pid_get(ret, lk, row->key.tgid);
 		if (row->key.flags & OFFCPU_KEY_UNSAMPLED) {
 			drain_unsampled_names(row);
 			continue;
@@ -593,6 +636,7 @@ void drain_result_release(struct drain_result *r)
 			if (!name->kept)
 				free(name->name);
 	hashtab_free(r->names);
+	hashtab_free(r->ns_pids);
 	free(r->rows);
 	free(r->hists);
 	memset(r, 0, sizeof(*r));

@@ -42,6 +42,8 @@ struct drain_row {
 	const char *kstack;
 	const char *chain;     /* the waker part (levels joined by "--"); "" if none */
 	uint32_t ustack_flags; /* OFFCPU_STACK_* of the user stack */
+	const char *cgroup;    /* the key's cgroup by path; "" if not known */
+	uint32_t ns_pid;       /* its process's pid in its own pid namespace; 0: tgid */
 };
 
 struct drain_result {
@@ -54,6 +56,7 @@ struct drain_result {
 	struct sampling_summary sampling[OFFCPU_MAX_SLOTS]; /* of sampled slots */
 	/* private: */
 	struct hashtab *names;
+	struct hashtab *ns_pids; /* tgid -> its ns_pid, as named this drain */
 };
 
 /* What naming a batch asks of the world: the daemon answers from the
@@ -73,6 +76,12 @@ struct drain_lookup {
 	/* A number that changes when a name given before for a stack of file
 	 * frames may no longer be right (a file id forgotten); NULL: never. */
 	uint64_t (*names_epoch)(void *arg);
+	/* The path of cgroup id (of a thread of process tgid), into buf: 0, or
+	 * < 0 if it is not known (the row's cgroup is then ""). NULL: none. */
+	int (*cgroup_path)(void *arg, uint64_t id, uint32_t tgid, char *buf, size_t size);
+	/* Process tgid's pid in its own pid namespace; 0: the same, or not
+	 * known. NULL: none. */
+	uint32_t (*ns_pid)(void *arg, uint32_t tgid);
 };
 
 /* Names kept from one drain to the next, for the stacks whose names do not

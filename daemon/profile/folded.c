@@ -42,7 +42,8 @@ void folded_free(struct folded *f)
 	free(f);
 }
 
-/* A comm may hold any byte but NUL; ';' or a newline would break the line. */
+/* A comm (or a group's name) may hold any byte but NUL; ';' or a newline
+ * would break the line. */
 static void comm_sanitize(char *dst, size_t size, const char *comm)
 {
 	size_t i;
@@ -70,6 +71,20 @@ int folded_add(struct folded *f, const struct folded_stack *st, bool want_user, 
 	line = folded_line_format(name, &row);
 	if (!line)
 		return -ENOMEM;
+	if (st->group && *st->group) {
+		size_t n = strlen(st->group) + 1;
+		char *grouped = malloc(n + strlen(line) + 1);
+
+		if (!grouped) {
+			free(line);
+			return -ENOMEM;
+		}
+		comm_sanitize(grouped, n, st->group);
+		grouped[n - 1] = ';';
+		strcpy(grouped + n, line);
+		free(line);
+		line = grouped;
+	}
 
 	if (f->n == f->cap) {
 		size_t cap = f->cap ? f->cap * 2 : 64;

@@ -24,6 +24,7 @@ void folded_free(struct folded *f);  /* NULL-safe */
 
 /* One stack to add; the strings are ';'-joined frames ("" if none). */
 struct folded_stack {
+	const char *group; /* the root frame above comm (--group-by); NULL or "": none */
 	const char *comm;
 	const char *ustack; /* root->leaf */
 	const char *kstack; /* root->leaf */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "folded.h"
+#include "cgroup_identity.h"
 #include "frame.h"
 #include "hashtab.h"
 #include "thread_state.h"
@@ -19,7 +20,9 @@ struct profile_value {
 	const char *ustack; /* the profile's names; NULL if out of memory */
 	const char *kstack;
 	const char *chain;
+	const char *cgroup;
 	uint32_t ustack_flags; /* of the first row: rows with the same names were walked alike */
+	uint32_t ns_pid;       /* of the first row: a process's, as its tgid */
 };
 
 struct profile {
@@ -104,6 +107,7 @@ int profile_add_row(struct profile *p, const struct profile_row *row)
 		.kstack = name_hash(row->kstack),
 		.ustack = name_hash(row->ustack),
 		.chain = name_hash(row->chain ? row->chain : ""),
+		.cgroup = name_hash(row->cgroup ? row->cgroup : ""),
 	};
 	struct profile_value *v;
 	bool created;
@@ -116,8 +120,10 @@ int profile_add_row(struct profile *p, const struct profile_row *row)
 		v->ustack = name_get(p, key.ustack, row->ustack);
 		v->kstack = name_get(p, key.kstack, row->kstack);
 		v->chain = name_get(p, key.chain, row->chain ? row->chain : "");
+		v->cgroup = name_get(p, key.cgroup, row->cgroup ? row->cgroup : "");
 		v->ustack_flags = row->ustack_flags;
-		if (!v->ustack || !v->kstack || !v->chain)
+		v->ns_pid = row->ns_pid;
+		if (!v->ustack || !v->kstack || !v->chain || !v->cgroup)
 			return -ENOMEM; /* the row stays, named "" by the readers */
 	}
 	v->sum_ns += row->sum_ns;
@@ -184,6 +190,8 @@ int profile_add(struct profile *p, const struct drain_row *row)
 		.kind = row->key.kind,
 		.chain = row->chain,
 		.ustack_flags = row->ustack_flags,
+		.cgroup = row->cgroup,
+		.ns_pid = row->ns_pid,
 	};
 
 	return profile_add_row(p, &r);
@@ -211,6 +219,8 @@ int profile_foreach(const struct profile *p, int (*fn)(void *arg, const struct p
 			.kind = key->kind,
 			.chain = v->chain ? v->chain : "",
 			.ustack_flags = v->ustack_flags,
+			.cgroup = v->cgroup ? v->cgroup : "",
+			.ns_pid = v->ns_pid,
 		};
 
 		r = fn(arg, &row);
@@ -234,13 +244,61 @@ struct folded_args {
 	struct folded *f;
 	bool want_user, want_kernel;
 	enum proto_metric metric;
+	enum proto_group_by group_by;
+	struct hashtab *process_names; /* PROCESS: tgid -> char[OFFCPU_COMM_LEN] */
 };
+
+/* A process's name: its main thread's, else the first of its threads seen. */
+static int note_process_name(void *arg, const struct profile_row *row)
+{
+	char *name;
+	bool created;
+
+	name = hashtab_put(arg, &row->tgid, &created);
+	if (!name)
+		return -ENOMEM;
+	if (created || row->pid == row->tgid)
+		snprintf(name, OFFCPU_COMM_LEN, "%s", row->comm);
+	return 0;
+}
+
+/* The root frame of row as a grouped by; NULL for none (by comm). */
+static const char *group_frame(const struct folded_args *a, const struct profile_row *row,
+			       char *buf, size_t size)
+{
+	struct cgroup_identity_names names;
+	const char *name;
+
+	switch (a->group_by) {
+	case PROTO_GROUP_BY_PROCESS:
+		name = hashtab_get(a->process_names, &row->tgid);
+		snprintf(buf, size, "%s [%u]", name ? name : row->comm, row->tgid);
+		return buf;
+	case PROTO_GROUP_BY_UNIT:
+		cgroup_identity_names(row->cgroup, &names);
+		snprintf(buf, size, "%s", names.unit[0] ? names.unit : PROTO_NO_UNIT);
+		return buf;
+	case PROTO_GROUP_BY_CONTAINER:
+		cgroup_identity_names(row->cgroup, &names);
+		if (!names.container[0])
+			return PROTO_NO_CONTAINER;
+		snprintf(buf, size, "%s:%.12s", names.runtime, names.container);
+		return buf;
+	case PROTO_GROUP_BY_CGROUP:
+		return row->cgroup && *row->cgroup ? row->cgroup : PROTO_NO_CGROUP;
+	case PROTO_GROUP_BY_COMM:
+		break;
+	}
+	return NULL;
+}
 
 static int add_folded(void *arg, const struct profile_row *row)
 {
 	struct folded_args *a = arg;
+	char group[CGROUP_UNIT_SIZE + 32];
 
 	struct folded_stack st = {
+		.group = group_frame(a, row, group, sizeof(group)),
 		.comm = row->comm,
 		.ustack = row->ustack,
 		.kstack = row->kstack,
@@ -258,16 +316,29 @@ static int add_folded(void *arg, const struct profile_row *row)
 char *profile_folded(const struct profile *p, bool want_user, bool want_kernel,
 		     enum proto_metric metric)
 {
+	return profile_folded_by(p, want_user, want_kernel, metric, PROTO_GROUP_BY_COMM);
+}
+
+char *profile_folded_by(const struct profile *p, bool want_user, bool want_kernel,
+			enum proto_metric metric, enum proto_group_by group_by)
+{
 	struct folded_args a = { .want_user = want_user,
 				 .want_kernel = want_kernel,
-				 .metric = metric };
+				 .metric = metric,
+				 .group_by = group_by };
 	char *text = NULL;
 
+	if (group_by == PROTO_GROUP_BY_PROCESS &&
+	    (hashtab_new(sizeof(uint32_t), OFFCPU_COMM_LEN, &a.process_names) < 0 ||
+	     profile_foreach(p, note_process_name, a.process_names) < 0))
+		goto out;
 	if (folded_new(&a.f) < 0)
-		return NULL;
+		goto out;
 	if (profile_foreach(p, add_folded, &a) == 0)
 		text = folded_text(a.f, metric == PROTO_METRIC_TIME ? 1000 : 1);
 	folded_free(a.f);
+out:
+	hashtab_free(a.process_names);
 	return text;
 }
 
@@ -300,6 +371,27 @@ struct samples_args {
 	size_t n;
 };
 
+/* A sample's identity strings, one allocation freed with the sample. */
+static int sample_identity(struct proto_sample *s, const struct profile_row *row)
+{
+	struct cgroup_identity_names *names;
+
+	s->ns_pid = row->ns_pid;
+	if (!row->cgroup || !*row->cgroup)
+		return 0;
+	names = malloc(sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	cgroup_identity_names(row->cgroup, names);
+	s->identity = names;
+	s->cgroup = row->cgroup;
+	s->unit = names->unit[0] ? names->unit : NULL;
+	s->container = names->container[0] ? names->container : NULL;
+	s->runtime = names->container[0] ? names->runtime : NULL;
+	s->pod = names->pod[0] ? names->pod : NULL;
+	return 0;
+}
+
 static int add_sample(void *arg, const struct profile_row *row)
 {
 	struct samples_args *a = arg;
@@ -317,6 +409,8 @@ static int add_sample(void *arg, const struct profile_row *row)
 	s->ustack = frames_split(row->ustack, &s->n_ustack);
 	s->kstack = frames_split(row->kstack, &s->n_kstack);
 	s->chain = frames_split(row->chain, &s->n_chain);
+	if (sample_identity(s, row) < 0)
+		return -ENOMEM;
 	return s->ustack && s->kstack && s->chain ? 0 : -ENOMEM;
 }
 
@@ -344,6 +438,7 @@ void profile_samples_free(struct proto_sample *samples, size_t n)
 		free((void *)samples[i].ustack);
 		free((void *)samples[i].kstack);
 		free((void *)samples[i].chain);
+		free(samples[i].identity);
 	}
 	free(samples);
 }

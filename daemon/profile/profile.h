@@ -32,6 +32,9 @@ struct profile_row {
 	uint32_t kind;	       /* enum offcpu_kind */
 	const char *chain;     /* the waker part, folded order; "" if none */
 	uint32_t ustack_flags; /* OFFCPU_STACK_*: how the user stack was walked */
+	/* The thread's cgroup v2 path (cgroup_paths.h); "": not known. */
+	const char *cgroup;
+	uint32_t ns_pid; /* the process's pid in its own pid namespace; 0: tgid, or not known */
 };
 
 int profile_new(struct profile **ret); /* 0 or -ENOMEM */
@@ -63,6 +66,10 @@ size_t profile_rows(const struct profile *p);
  * or bytes (proto_metric_unit()). NULL on ENOMEM. */
 char *profile_folded(const struct profile *p, bool want_user, bool want_kernel,
 		     enum proto_metric metric);
+
+/* The same, with group_by's root frame above each line's comm. */
+char *profile_folded_by(const struct profile *p, bool want_user, bool want_kernel,
+			enum proto_metric metric, enum proto_group_by group_by);
 
 /* Rows as protocol samples, frames root->leaf. Returns 0 or -ENOMEM; free
  * with profile_samples_free(). */

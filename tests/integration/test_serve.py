@@ -17,6 +17,7 @@ import tempfile
 import time
 import unittest
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from offcpu_env import OFFCPUCTL, Daemon, Workload, browser_missing, check_sanitizer_report, node_env
@@ -72,6 +73,38 @@ class Server:
 
 def sec(ms):
     return f"{ms / 1000:.3f}"
+
+
+def cgroup2_mount():
+    """Where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or
+    /sys/fs/cgroup/unified beside v1 controllers), or None."""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if fields[2] == "cgroup2":
+                return fields[1]
+    return None
+
+
+def cgroup_of(pid):
+    """pid's cgroup v2 path, as /proc/PID/cgroup and offcpud name it."""
+    with open(f"/proc/{pid}/cgroup") as f:
+        return next(line[3:].rstrip("\n") for line in f if line.startswith("0::"))
+
+
+def rmdir_retry(path, timeout=5):
+    """rmdir of a cgroup whose last task is exiting: busy until it is gone."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def folded_total_us(text):
@@ -206,6 +239,19 @@ class ServeTest(unittest.TestCase):
             ("/api/hist?window=last1m&kind=wakeup", 400, "bad_request", "must be one of: offcpu, runq"),
             ("/api/heatmap?window=last1m&rows=cpu", 400, "bad_request", "bad rows"),
             ("/api/heatmap?capture=1", 400, "bad_request", "takes no parameter 'capture'"),
+            ("/api/export?window=last1m&group_by=pid", 400, "bad_request",
+             "bad group_by 'pid': want comm, process, unit, container or cgroup"),
+            ("/api/export?window=last1m&cgroup=/a&unit=nginx", 400, "bad_request",
+             "cgroup, unit and container exclude each other: give one"),
+            ("/api/hist?window=last1m&unit=nginx&container=ab12", 400, "bad_request",
+             "cgroup, unit and container exclude each other: give one"),
+            ("/api/export?window=last1m&cgroup=system.slice", 400, "bad_request",
+             "bad cgroup 'system.slice': want an absolute cgroup v2 path"),
+            ("/api/export?window=last1m&unit=a/b", 400, "bad_request", "bad unit 'a/b'"),
+            ("/api/hist?window=last1m&container=xyz", 400, "bad_request",
+             "bad container 'xyz': want up to 64 hex digits"),
+            ("/api/hist?window=last1m&group_by=cgroup", 400, "bad_request",
+             "takes no parameter 'group_by'"),
             ("/api/export?from=1000&to=2000&format=svg", 404, "no_data", ""),
             ("/api/nothing", 404, "not_found", ""),
         ]
@@ -220,6 +266,87 @@ class ServeTest(unittest.TestCase):
             self.assertEqual((status, body["error"]["code"]), (503, "not_running"))
         finally:
             other.stop()
+
+    def test_export_by_cgroup(self):
+        mount = cgroup2_mount()
+        if not mount:
+            self.skipTest("no cgroup v2 hierarchy is mounted")
+        test_dir = os.path.join(mount, "offcpu-serve-test")
+        rmdir_retry(test_dir)  # a killed run's, empty once its tasks are gone
+        os.mkdir(test_dir)
+        # A shell that sleeps 50 ms at a time, in a cgroup of its own: it
+        # waits for its sleeps, which are born in the cgroup too.
+        sleeper = subprocess.Popen(["sh", "-c", "while :; do sleep 0.05; done"])
+        try:
+            with open(os.path.join(test_dir, "cgroup.procs"), "w") as f:
+                f.write(str(sleeper.pid))
+            path = cgroup_of(sleeper.pid)
+            self.assertTrue(path.endswith("/offcpu-serve-test"), path)
+            begin = now_ms()
+            time.sleep(2)
+            end = now_ms()
+            wait_stored(self.daemon, end)
+        finally:
+            sleeper.kill()
+            sleeper.wait()
+            rmdir_retry(test_dir)
+        f, t = sec(begin), sec(end)
+
+        # group_by=cgroup: every stack's root frame is a cgroup, the sleeper's among them.
+        status, ctype, body = self.server.get(f"/api/export?from={f}&to={t}&group_by=cgroup")
+        self.assertEqual((status, ctype), (200, "text/plain; charset=utf-8"), body[:300])
+        lines = body.decode().splitlines()
+        roots = {line.split(";", 1)[0] for line in lines}
+        self.assertIn(path, roots)
+        # "[cgroup ID]": a cgroup offcpud could not name (gone before it looked).
+        self.assertTrue(all(r.startswith("/") or r == "[no cgroup]" or r.startswith("[cgroup ")
+                            for r in roots), roots)
+        self.assertTrue(any(line.startswith(f"{path};sh;") for line in lines), "the shell under its cgroup")
+        cli = subprocess.run([OFFCPUCTL, "--socket", self.daemon.socket, "export", "--from", f, "--to", t,
+                              "--group-by", "cgroup"], capture_output=True)
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        self.assertEqual(body, cli.stdout, "byte for byte offcpuctl export --group-by cgroup")
+
+        # cgroup=PATH: that cgroup's rows only, as offcpuctl export --cgroup.
+        q = f"from={f}&to={t}&cgroup={urllib.parse.quote(path)}"
+        status, _, body = self.server.get(f"/api/export?{q}&group_by=cgroup")
+        self.assertEqual(status, 200, body[:300])
+        self.assertEqual({line.split(";", 1)[0] for line in body.decode().splitlines()}, {path})
+        cli = subprocess.run([OFFCPUCTL, "--socket", self.daemon.socket, "export", "--from", f, "--to", t,
+                              "--cgroup", path, "--group-by", "cgroup"], capture_output=True)
+        self.assertEqual(body, cli.stdout)
+        status, body = self.server.json(f"/api/export?{q}&format=json")
+        self.assertEqual(status, 200, body)
+        samples = body["export"]["samples"]
+        self.assertTrue(samples)
+        self.assertEqual({r.get("cgroup") for r in samples}, {path})
+        self.assertIn(sleeper.pid, {r["tgid"] for r in samples})
+        # group_by=process: "name [pid]" roots.
+        status, _, body = self.server.get(f"/api/export?{q}&group_by=process")
+        self.assertEqual(status, 200, body[:300])
+        self.assertIn(f"sh [{sleeper.pid}]", {line.split(";", 1)[0] for line in body.decode().splitlines()})
+        # hist: the processes in that cgroup, not the daemon or this test.
+        status, body = self.server.json(f"/api/hist?{q}")
+        self.assertEqual(status, 200, body)
+        tgids = {p["tgid"] for p in body["hist"]["processes"]}
+        self.assertIn(sleeper.pid, tgids)
+        self.assertFalse(tgids & {os.getpid(), self.daemon.proc.pid, self.workload.pid}, tgids)
+
+    def test_page_has_cgroup_controls(self):
+        status, ctype, html = self.server.get("/")
+        self.assertEqual((status, ctype), (200, "text/html; charset=utf-8"))
+        html = html.decode()
+        for control in ('<input id="cgroup"', '<input id="unit"', '<input id="container"',
+                        '<select id="group_by">'):
+            self.assertIn(control, html)
+        select = html[html.index('<select id="group_by">'):]
+        select = select[:select.index("</select>")]
+        self.assertEqual(re.findall(r'<option value="(\w+)"', select),
+                         ["comm", "process", "unit", "container", "cgroup"])
+        status, _, js = self.server.get("/app.js")
+        self.assertEqual(status, 200)
+        for key in ("cgroup", "unit", "container", "group_by", "--group-by"):
+            self.assertIn(key, js.decode())
 
     def test_read_only_and_loopback(self):
         before = self.daemon.status()["counters"]

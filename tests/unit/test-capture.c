@@ -80,23 +80,30 @@ static void test_targets(void)
 
 static void test_filter(void)
 {
-	struct proto_capture_request req = { .kind = PROTO_KIND_OFFCPU, .min_block_us = 5 };
+	static struct capture c = {
+		.req = { .kind = PROTO_KIND_OFFCPU, .min_block_us = 5 },
+		.cgroups = { { .id = 4242, .level = 2 } },
+		.n_cgroups = 1,
+	};
+	struct proto_capture_request *req = &c.req;
 	struct collector_filter f;
 
-	capture_filter(&req, &f);
+	capture_filter(&c, &f);
 	CHECK(f.user_stacks && f.kernel_stacks);
 	CHECK(f.min_block_ns == 5000);
 	CHECK(f.sample_period_ns == 0);
-	req.stacks = PROTO_STACKS_KERNEL;
-	req.sampled = 1;
-	req.sample_period_us = 250;
-	capture_filter(&req, &f);
+	/* The subtrees its cgroup, unit or container named go to the kernel. */
+	CHECK(f.n_cgroups == 1 && f.cgroups[0].id == 4242 && f.cgroups[0].level == 2);
+	req->stacks = PROTO_STACKS_KERNEL;
+	req->sampled = 1;
+	req->sample_period_us = 250;
+	capture_filter(&c, &f);
 	CHECK(!f.user_stacks && f.kernel_stacks);
 	CHECK(f.sample_period_ns == 250000);
 	/* A wakeup graph walks only the waker's stacks, not the target's. */
-	req.stacks = PROTO_STACKS_BOTH;
-	req.kind = PROTO_KIND_WAKEUP;
-	capture_filter(&req, &f);
+	req->stacks = PROTO_STACKS_BOTH;
+	req->kind = PROTO_KIND_WAKEUP;
+	capture_filter(&c, &f);
 	CHECK(!f.user_stacks && !f.kernel_stacks);
 }
 

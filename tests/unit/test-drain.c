@@ -417,8 +417,60 @@ static void test_sched_lost(void)
 	free(name);
 }
 
+static int cgroup_lookups, ns_pid_lookups;
+
+static int cgroup_path(void *arg, uint64_t id, uint32_t tgid, char *buf, size_t size)
+{
+	(void)arg;
+	(void)tgid;
+	cgroup_lookups++;
+	if (id != 77)
+		return -ENOENT;
+	snprintf(buf, size, "/system.slice/a b.service");
+	return 0;
+}
+
+static uint32_t ns_pid(void *arg, uint32_t tgid)
+{
+	(void)arg;
+	ns_pid_lookups++;
+	return tgid == 10 ? 1 : 0;
+}
+
+/* Rows' cgroups named by path and processes' ns_pid, each once a drain,
+ * unsampled rows too; an id not named, or none, is "". */
+static void test_cgroups(void)
+{
+	struct collector_row rows[] = {
+		{ .key = { .tgid = 10, .pid = 10, .cgroup = 77 }, .value = { .sum_ns = 1 } },
+		{ .key = { .tgid = 10, .pid = 11, .cgroup = 77 }, .value = { .sum_ns = 2 } },
+		{ .key = { .tgid = 20, .pid = 20, .cgroup = 78 }, .value = { .sum_ns = 3 } },
+		{ .key = { .tgid = 30, .pid = 30 }, .value = { .sum_ns = 4 } },
+		{ .key = { .tgid = 10, .pid = 12, .cgroup = 77, .flags = OFFCPU_KEY_UNSAMPLED },
+		  .value = { .sum_ns = 5 } },
+	};
+	struct collector_batch b = { .rows = rows, .n_rows = 5 };
+	struct drain_lookup lk = lookup;
+	struct drain_result r;
+
+	lk.cgroup_path = cgroup_path;
+	lk.ns_pid = ns_pid;
+	CHECK(drain_run(&b, &lk, NULL, NULL, &r) == 0);
+	CHECK(r.n_rows == 5);
+	for (size_t i = 0; i < r.n_rows; i++) {
+		uint64_t id = r.rows[i].key.cgroup;
+
+		CHECK_STR(r.rows[i].cgroup, id == 77 ? "/system.slice/a b.service" : "");
+		CHECK(r.rows[i].ns_pid == (r.rows[i].key.tgid == 10 ? 1u : 0u));
+	}
+	CHECK(cgroup_lookups == 2);  /* 77 and 78, once each; 0 is none */
+	CHECK(ns_pid_lookups == 3); /* tgids 10, 20, 30 */
+	drain_result_release(&r);
+}
+
 int main(void)
 {
+	test_cgroups();
 	test_names();
 	test_empty();
 	test_kept_names();

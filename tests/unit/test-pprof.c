@@ -389,6 +389,11 @@ static void test_empty_exact_bytes(void)
 		0x32, 0x03, 't', 'i', 'd',
 		0x32, 0x05, 's', 't', 'a', 't', 'e',
 		0x32, 0x04, 'k', 'i', 'n', 'd',
+		0x32, 0x06, 'c', 'g', 'r', 'o', 'u', 'p',
+		0x32, 0x04, 'u', 'n', 'i', 't',
+		0x32, 0x09, 'c', 'o', 'n', 't', 'a', 'i', 'n', 'e', 'r',
+		0x32, 0x03, 'p', 'o', 'd',
+		0x32, 0x06, 'n', 's', '_', 'p', 'i', 'd',
 	};
 	/* clang-format on */
 	struct pprof_opts opts = { .kind = PROTO_KIND_OFFCPU };

@@ -159,6 +159,13 @@ int main(int argc, char **argv)
 	proc_files_stats(pf, &st);
 	CHECK(st.processes == 1 && st.exited == 0);
 	CHECK(st.files >= 2); /* exe and libc at least */
+	{
+		uint32_t ns_pid = 99;
+
+		/* Read when noted: in our pid namespace, none of its own. */
+		CHECK(proc_files_ns_pid(pf, pid, &ns_pid) == 0 && ns_pid == 0);
+		CHECK(proc_files_ns_pid(pf, 4194304, &ns_pid) == -ENOENT);
+	}
 	CHECK(unlink(exe) == 0);
 
 	/* A zombie's maps are empty: what was kept stays. */

@@ -1,6 +1,7 @@
 /* Unit test of daemon/profile/profile.c: rows merge by names, and every reader
  * (folded, samples, foreach) sees the same rows. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "profile.h"
@@ -39,6 +40,90 @@ static int same_stack_names(void *arg, const struct profile_row *r)
 		names[r->pid - 11][1] = r->kstack;
 	}
 	return 0;
+}
+
+#define DOCKER_ID "4d1f7a6c0123456789abcdef0123456789abcdef0123456789abcdef89abcdef"
+
+/* --group-by: the identity as the root frame, the thread's name below it;
+ * the same stack in two cgroups stays two rows, with their identities. */
+static void test_group_by(void)
+{
+	static const struct {
+		uint32_t tgid, pid;
+		const char *comm, *cgroup;
+		uint64_t ns;
+	} rows[] = {
+		{ 10, 10, "nginx", "/system.slice/nginx.service", 1000000 },
+		{ 10, 12, "worker", "/system.slice/nginx.service", 2000000 },
+		{ 20, 21, "java", "/system.slice/docker-" DOCKER_ID ".scope", 3000000 },
+		{ 30, 30, "odd;name", "", 4000000 },
+		{ 40, 40, "app", "/a b;c\xe2\x98\x83", 5000000 },
+	};
+	static const struct {
+		enum proto_group_by by;
+		const char *want;
+	} cases[] = {
+		{ PROTO_GROUP_BY_COMM, "app;f 5000\njava;f 3000\nnginx;f 1000\nodd_name;f 4000\n"
+				       "worker;f 2000\n" },
+		{ PROTO_GROUP_BY_PROCESS, "app [40];app;f 5000\njava [20];java;f 3000\n"
+					  "nginx [10];nginx;f 1000\nnginx [10];worker;f 2000\n"
+					  "odd_name [30];odd_name;f 4000\n" },
+		{ PROTO_GROUP_BY_UNIT, "[no unit];app;f 5000\n[no unit];odd_name;f 4000\n"
+				       "docker-" DOCKER_ID ".scope;java;f 3000\n"
+				       "nginx.service;nginx;f 1000\nnginx.service;worker;f 2000\n" },
+		{ PROTO_GROUP_BY_CONTAINER, "[no container];app;f 5000\n[no container];nginx;f 1000\n"
+					    "[no container];odd_name;f 4000\n"
+					    "[no container];worker;f 2000\n"
+					    "docker:4d1f7a6c0123;java;f 3000\n" },
+		{ PROTO_GROUP_BY_CGROUP, "/a b_c\xe2\x98\x83;app;f 5000\n"
+					 "/system.slice/docker-" DOCKER_ID ".scope;java;f 3000\n"
+					 "/system.slice/nginx.service;nginx;f 1000\n"
+					 "/system.slice/nginx.service;worker;f 2000\n"
+					 "[no cgroup];odd_name;f 4000\n" },
+	};
+	struct proto_sample *samples;
+	struct profile *p;
+	size_t n;
+
+	CHECK(profile_new(&p) == 0);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		CHECK(profile_add_row(p, &(struct profile_row){ .comm = rows[i].comm,
+								 .tgid = rows[i].tgid,
+								 .pid = rows[i].pid,
+								 .sum_ns = rows[i].ns,
+								 .count = 1,
+								 .ustack = "f",
+								 .kstack = "",
+								 .cgroup = rows[i].cgroup,
+								 .ns_pid = i == 2 ? 1 : 0 }) == 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *text = profile_folded_by(p, true, false, PROTO_METRIC_TIME, cases[i].by);
+
+		CHECK_MSG(text && !strcmp(text, cases[i].want), "(by %d: %s)", cases[i].by, text);
+		free(text);
+	}
+	/* One stack, two cgroups: two rows. */
+	CHECK(profile_add_row(p, &(struct profile_row){ .comm = "nginx", .tgid = 10, .pid = 10,
+							 .sum_ns = 1, .ustack = "f", .kstack = "",
+							 .cgroup = "/other" }) == 0);
+	CHECK(profile_rows(p) == 6);
+	/* JSON rows: the path, what it names, the pid in its namespace. */
+	CHECK(profile_samples(p, &samples, &n) == 0 && n == 6);
+	for (size_t i = 0; i < n; i++) {
+		if (samples[i].tgid == 20) {
+			CHECK_STR(samples[i].container, DOCKER_ID);
+			CHECK_STR(samples[i].runtime, "docker");
+			CHECK_STR(samples[i].unit, "docker-" DOCKER_ID ".scope");
+			CHECK(samples[i].ns_pid == 1 && !samples[i].pod);
+		} else if (samples[i].tgid == 30) {
+			CHECK(!samples[i].cgroup && !samples[i].unit && !samples[i].container);
+		} else if (samples[i].pid == 12) {
+			CHECK_STR(samples[i].unit, "nginx.service");
+			CHECK(!samples[i].container && !samples[i].runtime);
+		}
+	}
+	profile_samples_free(samples, n);
+	profile_free(p);
 }
 
 int main(void)
@@ -140,5 +225,6 @@ int main(void)
 	}
 	profile_free(p);
 	profile_free(NULL);
+	test_group_by();
 	return CHECK_DONE();
 }

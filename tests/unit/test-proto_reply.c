@@ -403,8 +403,12 @@ static void test_reply_samples(void)
 	const char *const k0[] = { "entry_SYSCALL_64", "ksys_read", "schedule" };
 	const char *const k1[] = { "ret_from_fork", "worker_thread\xff" };
 	const struct proto_sample samples[] = {
-		{ "cat", 100, 101, "S", 5000, 3, u0, 3, k0, 3, NULL, NULL, 0 },
-		{ "kworker/0:1", 7, 7, "D", 250, 1, NULL, 0, k1, 2, "runq", NULL, 0 },
+		{ .comm = "cat", .tgid = 100, .pid = 101, .state = "S", .value_ns = 5000, .count = 3,
+		  .ustack = u0, .n_ustack = 3, .kstack = k0, .n_kstack = 3,
+		  .cgroup = "/system.slice/docker-ab12.scope", .unit = "docker-ab12.scope",
+		  .container = "ab12", .runtime = "docker", .ns_pid = 1 },
+		{ .comm = "kworker/0:1", .tgid = 7, .pid = 7, .state = "D", .value_ns = 250,
+		  .count = 1, .kstack = k1, .n_kstack = 2, .kind = "runq", .cgroup = "" },
 	};
 	struct proto_capture_result res = {
 		.id = 1,
@@ -444,8 +448,17 @@ static void test_reply_samples(void)
 			CHECK_MSG(k && !strcmp(cJSON_GetStringValue(k), k0[i]), "(frame %d)", i);
 		}
 		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(el, "ustack")) == 3);
+		/* Who, where known; a pod not known is left out. */
+		CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(el, "cgroup")),
+			  "/system.slice/docker-ab12.scope");
+		CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(el, "unit")), "docker-ab12.scope");
+		CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(el, "container")), "ab12");
+		CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(el, "runtime")), "docker");
+		CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(el, "ns_pid")) == 1);
+		CHECK(!cJSON_GetObjectItem(el, "pod"));
 
 		el = cJSON_GetArrayItem(arr, 1);
+		CHECK(!cJSON_GetObjectItem(el, "cgroup") && !cJSON_GetObjectItem(el, "ns_pid"));
 		CHECK(cJSON_IsArray(cJSON_GetObjectItem(el, "ustack")) &&
 		      cJSON_GetArraySize(cJSON_GetObjectItem(el, "ustack")) == 0);
 		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(el, "kstack")) == 2);
@@ -535,7 +548,9 @@ static void test_reply_export(void)
 	const char *const u0[] = { "_start", "main", "poll" };
 	const char *const k0[] = { "entry_SYSCALL_64", "do_sys_poll", "schedule" };
 	const struct proto_sample samples[] = {
-		{ "app\xff", 4321, 4322, "S", 1900000000, 19, u0, 3, k0, 3, "offcpu", NULL, 0 },
+		{ .comm = "app\xff", .tgid = 4321, .pid = 4322, .state = "S", .value_ns = 1900000000,
+		  .count = 19, .ustack = u0, .n_ustack = 3, .kstack = k0, .n_kstack = 3,
+		  .kind = "offcpu" },
 	};
 	struct proto_export_result res = {
 		.from_ms = INT64_C(1795305600000),
