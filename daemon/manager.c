@@ -97,14 +97,14 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 		r = store_jobs_windows(m->store_queue, &req->windows, store_reply_cb, conn);
 		break;
 	case PROTO_CMD_EXPORT:
-		if (!manager_cgroups_stored(m, conn, &req->export.who))
+		if (!manager_cgroups_ready(m, conn, &req->export.who))
 			break;
 		server_conn_ref(conn);
 		r = store_jobs_export(m->store_queue, &req->export, store_reply_cb, conn, err,
 				      sizeof(err));
 		break;
 	case PROTO_CMD_HIST:
-		if (!manager_cgroups_stored(m, conn, &req->hist.who))
+		if (!manager_cgroups_ready(m, conn, &req->hist.who))
 			break;
 		server_conn_ref(conn);
 		r = store_jobs_hist(m->store_queue, &req->hist, store_reply_cb, conn);

@@ -575,7 +575,7 @@ void manager_handle_capture(struct manager *m, struct server_conn *conn,
 	struct collector_filter filter;
 	struct collector_group_status st;
 	uint32_t groups, missing = 0;
-	const char *code;
+	const char *code = NULL;
 	struct capture *c;
 	char err[1024];
 
@@ -599,9 +599,11 @@ void manager_handle_capture(struct manager *m, struct server_conn *conn,
 		return;
 	}
 	c->req = *req;
-	if (manager_cgroups_resolve(m, &req->who, c->cgroups, COLLECTOR_MAX_CGROUPS, &c->n_cgroups,
-				    &code, err, sizeof(err)) < 0) {
-		manager_reply_error(conn, code, err);
+	if (!manager_cgroups_ready(m, conn, &c->req.who) ||
+	    manager_cgroups_resolve(m, &c->req.who, c->cgroups, COLLECTOR_MAX_CGROUPS,
+				    &c->n_cgroups, &code, err, sizeof(err)) < 0) {
+		if (code) /* else ready() replied */
+			manager_reply_error(conn, code, err);
 		profile_free(c->profile);
 		free(c);
 		return;

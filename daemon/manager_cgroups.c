@@ -190,7 +190,7 @@ void manager_cgroups_status(struct manager *m, struct proto_cgroup_status *ret)
 	ret->events_reason = ret->events ? "" : events_why;
 }
 
-bool manager_cgroups_stored(struct manager *m, struct server_conn *conn,
+bool manager_cgroups_ready(struct manager *m, struct server_conn *conn,
 			    struct proto_cgroup_filter *who)
 {
 	const char *mount, *why;

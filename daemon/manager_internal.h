@@ -225,10 +225,10 @@ int manager_cgroups_resolve(struct manager *m, const struct proto_cgroup_filter 
 			    struct collector_cgroup *ret, size_t max, size_t *ret_n,
 			    const char **ret_code, char *err, size_t err_size);
 void manager_cgroups_status(struct manager *m, struct proto_cgroup_status *ret);
-/* Readies who for a filter on stored rows: a path under the mount point is
- * made one from the hierarchy's root. Replies and returns false where there
- * is no v2 hierarchy to filter by. */
-bool manager_cgroups_stored(struct manager *m, struct server_conn *conn,
+/* Readies who for a filter: a path under the mount point is made one from
+ * the hierarchy's root, as rows name theirs. Replies and returns false
+ * where there is no v2 hierarchy to filter by. */
+bool manager_cgroups_ready(struct manager *m, struct server_conn *conn,
 			    struct proto_cgroup_filter *who);
 
 /* manager_capture.c */

@@ -250,6 +250,29 @@ class CgroupsTest(unittest.TestCase):
         want = truth["ow-sleeper"]["blocked_ns"]
         self.assertAlmostEqual(got / want, 1.0, delta=TOLERANCE, msg=f"{got} of {want} ns")
 
+    def test_path_under_the_mount_point(self):
+        """--cgroup as the directory under the mount point: the same subtree
+        for a capture and for an export of its window."""
+        c = Cgroup(self.slice.path + "/offcpu-mounted.service")
+        d = self.daemon
+        w = Workload("--only", "sleeper")
+        try:
+            c.add(w.pid)
+            p = d.ctl_popen("capture", "--seconds", "2", "--json", "--cgroup", c.dir)
+            d.wait_captures(1)
+            truth = w.go()
+            out, err = p.communicate(timeout=60)
+            self.assertEqual(p.returncode, 0, err)
+        finally:
+            w.kill()
+            c.remove()
+        cap = json.loads(out)["capture"]
+        self.assertEqual({s["tgid"] for s in cap["samples"]}, {w.pid})
+        got = sleeper_ns(cap["samples"], w.pid)
+        self.assertAlmostEqual(got / truth["ow-sleeper"]["blocked_ns"], 1.0, delta=TOLERANCE)
+        out = self.ctl_ok("export", "--capture", str(cap["id"]), "--json", "--cgroup", c.dir)
+        self.assertEqual(sleeper_ns(json.loads(out)["export"]["samples"], w.pid), got)
+
     def test_unknown_names_are_clear_errors(self):
         known = Cgroup(self.slice.path + "/offcpu-known.service")
         try:
