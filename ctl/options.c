@@ -350,20 +350,14 @@ int who_args_copy(const struct who_args *a, struct proto_cgroup_filter *who)
 
 int parse_group_by(const char *arg, enum proto_group_by *ret)
 {
-	static const char *const names[] = {
-		[PROTO_GROUP_BY_COMM] = "comm",		  [PROTO_GROUP_BY_PROCESS] = "process",
-		[PROTO_GROUP_BY_UNIT] = "unit",		  [PROTO_GROUP_BY_CONTAINER] = "container",
-		[PROTO_GROUP_BY_CGROUP] = "cgroup",
-	};
+	int by = proto_group_by_from_name(arg);
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!strcmp(arg, names[i])) {
-			*ret = i;
-			return EXIT_OK;
-		}
-	}
-	return usage_error("bad --group-by '%s': want comm, process, unit, container or cgroup",
-			   arg);
+	if (by < 0)
+		return usage_error("bad --group-by '%s': want comm, process, unit, container or "
+				   "cgroup",
+				   arg);
+	*ret = by;
+	return EXIT_OK;
 }
 
 int64_t now_ms(void)

@@ -322,23 +322,18 @@ static int parse_who(struct api_call *c, struct proto_cgroup_filter *who)
 /* group_by: the root frame of the stacks, as offcpuctl's --group-by. */
 static int parse_group_by(struct api_call *c, enum proto_group_by *ret)
 {
-	static const char *const names[] = {
-		[PROTO_GROUP_BY_COMM] = "comm",	    [PROTO_GROUP_BY_PROCESS] = "process",
-		[PROTO_GROUP_BY_UNIT] = "unit",	    [PROTO_GROUP_BY_CONTAINER] = "container",
-		[PROTO_GROUP_BY_CGROUP] = "cgroup", NULL,
-	};
 	const char *s = param(c, "group_by");
+	int by;
 
 	if (!s)
 		return 0;
-	for (size_t i = 0; names[i]; i++) {
-		if (!strcmp(s, names[i])) {
-			*ret = i;
-			return 0;
-		}
-	}
-	return api_bad(c, "bad group_by '%.256s': want comm, process, unit, container or cgroup",
-		       s);
+	by = proto_group_by_from_name(s);
+	if (by < 0)
+		return api_bad(c,
+			       "bad group_by '%.256s': want comm, process, unit, container or cgroup",
+			       s);
+	*ret = by;
+	return 0;
 }
 
 /* diff_against: "capture:ID", "lastNx" or "T1..T2", as --diff-against. */

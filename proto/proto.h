@@ -674,6 +674,7 @@ int proto_format_from_name(const char *name);
 int proto_palette_from_name(const char *name);
 
 int proto_metric_from_name(const char *name);
+int proto_group_by_from_name(const char *name);
 
 /*
  * Reads a render minwidth: a non-negative decimal ("0.1", pixels), or one

@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "proto_json.h"
+#include "utf8.h"
 
 int proto__fail(char *err, size_t err_size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -100,78 +101,6 @@ int proto__name_index(const char *const *names, const char *name)
 /* ---- reply and request formatting -------------------------------------- */
 
 /*
- * Length of the well-formed UTF-8 sequence at s, or 0 if there is none
- * (overlong forms, surrogates and code points past U+10FFFF are not).
- * Stops at the first bad byte, so never reads past a NUL.
- */
-size_t proto__utf8_seq(const unsigned char *s)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f;
-		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80)
-			return 0;
-		return 3;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-		if (s[1] < lo || s[1] > hi || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
-			return 0;
-		return 4;
-	}
-	return 0;
-}
-
-bool proto__utf8_valid(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n;
-
-	for (; *p; p += n) {
-		n = proto__utf8_seq(p);
-		if (!n)
-			return false;
-	}
-	return true;
-}
-
-/* A malloc'd copy of s with each byte that does not start valid UTF-8
- * replaced by U+FFFD; NULL on ENOMEM. */
-char *proto__utf8_fix(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	unsigned char *fixed, *q;
-	size_t n;
-
-	fixed = malloc(strlen(s) * 3 + 1);
-	if (!fixed)
-		return NULL;
-	for (q = fixed; *p; p += n ? n : 1) {
-		n = proto__utf8_seq(p);
-		if (n) {
-			memcpy(q, p, n);
-			q += n;
-		} else {
-			memcpy(q, "\xef\xbf\xbd", 3);
-			q += 3;
-		}
-	}
-	*q = '\0';
-	return (char *)fixed;
-}
-
-/*
  * A JSON string item for s. cJSON escapes quotes and control characters but
  * copies other bytes as they are, and comm names, symbols and error messages
  * (which quote client input) may hold any bytes: cleaning them keeps every
@@ -184,9 +113,9 @@ cJSON *proto__string(const char *s)
 
 	if (!s)
 		s = "";
-	if (proto__utf8_valid(s))
+	if (utf8_valid(s))
 		return cJSON_CreateString(s);
-	fixed = proto__utf8_fix(s);
+	fixed = utf8_fix(s);
 	if (!fixed)
 		return NULL;
 	item = cJSON_CreateString(fixed);
@@ -205,8 +134,8 @@ bool proto__add_item(cJSON *obj, const char *name, cJSON *item)
 		return false;
 	if (!name)
 		name = "";
-	if (!proto__utf8_valid(name)) {
-		fixed = proto__utf8_fix(name);
+	if (!utf8_valid(name)) {
+		fixed = utf8_fix(name);
 		if (!fixed) {
 			cJSON_Delete(item);
 			return false;

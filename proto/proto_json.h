@@ -40,12 +40,6 @@ const char *const *proto__frames_copy(const cJSON *obj, const char *name, const 
 /* The index of name in the NULL-terminated names, or -EINVAL. */
 int proto__name_index(const char *const *names, const char *name);
 
-/* UTF-8: the length of the sequence at s (0: none), whether all of s is
- * well-formed, and a copy with bad bytes replaced (NULL on ENOMEM). */
-size_t proto__utf8_seq(const unsigned char *s);
-bool proto__utf8_valid(const char *s);
-char *proto__utf8_fix(const char *s);
-
 /* Adders of members to obj; each consumes what it adds, also on failure,
  * and returns false on ENOMEM. */
 bool proto__add_item(cJSON *obj, const char *name, cJSON *item);

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "proto_json.h"
+#include "utf8.h"
 #include "proto_request_table.h"
 
 /* ---- small helpers ----------------------------------------------------- */
@@ -231,7 +232,7 @@ static int proto__parse_strings(const struct proto__field *f, const cJSON *item,
 			return proto__fail(err, err_size,
 					   "%s[%zu] is %zu bytes long; at most %" PRIu64 " allowed",
 					   what, n, len, f->max);
-		if (!proto__utf8_valid(el->valuestring))
+		if (!utf8_valid(el->valuestring))
 			return proto__fail(err, err_size, "%s[%zu] must be valid UTF-8", what, n);
 		memcpy(dst + n++ * (f->max + 1), el->valuestring, len + 1);
 	}
@@ -256,7 +257,7 @@ static int proto__parse_string(const struct proto__field *f, const cJSON *item, 
 				   f->max);
 	/* Formatting would replace invalid bytes, so such a value could
 	 * not mean what it says. */
-	if (!proto__utf8_valid(item->valuestring))
+	if (!utf8_valid(item->valuestring))
 		return proto__fail(err, err_size, "%s must be valid UTF-8", what);
 	if (n && f->valid && !f->valid(item->valuestring))
 		return proto__fail(err, err_size, "%s must be %s, not '%s'", what, f->expect,
@@ -446,6 +447,11 @@ int proto_minwidth_parse(const char *s, double *ret_value, bool *ret_percent)
 int proto_metric_from_name(const char *name)
 {
 	return proto__name_index(proto__metric_names, name);
+}
+
+int proto_group_by_from_name(const char *name)
+{
+	return proto__name_index(proto__group_by_names, name);
 }
 
 /* args: the command's struct. */

@@ -55,7 +55,7 @@ const char *const proto__metric_names[] = {
 	NULL,
 };
 
-static const char *const proto__group_by_names[] = {
+const char *const proto__group_by_names[] = {
 	[PROTO_GROUP_BY_COMM] = "comm",
 	[PROTO_GROUP_BY_PROCESS] = "process",
 	[PROTO_GROUP_BY_UNIT] = "unit",

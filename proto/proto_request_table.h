@@ -85,6 +85,7 @@ extern const char *const proto__stacks_names[];
 extern const char *const proto__format_names[];
 extern const char *const proto__palette_names[];
 extern const char *const proto__metric_names[];
+extern const char *const proto__group_by_names[];
 
 const struct proto__field *proto__find_field(const struct proto__command *c, const char *name,
 					     size_t *ret_index);

@@ -15,6 +15,7 @@
 
 #include "pprof.h"
 #include "pyroscope.pb-c.h"
+#include "utf8.h"
 
 /* The namespace of push ids: a random UUID, fixed for good (changing it
  * changes every id, and retried pushes would no longer match).
@@ -67,68 +68,6 @@ void push_request_id(const char *host, uint64_t window_id, int64_t start_ms, con
 }
 
 /* ---- labels ---- */
-
-/* The length of the valid UTF-8 sequence that starts s (NUL-terminated), 0
- * if none does: no overlong forms, surrogates or code points above
- * U+10FFFF, as Go's utf8.ValidString (and so Pyroscope) has it. */
-static size_t utf8_seq(const unsigned char *s)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		lo = c == 0xe0 ? 0xa0 : 0x80;
-		hi = c == 0xed ? 0x9f : 0xbf;
-		return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		lo = c == 0xf0 ? 0x90 : 0x80;
-		hi = c == 0xf4 ? 0x8f : 0xbf;
-		return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 && (s[3] & 0xc0) == 0x80
-			       ? 4
-			       : 0;
-	}
-	return 0;
-}
-
-static bool utf8_valid(const char *s)
-{
-	for (size_t n; *s; s += n) {
-		n = utf8_seq((const unsigned char *)s);
-		if (!n)
-			return false;
-	}
-	return true;
-}
-
-/* A copy of s with each byte that starts no valid sequence as U+FFFD;
- * NULL on ENOMEM. */
-static char *utf8_dup_valid(const char *s)
-{
-	size_t len = strlen(s);
-	char *out = malloc(3 * len + 1), *o = out; /* 3: U+FFFD's bytes */
-
-	if (!out)
-		return NULL;
-	while (*s) {
-		size_t n = utf8_seq((const unsigned char *)s);
-
-		if (n) {
-			memcpy(o, s, n);
-			o += n;
-			s += n;
-		} else {
-			memcpy(o, "\xef\xbf\xbd", 3);
-			o += 3;
-			s++;
-		}
-	}
-	*o = '\0';
-	return out;
-}
 
 static bool label_name_valid(const char *name)
 {
@@ -253,7 +192,7 @@ static char *row_service(const struct proto_sample *r, const char *proc, enum pu
 			name = r->unit;
 		}
 	}
-	s = utf8_dup_valid(name);
+	s = utf8_fix(name);
 	if (s && (len = strlen(s)) > PUSH_LABEL_VALUE_MAX) {
 		len = PUSH_LABEL_VALUE_MAX;
 		while ((s[len] & 0xc0) == 0x80) /* not inside a character */
