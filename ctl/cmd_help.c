@@ -20,7 +20,8 @@ static void usage_status(FILE *out)
 		"Commands:\n"
 		"  status [--verbose]          daemon version, uptime, each kind (ready, in use "
 		"or\n"
-		"                              unavailable, and why), store, slots, rates, drops\n"
+		"                              unavailable, and why), store, push targets,\n"
+		"                              slots, rates, drops\n"
 		"      -v, --verbose           also the BPF programs (--json: always)\n");
 }
 
@@ -81,7 +82,7 @@ static void usage_blocked(FILE *out)
 		"          --limit N           the N longest (default 50; 0: all)\n");
 }
 
-/* windows, export, hist: the stored windows. */
+/* windows, export, hist, push: the stored windows. */
 static void usage_stored(FILE *out)
 {
 	fprintf(out,
@@ -115,7 +116,13 @@ static void usage_stored(FILE *out)
 		"      -p, --pid PID[,PID...]  only these processes\n"
 		"          --kind K            offcpu (default: whole off-CPU time) or runq\n"
 		"                              (run-queue latency)\n"
-		"      plus the who options below (processes whose samples are in)\n");
+		"      plus the who options below (processes whose samples are in)\n"
+		"  push RANGE [--target NAME]  send the continuous windows that start in RANGE\n"
+		"                              to the push targets again (a backfill; their\n"
+		"                              cursors stay); offcpud queues them, and status\n"
+		"                              shows their progress\n"
+		"      RANGE is --window lastNx, or --from T [--to T], as for export\n"
+		"          --target NAME       only to push.NAME of offcpud.conf (default: all)\n");
 }
 
 /* flamegraph, diff: folded files, offline. */
@@ -235,7 +242,7 @@ static void usage_times_globals(FILE *out)
 		"                     (JSON rows, unless --format asks for another)\n"
 		"\n"
 		"Exit codes: 0 ok, 1 error, 2 bad arguments, 3 daemon not running,\n"
-		"4 permission denied, 5 no such pid (or cgroup), 6 busy.\n");
+		"4 permission denied, 5 no such pid (or cgroup, or push target), 6 busy.\n");
 }
 
 void usage(FILE *out)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "options.h"
 #include "output.h"
 #include "transact.h"
 
@@ -170,6 +171,63 @@ static void cgroups_summary(const struct proto_cgroup_status *c)
 	printf("\n");
 }
 
+/* "12.0 s ago (2026-11-28 10:00:00)", or for a time to come "in 4.0 s (...)". */
+static void print_when(int64_t ms, int64_t now)
+{
+	char rel[32], abs[32];
+
+	format_duration(ms > now ? ms - now : now - ms, rel, sizeof(rel));
+	format_local(ms, abs, sizeof(abs));
+	printf(ms > now ? "in %s (%s)" : "%s ago (%s)", rel, abs);
+}
+
+/* Each push target: where it sends, how far behind, what it sent and
+ * refused, and its last error (daemon/push/). */
+static void push_summary(const struct proto_status *st)
+{
+	int64_t now = now_ms();
+	char lag[32];
+
+	if (!st->push)
+		return; /* an older daemon */
+	if (!st->push_configured) {
+		printf("push: off (no push target in offcpud.conf; see offcpud(8), Push targets)\n");
+		return;
+	}
+	for (size_t i = 0; i < st->n_push; i++) {
+		const struct proto_push_status *t = &st->push[i];
+
+		printf("push %s: %s to %s, %s\n", t->name, t->api, t->url, t->state);
+		if (t->lag_windows) {
+			format_duration(t->lag_ms > INT64_MAX ? INT64_MAX : (int64_t)t->lag_ms, lag,
+					sizeof(lag));
+			printf("  lag: %" PRIu64 " window%s, %s behind", t->lag_windows,
+			       t->lag_windows == 1 ? "" : "s", lag);
+		} else {
+			printf("  lag: up to date");
+		}
+		printf("; last success: ");
+		if (t->last_success_ms)
+			print_when(t->last_success_ms, now);
+		else
+			printf("never");
+		printf("\n  windows: %" PRIu64 " sent, %" PRIu64 " set aside (refused), %" PRIu64
+		       " lost (evicted unsent); since start: %" PRIu64 " retr%s, %.1f MiB sent\n",
+		       t->sent, t->set_aside, t->lost, t->retries, t->retries == 1 ? "y" : "ies",
+		       t->bytes_sent / 1048576.0);
+		if (!strcmp(t->state, "retrying") && t->next_try_ms) {
+			printf("  next try: ");
+			print_when(t->next_try_ms, now);
+			printf("\n");
+		}
+		if (t->backfill_windows)
+			printf("  backfill: %" PRIu64 " window%s to send (offcpuctl push)\n",
+			       t->backfill_windows, t->backfill_windows == 1 ? "" : "s");
+		if (*t->last_error)
+			printf("  last error: %s\n", t->last_error);
+	}
+}
+
 static void pt_summary(const struct proto_pt_status *pt)
 {
 	if (!*pt->event)
@@ -281,6 +339,7 @@ int cmd_status(int argc, char **argv)
 		       : *st->store.last_error ? "; last error: "
 					       : "",
 		       st->store.last_error);
+		push_summary(st);
 		unwind_summary(st);
 		sampling_summary(&st->sampling);
 		kstack_cache_summary(st);

@@ -9,21 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "options.h"
 #include "output.h"
 #include "transact.h"
-
-/* Local time as "2026-11-22 01:00:00". */
-static void format_local(int64_t ms, char *buf, size_t size)
-{
-	time_t t = ms / 1000;
-	struct tm tm;
-
-	if (ms < 0 || !localtime_r(&t, &tm) || !strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm))
-		snprintf(buf, size, "?");
-}
 
 /* "512 B", "12.3 KiB", ... */
 static void format_bytes(uint64_t bytes, char *buf, size_t size)

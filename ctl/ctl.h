@@ -20,7 +20,7 @@ enum exit_code {
 	EXIT_USAGE = 2,
 	EXIT_NOT_RUNNING = 3,
 	EXIT_PERMISSION = 4,
-	EXIT_NO_SUCH_PID = 5,
+	EXIT_NO_SUCH_PID = 5, /* also no such cgroup or push target */
 	EXIT_BUSY = 6,
 };
 
@@ -52,5 +52,6 @@ int cmd_diff(int argc, char **argv);
 int cmd_latency(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_serve(int argc, char **argv); /* the web page and its API (ctl/serve.c) */
+int cmd_push(int argc, char **argv);  /* stored windows sent again to push targets */
 
 #endif

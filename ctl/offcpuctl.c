@@ -26,6 +26,7 @@ static const struct {
 	{ "windows", cmd_windows },
 	{ "export", cmd_export },
 	{ "hist", cmd_hist },
+	{ "push", cmd_push },
 	{ "flamegraph", cmd_flamegraph },
 	{ "latency", cmd_latency },
 	{ "diff", cmd_diff },

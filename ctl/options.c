@@ -1,10 +1,11 @@
 /*
  * options: the option parsing that subcommands share: ids, numbers, kinds,
  * metrics, the output (RESULT_OPTIONS), stack filter (FILTER_OPTIONS) and
- * range (RANGE_OPTIONS) options, and times.
+ * range (RANGE_OPTIONS, TIME_RANGE_OPTIONS) options, and times.
  */
 #include "options.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -405,7 +406,10 @@ int parse_range(const char *cmd, const struct range_args *a, int64_t *from_ms, i
 	if (to && !from)
 		return usage_error("%s", "--to needs --from");
 	if (!window && !from && !capture)
-		return usage_error("%s needs --window, --from or --capture", cmd);
+		return usage_error(capture_id ? "%s needs --window, --from or --capture"
+					      : "%s needs --window or --from",
+				   cmd);
+	assert(!capture || capture_id); /* only RANGE_OPTIONS has --capture */
 
 	if (capture) {
 		if (parse_u64(capture, UINT64_C(1) << 53, &id) < 0 || id == 0)

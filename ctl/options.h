@@ -120,19 +120,23 @@ int who_args_copy(const struct who_args *a, struct proto_cgroup_filter *who);
 /* --group-by comm|process|unit|container|cgroup. Returns an exit code. */
 int parse_group_by(const char *arg, enum proto_group_by *ret);
 
-/* The range options of export and hist as given; NULL: absent. */
+/* The range options of export, hist and push as given; NULL: absent. */
 struct range_args {
 	const char *window, *from, *to, *capture;
 };
 
-/* The range options' getopt_long() entries and their values: 256 on. */
+/* The range options' getopt_long() entries and their values: 256 on.
+ * TIME_RANGE_OPTIONS: a time range only (push); RANGE_OPTIONS: or a
+ * capture's window (export, hist). */
 enum { OPT_WINDOW = 256, OPT_FROM, OPT_TO, OPT_CAPTURE, OPT_RANGE_END };
 
 /* clang-format off */
-#define RANGE_OPTIONS                                                                              \
+#define TIME_RANGE_OPTIONS                                                                         \
 	{ "window", required_argument, NULL, OPT_WINDOW },                                         \
 	{ "from", required_argument, NULL, OPT_FROM },                                             \
-	{ "to", required_argument, NULL, OPT_TO },                                                 \
+	{ "to", required_argument, NULL, OPT_TO }
+#define RANGE_OPTIONS                                                                              \
+	TIME_RANGE_OPTIONS,                                                                        \
 	{ "capture", required_argument, NULL, OPT_CAPTURE }
 /* clang-format on */
 
@@ -179,7 +183,7 @@ int parse_time(const char *opt, const char *s, bool allow_window, int64_t now, i
 
 /* Which windows cmd reads: checks the range options and sets the request's
  * range (from_ms, to_ms) or capture_id; on a usage error they may be set in
- * part. */
+ * part. capture_id NULL: cmd takes a time range only (TIME_RANGE_OPTIONS). */
 int parse_range(const char *cmd, const struct range_args *a, int64_t *from_ms, int64_t *to_ms,
 		uint64_t *capture_id);
 

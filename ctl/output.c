@@ -1,6 +1,7 @@
 /*
  * output: writing a result (folded, svg, speedscope, JSON, pprof) to a file or
- * standard output, the summaries capture and status print, and durations.
+ * standard output, the summaries capture and status print, durations and
+ * times.
  */
 #define _GNU_SOURCE /* asprintf, open_memstream */
 #include "output.h"
@@ -48,6 +49,15 @@ void format_duration(int64_t ms, char *buf, size_t size)
 		snprintf(buf, size, "%" PRId64 "h%02" PRId64 "m", ms / 3600000, ms / 60000 % 60);
 	else
 		snprintf(buf, size, "%" PRId64 "d%02" PRId64 "h", ms / 86400000, ms / 3600000 % 24);
+}
+
+void format_local(int64_t ms, char *buf, size_t size)
+{
+	time_t t = ms / 1000;
+	struct tm tm;
+
+	if (ms < 0 || !localtime_r(&t, &tm) || !strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, size, "?");
 }
 
 int write_output(const char *path, const char *text)

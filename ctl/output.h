@@ -1,7 +1,8 @@
 /*
  * output: a capture's or export's result written to a file or standard
  * output (folded, svg, speedscope, JSON, pprof), the summaries capture and
- * status print, and durations as windows and blocked print them.
+ * status print, and durations and times as windows, blocked, status and
+ * push print them.
  */
 #ifndef OUTPUT_H
 #define OUTPUT_H
@@ -19,6 +20,10 @@ void requests_summary(FILE *out, const char *prefix, const struct proto_request_
 /* A duration as offcpuctl prints them: "850 ms", "12.3 s", "4m05s", "2h10m",
  * "3d04h"; "?" if negative. */
 void format_duration(int64_t ms, char *buf, size_t size);
+
+/* A time as offcpuctl prints them, local: "2026-11-22 01:00:00"; "?" if
+ * it cannot be shown. */
+void format_local(int64_t ms, char *buf, size_t size);
 
 int write_output(const char *path, const char *text);
 

@@ -72,6 +72,7 @@ static int reply_error(const struct proto_reply *reply, const char *raw)
 	} codes[] = {
 		{ PROTO_ERR_BAD_REQUEST, EXIT_USAGE },	     { PROTO_ERR_TOO_LARGE, EXIT_USAGE },
 		{ PROTO_ERR_NO_SUCH_PID, EXIT_NO_SUCH_PID }, { PROTO_ERR_NO_SUCH_CGROUP, EXIT_NO_SUCH_PID },
+		{ PROTO_ERR_NO_SUCH_TARGET, EXIT_NO_SUCH_PID },
 		{ PROTO_ERR_BUSY, EXIT_BUSY },
 		{ PROTO_ERR_PERMISSION, EXIT_PERMISSION },
 	};

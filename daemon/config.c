@@ -36,6 +36,9 @@ enum key_type {
 	KEY_DURATION, /* decimal, optional s/m/h/d suffix; uint64_t seconds, min..max */
 	KEY_REQUESTS, /* "SYMBOL@/PATH ...", may be empty; max is the buffer size */
 	KEY_NAMES,    /* user or group names or ids, comma-separated, may be empty */
+	KEY_URL,      /* http:// or https://, no blanks or control characters */
+	KEY_TEXT,     /* printable, may be empty; max is the buffer size */
+	KEY_LABELS,   /* "NAME=VALUE,...", may be empty; max is the buffer size */
 };
 
 struct key {
@@ -66,18 +69,23 @@ static const struct unit duration_units[] = {
 	{ "s", 1 }, { "m", 60 }, { "h", 3600 }, { "d", 86400 }, { NULL, 0 },
 };
 
-#define FIELD_SIZE(f) sizeof(((struct config *)0)->f)
+#define FIELD_SIZE_IN(st, f) sizeof(((st *)0)->f)
+#define FIELD_SIZE(f)	     FIELD_SIZE_IN(struct config, f)
 
-/* 0, but stops the build unless field f of struct config has C type t. */
-#define TYPE_CHECK(f, t) (0 * sizeof(_Generic(((struct config *)0)->f, t : 0)))
+/* 0, but stops the build unless field f of the struct has C type t. */
+#define TYPE_CHECK_IN(st, f, t) (0 * sizeof(_Generic(((st *)0)->f, t : 0)))
+#define TYPE_CHECK(f, t)	TYPE_CHECK_IN(struct config, f, t)
+
+/* A key of a field of struct st (struct config, or a push target). */
+#define KEY_IN(st, key, f, kind, t, lo, hi)                                                        \
+	{                                                                                          \
+		.name = key, .type = kind, .offset = offsetof(st, f) + TYPE_CHECK_IN(st, f, t),    \
+		.min = lo, .max = hi,                                                              \
+	}
 
 /* A key spelled differently from its field: the field names the unit
  * (max_age_s), the value carries its own ("24h"). */
-#define KEY_AS(key, f, kind, t, lo, hi)                                                            \
-	{                                                                                          \
-		.name = key, .type = kind,                                                         \
-		.offset = offsetof(struct config, f) + TYPE_CHECK(f, t), .min = lo, .max = hi,     \
-	}
+#define KEY_AS(key, f, kind, t, lo, hi) KEY_IN(struct config, key, f, kind, t, lo, hi)
 
 /* Usually the key is spelled exactly as the field it sets. */
 #define KEY(f, kind, t, lo, hi) KEY_AS(#f, f, kind, t, lo, hi)
@@ -87,6 +95,8 @@ static const char *const unwind_names[] = { "dwarf", "fp", NULL };
 static const char *const pt_event_names[] = { "intel_pt", "sideband", NULL };
 static const char *const stacks_names[] = { "sampled", "exact", NULL };
 static const char *const sampled_walk_names[] = { "auto", "switch-out", "rseq", "task-work", NULL };
+static const char *const push_api_names[] = { "pyroscope", "pyroscope-ingest", "otlp", NULL };
+static const char *const push_service_names[] = { "who", "process", NULL };
 
 static const struct key keys[] = {
 	KEY(socket_path, KEY_PATH, char *, 0, FIELD_SIZE(socket_path)),
@@ -152,6 +162,42 @@ static const struct key keys[] = {
 	  .type = KEY_CHOICE,
 	  .choices = pt_event_names,
 	  .offset = offsetof(struct config, pt_event) + TYPE_CHECK(pt_event, unsigned) },
+	KEY(push_host, KEY_TEXT, char *, 0, FIELD_SIZE(push_host)),
+	KEY(push_max_bytes_in_flight, KEY_BYTES, uint64_t, UINT64_C(1) << 20, UINT64_C(1) << 32),
+};
+
+#define TARGET_KEY(f, kind, t, lo, hi) KEY_IN(struct config_push_target, #f, f, kind, t, lo, hi)
+#define TARGET_SIZE(f)		       FIELD_SIZE_IN(struct config_push_target, f)
+
+/* The keys of a push target, after "push.NAME.". */
+static const struct key target_keys[] = {
+	{ .name = "api",
+	  .type = KEY_CHOICE,
+	  .choices = push_api_names,
+	  .offset = offsetof(struct config_push_target, api) +
+		    TYPE_CHECK_IN(struct config_push_target, api, unsigned) },
+	TARGET_KEY(url, KEY_URL, char *, 0, TARGET_SIZE(url)),
+	TARGET_KEY(tenant, KEY_TEXT, char *, 0, TARGET_SIZE(tenant)),
+	TARGET_KEY(basic_auth_file, KEY_PATH, char *, 0, TARGET_SIZE(basic_auth_file)),
+	TARGET_KEY(bearer_token_file, KEY_PATH, char *, 0, TARGET_SIZE(bearer_token_file)),
+	TARGET_KEY(ca_file, KEY_PATH, char *, 0, TARGET_SIZE(ca_file)),
+	TARGET_KEY(cert_file, KEY_PATH, char *, 0, TARGET_SIZE(cert_file)),
+	TARGET_KEY(key_file, KEY_PATH, char *, 0, TARGET_SIZE(key_file)),
+	TARGET_KEY(labels, KEY_LABELS, char *, 0, TARGET_SIZE(labels)),
+	TARGET_KEY(kinds, KEY_KINDS, uint32_t, 0, 0),
+	{ .name = "service_by",
+	  .type = KEY_CHOICE,
+	  .choices = push_service_names,
+	  .offset = offsetof(struct config_push_target, service_by) +
+		    TYPE_CHECK_IN(struct config_push_target, service_by, unsigned) },
+	KEY_IN(struct config_push_target, "timeout", timeout_s, KEY_DURATION, uint64_t, 1, 3600),
+	TARGET_KEY(max_bytes_per_second, KEY_BYTES, uint64_t, 0, UINT64_C(1) << 40),
+};
+
+static const struct config_push_target target_defaults = {
+	.api = CONFIG_PUSH_PYROSCOPE,
+	.service_by = CONFIG_PUSH_SERVICE_WHO,
+	.timeout_s = 30,
 };
 
 static const struct config config_defaults = {
@@ -197,6 +243,7 @@ static const struct config config_defaults = {
 	.pt_max_bytes = UINT64_C(256) << 20,
 	.pt_max_threads = 256,
 	.pt_event = CONFIG_PT_EVENT_INTEL_PT,
+	.push_max_bytes_in_flight = UINT64_C(64) << 20,
 };
 
 /* Where a message points: "NAME:LINE: ". */
@@ -301,9 +348,15 @@ static int fail_value(const struct where *w, const struct key *k)
 			    unit_format(k->max, duration_units, hi, sizeof(hi)));
 	case KEY_BOOL:
 		return fail(w, "bad value for '%s': must be true, false, yes, no, 1 or 0", k->name);
-	case KEY_CHOICE:
-		return fail(w, "bad value for '%s': must be %s, %s or %s", k->name, k->choices[0],
-			    k->choices[1], k->choices[2]);
+	case KEY_CHOICE: {
+		char list[256] = "";
+		size_t n = 0;
+
+		for (unsigned i = 0; k->choices[i] && n < sizeof(list); i++)
+			n += snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "",
+				      k->choices[i]);
+		return fail(w, "bad value for '%s': must be one of %s", k->name, list);
+	}
 	case KEY_PATH:
 		return fail(w,
 			    "bad value for '%s': must be an absolute path shorter than %" PRIu64
@@ -326,6 +379,23 @@ static int fail_value(const struct where *w, const struct key *k)
 			    "bad value for '%s': must be empty or up to %d space-separated "
 			    "SYMBOL@/ABSOLUTE/PATH, shorter than %" PRIu64 " bytes in all",
 			    k->name, OFFCPU_MAX_REQUESTS, k->max);
+	case KEY_URL:
+		return fail(w,
+			    "bad value for '%s': must be an http:// or https:// URL without "
+			    "blanks, shorter than %" PRIu64 " bytes",
+			    k->name, k->max);
+	case KEY_TEXT:
+		return fail(w,
+			    "bad value for '%s': must be printable text shorter than %" PRIu64
+			    " bytes",
+			    k->name, k->max);
+	case KEY_LABELS:
+		return fail(
+			w,
+			"bad value for '%s': must be empty or NAME=VALUE pairs separated by "
+			"commas, NAME from A-Z a-z 0-9 _ (not starting with a digit or \"__\"), "
+			"VALUE non-empty without commas, shorter than %" PRIu64 " bytes in all",
+			k->name, k->max);
 	}
 	assert(!"unknown key type");
 	return -EINVAL;
@@ -549,10 +619,81 @@ static bool names_ok(const char *s, size_t len)
 	return true;
 }
 
-/* Writes the value of key k into c. Returns -EINVAL if it is not valid. */
-static int key_set(struct config *c, const struct key *k, const char *s, size_t len)
+static bool url_ok(const char *s, size_t len)
 {
-	void *field = (char *)c + k->offset;
+	size_t scheme = len >= 7 && !strncasecmp(s, "http://", 7)    ? 7
+			: len >= 8 && !strncasecmp(s, "https://", 8) ? 8
+								     : 0;
+
+	if (!scheme || len == scheme)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+static bool text_ok(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < ' ' || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+static bool label_name_char(char ch, bool first)
+{
+	return ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	       (!first && ch >= '0' && ch <= '9');
+}
+
+/* "env=prod, region=eu-west": Prometheus label names, not reserved ("__"
+ * prefix, or a label every pushed series has), each once; values
+ * non-empty. Blanks around names and values are allowed. */
+static bool labels_ok(const char *s, size_t len)
+{
+	static const char *const own[] = { "service_name", "host", "kind" };
+	const char *end = s + len, *names[64];
+	size_t name_lens[64], n = 0;
+
+	if (!len)
+		return true;
+	for (;;) {
+		const char *comma = memchr(s, ',', end - s), *pair_end = comma ? comma : end;
+		const char *eq = memchr(s, '=', pair_end - s), *name, *value;
+		size_t name_len, value_len;
+
+		if (!eq || n == sizeof(names) / sizeof(names[0]))
+			return false;
+		name = skip_space(s, eq);
+		name_len = trim_end(name, eq) - name;
+		value = skip_space(eq + 1, pair_end);
+		value_len = trim_end(value, pair_end) - value;
+		if (!name_len || !value_len || !text_ok(value, value_len) ||
+		    memchr(value, '=', value_len) || (name_len >= 2 && !strncmp(name, "__", 2)))
+			return false;
+		for (size_t i = 0; i < name_len; i++)
+			if (!label_name_char(name[i], i == 0))
+				return false;
+		for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+			if (strlen(own[i]) == name_len && !memcmp(own[i], name, name_len))
+				return false;
+		for (size_t i = 0; i < n; i++)
+			if (name_lens[i] == name_len && !memcmp(names[i], name, name_len))
+				return false;
+		names[n] = name;
+		name_lens[n++] = name_len;
+		if (!comma)
+			return true;
+		s = comma + 1;
+	}
+}
+
+/* Writes the value of key k into the struct at base (struct config, or a
+ * push target for target_keys[]). Returns -EINVAL if it is not valid. */
+static int key_set(void *base, const struct key *k, const char *s, size_t len)
+{
+	void *field = (char *)base + k->offset;
 	uint32_t mask;
 	uint64_t v;
 	bool b;
@@ -622,16 +763,109 @@ static int key_set(struct config *c, const struct key *k, const char *s, size_t 
 		if (len >= k->max || !names_ok(s, len))
 			return -EINVAL;
 		break;
+	case KEY_URL:
+		if (len >= k->max || !url_ok(s, len))
+			return -EINVAL;
+		break;
+	case KEY_TEXT:
+		if (len >= k->max || !text_ok(s, len))
+			return -EINVAL;
+		break;
+	case KEY_LABELS:
+		if (len >= k->max || !labels_ok(s, len))
+			return -EINVAL;
+		break;
 	}
 	memcpy(field, s, len);
 	((char *)field)[len] = '\0';
 	return 0;
 }
 
+static bool target_name_ok(const char *s, size_t len)
+{
+	if (!len || len >= CONFIG_PUSH_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+		      s[i] == '-'))
+			return false;
+	return true;
+}
+
+/* "push.NAME.KEY": the key of target NAME, which the first of its keys
+ * makes. *ret_k NULL (and 0): no such key. Else -EINVAL, with a message. */
+static int target_key_find(struct config *c, const char *s, size_t len, const struct where *w,
+			   const struct key **ret_k, void **ret_base)
+{
+	const char *name = s + 5, *dot = memchr(name, '.', len - 5), *key;
+	size_t name_len, key_len;
+	struct config_push_target *t = NULL;
+
+	*ret_k = NULL;
+	if (!dot)
+		return 0;
+	name_len = dot - name;
+	key = dot + 1;
+	key_len = s + len - key;
+	if (!target_name_ok(name, name_len))
+		return fail(w,
+			    "bad push target name '%.*s': must be 1 to %d characters from a-z 0-9 "
+			    "_ -",
+			    name_len < INT_MAX ? (int)name_len : INT_MAX, name,
+			    CONFIG_PUSH_NAME_MAX - 1);
+	for (size_t i = 0; i < sizeof(target_keys) / sizeof(target_keys[0]); i++)
+		if (strlen(target_keys[i].name) == key_len &&
+		    !memcmp(target_keys[i].name, key, key_len))
+			*ret_k = &target_keys[i];
+	if (!*ret_k)
+		return 0;
+	for (uint32_t i = 0; i < c->n_push && !t; i++)
+		if (strlen(c->push[i].name) == name_len && !memcmp(c->push[i].name, name, name_len))
+			t = &c->push[i];
+	if (!t) {
+		if (c->n_push == CONFIG_MAX_PUSH_TARGETS)
+			return fail(w, "too many push targets: at most %d",
+				    CONFIG_MAX_PUSH_TARGETS);
+		t = &c->push[c->n_push++];
+		*t = target_defaults;
+		memcpy(t->name, name, name_len);
+		t->name[name_len] = '\0';
+		t->line = w->line;
+	}
+	*ret_base = t;
+	return 0;
+}
+
+/* What a target needs besides its keys' own checks. */
+static int targets_check(const struct config *c, const struct where *file)
+{
+	for (uint32_t i = 0; i < c->n_push; i++) {
+		const struct config_push_target *t = &c->push[i];
+		struct where w = *file;
+
+		w.line = t->line;
+		if (!t->url[0])
+			return fail(&w, "push target '%s' has no url (push.%s.url)", t->name,
+				    t->name);
+		if (t->basic_auth_file[0] && t->bearer_token_file[0])
+			return fail(&w,
+				    "push target '%s' has both basic_auth_file and "
+				    "bearer_token_file: give one",
+				    t->name);
+		if (t->key_file[0] && !t->cert_file[0])
+			return fail(&w, "push target '%s' has a key_file but no cert_file",
+				    t->name);
+	}
+	return 0;
+}
+
 /* One line, without its '\n'. Blank and comment-only lines are fine. */
 static int parse_line(struct config *c, const char *s, const char *end, const struct where *w)
 {
+	void *base = c;
 	const struct key *k;
+	struct key target_key;
+	char full_name[CONFIG_PUSH_NAME_MAX + 64];
 	const char *eq, *key_end, *val, *val_end;
 	size_t key_len;
 
@@ -646,7 +880,20 @@ static int parse_line(struct config *c, const char *s, const char *end, const st
 		return fail(w, "expected 'key = value'");
 	key_end = trim_end(s, eq);
 	key_len = key_end - s;
-	k = key_find(s, key_len);
+	if (key_len > 5 && !strncmp(s, "push.", 5)) {
+		int r = target_key_find(c, s, key_len, w, &k, &base);
+
+		if (r < 0)
+			return r;
+		if (k) { /* messages name the key as written: push.NAME.KEY */
+			snprintf(full_name, sizeof(full_name), "%.*s", (int)key_len, s);
+			target_key = *k;
+			target_key.name = full_name;
+			k = &target_key;
+		}
+	} else {
+		k = key_find(s, key_len);
+	}
 	if (!k)
 		return fail(w, "unknown key '%.*s'", key_len < INT_MAX ? (int)key_len : INT_MAX, s);
 
@@ -664,7 +911,7 @@ static int parse_line(struct config *c, const char *s, const char *end, const st
 		val_end = close;
 	}
 
-	if (key_set(c, k, val, val_end - val) < 0)
+	if (key_set(base, k, val, val_end - val) < 0)
 		return fail_value(w, k);
 	return 0;
 }
@@ -690,6 +937,9 @@ int config_parse(struct config *c, const char *name, const char *text, char *err
 			return r;
 		p = *eol ? eol + 1 : eol;
 	}
+	r = targets_check(&tmp, &w);
+	if (r < 0)
+		return r;
 	*c = tmp;
 	if (err && err_size)
 		err[0] = '\0';

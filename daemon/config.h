@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "offcpu.h"
+#include "push_target.h"
 
 struct config {
 	char socket_path[108]; /* sun_path size */
@@ -68,6 +69,13 @@ struct config {
 	uint64_t pt_max_bytes;	  /* trace kept per thread in a --seconds session */
 	uint32_t pt_max_threads;  /* threads of one traced process */
 	unsigned pt_event;	  /* enum config_pt_event */
+
+	/* Fleet stores the always-on windows are pushed to (daemon/push/):
+	 * keys "push.NAME.KEY"; none by default. */
+	struct config_push_target push[CONFIG_MAX_PUSH_TARGETS];
+	uint32_t n_push;
+	char push_host[256];		   /* the host label; "": the host name */
+	uint64_t push_max_bytes_in_flight; /* requests held at once, all targets */
 };
 
 /* Which blocks get their stacks walked. */

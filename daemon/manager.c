@@ -119,6 +119,9 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 	case PROTO_CMD_BLOCKED:
 		manager_handle_blocked(m, conn, &req->blocked);
 		break;
+	case PROTO_CMD_PUSH:
+		manager_handle_push(m, conn, &req->push);
+		break;
 	case PROTO_CMD_STOP:
 		c = server_conn_get_data(conn);
 		if (c)
@@ -410,6 +413,8 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 			goto fail;
 	}
 	r = start_server(m);
+	if (r >= 0)
+		r = manager_push_start(m);
 	if (r < 0)
 		goto fail;
 
@@ -466,6 +471,7 @@ static void manager_free(struct manager *m)
 	manager_window_free(m);
 	sampling_carry_release(&m->drain.carry);
 	drain_names_free(m->drain.kept_names);
+	manager_push_stop(m); /* its threads' connections first */
 	store_queue_free(m->store_queue);
 	store_close(m->store);
 	state_lock_release(m->state_lock_fd);

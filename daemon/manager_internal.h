@@ -152,6 +152,7 @@ struct manager {
 	int state_lock_fd;     /* held for life: one daemon per database (state_lock.h) */
 	char tracefs_why[256]; /* "" or why tracefs is missing (fileio's status) */
 	struct store_queue *store_queue;
+	struct pusher *pusher; /* NULL: no push target (manager_push.c) */
 	bool stopping;	       /* free once the drain under way and the store jobs are done */
 	unsigned handles_open; /* timers still closing at the end */
 	struct manager_drain drain;
@@ -177,6 +178,18 @@ struct pt_work {
 /* manager.c */
 void manager_reply_error(struct server_conn *conn, const char *code, const char *message);
 void manager_shutdown_continue(struct manager *m);
+
+/* manager_push.c */
+struct pusher_status;
+/* Starts the pusher if the configuration has push targets. 0 or -errno
+ * (logged). */
+int manager_push_start(struct manager *m);
+void manager_push_stop(struct manager *m); /* joins its threads */
+void manager_handle_push(struct manager *m, struct server_conn *conn,
+			 const struct proto_push_request *req);
+/* The targets' states into ret[0, max), st[0, max) holding the strings. */
+size_t manager_push_status(struct manager *m, struct pusher_status *st,
+			   struct proto_push_status *ret, size_t max);
 
 /* manager_drain.c */
 void manager_drain_start(struct manager *m);

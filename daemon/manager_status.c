@@ -34,6 +34,7 @@
 #include "symbolizer.h"
 #include "unwinder.h"
 #include "manager_internal.h"
+#include "pusher.h"
 
 void manager_notify_status(struct manager *m)
 {
@@ -305,6 +306,8 @@ void manager_handle_status(struct manager *m, struct server_conn *conn)
 	struct kind_status kinds[KIND_STATUS_COUNT];
 	struct proto_kind_status pkinds[KIND_STATUS_COUNT];
 	const char *kstack_cache_why, *in_progress_why, *sched_frames_why;
+	struct pusher_status push_st[CONFIG_MAX_PUSH_TARGETS];
+	struct proto_push_status push[CONFIG_MAX_PUSH_TARGETS];
 	struct proto_status st;
 
 	collector_counters(m->collector, now);
@@ -366,6 +369,9 @@ void manager_handle_status(struct manager *m, struct server_conn *conn)
 	st.kinds = pkinds;
 	st.n_kinds = KIND_STATUS_COUNT;
 	manager_cgroups_status(m, &st.cgroups);
+	st.push_configured = m->cfg.n_push > 0;
+	st.n_push = manager_push_status(m, push_st, push, CONFIG_MAX_PUSH_TARGETS);
+	st.push = push;
 	if (m->unwinder)
 		unwind_status(m, &ustats, &st.unwind);
 	names_status(m, &st.unwind);

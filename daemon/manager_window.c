@@ -13,6 +13,7 @@
 #include "log.h"
 #include "store_jobs.h"
 #include "manager_internal.h"
+#include "pusher.h"
 
 void manager_window_written(void *arg, const struct store_window *w, int r, const char *msg,
 			    const struct store_stats *stats)
@@ -38,6 +39,8 @@ void manager_window_written(void *arg, const struct store_window *w, int r, cons
 		log_info("windows are stored again");
 	m->windows.store_error[0] = '\0';
 	m->windows.windows_written++;
+	if (!w->capture_id)
+		pusher_notify(m->pusher, w->start_ms, w->end_ms);
 }
 
 void manager_window_hist_add(struct manager *m, const struct collector_hist *h)

@@ -85,6 +85,7 @@ enum proto_cmd {
 	PROTO_CMD_LATENCY, /* Intel PT function latency of one process */
 	PROTO_CMD_HEATMAP, /* per-window totals of stored windows (proto_heatmap.h) */
 	PROTO_CMD_BLOCKED, /* the threads off the CPU now, longest first */
+	PROTO_CMD_PUSH,	   /* sends stored windows to push targets again (backfill) */
 };
 
 enum proto_stacks {
@@ -252,6 +253,18 @@ struct proto_blocked_request {
 	uint32_t limit; /* the longest this many; 0: all; default PROTO_BLOCKED_LIMIT_DEFAULT */
 };
 
+#define PROTO_PUSH_TARGET_MAX 31 /* bytes of a push target's name: [a-z0-9_-] */
+
+/*
+ * Sends the continuous windows that start in [from_ms, to_ms) again to one
+ * push target (daemon/push/), or to every one: a backfill by hand, which
+ * leaves the targets' cursors where they are.
+ */
+struct proto_push_request {
+	int64_t from_ms, to_ms;			/* from_ms > 0; to_ms 0: now */
+	char target[PROTO_PUSH_TARGET_MAX + 1]; /* push.NAME; "": every target */
+};
+
 struct proto_request {
 	enum proto_cmd cmd;
 	struct proto_capture_request capture; /* PROTO_CMD_CAPTURE */
@@ -261,6 +274,7 @@ struct proto_request {
 	struct proto_latency_request latency; /* PROTO_CMD_LATENCY */
 	struct proto_heatmap_request heatmap; /* PROTO_CMD_HEATMAP */
 	struct proto_blocked_request blocked; /* PROTO_CMD_BLOCKED */
+	struct proto_push_request push;	      /* PROTO_CMD_PUSH */
 };
 
 /* Error codes carried in error replies ("code" field). */
@@ -276,6 +290,7 @@ struct proto_request {
 #define PROTO_ERR_ATTACH      "attach_failed" /* the kernel refused a probe; message says why */
 #define PROTO_ERR_TIMEOUT     "timeout"	      /* the client took too long (client_timeout) */
 #define PROTO_ERR_NO_SUCH_CGROUP "no_such_cgroup" /* no cgroup, unit or container of that name */
+#define PROTO_ERR_NO_SUCH_TARGET "no_such_target" /* no such push target, or none at all */
 
 /* A named counter, e.g. a drop reason. */
 struct proto_counter {
@@ -408,6 +423,27 @@ struct proto_cgroup_status {
 	uint64_t from_proc, scans, failures; /* see struct cgroup_paths_stats */
 };
 
+/* A push target (daemon/push/pusher.h), as of the status request. */
+struct proto_push_status {
+	const char *name;	 /* the configuration's push.NAME */
+	const char *api;	 /* "pyroscope", "pyroscope-ingest" or "otlp" */
+	const char *url;	 /* the server, without credentials */
+	const char *state;	 /* "starting", "idle" (nothing to send), "sending", "retrying"
+				    (waiting after an error), "failed" (cannot run: last_error
+				    says why) */
+	int64_t last_success_ms; /* unix ms; 0: never */
+	uint64_t lag_windows;	 /* windows stored and not yet acknowledged */
+	uint64_t lag_ms;	 /* the newest window's end minus the last acknowledged one's */
+	uint64_t sent, set_aside, lost; /* windows, since the target was first configured
+					   (persisted) */
+	uint64_t retries;		/* failed tries since the daemon started */
+	uint64_t bytes_sent;		/* request bytes since the daemon started */
+	int64_t next_try_ms;		/* "retrying": when the next try is due; else 0 */
+	uint64_t backfill_windows;	/* windows asked for by "push" still to send */
+	const char *last_error;		/* "" if none: the last failure (HTTP status and the
+					   server's message, or the connection error) */
+};
+
 struct proto_status {
 	const char *version;
 	uint64_t uptime_s;
@@ -456,6 +492,12 @@ struct proto_status {
 	const struct proto_kind_status *kinds; /* none from older daemons */
 	size_t n_kinds;
 	struct proto_cgroup_status cgroups; /* hierarchy NULL/"": not reported */
+	/* The push targets, in the configuration's order; push_configured
+	 * false: none is configured, pushing is off. A parsed reply from a
+	 * daemon without a pusher has push NULL (not reported). */
+	const struct proto_push_status *push;
+	size_t n_push;
+	bool push_configured;
 };
 
 /* One aggregated row; ustack and kstack are ordered root -> leaf. */
@@ -669,6 +711,15 @@ char *proto_reply_hist(const struct proto_hist_result *r);
 char *proto_reply_latency(const struct proto_latency_result *r);
 char *proto_reply_pt_trace(const struct proto_pt_trace_result *r);
 
+/* What a push request queued (PROTO_CMD_PUSH). */
+struct proto_push_result {
+	int64_t from_ms, to_ms;	    /* the range, to_ms resolved */
+	const char *const *targets; /* the targets that got it */
+	size_t n_targets;
+};
+
+char *proto_reply_push(const struct proto_push_result *r);
+
 /* The enum value that a request spells name ("svg", "hot", ...), or -EINVAL. */
 int proto_format_from_name(const char *name);
 int proto_palette_from_name(const char *name);
@@ -703,6 +754,7 @@ struct proto_reply {
 	struct proto_pt_trace_result trace;  /* what it recorded (latency then empty) */
 	struct proto_blocked_result blocked; /* cmd == BLOCKED; threads and their
 						stacks owned by the reply */
+	struct proto_push_result push;	     /* cmd == PUSH; targets owned by the reply */
 };
 
 /* Returns 0 and a reply to free with proto_reply_free(), or -EINVAL if the

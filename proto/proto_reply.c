@@ -328,6 +328,50 @@ static bool proto__add_cgroups(cJSON *body, const struct proto_status *s)
 	       proto__add_u64(o, "failures", c->failures);
 }
 
+/* An object appended to list, or NULL. */
+static cJSON *proto__append_object(cJSON *list)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !cJSON_AddItemToArray(list, o)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* "push": always there, its targets an empty array when none is
+ * configured, so that a client can tell that from an older daemon's. */
+static bool proto__add_push(cJSON *body, const struct proto_status *s)
+{
+	cJSON *o = cJSON_AddObjectToObject(body, "push"), *targets, *t;
+
+	if (!o || !proto__add_bool(o, "configured", s->push_configured) ||
+	    !(targets = cJSON_AddArrayToObject(o, "targets")))
+		return false;
+	for (size_t i = 0; s->push && i < s->n_push; i++) {
+		const struct proto_push_status *p = &s->push[i];
+
+		if (!(t = proto__append_object(targets)) ||
+		    !proto__add_string(t, "name", p->name) ||
+		    !proto__add_string(t, "api", p->api) || !proto__add_string(t, "url", p->url) ||
+		    !proto__add_string(t, "state", p->state) ||
+		    !proto__add_i64(t, "last_success_ms", p->last_success_ms) ||
+		    !proto__add_u64(t, "lag_windows", p->lag_windows) ||
+		    !proto__add_u64(t, "lag_ms", p->lag_ms) ||
+		    !proto__add_u64(t, "sent", p->sent) ||
+		    !proto__add_u64(t, "set_aside", p->set_aside) ||
+		    !proto__add_u64(t, "lost", p->lost) ||
+		    !proto__add_u64(t, "retries", p->retries) ||
+		    !proto__add_u64(t, "bytes_sent", p->bytes_sent) ||
+		    !proto__add_i64(t, "next_try_ms", p->next_try_ms) ||
+		    !proto__add_u64(t, "backfill_windows", p->backfill_windows) ||
+		    !proto__add_string(t, "last_error", p->last_error ? p->last_error : ""))
+			return false;
+	}
+	return true;
+}
+
 char *proto_reply_status(const struct proto_status *s)
 {
 	cJSON *body, *root = proto__new_ok("status", &body);
@@ -362,7 +406,8 @@ char *proto_reply_status(const struct proto_status *s)
 	    !proto__add_rate(body, "recorded_per_s", s->recorded_per_s) ||
 	    !proto__add_counters(body, "counters", s->counters, s->n_counters) ||
 	    !proto__add_requests(body, s->requests, s->n_requests) ||
-	    !proto__add_kinds(body, s->kinds, s->n_kinds) || !proto__add_cgroups(body, s))
+	    !proto__add_kinds(body, s->kinds, s->n_kinds) || !proto__add_cgroups(body, s) ||
+	    !proto__add_push(body, s))
 		goto fail;
 	return proto__finish(root);
 fail:
@@ -556,18 +601,6 @@ fail:
 	return NULL;
 }
 
-/* An object appended to list, or NULL. */
-static cJSON *proto__append_object(cJSON *list)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (!o || !cJSON_AddItemToArray(list, o)) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
-}
-
 /* One thread of a blocked reply. Its ids are named as in samples: "tgid"
  * the process, "pid" the thread. */
 static bool proto__add_blocked_thread(cJSON *list, const struct proto_blocked_thread *t)
@@ -674,6 +707,21 @@ char *proto_reply_pt_trace(const struct proto_pt_trace_result *r)
 	    !proto__add_u64(body, "switches", r->switches) ||
 	    !proto__add_u64(body, "truncated", r->truncated) ||
 	    !proto__add_u64(body, "lost", r->lost)) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return proto__finish(root);
+}
+
+char *proto_reply_push(const struct proto_push_result *r)
+{
+	cJSON *body, *root = proto__new_ok("push", &body);
+
+	if (!root)
+		return NULL;
+	if (!proto__add_i64(body, "from_ms", r->from_ms) ||
+	    !proto__add_i64(body, "to_ms", r->to_ms) ||
+	    !proto__add_frames(body, "targets", r->targets, r->n_targets)) {
 		cJSON_Delete(root);
 		return NULL;
 	}

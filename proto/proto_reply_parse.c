@@ -33,6 +33,8 @@ struct proto__reply {
 	struct proto_kind_status *kinds;
 	struct proto_blocked_thread *blocked;
 	const char **frames; /* every blocked thread's ustack and kstack, one after another */
+	struct proto_push_status *push; /* status's push targets */
+	const char **push_targets;	/* a push reply's targets */
 };
 
 static int proto__reply_str(const cJSON *obj, const char *name, const char **ret)
@@ -426,6 +428,50 @@ static int proto__reply_cgroups(struct proto_status *s, const cJSON *o)
 	return 0;
 }
 
+/* Optional: daemons before the pusher did not send "push"; status.push
+ * then stays NULL (not reported). */
+static int proto__reply_push_status(struct proto__reply *r, const cJSON *o)
+{
+	const cJSON *push = cJSON_GetObjectItemCaseSensitive(o, "push"), *list, *item;
+	struct proto_status *s = &r->pub.status;
+	size_t n = 0;
+
+	if (!push)
+		return 0;
+	if (!cJSON_IsObject(push) || proto__reply_bool(push, "configured", &s->push_configured) < 0)
+		return -EINVAL;
+	list = cJSON_GetObjectItemCaseSensitive(push, "targets");
+	if (!cJSON_IsArray(list))
+		return -EINVAL;
+	r->push = calloc(cJSON_GetArraySize(list) + 1, sizeof(*r->push));
+	if (!r->push)
+		return -ENOMEM;
+	cJSON_ArrayForEach(item, list)
+	{
+		struct proto_push_status *t = &r->push[n++];
+
+		if (!cJSON_IsObject(item) || proto__reply_str(item, "name", &t->name) < 0 ||
+		    proto__reply_str(item, "api", &t->api) < 0 ||
+		    proto__reply_str(item, "url", &t->url) < 0 ||
+		    proto__reply_str(item, "state", &t->state) < 0 ||
+		    proto__reply_i64(item, "last_success_ms", &t->last_success_ms) < 0 ||
+		    proto__reply_u64(item, "lag_windows", &t->lag_windows) < 0 ||
+		    proto__reply_u64(item, "lag_ms", &t->lag_ms) < 0 ||
+		    proto__reply_u64(item, "sent", &t->sent) < 0 ||
+		    proto__reply_u64(item, "set_aside", &t->set_aside) < 0 ||
+		    proto__reply_u64(item, "lost", &t->lost) < 0 ||
+		    proto__reply_u64(item, "retries", &t->retries) < 0 ||
+		    proto__reply_u64(item, "bytes_sent", &t->bytes_sent) < 0 ||
+		    proto__reply_i64(item, "next_try_ms", &t->next_try_ms) < 0 ||
+		    proto__reply_u64(item, "backfill_windows", &t->backfill_windows) < 0 ||
+		    proto__reply_str(item, "last_error", &t->last_error) < 0)
+			return -EINVAL;
+	}
+	s->push = r->push;
+	s->n_push = n;
+	return 0;
+}
+
 static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 {
 	struct proto_status *s = &r->pub.status;
@@ -449,6 +495,8 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 		e = proto__reply_sampling(s, o);
 	if (e == 0)
 		e = proto__reply_cgroups(s, o);
+	if (e == 0)
+		e = proto__reply_push_status(r, o);
 	if (e < 0)
 		return e;
 	item = cJSON_GetObjectItemCaseSensitive(o, "daemon");
@@ -756,6 +804,25 @@ static int proto__reply_blocked(struct proto__reply *r, const cJSON *o)
 	return 0;
 }
 
+/* A push reply: the range and the targets that got it (their names
+ * point into the tree). */
+static int proto__reply_push(struct proto__reply *r, const cJSON *o)
+{
+	struct proto_push_result *p = &r->pub.push;
+	const char **next;
+
+	if (!cJSON_IsObject(o) || proto__reply_i64(o, "from_ms", &p->from_ms) < 0 ||
+	    proto__reply_i64(o, "to_ms", &p->to_ms) < 0 ||
+	    proto__frames_len(o, "targets", false, &p->n_targets) < 0)
+		return -EINVAL;
+	r->push_targets = calloc(p->n_targets + 1, sizeof(*r->push_targets));
+	if (!r->push_targets)
+		return -ENOMEM;
+	next = r->push_targets;
+	p->targets = proto__frames_copy(o, "targets", &next);
+	return 0;
+}
+
 static int proto__reply_fill(struct proto__reply *r)
 {
 	const cJSON *root = r->root, *error;
@@ -806,6 +873,10 @@ static int proto__reply_fill(struct proto__reply *r)
 	if (!strcmp(cmd, "blocked")) {
 		r->pub.cmd = PROTO_CMD_BLOCKED;
 		return proto__reply_blocked(r, cJSON_GetObjectItemCaseSensitive(root, "blocked"));
+	}
+	if (!strcmp(cmd, "push")) {
+		r->pub.cmd = PROTO_CMD_PUSH;
+		return proto__reply_push(r, cJSON_GetObjectItemCaseSensitive(root, "push"));
 	}
 	if (!strcmp(cmd, "latency")) {
 		const cJSON *trace = cJSON_GetObjectItemCaseSensitive(root, "trace");
@@ -860,5 +931,7 @@ void proto_reply_free(struct proto_reply *reply)
 	free(r->kinds);
 	free(r->blocked);
 	free(r->frames);
+	free(r->push);
+	free(r->push_targets);
 	free(r);
 }

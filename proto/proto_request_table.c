@@ -118,15 +118,24 @@ static bool proto__minwidth_valid(const char *s)
 #define PROTO__CAP(member) PROTO__AT(struct proto_capture_request, member)
 
 /*
+ * A time range of stored windows, from_ms and to_ms in the command's struct
+ * TYPE, the same wherever one is taken (proto__range_check() checks it).
+ */
+/* clang-format off */
+#define PROTO__RANGE_FIELDS(type)                                                                  \
+	{ .name = "from_ms", .kind = PROTO__KIND_UINT, PROTO__AT(type, from_ms),                   \
+	  .max = PROTO__JSON_INT_MAX },                                                            \
+	{ .name = "to_ms", .kind = PROTO__KIND_UINT, PROTO__AT(type, to_ms),                       \
+	  .max = PROTO__JSON_INT_MAX }
+/* clang-format on */
+
+/*
  * Which stored windows a request reads, the same for export and hist: a time
  * range or a capture (proto__range_check() enforces one of them), and pids.
  */
 /* clang-format off */
 #define PROTO__SELECTION_FIELDS(type)                                                              \
-	{ .name = "from_ms", .kind = PROTO__KIND_UINT, PROTO__AT(type, from_ms),                   \
-	  .max = PROTO__JSON_INT_MAX },                                                            \
-	{ .name = "to_ms", .kind = PROTO__KIND_UINT, PROTO__AT(type, to_ms),                       \
-	  .max = PROTO__JSON_INT_MAX },                                                            \
+	PROTO__RANGE_FIELDS(type),                                                                 \
 	{ .name = "capture", .kind = PROTO__KIND_UINT, PROTO__AT(type, capture_id),                \
 	  .max = PROTO__JSON_INT_MAX },                                                            \
 	{ .name = "pids", .kind = PROTO__KIND_IDS, PROTO__AT(type, pids),                          \
@@ -417,14 +426,7 @@ static const char *const proto__heatmap_rows_names[] = {
 #define PROTO__HEAT(member) PROTO__AT(struct proto_heatmap_request, member)
 
 static const struct proto__field proto__heatmap_fields[] = {
-	{ .name = "from_ms",
-	  .kind = PROTO__KIND_UINT,
-	  PROTO__HEAT(from_ms),
-	  .max = PROTO__JSON_INT_MAX },
-	{ .name = "to_ms",
-	  .kind = PROTO__KIND_UINT,
-	  PROTO__HEAT(to_ms),
-	  .max = PROTO__JSON_INT_MAX },
+	PROTO__RANGE_FIELDS(struct proto_heatmap_request),
 	{ .name = "pids",
 	  .kind = PROTO__KIND_IDS,
 	  PROTO__HEAT(pids),
@@ -487,12 +489,33 @@ static const struct proto__field proto__blocked_fields[] = {
 	  .def = PROTO_BLOCKED_LIMIT_DEFAULT },
 };
 
+/* A push target's name, as the configuration's push.NAME takes it. */
+static bool proto__push_target_valid(const char *s)
+{
+	return s[strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-")] == '\0';
+}
+
+/* A range of the continuous windows, as heatmap's, and the target. */
+static const struct proto__field proto__push_fields[] = {
+	PROTO__RANGE_FIELDS(struct proto_push_request),
+	{ .name = "target",
+	  .kind = PROTO__KIND_STRING,
+	  PROTO__AT(struct proto_push_request, target),
+	  .max = PROTO_PUSH_TARGET_MAX,
+	  .valid = proto__push_target_valid,
+	  .expect = "a push target's name: a-z, 0-9, '_' and '-'" },
+};
+
+/* Defined below with the other checks; private to this file. */
+static proto__check_fn proto__push_check;
+
 /* The duplicate check keeps one bit per field of a command. */
 _Static_assert(PROTO__ARRAY_SIZE(proto__capture_fields) <= 64, "too many capture fields");
 _Static_assert(PROTO__ARRAY_SIZE(proto__windows_fields) <= 64, "too many windows fields");
 _Static_assert(PROTO__ARRAY_SIZE(proto__export_fields) <= 64, "too many export fields");
 _Static_assert(PROTO__ARRAY_SIZE(proto__hist_fields) <= 64, "too many hist fields");
 _Static_assert(PROTO__ARRAY_SIZE(proto__blocked_fields) <= 64, "too many blocked fields");
+_Static_assert(PROTO__ARRAY_SIZE(proto__push_fields) <= 64, "too many push fields");
 
 #define PROTO__FIELDS(member, table)                                                               \
 	.offset = offsetof(struct proto_request, member), .fields = table,                         \
@@ -540,6 +563,12 @@ const struct proto__command proto__commands[] = {
 		.name = "blocked",
 		.cmd = PROTO_CMD_BLOCKED,
 		PROTO__FIELDS(blocked, proto__blocked_fields),
+	},
+	{
+		.name = "push",
+		.cmd = PROTO_CMD_PUSH,
+		PROTO__FIELDS(push, proto__push_fields),
+		.check = proto__push_check,
 	},
 };
 
@@ -727,6 +756,17 @@ int proto__heatmap_check(const void *args, const struct proto__command *c, uint6
 	if (!h->from_ms)
 		return proto__fail(err, err_size, "heatmap needs from_ms");
 	return proto__range_check(c, h->from_ms, h->to_ms, 0, err, err_size);
+}
+
+static int proto__push_check(const void *args, const struct proto__command *c, uint64_t given,
+			     char *err, size_t err_size)
+{
+	const struct proto_push_request *p = args;
+
+	(void)given;
+	if (!p->from_ms)
+		return proto__fail(err, err_size, "push needs from_ms");
+	return proto__range_check(c, p->from_ms, p->to_ms, 0, err, err_size);
 }
 
 int proto__latency_check(const void *args, const struct proto__command *c, uint64_t given,

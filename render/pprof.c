@@ -318,37 +318,55 @@ static void enc_push(struct enc *e, size_t *n, const char *frame)
 
 /* The waker part, without its "-" delimiters (between a waker's kernel and
  * user frames): pprof has no kernel/user distinction to draw. */
-static void enc_push_chain(struct enc *e, size_t *n, const struct proto_sample *r)
+static void row_chain(const struct proto_sample *r, pprof_frame_cb *cb, void *arg)
 {
 	for (size_t i = 0; i < r->n_chain; i++)
 		if (strcmp(r->chain[i], "-"))
-			enc_push(e, n, r->chain[i]);
+			cb(arg, r->chain[i]);
 }
 
-/* The frames of the row's folded line (PROTOCOL.md, kinds) after its comm,
- * root first, without "-"; returns how many. */
-static size_t enc_row_frames(struct enc *e, const struct proto_sample *r)
+void pprof_row_frames(const struct proto_sample *r, pprof_frame_cb *cb, void *arg)
 {
 	const char *kind = r->kind ? r->kind : "offcpu";
-	size_t n = 0;
 
 	if (!strcmp(kind, "wakeup")) {
-		enc_push_chain(e, &n, r);
-		return n;
+		row_chain(r, cb, arg);
+		return;
 	}
 	for (size_t i = 0; i < r->n_ustack; i++)
-		enc_push(e, &n, r->ustack[i]);
+		cb(arg, r->ustack[i]);
 	for (size_t i = 0; i < r->n_kstack; i++)
-		enc_push(e, &n, r->kstack[i]);
+		cb(arg, r->kstack[i]);
 	if (!strcmp(kind, "runq")) {
-		enc_push(e, &n, "[runqueue]");
+		cb(arg, "[runqueue]");
 	} else if (!strcmp(kind, "oncpu")) {
-		enc_push(e, &n, KIND_FRAME_ONCPU);
+		cb(arg, KIND_FRAME_ONCPU);
 	} else if (!strcmp(kind, "offwake") || !strcmp(kind, "chain")) {
-		enc_push(e, &n, "--");
-		enc_push_chain(e, &n, r);
+		cb(arg, "--");
+		row_chain(r, cb, arg);
 	}
-	return n;
+}
+
+/* A row's frames as string indices into e->frames. */
+struct enc_frames {
+	struct enc *e;
+	size_t n;
+};
+
+static void enc_frame_cb(void *arg, const char *frame)
+{
+	struct enc_frames *f = arg;
+
+	enc_push(f->e, &f->n, frame);
+}
+
+/* The frames of the row, root first; returns how many. */
+static size_t enc_row_frames(struct enc *e, const struct proto_sample *r)
+{
+	struct enc_frames f = { e, 0 };
+
+	pprof_row_frames(r, enc_frame_cb, &f);
+	return f.n;
 }
 
 static void enc_label_str(struct enc *e, uint32_t key, const char *value)
@@ -485,7 +503,7 @@ static void enc_tail(struct enc *e, uint32_t type, uint32_t unit, uint32_t comme
 	enc_flush(e, Z_FINISH);
 }
 
-static const char *sample_type_name(enum proto_kind kind, bool oncpu)
+const char *pprof_sample_type_name(enum proto_kind kind, bool oncpu)
 {
 	if (oncpu)
 		return "wall";
@@ -516,7 +534,7 @@ int pprof_write(const struct proto_sample *rows, size_t n, const struct pprof_op
 	enc_str(&e, ""); /* string_table[0] must be "" */
 	blocks = enc_str(&e, "blocks");
 	count = enc_str(&e, "count");
-	type = enc_str(&e, sample_type_name(opts->kind, opts->oncpu));
+	type = enc_str(&e, pprof_sample_type_name(opts->kind, opts->oncpu));
 	unit = enc_str(&e, "nanoseconds");
 	e.key_comm = enc_str(&e, "comm");
 	e.key_pid = enc_str(&e, "pid");

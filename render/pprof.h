@@ -47,6 +47,22 @@ struct pprof_opts {
 int pprof_write(const struct proto_sample *rows, size_t n, const struct pprof_opts *opts,
 		FILE *out);
 
+/* Called with each frame of a row, in order. */
+typedef void pprof_frame_cb(void *arg, const char *frame);
+
+/*
+ * The frames of row r as its sample has them above (the row's folded line,
+ * PROTOCOL.md's kinds, after the comm, without the "-" delimiters), root
+ * first: cb(arg, frame) for each. frame points into r or is a constant.
+ * For other encoders of rows (daemon/push/otlp_request.c), so that every
+ * format draws the same stacks.
+ */
+void pprof_row_frames(const struct proto_sample *r, pprof_frame_cb *cb, void *arg);
+
+/* The name of the time's sample type (above) for a profile of kind, with
+ * on-CPU rows beside (hot/cold) or not. */
+const char *pprof_sample_type_name(enum proto_kind kind, bool oncpu);
+
 /*
  * Writes the merged folded stacks of f (flame.h) as a gzipped profile: one
  * sample per frame with a count of its own, the path to it leaf first

@@ -48,7 +48,7 @@ done
 out=build-fuzz
 cc=${FUZZ_CC:-clang}
 cflags=(-std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-	-Wall -Wextra -Icommon -Iproto -Irender -Idaemon -Ipt -Ibpf)
+	-Wall -Wextra -Icommon -Iproto -Irender -Idaemon -Idaemon/push -Ipt -Ibpf)
 libs=(-lcjson -lz -lm -lipt)
 mkdir -p "$out/obj"
 

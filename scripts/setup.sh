@@ -7,10 +7,11 @@ cd "$(dirname "$0")/.."
 
 # python3: CMake's configure step looks for it (the integration tests' runner).
 # libmicrohttpd-dev: offcpuctl serve's HTTP server.
-# libprotobuf-c-dev, protobuf-c-compiler: the Pyroscope push messages (proto/push).
+# libprotobuf-c-dev, protobuf-c-compiler: the Pyroscope and OTLP push messages (proto/push).
+# libcurl4-openssl-dev: the pusher's HTTP and TLS (daemon/push).
 packages=(build-essential cmake pkg-config clang bpftool libbpf-dev libelf-dev libdw-dev
 	  zlib1g-dev libuv1-dev libcjson-dev libsqlite3-dev libsystemd-dev libipt-dev python3
-	  libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler)
+	  libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler libcurl4-openssl-dev)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -29,7 +29,7 @@
  *
  * Ids: a version 5 UUID (uuid5.h) of host, window id, window start, service,
  * kind and part (the profile's index in its series), in a namespace of
- * offcpud's own (push_request.c): the same window built again, after a
+ * offcpud's own (push_series.c): the same window built again, after a
  * retry or a restart, gives the same ids, and a database made anew (window
  * ids from 1 again) does not repeat old ones, its windows starting later.
  */
@@ -39,54 +39,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto.h"
-#include "uuid5.h"
-
-/* Pyroscope's default limits (validation.*): labels per series, a label
- * name's and value's bytes, samples per profile. */
-#define PUSH_LABELS_MAX		 30
-#define PUSH_LABEL_NAME_MAX	 1024
-#define PUSH_LABEL_VALUE_MAX	 2048
-#define PUSH_PROFILE_SAMPLES_MAX 16000
-
-/* The labels every series has; static labels may have at most the rest. */
-#define PUSH_LABELS_OWN 4
-
-/* How a row's service_name is chosen. */
-enum push_service_by {
-	/* The default: the container ("docker:0123456789ab", as --group-by
-	 * container names it), else the systemd unit ("nginx.service"), else
-	 * the process name. The container comes first because a container's
-	 * cgroup is a unit too (docker-ID.scope, cri-containerd-ID.scope). */
-	PUSH_SERVICE_BY_WHO,
-	PUSH_SERVICE_BY_PROCESS, /* the process name only */
-};
-
-/* The process name of a row is its main thread's name (the row whose pid
- * is its tgid) where the window has one, else the least of its threads'
- * names: the same whatever order the rows come in. */
-
-struct push_label {
-	const char *name;
-	const char *value;
-};
-
-struct push_window {
-	uint64_t id;		  /* the store's window id */
-	int64_t start_ms, end_ms; /* unix milliseconds; 0 <= start_ms <= end_ms */
-	/* Its rows, as profile_samples() gives them (kind, unit, container and
-	 * runtime read; the rest as pprof_write() reads them). */
-	const struct proto_sample *rows;
-	size_t n_rows;
-};
-
-struct push_request_opts {
-	const char *host;		 /* valid UTF-8, 1..PUSH_LABEL_VALUE_MAX bytes */
-	const struct push_label *labels; /* static labels; push_request_labels_check() */
-	size_t n_labels;
-	enum push_service_by service_by;
-	size_t max_samples; /* rows per profile; 0: PUSH_PROFILE_SAMPLES_MAX */
-};
+/* The window, the options and the checks of them, the profile names and
+ * the ids: shared with the OTLP encoder (otlp_request.h). */
+#include "push_series.h"
 
 /*
  * The packed PushRequest of window w, into *ret (malloc'd; the caller frees
@@ -98,22 +53,5 @@ struct push_request_opts {
  */
 int push_request_build(const struct push_window *w, const struct push_request_opts *opts,
 		       uint8_t **ret, size_t *ret_len);
-
-/*
- * Whether labels[0, n) may be a series' static labels: names as Prometheus
- * has them ([a-zA-Z_][a-zA-Z0-9_]*), not starting with "__" (reserved) and
- * none of service_name, host or kind, each once; values non-empty, valid
- * UTF-8; within Pyroscope's lengths. 0, -EINVAL, or -E2BIG (more than
- * PUSH_LABELS_MAX - PUSH_LABELS_OWN). For the configuration to check at load.
- */
-int push_request_labels_check(const struct push_label *labels, size_t n);
-
-/* The profile type (__name__) of kind (enum proto_kind); NULL out of range. */
-const char *push_request_profile_name(unsigned kind);
-
-/* The id of part `part` of the series (service, kind name) of window
- * (window_id, start_ms) from host, as the request carries it. */
-void push_request_id(const char *host, uint64_t window_id, int64_t start_ms, const char *service,
-		     const char *kind, size_t part, char ret[UUID5_STR_SIZE]);
 
 #endif

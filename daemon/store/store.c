@@ -43,6 +43,10 @@ static const char *const stmt_sql[STMT_COUNT] = {
 	[STMT_WINDOWS_IN_RANGE] = "SELECT count(*) FROM windows WHERE capture_id = 0 AND "
 				  "start_ms >= ?1 AND start_ms < ?2",
 	[STMT_WINDOWS_OF_CAPTURE] = "SELECT count(*) FROM windows WHERE capture_id = ?1",
+	[STMT_WINDOW_EXISTS] = "SELECT count(*) FROM windows WHERE id = ?1",
+	/* A continuous window evicted before a push target had it. */
+	[STMT_PUSH_LOST] = "UPDATE push_targets SET lost = lost + 1 WHERE cursor < ?1 AND "
+			   "EXISTS (SELECT 1 FROM windows WHERE id = ?1 AND capture_id = 0)",
 	[STMT_SERIES_FIND] = "SELECT id FROM series WHERE tgid = ?1 AND pid = ?2 AND comm_id = ?3 "
 			     "AND kind = ?4 AND state = ?5 AND ustack_id = ?6 AND kstack_id = ?7 "
 			     "AND chain_id = ?8 AND cgroup_id = ?9 AND ns_pid = ?10",
@@ -187,6 +191,70 @@ static int store__apply_limits(struct store *s)
 	return store__exec(s, sql, "cannot limit the WAL");
 }
 
+/* A connection to path (opened with SQLITE_OPEN_READWRITE | flags),
+ * reporting to err; on failure closed, with -errno. */
+static int store__connect(const char *path, int flags, int busy_ms, struct store **ret, char *err,
+			  size_t err_size)
+{
+	struct store *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (!s) {
+		if (err && err_size)
+			snprintf(err, err_size, "out of memory");
+		return -ENOMEM;
+	}
+	s->err = err;
+	s->err_size = err_size;
+	/* NOMUTEX: one thread at a time uses a connection (see store.h). */
+	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | flags,
+			     NULL);
+	if (rc != SQLITE_OK) {
+		int r = store__fail(s, rc, "cannot open '%s'", path);
+
+		store_close(s);
+		return r;
+	}
+	sqlite3_extended_result_codes(s->db, 1);
+	sqlite3_busy_timeout(s->db, busy_ms);
+	*ret = s;
+	return 0;
+}
+
+/* What every connection has: usum() and the prepared statements. */
+static int store__prepare(struct store *s)
+{
+	int rc = sqlite3_create_function(s->db, "usum", 1,
+					 SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY,
+					 NULL, NULL, usum_step, usum_final);
+
+	if (rc != SQLITE_OK)
+		return store__fail(s, rc, "cannot register usum()");
+	for (int i = 0; i < STMT_COUNT; i++) {
+		rc = sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+					&s->stmts[i], NULL);
+		if (rc != SQLITE_OK)
+			return store__fail(s, rc, "cannot prepare \"%s\"", stmt_sql[i]);
+	}
+	return 0;
+}
+
+/* The end of an open whose set-up so far returned r: the statements, then
+ * *ret; or the connection closed and -errno. */
+static int store__finish(struct store *s, int r, struct store **ret)
+{
+	if (r >= 0)
+		r = store__prepare(s);
+	if (r < 0) {
+		store_close(s);
+		return r;
+	}
+	s->err = NULL;
+	s->err_size = 0;
+	*ret = s;
+	return 0;
+}
+
 int store_open(const char *path, const struct store_limits *limits, struct store **ret, char *err,
 	       size_t err_size)
 {
@@ -197,27 +265,11 @@ int store_open(const char *path, const struct store_limits *limits, struct store
 	int rc, r;
 
 	assert(path && ret);
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		if (err && err_size)
-			snprintf(err, err_size, "out of memory");
-		return -ENOMEM;
-	}
-	s->err = err;
-	s->err_size = err_size;
+	r = store__connect(path, SQLITE_OPEN_CREATE, 1000, &s, err, err_size);
+	if (r < 0)
+		return r;
 	if (limits)
 		s->limits = *limits;
-	/* NOMUTEX: one thread at a time uses the store (see store.h). */
-	rc = sqlite3_open_v2(path, &s->db,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-			     NULL);
-	if (rc != SQLITE_OK) {
-		r = store__fail(s, rc, "cannot open '%s'", path);
-		goto fail;
-	}
-	sqlite3_extended_result_codes(s->db, 1);
-	sqlite3_busy_timeout(s->db, 1000);
-
 	r = store__check(s, path, &version);
 	if (r < 0)
 		goto fail;
@@ -261,32 +313,32 @@ int store_open(const char *path, const struct store_limits *limits, struct store
 		r = store__pragma_read(s, "PRAGMA page_size", &s->page_size);
 	if (r >= 0)
 		r = store__apply_limits(s);
-	if (r < 0)
-		goto fail;
-
-	rc = sqlite3_create_function(s->db, "usum", 1,
-				     SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY, NULL,
-				     NULL, usum_step, usum_final);
-	if (rc != SQLITE_OK) {
-		r = store__fail(s, rc, "cannot register usum()");
-		goto fail;
-	}
-	for (int i = 0; i < STMT_COUNT; i++) {
-		rc = sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
-					&s->stmts[i], NULL);
-		if (rc != SQLITE_OK) {
-			r = store__fail(s, rc, "cannot prepare \"%s\"", stmt_sql[i]);
-			goto fail;
-		}
-	}
-	store__forget(s);
-	s->err = NULL;
-	s->err_size = 0;
-	*ret = s;
-	return 0;
+	if (r >= 0)
+		store__forget(s);
+	return store__finish(s, r, ret);
 fail:
 	store_close(s);
 	return r;
+}
+
+int store_open_another(const char *path, struct store **ret, char *err, size_t err_size)
+{
+	struct store *s;
+	int r;
+
+	assert(path && ret);
+	/* A longer busy wait than the first connection's: this one waits, not
+	 * the windows. */
+	r = store__connect(path, 0, 5000, &s, err, err_size);
+	if (r < 0)
+		return r;
+	r = store__schema_current(s, path);
+	if (r >= 0)
+		r = store__exec(s, "PRAGMA synchronous = NORMAL",
+				"cannot configure the connection");
+	if (r >= 0)
+		r = store__pragma_read(s, "PRAGMA page_size", &s->page_size);
+	return store__finish(s, r, ret);
 }
 
 void store_close(struct store *s)

@@ -89,6 +89,12 @@ int store_open(const char *path, const struct store_limits *limits, struct store
 	       size_t err_size);
 void store_close(struct store *s); /* NULL-safe */
 
+/* Another connection, for another thread (the pusher's), to a database that
+ * store_open() has opened (its schema current: else -EPROTO). No check, no
+ * migration, no limits: it never adds windows. WAL lets it read while the
+ * first connection writes. */
+int store_open_another(const char *path, struct store **ret, char *err, size_t err_size);
+
 /*
  * Adds a window, its samples and its histogram buckets in one transaction
  * (a continuous window, capture_id 0, with its heatmap cells: see
@@ -128,6 +134,7 @@ struct store_query {
 	int64_t from_ms; /* a window is in range if from_ms <= start_ms < to_ms */
 	int64_t to_ms;
 	uint64_t capture_id;  /* nonzero: that capture's windows instead of a range */
+	uint64_t window_id;   /* nonzero: that window alone (range and capture_id unused) */
 	const uint32_t *pids; /* tgids; n_pids == 0: all */
 	size_t n_pids;	      /* at most STORE_QUERY_MAX_PIDS, else -EINVAL */
 	const char *comm;     /* NULL or "": all; else exact match */

@@ -33,12 +33,13 @@ static int64_t now_ms(void)
 }
 
 /* Deletes one window, its samples, its histograms and its heatmap cells,
- * inside the caller's transaction. */
+ * inside the caller's transaction; push targets that had not sent it count
+ * it as lost. */
 static int store__evict(struct store *s, int64_t id)
 {
 	static const enum stmt deletes[] = {
-		STMT_WINDOW_SAMPLES_DELETE,   STMT_WINDOW_HIST_DELETE, STMT_WINDOW_HEAT_DELETE,
-		STMT_WINDOW_HEAT_MARK_DELETE, STMT_WINDOW_DELETE,
+		STMT_PUSH_LOST,		 STMT_WINDOW_SAMPLES_DELETE,   STMT_WINDOW_HIST_DELETE,
+		STMT_WINDOW_HEAT_DELETE, STMT_WINDOW_HEAT_MARK_DELETE, STMT_WINDOW_DELETE,
 	};
 	int rc = SQLITE_DONE;
 

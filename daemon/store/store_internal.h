@@ -41,6 +41,8 @@ enum stmt {
 	STMT_WINDOWS_STATS,
 	STMT_WINDOWS_IN_RANGE,
 	STMT_WINDOWS_OF_CAPTURE,
+	STMT_WINDOW_EXISTS,
+	STMT_PUSH_LOST,
 	STMT_SERIES_FIND,
 	STMT_SERIES_INSERT,
 	STMT_SERIES_DELETE,
@@ -122,6 +124,12 @@ int store__exec(struct store *s, const char *sql, const char *what);
 /* store_schema.c */
 int store__check(struct store *s, const char *path, int64_t *ret_version);
 int store__migrate(struct store *s, int64_t version);
+/* store_query.c: the windows a statement selects (the columns of
+ * STMT_WINDOWS_SINCE), malloc'd into *ret; the statement is reset. */
+int store__windows_collect(struct store *s, sqlite3_stmt *st, struct store_window **ret,
+			   size_t *ret_n);
+/* 0, or -EPROTO unless the database has the schema this build writes. */
+int store__schema_current(struct store *s, const char *path);
 
 /* store_write.c */
 void store__intern_free(struct intern *c);

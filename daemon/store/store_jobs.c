@@ -284,10 +284,9 @@ struct export_job {
 	struct profile *profile;     /* the rows being added by export_row() */
 };
 
-static int export_row(void *arg, const struct store_sample *s)
+void store_jobs_row(const struct store_sample *s, struct profile_row *ret)
 {
-	struct export_job *j = arg;
-	struct profile_row row = {
+	*ret = (struct profile_row){
 		.comm = s->comm,
 		.tgid = s->tgid,
 		.pid = s->pid,
@@ -302,6 +301,12 @@ static int export_row(void *arg, const struct store_sample *s)
 		.cgroup = s->cgroup,
 		.ns_pid = s->ns_pid,
 	};
+}
+
+static int export_row(void *arg, const struct store_sample *s)
+{
+	struct export_job *j = arg;
+	struct profile_row row;
 	struct stack_filter_sample fs = {
 		.comm = s->comm,
 		.tgid = s->tgid,
@@ -314,6 +319,7 @@ static int export_row(void *arg, const struct store_sample *s)
 
 	if (!stack_filter_keep(j->filter, &fs) || (j->who && !who_match_keep(j->who, s->cgroup)))
 		return 0;
+	store_jobs_row(s, &row);
 	return j->req.lines ? profile_add_row(j->profile, &row)
 			    : profile_add_row_without_lines(j->profile, &row);
 }
@@ -491,8 +497,8 @@ struct hist_job {
 	struct proto_hist_request req;
 	struct proto_hist_process *procs;
 	size_t n, cap;
-	struct who_match *who;	/* its cgroup, unit or container; NULL: none */
-	struct hashtab *tgids;	/* with who: the processes whose samples are in (-> 1) */
+	struct who_match *who; /* its cgroup, unit or container; NULL: none */
+	struct hashtab *tgids; /* with who: the processes whose samples are in (-> 1) */
 };
 
 /* A sample of the hist's windows: is its process in? */

@@ -17,6 +17,10 @@
 #include "store.h"
 #include "store_queue.h"
 
+/* A stored row as a profile's (its strings are the sample's): how exports
+ * and the pusher read windows back. */
+void store_jobs_row(const struct store_sample *s, struct profile_row *ret);
+
 /* Result of a window write, on the loop thread. msg is valid during the call. */
 /* r: 0 or -errno (-ENOSPC: the disk is full), msg why; stats: the store's
  * after the write, NULL if they could not be read. */

@@ -14,6 +14,7 @@
 #include "hashtab.h"
 #include "store_internal.h"
 
+/* Columns id, start_ms, end_ms, capture_id, n_stacks, n_samples, bytes. */
 static void window_from_row(sqlite3_stmt *st, struct store_window *w)
 {
 	w->id = (uint64_t)sqlite3_column_int64(st, 0);
@@ -25,19 +26,13 @@ static void window_from_row(sqlite3_stmt *st, struct store_window *w)
 	w->bytes = (uint64_t)sqlite3_column_int64(st, 6);
 }
 
-int store_windows_list(struct store *s, int64_t since_ms, struct store_window **ret, size_t *ret_n,
-		       char *err, size_t err_size)
+int store__windows_collect(struct store *s, sqlite3_stmt *st, struct store_window **ret,
+			   size_t *ret_n)
 {
 	struct store_window *list = NULL;
 	size_t n = 0, cap = 0;
-	sqlite3_stmt *st;
 	int rc;
 
-	assert(s && ret && ret_n);
-	s->err = err;
-	s->err_size = err_size;
-	st = stmt(s, STMT_WINDOWS_SINCE);
-	sqlite3_bind_int64(st, 1, since_ms);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == cap) {
 			struct store_window *more;
@@ -53,17 +48,27 @@ int store_windows_list(struct store *s, int64_t since_ms, struct store_window **
 		}
 		window_from_row(st, &list[n++]);
 	}
-	if (rc != SQLITE_DONE) {
-		int r = store__fail(s, rc, "cannot list windows");
-
-		sqlite3_reset(st);
-		free(list);
-		return r;
-	}
 	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		free(list);
+		return store__fail(s, rc, "cannot list windows");
+	}
 	*ret = list;
 	*ret_n = n;
 	return 0;
+}
+
+int store_windows_list(struct store *s, int64_t since_ms, struct store_window **ret, size_t *ret_n,
+		       char *err, size_t err_size)
+{
+	sqlite3_stmt *st;
+
+	assert(s && ret && ret_n);
+	s->err = err;
+	s->err_size = err_size;
+	st = stmt(s, STMT_WINDOWS_SINCE);
+	sqlite3_bind_int64(st, 1, since_ms);
+	return store__windows_collect(s, st, ret, ret_n);
 }
 
 /* Growing text with spans into it; strings in it are NUL-terminated. */
@@ -215,7 +220,9 @@ static int query_stack(struct store *s, struct query_cache *qc, int64_t id, stru
 /* The condition on windows w that q selects. */
 static void query_append_windows(struct buf *sql, int *r, const struct store_query *q)
 {
-	if (q->capture_id)
+	if (q->window_id)
+		APPEND(sql, *r, "w.id = ?1");
+	else if (q->capture_id)
 		APPEND(sql, *r, "w.capture_id = ?1");
 	else
 		APPEND(sql, *r, "w.capture_id = 0 AND w.start_ms >= ?2 AND w.start_ms < ?3");
@@ -254,7 +261,9 @@ static int query_finish(struct store *s, const struct store_query *q, struct buf
 	free(sql->p);
 	if (rc != SQLITE_OK)
 		return store__fail(s, rc, "cannot prepare the query");
-	if (q->capture_id) {
+	if (q->window_id) {
+		sqlite3_bind_int64(st, 1, (int64_t)q->window_id);
+	} else if (q->capture_id) {
 		sqlite3_bind_int64(st, 1, (int64_t)q->capture_id);
 	} else {
 		sqlite3_bind_int64(st, 2, q->from_ms);
@@ -348,7 +357,10 @@ static int query_windows(struct store *s, const struct store_query *q, int64_t *
 				    STORE_QUERY_MAX_PIDS);
 	if (q->n_pids && !q->pids)
 		return store__error(s, -EINVAL, "%zu pids but no array", q->n_pids);
-	if (q->capture_id) {
+	if (q->window_id) {
+		st = stmt(s, STMT_WINDOW_EXISTS);
+		sqlite3_bind_int64(st, 1, (int64_t)q->window_id);
+	} else if (q->capture_id) {
 		st = stmt(s, STMT_WINDOWS_OF_CAPTURE);
 		sqlite3_bind_int64(st, 1, (int64_t)q->capture_id);
 	} else {

@@ -292,10 +292,38 @@ static int migrate_to_6(sqlite3 *db)
 	return sqlite3_exec(db, migration_v6, NULL, NULL, NULL);
 }
 
+/*
+ * The push outbox (store_push.h): per target, the cursor (the newest window
+ * it has acknowledged or set aside; continuous windows after it are still
+ * to send) and its counts; and the windows a target refused, with why.
+ */
+static const char migration_v7[] = "CREATE TABLE IF NOT EXISTS push_targets (\n"
+				   "	name TEXT PRIMARY KEY,\n"
+				   "	cursor INTEGER NOT NULL,\n"
+				   "	sent INTEGER NOT NULL DEFAULT 0,\n"
+				   "	set_aside INTEGER NOT NULL DEFAULT 0,\n"
+				   "	lost INTEGER NOT NULL DEFAULT 0,\n"
+				   "	last_success_ms INTEGER NOT NULL DEFAULT 0\n"
+				   ");\n"
+				   "CREATE TABLE IF NOT EXISTS push_set_aside (\n"
+				   "	target TEXT NOT NULL,\n"
+				   "	window_id INTEGER NOT NULL,\n"
+				   "	at_ms INTEGER NOT NULL,\n"
+				   "	status INTEGER NOT NULL,\n"
+				   "	message TEXT NOT NULL,\n"
+				   "	PRIMARY KEY (target, window_id)\n"
+				   ");\n";
+
+static int migrate_to_7(sqlite3 *db)
+{
+	return sqlite3_exec(db, migration_v7, NULL, NULL, NULL);
+}
+
 /* migrations[v] turns a version v database into version v + 1; the schema
  * version is the number of entries. Append only: never edit a shipped step. */
 static int (*const migrations[])(sqlite3 *db) = {
-	migrate_to_1, migrate_to_2, migrate_to_3, migrate_to_4, migrate_to_5, migrate_to_6,
+	migrate_to_1, migrate_to_2, migrate_to_3, migrate_to_4,
+	migrate_to_5, migrate_to_6, migrate_to_7,
 };
 
 #define STORE_SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
@@ -350,6 +378,17 @@ int store__check(struct store *s, const char *path, int64_t *ret_version)
 				    path, (long long)version, (long long)STORE_SCHEMA_VERSION);
 	*ret_version = version;
 	return 0;
+}
+
+int store__schema_current(struct store *s, const char *path)
+{
+	int64_t version;
+	int r = store__pragma_read(s, "PRAGMA user_version", &version);
+
+	if (r >= 0 && version != STORE_SCHEMA_VERSION)
+		r = store__error(s, -EPROTO, "'%s' has schema version %lld, not %lld", path,
+				 (long long)version, (long long)STORE_SCHEMA_VERSION);
+	return r;
 }
 
 int store__migrate(struct store *s, int64_t version)

@@ -51,6 +51,10 @@ static size_t fuzz_touch_reply(const struct proto_reply *r)
 		for (size_t i = 0; i < r->status.n_counters; i++)
 			sum += fuzz_touch(r->status.counters[i].name);
 		sum += fuzz_touch_requests(r->status.requests, r->status.n_requests);
+		for (size_t i = 0; i < r->status.n_push; i++)
+			sum += fuzz_touch(r->status.push[i].name) + fuzz_touch(r->status.push[i].url) +
+			       fuzz_touch(r->status.push[i].state) +
+			       fuzz_touch(r->status.push[i].last_error);
 		break;
 	case PROTO_CMD_CAPTURE:
 		sum += fuzz_touch(r->capture.folded) + fuzz_touch(r->capture.output);
@@ -84,6 +88,10 @@ static size_t fuzz_touch_reply(const struct proto_reply *r)
 				sum += fuzz_touch(t->kstack[f]);
 		}
 		break;
+	case PROTO_CMD_PUSH:
+		for (size_t i = 0; i < r->push.n_targets; i++)
+			sum += fuzz_touch(r->push.targets[i]);
+		break;
 	default:
 		fuzz_check(0, "parsed reply has an unknown cmd");
 	}
@@ -108,6 +116,8 @@ static char *fuzz_format(const struct proto_reply *r)
 		return proto_reply_hist(&r->hist);
 	case PROTO_CMD_BLOCKED:
 		return proto_reply_blocked(&r->blocked);
+	case PROTO_CMD_PUSH:
+		return proto_reply_push(&r->push);
 	default:
 		return NULL;
 	}
@@ -124,7 +134,9 @@ static void fuzz_compare(const struct proto_reply *a, const struct proto_reply *
 		fuzz_check(a->status.n_programs == b->status.n_programs &&
 				   a->status.n_counters == b->status.n_counters &&
 				   a->status.n_requests == b->status.n_requests &&
-				   a->status.pid == b->status.pid,
+				   a->status.pid == b->status.pid &&
+				   a->status.n_push == b->status.n_push &&
+				   a->status.push_configured == b->status.push_configured,
 			   "status changed");
 		break;
 	case PROTO_CMD_CAPTURE:
@@ -146,6 +158,11 @@ static void fuzz_compare(const struct proto_reply *a, const struct proto_reply *
 		break;
 	case PROTO_CMD_HIST:
 		fuzz_check(a->hist.n_processes == b->hist.n_processes, "hist changed");
+		break;
+	case PROTO_CMD_PUSH:
+		fuzz_check(a->push.n_targets == b->push.n_targets &&
+				   a->push.from_ms == b->push.from_ms && a->push.to_ms == b->push.to_ms,
+			   "push changed");
 		break;
 	case PROTO_CMD_BLOCKED:
 		fuzz_check(a->blocked.n_threads == b->blocked.n_threads &&

@@ -50,7 +50,9 @@ static int config_equal(const struct config *a, const struct config *b)
 	       a->max_db_bytes == b->max_db_bytes && a->max_age_s == b->max_age_s &&
 	       !strcmp(a->pt_dir, b->pt_dir) && a->pt_keep == b->pt_keep &&
 	       a->pt_buffer_bytes == b->pt_buffer_bytes && a->pt_max_bytes == b->pt_max_bytes &&
-	       a->pt_max_threads == b->pt_max_threads && a->pt_event == b->pt_event;
+	       a->pt_max_threads == b->pt_max_threads && a->pt_event == b->pt_event &&
+	       a->n_push == b->n_push && !strcmp(a->push_host, b->push_host) &&
+	       a->push_max_bytes_in_flight == b->push_max_bytes_in_flight;
 }
 
 /* A config differing from the defaults in every field. */
@@ -92,6 +94,9 @@ static void config_scramble(struct config *c)
 	c->pt_max_bytes = 7;
 	c->pt_max_threads = 7;
 	c->pt_event = CONFIG_PT_EVENT_SIDEBAND;
+	/* n_push stays 0: no key sets it back (targets are made, not set). */
+	strcpy(c->push_host, "scrambled");
+	c->push_max_bytes_in_flight = 7;
 }
 
 static void test_defaults(void)
@@ -319,7 +324,8 @@ static void test_choice(void)
 	CHECK(parse(&c, "tracepoint = auto\n") == 0);
 	CHECK(c.tracepoint == CONFIG_TRACEPOINT_AUTO);
 	CHECK(parse(&c, "tracepoint = kprobe\n") == -EINVAL);
-	CHECK_STR(err, "test.conf:1: bad value for 'tracepoint': must be auto, tp_btf or raw_tp");
+	CHECK_STR(err,
+		  "test.conf:1: bad value for 'tracepoint': must be one of auto, tp_btf, raw_tp");
 	CHECK(parse(&c, "tracepoint =\n") == -EINVAL);
 }
 
@@ -738,6 +744,101 @@ static void test_requests(void)
 	CHECK_STR(err, want);
 }
 
+/* Push targets: "push.NAME.KEY" makes NAME at its first key; defaults;
+ * every key's checks; what a target needs as a whole. */
+static void test_push(void)
+{
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{ "push.a.url = ftp://x",
+		  "test.conf:1: bad value for 'push.a.url': must be an http:// or "
+		  "https:// URL without blanks, shorter than 1024 bytes" },
+		{ "push.a.url = \"http://a b\"", NULL },
+		{ "push.a.url = http://", NULL },
+		{ "push.a.api = grpc",
+		  "test.conf:1: bad value for 'push.a.api': must be one of pyroscope, "
+		  "pyroscope-ingest, otlp" },
+		{ "push.a.service_by = unit",
+		  "test.conf:1: bad value for 'push.a.service_by': must be one "
+		  "of who, process" },
+		{ "push.a.labels = env", NULL },
+		{ "push.a.labels = env=", NULL },
+		{ "push.a.labels = 1x=a", NULL },
+		{ "push.a.labels = __x=a", NULL },
+		{ "push.a.labels = host=a", NULL },
+		{ "push.a.labels = \"a=1, a=2\"", NULL },
+		{ "push.a.labels = a=b=c", NULL },
+		{ "push.a.kinds = cpu", NULL },
+		{ "push.a.timeout = 0", NULL },
+		{ "push.a.basic_auth_file = relative", NULL },
+		{ "push.A.url = http://x", "test.conf:1: bad push target name 'A': must be 1 to 31 "
+					   "characters from a-z 0-9 _ -" },
+		{ "push..url = http://x", NULL },
+		{ "push.a.bogus = 1", "test.conf:1: unknown key 'push.a.bogus'" },
+		{ "push.a = 1", "test.conf:1: unknown key 'push.a'" },
+		{ "push.a.url = http://x\npush.b.labels = e=1\n",
+		  "test.conf:2: push target 'b' has no url "
+		  "(push.b.url)" },
+		{ "push.a.url = http://x\npush.a.basic_auth_file = /a\n"
+		  "push.a.bearer_token_file = /b",
+		  "test.conf:1: push target 'a' has both basic_auth_file and bearer_token_file: "
+		  "give one" },
+		{ "push.a.url = http://x\npush.a.key_file = /k",
+		  "test.conf:1: push target 'a' has a key_file but no cert_file" },
+	};
+	char text[2048];
+	struct config c;
+
+	CHECK(parse(&c, "") == 0);
+	CHECK(c.n_push == 0 && c.push_max_bytes_in_flight == 64u << 20 && !c.push_host[0]);
+	CHECK(parse(&c, "push.grafana.url = https://u:p@profiles.example.com/\n"
+			"push.otel.api = otlp\n"
+			"push.otel.url = http://127.0.0.1:4318\n"
+			"push.grafana.labels = \"env=prod, region = eu-west\"\n"
+			"push.grafana.tenant = team-a\n"
+			"push.grafana.bearer_token_file = /etc/offcpud/token\n"
+			"push.grafana.kinds = offcpu, wakeup\n"
+			"push.grafana.service_by = process\n"
+			"push.grafana.timeout = 2m\n"
+			"push.grafana.max_bytes_per_second = 1M\n"
+			"push.grafana.ca_file = /ca.pem\n"
+			"push.grafana.cert_file = /c.pem\n"
+			"push.grafana.key_file = /k.pem\n"
+			"push_host = web-1\n"
+			"push_max_bytes_in_flight = 8MiB\n") == 0);
+	CHECK(c.n_push == 2);
+	CHECK_STR(c.push[0].name, "grafana");
+	CHECK_STR(c.push[0].url, "https://u:p@profiles.example.com/");
+	CHECK(c.push[0].api == CONFIG_PUSH_PYROSCOPE);
+	CHECK_STR(c.push[0].labels, "env=prod, region = eu-west");
+	CHECK_STR(c.push[0].tenant, "team-a");
+	CHECK_STR(c.push[0].bearer_token_file, "/etc/offcpud/token");
+	CHECK(c.push[0].kinds == ((1u << PROTO_KIND_OFFCPU) | (1u << PROTO_KIND_WAKEUP)));
+	CHECK(c.push[0].service_by == CONFIG_PUSH_SERVICE_PROCESS);
+	CHECK(c.push[0].timeout_s == 120 && c.push[0].max_bytes_per_second == 1u << 20);
+	CHECK_STR(c.push[0].key_file, "/k.pem");
+	CHECK_STR(c.push[1].name, "otel");
+	CHECK(c.push[1].api == CONFIG_PUSH_OTLP && c.push[1].timeout_s == 30 &&
+	      c.push[1].service_by == CONFIG_PUSH_SERVICE_WHO && c.push[1].kinds == 0 &&
+	      c.push[1].line == 2);
+	CHECK_STR(c.push_host, "web-1");
+	CHECK(c.push_max_bytes_in_flight == 8u << 20);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "%s", bad[i].text);
+		CHECK_MSG(parse(&c, text) == -EINVAL, "(%s)", bad[i].text);
+		if (bad[i].want)
+			CHECK_STR(err, bad[i].want);
+	}
+	/* At most CONFIG_MAX_PUSH_TARGETS. */
+	text[0] = '\0';
+	for (int i = 0; i <= CONFIG_MAX_PUSH_TARGETS; i++)
+		sprintf(text + strlen(text), "push.t%d.url = http://x\n", i);
+	CHECK(parse(&c, text) == -EINVAL);
+	CHECK_STR(err, "test.conf:9: too many push targets: at most 8");
+}
+
 static void test_syntax(void)
 {
 	struct config c;
@@ -967,6 +1068,7 @@ int main(int argc, char **argv)
 	test_duration();
 	test_group();
 	test_requests();
+	test_push();
 	test_names();
 	test_syntax();
 	test_error_leaves_config();

@@ -17,6 +17,9 @@ static const char usage[] =
 	"      -p, --pid PID           processes\n"
 	"          --state LIST        states\n"
 	"      plus the stack filters and output options below\n"
+	"  push RANGE [--target NAME]  send windows again\n"
+	"      RANGE is --window lastNx, or --from T [--to T]\n"
+	"          --target NAME       only to NAME\n"
 	"  help [COMMAND]              this text\n"
 	"\n"
 	"Stack filters of capture:\n"
@@ -79,6 +82,23 @@ int main(void)
 	CHECK(r == 0);
 	CHECK(strstr(t, "list the stored windows\n\nTimes T: unix seconds") != NULL);
 	CHECK(strstr(t, "Stack filters") == NULL);
+	free(t);
+
+	t = help("push", &r); /* RANGE: the times paragraph; no filters */
+	CHECK(r == 0);
+	CHECK_STR(t, "Usage: offcpuctl [--socket PATH] [--json] push RANGE [--target NAME]\n"
+		     "\n"
+		     "send windows again\n"
+		     "\n"
+		     "  RANGE is --window lastNx, or --from T [--to T]\n"
+		     "      --target NAME       only to NAME\n"
+		     "\n"
+		     "Times T: unix seconds or RFC 3339.\n"
+		     "\n"
+		     "Global options:\n"
+		     "  -s, --socket PATH  daemon socket\n"
+		     "\n"
+		     "Exit codes: 0 ok, 2 bad arguments.\n");
 	free(t);
 
 	t = help("stat", &r); /* a prefix is not a command */

@@ -235,7 +235,136 @@ static void test_reply_status(void)
 		CHECK(!reply->status.kstack_cache &&
 		      !strcmp(reply->status.kstack_cache_reason, ""));
 		CHECK(reply->status.switches_per_s == 0 && reply->status.recorded_per_s == 0);
+		/* Pushing off: reported, as an empty list. */
+		CHECK(reply->status.push != NULL && reply->status.n_push == 0 &&
+		      !reply->status.push_configured);
 	}
+	CHECK_MSG(s && strstr(s, ",\"push\":{\"configured\":false,\"targets\":[]}"), "('%s')",
+		  STR(s));
+	proto_reply_free(reply);
+	free(s);
+}
+
+/* status's push targets: every field, real values, back as they went. */
+static void test_reply_status_push(void)
+{
+	const struct proto_push_status targets[] = {
+		{
+			.name = "grafana",
+			.api = "pyroscope",
+			.url = "https://pyroscope.example.com:4040",
+			.state = "retrying",
+			.last_success_ms = INT64_C(1795305600123),
+			.lag_windows = 3,
+			.lag_ms = 30000,
+			.sent = 8640,
+			.set_aside = 2,
+			.lost = 1,
+			.retries = 7,
+			.bytes_sent = UINT64_C(123456789012),
+			.next_try_ms = INT64_C(1795305630000),
+			.backfill_windows = 360,
+			.last_error = "HTTP 429: \"too many requests\"\n",
+		},
+		{
+			.name = "otel",
+			.api = "otlp",
+			.url = "http://collector:4318",
+			.state = "idle",
+		},
+	};
+	struct proto_status st = {
+		.version = "1",
+		.tracepoint = "tp_btf",
+		.push = targets,
+		.n_push = 2,
+		.push_configured = true,
+	};
+	struct proto_reply *reply = NULL;
+	char *s = proto_reply_status(&st);
+
+	CHECK_LINE(s);
+	CHECK_MSG(s && strstr(s, "\"push\":{\"configured\":true,\"targets\":[{\"name\":"
+				 "\"grafana\",\"api\":\"pyroscope\",\"url\":"
+				 "\"https://pyroscope.example.com:4040\",\"state\":\"retrying\","
+				 "\"last_success_ms\":1795305600123,\"lag_windows\":3,"
+				 "\"lag_ms\":30000,\"sent\":8640,\"set_aside\":2,\"lost\":1,"
+				 "\"retries\":7,\"bytes_sent\":123456789012,"
+				 "\"next_try_ms\":1795305630000,\"backfill_windows\":360,"
+				 "\"last_error\":\"HTTP 429: \\\"too many requests\\\"\\n\"},"),
+		  "('%s')", STR(s));
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply && reply->status.n_push == 2) {
+		const struct proto_status *p = &reply->status;
+		const struct proto_push_status *a = &p->push[0], *b = &p->push[1];
+
+		CHECK(p->push_configured);
+		CHECK_STR(a->name, "grafana");
+		CHECK_STR(a->api, "pyroscope");
+		CHECK_STR(a->url, "https://pyroscope.example.com:4040");
+		CHECK_STR(a->state, "retrying");
+		CHECK(a->last_success_ms == INT64_C(1795305600123));
+		CHECK(a->lag_windows == 3 && a->lag_ms == 30000);
+		CHECK(a->sent == 8640 && a->set_aside == 2 && a->lost == 1);
+		CHECK(a->retries == 7 && a->bytes_sent == UINT64_C(123456789012));
+		CHECK(a->next_try_ms == INT64_C(1795305630000));
+		CHECK(a->backfill_windows == 360);
+		CHECK_STR(a->last_error, "HTTP 429: \"too many requests\"\n");
+		CHECK_STR(b->name, "otel");
+		CHECK_STR(b->api, "otlp");
+		CHECK_STR(b->url, "http://collector:4318");
+		CHECK_STR(b->state, "idle");
+		CHECK(!b->last_success_ms && !b->lag_windows && !b->lag_ms && !b->sent &&
+		      !b->set_aside && !b->lost && !b->retries && !b->bytes_sent &&
+		      !b->next_try_ms && !b->backfill_windows);
+		CHECK_STR(b->last_error, ""); /* NULL: none */
+	} else {
+		CHECK_MSG(0, "(push targets did not round-trip: '%s')", STR(s));
+	}
+	proto_reply_free(reply);
+	free(s);
+}
+
+/* A push request's reply: the range, the targets, the count. */
+static void test_reply_push(void)
+{
+	const char *const targets[] = { "grafana", "otel" };
+	struct proto_push_result res = {
+		.from_ms = INT64_C(1795305600000),
+		.to_ms = INT64_C(1795309200000),
+		.targets = targets,
+		.n_targets = 2,
+	};
+	struct proto_reply *reply = NULL;
+	char *s = proto_reply_push(&res);
+
+	CHECK_LINE(s);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"ok\":true,\"cmd\":\"push\",\"push\":{"
+				  "\"from_ms\":1795305600000,\"to_ms\":1795309200000,"
+				  "\"targets\":[\"grafana\",\"otel\"]}}\n"),
+		  "('%s')", STR(s));
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply) {
+		const struct proto_push_result *p = &reply->push;
+
+		CHECK(reply->ok && reply->cmd == PROTO_CMD_PUSH);
+		CHECK(p->from_ms == INT64_C(1795305600000) && p->to_ms == INT64_C(1795309200000));
+		CHECK(p->n_targets == 2);
+		if (p->n_targets == 2) {
+			CHECK_STR(p->targets[0], "grafana");
+			CHECK_STR(p->targets[1], "otel");
+		}
+	}
+	proto_reply_free(reply);
+	free(s);
+
+	/* No target: still a reply. */
+	res.n_targets = 0;
+	s = proto_reply_push(&res);
+	reply = NULL;
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply)
+		CHECK(reply->push.n_targets == 0 && reply->push.targets != NULL);
 	proto_reply_free(reply);
 	free(s);
 }
@@ -1142,6 +1271,8 @@ int main(void)
 {
 	test_reply_error();
 	test_reply_status();
+	test_reply_status_push();
+	test_reply_push();
 	test_reply_capture();
 	test_capture_request_stats_reply();
 	test_reply_samples();

@@ -401,6 +401,127 @@ static void test_reply_blocked_invalid(void)
 	REPLY_BAD(buf);
 }
 
+/* A push target of status as offcpud writes it, with field skip (an index
+ * into its fields; -1: none) left out or, with spoil, of the wrong type.
+ * Returns whether skip is one of its fields. */
+static bool push_target_json(char *buf, size_t size, int skip, bool spoil)
+{
+	static const char *const fields[][2] = {
+		{ "name", "\"grafana\"" },
+		{ "api", "\"pyroscope\"" },
+		{ "url", "\"http://p:4040\"" },
+		{ "state", "\"idle\"" },
+		{ "last_success_ms", "1" },
+		{ "lag_windows", "2" },
+		{ "lag_ms", "3" },
+		{ "sent", "4" },
+		{ "set_aside", "5" },
+		{ "lost", "6" },
+		{ "retries", "7" },
+		{ "bytes_sent", "8" },
+		{ "next_try_ms", "9" },
+		{ "backfill_windows", "10" },
+		{ "last_error", "\"\"" },
+	};
+	int n = sizeof(fields) / sizeof(fields[0]);
+	size_t len = 0;
+
+	buf[len++] = '{';
+	for (int i = 0; i < n; i++) {
+		/* strings become numbers, numbers strings or fractions */
+		const char *bad = fields[i][1][0] == '"' ? "1" : i % 2 ? "\"1\"" : "1.5";
+
+		if (i == skip && !spoil)
+			continue;
+		len += snprintf(buf + len, size - len, "%s\"%s\":%s", len > 1 ? "," : "",
+				fields[i][0], i == skip ? bad : fields[i][1]);
+	}
+	snprintf(buf + len, size - len, "}");
+	return skip < n;
+}
+
+/* status's "push": optional (older daemons), but whole where it is there;
+ * and the push reply. */
+static void test_reply_push_invalid(void)
+{
+	static const char st[] = "\"version\":\"1\",\"uptime_s\":1,\"pid\":1,"
+				 "\"tracepoint\":\"raw_tp\",\"programs\":[],\"slots_active\":0,"
+				 "\"slots_max\":1,\"captures_running\":0,\"switches_per_s\":0,"
+				 "\"recorded_per_s\":0,\"counters\":{}";
+	static const char *const bad_push[] = {
+		"[]",
+		"{}",
+		"{\"configured\":false}",
+		"{\"targets\":[]}",
+		"{\"configured\":0,\"targets\":[]}",
+		"{\"configured\":true,\"targets\":{}}",
+		"{\"configured\":true,\"targets\":[1]}",
+	};
+	static const char *const bad_result[] = {
+		"\"to_ms\":2,\"targets\":[]",
+		"\"from_ms\":1,\"targets\":[]",
+		"\"from_ms\":1,\"to_ms\":2",
+		"\"from_ms\":1.5,\"to_ms\":2,\"targets\":[]",
+		"\"from_ms\":1,\"to_ms\":2,\"targets\":[\"a\",1]",
+		"\"from_ms\":1,\"to_ms\":2,\"targets\":\"a\"",
+	};
+	struct proto_reply *reply = NULL;
+	char target[512], buf[2048];
+
+	/* Without "push": not reported. */
+	snprintf(buf, sizeof(buf), "{\"v\":1,\"ok\":true,\"cmd\":\"status\",\"status\":{%s}}", st);
+	CHECK_MSG(proto_reply_parse(buf, strlen(buf), &reply) == 0, "('%s')", buf);
+	if (reply)
+		CHECK(!reply->status.push && !reply->status.n_push &&
+		      !reply->status.push_configured);
+	proto_reply_free(reply);
+
+	/* The reference parses, unknown fields and all. */
+	push_target_json(target, sizeof(target), -1, false);
+	snprintf(buf, sizeof(buf),
+		 "{\"v\":1,\"ok\":true,\"cmd\":\"status\",\"status\":{%s,\"push\":"
+		 "{\"configured\":true,\"targets\":[%s],\"new\":1}}}",
+		 st, target);
+	reply = NULL;
+	CHECK_MSG(proto_reply_parse(buf, strlen(buf), &reply) == 0, "('%s')", buf);
+	if (reply && reply->status.n_push == 1) {
+		CHECK(reply->status.push_configured);
+		CHECK_STR(reply->status.push[0].url, "http://p:4040");
+		CHECK(reply->status.push[0].backfill_windows == 10);
+	} else {
+		CHECK_MSG(0, "(no push target in '%s')", buf);
+	}
+	proto_reply_free(reply);
+
+	for (size_t i = 0; i < sizeof(bad_push) / sizeof(bad_push[0]); i++) {
+		snprintf(buf, sizeof(buf),
+			 "{\"v\":1,\"ok\":true,\"cmd\":\"status\",\"status\":{%s,\"push\":%s}}", st,
+			 bad_push[i]);
+		REPLY_BAD(buf);
+	}
+	for (int i = 0; push_target_json(target, sizeof(target), i, false); i++) {
+		for (int spoil = 0; spoil < 2; spoil++) {
+			push_target_json(target, sizeof(target), i, spoil);
+			snprintf(buf, sizeof(buf),
+				 "{\"v\":1,\"ok\":true,\"cmd\":\"status\",\"status\":{%s,"
+				 "\"push\":{\"configured\":true,\"targets\":[%s]}}}",
+				 st, target);
+			REPLY_BAD(buf);
+		}
+	}
+
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"push\"}");
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"push\",\"push\":[]}");
+	for (size_t i = 0; i < sizeof(bad_result) / sizeof(bad_result[0]); i++) {
+		snprintf(buf, sizeof(buf), "{\"v\":1,\"ok\":true,\"cmd\":\"push\",\"push\":{%s}}",
+			 bad_result[i]);
+		REPLY_BAD(buf);
+	}
+	/* The cmd decides which body is read. */
+	REPLY_BAD("{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"push\":{\"from_ms\":1,"
+		  "\"to_ms\":2,\"targets\":[]}}");
+}
+
 /* ---- PROTOCOL.md -------------------------------------------------------- */
 
 static void reply_example(size_t lineno, const char *l, const char *next)
@@ -459,6 +580,7 @@ int main(void)
 	test_reply_output_invalid();
 	test_reply_hist_invalid();
 	test_reply_blocked_invalid();
+	test_reply_push_invalid();
 	test_protocol_examples();
 	test_garbage();
 

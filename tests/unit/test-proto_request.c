@@ -205,6 +205,13 @@ static void check_roundtrip_at(const char *file, int line, const struct proto_re
 				 s);
 			CHECK_AT(file, line, a->kind == b->kind, "(%s)", s);
 		}
+		if (in->cmd == PROTO_CMD_PUSH) {
+			const struct proto_push_request *a = &in->push, *b = &out.push;
+
+			CHECK_AT(file, line, a->from_ms == b->from_ms, "(%s)", s);
+			CHECK_AT(file, line, a->to_ms == b->to_ms, "(%s)", s);
+			CHECK_AT(file, line, !strcmp(a->target, b->target), "(%s)", s);
+		}
 	}
 	free(s);
 }
@@ -333,6 +340,65 @@ static void test_request_format_new(void)
 	req->export.format = PROTO_FORMAT_FOLDED;
 	CHECK_ROUNDTRIP(req);
 	free(req);
+}
+
+/* push: its fields (a range, as heatmap's, and a target's name) parsed,
+ * refused and formatted back. */
+static void test_push_request(void)
+{
+	struct proto_request req;
+	char name[PROTO_PUSH_TARGET_MAX + 2], extra[128];
+	char *s;
+
+	CHECK(PARSE_OK(cmd_line("push", "\"from_ms\":1795305600000"), &req) == 0);
+	CHECK(req.cmd == PROTO_CMD_PUSH && req.push.from_ms == INT64_C(1795305600000) &&
+	      req.push.to_ms == 0 && !req.push.target[0]);
+	CHECK(PARSE_OK(cmd_line("push", "\"from_ms\":1,\"to_ms\":9007199254740992,"
+					"\"target\":\"grafana-eu_2\""),
+		       &req) == 0);
+	CHECK(req.push.from_ms == 1 && req.push.to_ms == INT64_C(9007199254740992));
+	CHECK_STR(req.push.target, "grafana-eu_2");
+	CHECK(PARSE_OK(cmd_line("push", "\"from_ms\":1,\"target\":\"\""), &req) == 0);
+	CHECK(!req.push.target[0]);
+	memset(name, 'a', PROTO_PUSH_TARGET_MAX);
+	name[PROTO_PUSH_TARGET_MAX] = '\0';
+	snprintf(extra, sizeof(extra), "\"from_ms\":1,\"target\":\"%s\"", name);
+	CHECK(PARSE_OK(cmd_line("push", extra), &req) == 0);
+	CHECK_STR(req.push.target, name);
+
+	BAD(cmd_line("push", ""), "push needs from_ms");
+	BAD(cmd_line("push", "\"to_ms\":5"), "push needs from_ms");
+	BAD(cmd_line("push", "\"from_ms\":5,\"to_ms\":5"),
+	    "field 'to_ms' (5) must be > 'from_ms' (5), or 0 for now");
+	BAD(cmd_line("push", "\"from_ms\":-1"), "field 'from_ms' must be between 0 and");
+	BAD(cmd_line("push", "\"from_ms\":1,\"capture\":2"), "unknown field 'capture'");
+	BAD(cmd_line("push", "\"from_ms\":1,\"target\":\"Grafana\""),
+	    "field 'target' must be a push target's name: a-z, 0-9, '_' and '-', not 'Grafana'");
+	BAD(cmd_line("push", "\"from_ms\":1,\"target\":\"a b\""), "field 'target' must be");
+	BAD(cmd_line("push", "\"from_ms\":1,\"target\":\"a.b\""), "field 'target' must be");
+	BAD(cmd_line("push", "\"from_ms\":1,\"target\":7"), "field 'target' must be a string");
+	name[PROTO_PUSH_TARGET_MAX] = 'a';
+	name[PROTO_PUSH_TARGET_MAX + 1] = '\0';
+	snprintf(extra, sizeof(extra), "\"from_ms\":1,\"target\":\"%s\"", name);
+	BAD(cmd_line("push", extra), "field 'target' is 32 bytes long; at most 31 allowed");
+
+	/* Formatted: defaults left out; round trips. */
+	memset(&req, 0, sizeof(req));
+	req.cmd = PROTO_CMD_PUSH;
+	req.push.from_ms = INT64_C(1795305600000);
+	s = proto_request_format(&req);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"push\",\"from_ms\":1795305600000}\n"),
+		  "('%s')", STR(s));
+	free(s);
+	CHECK_ROUNDTRIP(&req);
+	req.push.to_ms = INT64_C(1795309200000);
+	strcpy(req.push.target, "otel");
+	s = proto_request_format(&req);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"cmd\":\"push\",\"from_ms\":1795305600000,"
+				  "\"to_ms\":1795309200000,\"target\":\"otel\"}\n"),
+		  "('%s')", STR(s));
+	free(s);
+	CHECK_ROUNDTRIP(&req);
 }
 
 /* capture's stack filters: formatted only when set; round trips. */
@@ -736,6 +802,7 @@ int main(void)
 	test_request_format_filters();
 	test_request_format_render();
 	test_request_format_kinds();
+	test_push_request();
 	test_minwidth_parse();
 	test_names();
 	test_kind_names();

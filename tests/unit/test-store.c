@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "store.h"
+#include "store_push.h"
 
 /* tests/data/store-v5.db: a file the previous release wrote (tests/CMakeLists.txt). */
 #ifndef STORE_V5_DB
@@ -246,7 +247,7 @@ static void test_create_reopen(void)
 	size_t n = 0;
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 6);
+	CHECK(pragma(s, "PRAGMA user_version") == 7);
 	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2); /* incremental */
 	CHECK(add(s, 1000, 2000, 0, &v, 1, &w) == 0);
 	CHECK(w.id > 0 && w.n_samples == 1 && w.n_stacks == 1 && w.bytes > 0);
@@ -254,7 +255,7 @@ static void test_create_reopen(void)
 	store_close(NULL);
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 6);
+	CHECK(pragma(s, "PRAGMA user_version") == 7);
 	CHECK(store_windows_list(s, 0, &list, &n, err, sizeof(err)) == 0);
 	CHECK(n == 1 && list[0].id == w.id && list[0].start_ms == 1000 && list[0].end_ms == 2000);
 	CHECK(n == 1 && list[0].n_samples == 1 && list[0].n_stacks == 1 &&
@@ -521,6 +522,82 @@ static void test_age(void)
 	store_close(s);
 }
 
+/*
+ * The push outbox: a new target starts at the newest continuous window; the
+ * next window after a cursor skips captures' windows; sent and set aside
+ * move the cursor forward only; an evicted window that a target had not
+ * sent counts as lost for it alone; all of it read back on another
+ * connection (the pusher's) and after reopening.
+ */
+static void test_push_outbox(void)
+{
+	const char *path = db_path("push.db");
+	struct store_limits limits = { .max_age_ms = 3600 * 1000 };
+	struct store_sample v = { 1, 1, "c", 0, 0, 1, 1, "u", "k", "", 0, "", 0 };
+	struct store_window w[5], next, *list = NULL;
+	struct store_push_cursor a, b;
+	struct store *s, *s2;
+	int64_t now = now_ms(), newest_end;
+	uint64_t backlog;
+	size_t n = 0;
+	sqlite3_stmt *st;
+
+	remove_db(path);
+	CHECK(store_open(path, &limits, &s, err, sizeof(err)) == 0);
+	CHECK(store_open_another(path, &s2, err, sizeof(err)) == 0);
+	/* Old enough to be evicted by the next add. */
+	CHECK(add(s, now - 7300 * 1000, now - 7200 * 1000, 0, &v, 1, &w[0]) == 0);
+	CHECK(store_push_target(s2, "a", &a, err, sizeof(err)) == 0);
+	CHECK(a.cursor == w[0].id && !a.sent && !a.lost && !a.last_success_ms);
+	CHECK(store_push_next(s2, a.cursor, &next, err, sizeof(err)) == -ENOENT);
+	CHECK(add(s, now - 3000, now - 2000, 7, &v, 1, &w[1]) == 0); /* a capture's */
+	CHECK(add(s, now - 2000, now - 1000, 0, &v, 1, &w[2]) == 0);
+	CHECK(store_push_next(s2, a.cursor, &next, err, sizeof(err)) == 0);
+	CHECK(next.id == w[2].id && next.start_ms == w[2].start_ms && next.end_ms == w[2].end_ms);
+	/* b is made now: w[2] is before it. */
+	CHECK(store_push_target(s2, "b", &b, err, sizeof(err)) == 0 && b.cursor == w[2].id);
+	CHECK(store_push_backlog(s2, a.cursor, &backlog, &newest_end, err, sizeof(err)) == 0);
+	CHECK(backlog == 1 && newest_end == w[2].end_ms);
+
+	CHECK(store_push_sent(s2, "a", w[2].id, now, err, sizeof(err)) == 0);
+	CHECK(store_push_sent(s2, "a", w[0].id, now + 1, err, sizeof(err)) == 0); /* never back */
+	CHECK(store_push_target(s2, "a", &a, err, sizeof(err)) == 0);
+	CHECK(a.cursor == w[2].id && a.sent == 2 && a.last_success_ms == now + 1);
+	CHECK(add(s, now - 1000, now, 0, &v, 1, &w[3]) == 0);
+	CHECK(store_push_set_aside(s2, "a", w[3].id, now, 400, "too old", err, sizeof(err)) == 0);
+	CHECK(store_push_target(s2, "a", &a, err, sizeof(err)) == 0);
+	CHECK(a.cursor == w[3].id && a.set_aside == 1 && a.sent == 2);
+	CHECK(sqlite3_prepare_v2(store__db(s2),
+				 "SELECT status, message FROM push_set_aside WHERE target = 'a' AND "
+				 "window_id = ?1",
+				 -1, &st, NULL) == SQLITE_OK);
+	sqlite3_bind_int64(st, 1, (int64_t)w[3].id);
+	CHECK(sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 400 &&
+	      !strcmp((const char *)sqlite3_column_text(st, 1), "too old"));
+	sqlite3_finalize(st);
+
+	/* w[0] goes by age with this add: every cursor is past it, nobody lost
+	 * it. w[4] goes with the next: a and b had not sent it, c (made when it
+	 * was the newest) had nothing to send. */
+	CHECK(add(s, now - 7100 * 1000, now - 7000 * 1000, 0, &v, 1, &w[4]) == 0);
+	CHECK(store_push_target(s2, "a", &a, err, sizeof(err)) == 0 && a.lost == 0);
+	CHECK(store_push_target(s2, "c", &a, err, sizeof(err)) == 0 && a.cursor == w[4].id);
+	CHECK(add(s, now, now + 1000, 0, &v, 1, NULL) == 0); /* evicts w[4] */
+	CHECK(store_push_target(s2, "a", &a, err, sizeof(err)) == 0 && a.lost == 1);
+	CHECK(store_push_target(s2, "b", &b, err, sizeof(err)) == 0 && b.lost == 1);
+	CHECK(store_push_target(s2, "c", &a, err, sizeof(err)) == 0 && a.lost == 0);
+	CHECK(store_push_range(s2, now - 2000, now + 1, &list, &n, err, sizeof(err)) == 0);
+	CHECK(n == 3 && list[0].id == w[2].id && list[1].id == w[3].id); /* not the capture's */
+	free(list);
+	store_close(s2);
+	store_close(s);
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	CHECK(store_push_target(s, "a", &a, err, sizeof(err)) == 0);
+	CHECK(a.cursor == w[3].id && a.sent == 2 && a.set_aside == 1);
+	store_close(s);
+}
+
 static void test_size(struct gen *gen)
 {
 	const char *path = db_path("size.db");
@@ -731,9 +808,9 @@ static void test_refused(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	store_close(s);
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db, "PRAGMA user_version = 7", NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, "PRAGMA user_version = 8", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
-	check_refused(path, -EPROTO, "schema version 7");
+	check_refused(path, -EPROTO, "schema version 8");
 
 	/* An empty database made elsewhere, in WAL mode, is adopted. */
 	path = db_path("empty.db");
@@ -741,7 +818,7 @@ static void test_refused(void)
 	CHECK(sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 6);
+	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 7);
 	store_close(s);
 
 	/* Somebody else's database. */
@@ -1274,7 +1351,7 @@ static void check_migrated(const char *path, enum v1_content content)
 	size_t n = 0;
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 6);
+	CHECK(pragma(s, "PRAGMA user_version") == 7);
 	CHECK(pragma(s, "PRAGMA application_id") == 1329811541);
 	CHECK(pragma(s, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = "
 			"'ok'") == 1);
@@ -1351,7 +1428,7 @@ static void check_migrated(const char *path, enum v1_content content)
 	/* Migrated once: the next open finds the current version and the same
 	 * rows. */
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 6);
+	CHECK(pragma(s, "PRAGMA user_version") == 7);
 	CHECK(query_range(s, 0, 5000, &g, &windows) == 0);
 	CHECK(windows == 2 && g.n == 4);
 	got_free(&g);
@@ -1408,7 +1485,7 @@ static void test_migrate_v3(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	if (!s)
 		return;
-	CHECK(pragma(s, "PRAGMA user_version") == 6);
+	CHECK(pragma(s, "PRAGMA user_version") == 7);
 	CHECK(pragma(s, "SELECT count(*) FROM heat_cells") == 1);
 	CHECK(pragma(s, "SELECT count(*) FROM heat_cells WHERE window_id = 99") == 0);
 	CHECK(pragma(s, "SELECT count(*) FROM heat_windows") == 1);
@@ -1795,7 +1872,7 @@ static void test_migrate_v5_file(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	if (!s)
 		goto out;
-	CHECK(pragma(s, "PRAGMA user_version") == 6);
+	CHECK(pragma(s, "PRAGMA user_version") == 7);
 	CHECK(pragma(s, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = "
 			"'ok'") == 1);
 	series = db_text(store__db(s), v5_series_sql);
@@ -1863,7 +1940,7 @@ static void test_migrate_v5_file(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	if (!s)
 		goto out;
-	CHECK(pragma(s, "PRAGMA user_version") == 6);
+	CHECK(pragma(s, "PRAGMA user_version") == 7);
 	{
 		char *now = db_text(store__db(s), "SELECT group_concat(id || ',' || cgroup_id || "
 						  "',' || ns_pid, ';') FROM (SELECT * FROM series "
@@ -1946,6 +2023,7 @@ int main(void)
 	test_range();
 	test_interning(gen);
 	test_age();
+	test_push_outbox();
 	test_size(gen);
 	test_full(gen);
 	test_refused();
@@ -1969,7 +2047,7 @@ int main(void)
 			"crash.db",	     "empty.db",      "stats.db",      "chain.db",
 			"kinds.db",	     "hist.db",	      "hist-evict.db", "v1.db",
 			"v1-empty-stack.db", "v1-nothing.db", "v3.db",	       "v5.db",
-			"cgroup.db",	     "cgroup-gc.db"
+			"cgroup.db",	     "cgroup-gc.db",  "push.db"
 		};
 
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
