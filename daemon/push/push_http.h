@@ -39,7 +39,8 @@ void push_http_free(struct push_http *h); /* NULL-safe */
 
 /*
  * POSTs body[0, len) to the target's URL + path (path and query, starting
- * with '/'), with content_type; the target's tenant, credentials (read from
+ * with '/'), with content_type (gzipped, with Content-Encoding, for an
+ * OTLP target); the target's tenant, credentials (read from
  * their files now, so a rotated token is used at once), TLS files, timeout
  * and bandwidth limit. *stop is polled during the transfer. Returns 0 with
  * *res filled (whatever the verdict), or -errno when the request could not

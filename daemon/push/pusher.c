@@ -10,11 +10,13 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +33,7 @@
 #define BACKOFF_MAX_MS	   (5 * 60 * 1000)
 #define IDLE_RECHECK_MS	   5000	 /* a missed notification costs at most this */
 #define REOPEN_MS	   10000 /* between tries to open the database */
+#define PUSH_NICE	   10	 /* the threads' nice value */
 /* A server's Retry-After is honoured up to this: a bad one cannot park a
  * target for days. */
 #define RETRY_AFTER_MAX_MS (60 * 60 * 1000)
@@ -377,6 +380,9 @@ static int send_window(struct target *t, struct store *store, struct push_http *
 		break;
 	}
 	free(body);
+	/* A window's rows and request take megabytes of this thread's malloc
+	 * arena; glibc keeps them otherwise (RSS stayed up after a backlog). */
+	malloc_trim(0);
 	return r;
 }
 
@@ -481,6 +487,12 @@ static void *target_main(void *arg)
 	unsigned failures = 0;
 	char msg[512];
 	int r;
+
+	/* Its name tells it apart in top and /proc; below the workloads' and
+	 * the loop's priority, so a backlog (a full core while it lasts) takes
+	 * what is spare. */
+	pthread_setname_np(pthread_self(), "offcpud-push");
+	setpriority(PRIO_PROCESS, (id_t)gettid(), PUSH_NICE);
 
 	/* The manager's connection opened the database first; if this one
 	 * cannot, keep trying: status says why meanwhile. */
