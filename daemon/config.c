@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "kind.h"
+#include "push_labels.h"
 #include "thread_state.h"
 
 /* Far above any real configuration; stops a wrong path (a log, /dev/zero)
@@ -641,52 +642,19 @@ static bool text_ok(const char *s, size_t len)
 	return true;
 }
 
-static bool label_name_char(char ch, bool first)
-{
-	return ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-	       (!first && ch >= '0' && ch <= '9');
-}
-
-/* "env=prod, region=eu-west": Prometheus label names, not reserved ("__"
- * prefix, or a label every pushed series has), each once; values
- * non-empty. Blanks around names and values are allowed. */
+/* "env=prod, region=eu-west": push_labels.h's rule, at most 64 pairs. */
 static bool labels_ok(const char *s, size_t len)
 {
-	static const char *const own[] = { "service_name", "host", "kind" };
-	const char *end = s + len, *names[64];
-	size_t name_lens[64], n = 0;
+	char text[FIELD_SIZE_IN(struct config_push_target, labels)];
+	char buf[sizeof(text)];
+	struct push_label pairs[64];
+	size_t n;
 
-	if (!len)
-		return true;
-	for (;;) {
-		const char *comma = memchr(s, ',', end - s), *pair_end = comma ? comma : end;
-		const char *eq = memchr(s, '=', pair_end - s), *name, *value;
-		size_t name_len, value_len;
-
-		if (!eq || n == sizeof(names) / sizeof(names[0]))
-			return false;
-		name = skip_space(s, eq);
-		name_len = trim_end(name, eq) - name;
-		value = skip_space(eq + 1, pair_end);
-		value_len = trim_end(value, pair_end) - value;
-		if (!name_len || !value_len || !text_ok(value, value_len) ||
-		    memchr(value, '=', value_len) || (name_len >= 2 && !strncmp(name, "__", 2)))
-			return false;
-		for (size_t i = 0; i < name_len; i++)
-			if (!label_name_char(name[i], i == 0))
-				return false;
-		for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
-			if (strlen(own[i]) == name_len && !memcmp(own[i], name, name_len))
-				return false;
-		for (size_t i = 0; i < n; i++)
-			if (name_lens[i] == name_len && !memcmp(names[i], name, name_len))
-				return false;
-		names[n] = name;
-		name_lens[n++] = name_len;
-		if (!comma)
-			return true;
-		s = comma + 1;
-	}
+	if (len >= sizeof(text))
+		return false;
+	memcpy(text, s, len);
+	text[len] = '\0';
+	return push_labels_parse(text, buf, sizeof(buf), pairs, 64, &n) == 0;
 }
 
 /* Writes the value of key k into the struct at base (struct config, or a

@@ -21,7 +21,7 @@ declare -A sources=(
 	[proto_request]="$proto_src"
 	[proto_reply]="$proto_src"
 	[folded]="$(echo render/*.c) build-fuzz/flame_js.c $proto_src"
-	[config]="daemon/config.c common/thread_state.c common/kind.c"
+	[config]="daemon/config.c common/thread_state.c common/kind.c daemon/push/push_labels.c"
 	[stack_filter]="$(echo common/stack_filter.c common/frame.c common/thread_state.c \
 		common/folded_line.c common/kind.c)"
 	[pt_trace]="pt/pt_trace.c pt/pt_decode.c pt/pt_latency.c"

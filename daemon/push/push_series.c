@@ -69,35 +69,17 @@ void push_request_id(const char *host, uint64_t window_id, int64_t start_ms, con
 
 /* ---- checks ---- */
 
-static bool label_name_valid(const char *name)
-{
-	if (!(*name == '_' || (*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z')))
-		return false;
-	for (const char *c = name + 1; *c; c++) {
-		if (!(*c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-		      (*c >= '0' && *c <= '9')))
-			return false;
-	}
-	return true;
-}
-
 int push_request_labels_check(const struct push_label *labels, size_t n)
 {
-	static const char *const own[] = { "service_name", "host", "kind" };
-
 	if (n > PUSH_LABELS_MAX - PUSH_LABELS_OWN)
 		return -E2BIG;
 	for (size_t i = 0; i < n; i++) {
 		const char *name = labels[i].name, *value = labels[i].value;
 
-		if (!name || !value || !label_name_valid(name) || !strncmp(name, "__", 2) ||
+		if (!name || !value || !push_label_name_ok(name, strlen(name)) ||
 		    strlen(name) > PUSH_LABEL_NAME_MAX || !*value ||
 		    strlen(value) > PUSH_LABEL_VALUE_MAX || !utf8_valid(value))
 			return -EINVAL;
-		for (size_t k = 0; k < sizeof(own) / sizeof(own[0]); k++) {
-			if (!strcmp(name, own[k]))
-				return -EINVAL;
-		}
 		for (size_t j = 0; j < i; j++) {
 			if (!strcmp(name, labels[j].name))
 				return -EINVAL;

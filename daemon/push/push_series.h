@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "proto.h"
+#include "push_labels.h"
 #include "uuid5.h"
 
 /* Pyroscope's default limits (validation.*): labels per series, a label
@@ -42,11 +43,6 @@ enum push_service_by {
 /* The process name of a row is its main thread's name (the row whose pid
  * is its tgid) where the window has one, else the least of its threads'
  * names: the same whatever order the rows come in. */
-
-struct push_label {
-	const char *name;
-	const char *value;
-};
 
 struct push_window {
 	uint64_t id;		  /* the store's window id */

@@ -609,31 +609,14 @@ static void *target_main(void *arg)
 
 /* ---- the pusher ---- */
 
-/* "a=b, c=d" (checked by the configuration) into t->labels. */
+/* The configuration's labels (checked there already) into t->labels,
+ * then as Pyroscope takes them. */
 static int parse_labels(struct target *t)
 {
-	char *s = t->labels_buf, *save = NULL;
+	int r = push_labels_parse(t->cfg.labels, t->labels_buf, sizeof(t->labels_buf), t->labels,
+				  PUSH_LABELS_MAX, &t->n_labels);
 
-	snprintf(t->labels_buf, sizeof(t->labels_buf), "%s", t->cfg.labels);
-	for (char *pair = strtok_r(s, ",", &save); pair; pair = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(pair, '='), *name = pair, *value, *end;
-
-		if (!eq || t->n_labels == PUSH_LABELS_MAX)
-			return -EINVAL;
-		*eq = '\0';
-		value = eq + 1;
-		while (*name == ' ' || *name == '\t')
-			name++;
-		while (*value == ' ' || *value == '\t')
-			value++;
-		for (end = eq; end > name && (end[-1] == ' ' || end[-1] == '\t');)
-			*--end = '\0';
-		for (end = value + strlen(value);
-		     end > value && (end[-1] == ' ' || end[-1] == '\t');)
-			*--end = '\0';
-		t->labels[t->n_labels++] = (struct push_label){ name, value };
-	}
-	return push_request_labels_check(t->labels, t->n_labels);
+	return r < 0 ? r : push_request_labels_check(t->labels, t->n_labels);
 }
 
 int pusher_start(const struct pusher_opts *o, struct pusher **ret, char *err, size_t err_size)
