@@ -86,6 +86,11 @@ struct unwind_requested_map unwind_requested SEC(".maps");
 
 struct unwind_requests_map unwind_requests SEC(".maps");
 
+/* CPython processes' layouts and Python threads' states (python.bpf.h). */
+struct python_procs_map python_procs SEC(".maps");
+struct python_threads_map python_threads SEC(".maps");
+struct python_scratch_map python_scratch SEC(".maps");
+
 /* A thread's requests (requests.bpf.h). */
 struct request_threads_map request_threads SEC(".maps");
 

@@ -246,6 +246,79 @@ struct offcpu_unwind_mapping {
 #define OFFCPU_FRAME_FILE_ID(frame) \
 	((__u32)((frame) >> OFFCPU_FRAME_FILE_SHIFT) & (OFFCPU_FRAME_FILE_IDS - 1))
 
+/*
+ * A CPython interpreter frame in a user stack (bpf/python.bpf.h): after a
+ * walk's native frames, the thread's chain of interpreter frames, newest
+ * first, each as its code object's address and the instruction it is at.
+ * User space names them "qualname (file.py:LINE)" (symbols/cpython_code.c)
+ * and splices each activation's frames in place of its
+ * _PyEval_EvalFrameDefault (daemon/profile/drain.c). Bit 62 marks one (bit
+ * 63 clear: not a file frame; user addresses are below 2^47). Code objects
+ * are 16-byte aligned: bit 0 marks the first frame an activation of the
+ * eval loop ran (its oldest), so frames up to and including one marked
+ * belong to one _PyEval_EvalFrameDefault. A code address below 4096 is a
+ * reason the chain stopped there (OFFCPU_FRAME_PYTHON_ERR(OFFCPU_PYTHON_ERR_*)):
+ * "[python: WHY]".
+ */
+#define OFFCPU_FRAME_PYTHON	     (1ull << 62)
+#define OFFCPU_FRAME_PYTHON_ENTRY    1ull
+#define OFFCPU_FRAME_PYTHON_CODE(f)  ((f) & ((1ull << 47) - 1) & ~0xfull)
+#define OFFCPU_FRAME_PYTHON_INSTR_SHIFT 47
+#define OFFCPU_FRAME_PYTHON_INSTR_MAX 0x7fffu /* code units; saturated */
+#define OFFCPU_FRAME_PYTHON_INSTR(f) \
+	((__u32)((f) >> OFFCPU_FRAME_PYTHON_INSTR_SHIFT) & OFFCPU_FRAME_PYTHON_INSTR_MAX)
+#define OFFCPU_FRAME_IS_PYTHON(f)    (((f) & (3ull << 62)) == OFFCPU_FRAME_PYTHON)
+#define OFFCPU_FRAME_PYTHON_ERR(e)   (OFFCPU_FRAME_PYTHON | (__u64)(e) << 4)
+
+enum offcpu_python_err {
+	OFFCPU_PYTHON_ERR_READ = 1,  /* a frame or its thread state could not be read */
+	OFFCPU_PYTHON_ERR_DEPTH = 2, /* the stack had no room for older frames */
+	OFFCPU_PYTHON_ERR_LOOP = 3,  /* the chain came back to a frame: corrupt */
+};
+
+/* offcpu_python_layout.flags */
+#define OFFCPU_PYTHON_ID_PTHREAD 1u  /* tstate_id is pthread_self() (3.10), else the tid */
+#define OFFCPU_PYTHON_INSTR_INDEX 2u /* frame_instr is an int index of code units (3.10's
+					f_lasti), else a pointer into co_code_adaptive */
+#define OFFCPU_PYTHON_ENTRY_FLAG 4u  /* frame_owner is 3.11's is_entry: set on an
+					activation's first frame */
+#define OFFCPU_PYTHON_ENTRY_SHIM 8u  /* frame_owner is owner (3.12+): a shim frame owned
+					by the C stack (3) comes before each activation */
+#define OFFCPU_PYTHON_OWNER_CSTACK 3
+#define OFFCPU_PYTHON_NO_FIELD	  0xffffu
+
+/*
+ * Where one CPython version keeps what the walk reads, as byte offsets
+ * (symbols/cpython_layout.c: a table per version, 3.13's own
+ * _Py_DebugOffsets). The walk reads the interpreter's thread states from
+ * _PyRuntime, finds the thread's by its id and follows its frames. Every
+ * frame field is below OFFCPU_PYTHON_FRAME_READ bytes.
+ */
+#define OFFCPU_PYTHON_FRAME_READ 104
+
+struct offcpu_python_layout {
+	__u16 runtime_interp; /* in _PyRuntime: the (main) interpreter's address */
+	__u16 interp_threads; /* in the interpreter: its newest thread state */
+	__u16 tstate_next;
+	__u16 tstate_id;	 /* native_thread_id, or thread_id (ID_PTHREAD) */
+	__u16 tstate_frame;	 /* the current frame, or the current _PyCFrame */
+	__u16 cframe_frame;	 /* in _PyCFrame: the current frame; NO_FIELD: no cframe */
+	__u16 frame_code;	 /* the code object */
+	__u16 frame_previous;	 /* the caller's frame */
+	__u16 frame_instr;	 /* the instruction (INSTR_INDEX: an int index) */
+	__u16 frame_owner;	 /* is_entry (ENTRY_FLAG) or owner (ENTRY_SHIM); NO_FIELD */
+	__u16 code_instrs;	 /* in the code object: its first instruction */
+	__u8 minor;		 /* 3.MINOR */
+	__u8 flags;		 /* OFFCPU_PYTHON_* */
+};
+
+/* A CPython process, published by user space with its unwind tables. */
+struct offcpu_python_proc {
+	__u64 runtime; /* _PyRuntime's address in the process */
+	struct offcpu_python_layout layout;
+	__u32 pad;
+};
+
 /* What the kernel side asks user space through the unwind_requests ring
  * buffer: read the mappings of process tgid (and build their tables). */
 #define OFFCPU_UNWIND_REQUEST_NOW 1u /* the loader is done mapping: read at once */
@@ -260,6 +333,8 @@ struct offcpu_unwind_request {
 /* FROM_VMAS, and every executable file mapping among the VMAs had a table:
  * user space may take the list as it is, without reading the maps. */
 #define OFFCPU_UNWIND_COMPLETE	2u
+/* The process runs CPython: python_procs has its layout. */
+#define OFFCPU_UNWIND_PYTHON	4u
 
 /* Sorted by start; a process with none has n = 0 (known, nothing to use). */
 struct offcpu_unwind_proc {
@@ -296,6 +371,9 @@ struct offcpu_unwind_file {
 	 * file rewritten in place since (the same inode) is not this table's. */
 	__s64 size, ctime_sec;
 	__u32 ctime_nsec, pad;
+	/* A CPython runtime (layout.minor not 0): runtime is _PyRuntime's ELF
+	 * virtual address, for a new process's layout built from its VMAs. */
+	struct offcpu_python_proc python;
 };
 
 /* fileio --with-filename: the file's name (its last path component), by
@@ -431,7 +509,15 @@ struct offcpu_cgroup_event {
 	X(KSTACK_SCHED_FRAMES, "kstack_sched_frames", NULL)				   \
 	/* cgroup_mkdir/rename/rmdir events the cgroup_events ring had no room \
 	 * for (bpf/cgroups.bpf.c): user space names those from /proc */      \
-	X(CGROUP_EVENTS_LOST, "cgroup_events_lost", NULL)
+	X(CGROUP_EVENTS_LOST, "cgroup_events_lost", NULL)				   \
+	/* user stacks of CPython processes' threads walked for interpreter    \
+	 * frames (bpf/python.bpf.h), the frames found, threads that had no    \
+	 * Python thread state (threads of the C side alone), and chains cut  \
+	 * short: unreadable, looping, or no room left in the stack */          \
+	X(PYTHON_WALKS, "python_walks", NULL)						   \
+	X(PYTHON_FRAMES, "python_frames", NULL)						   \
+	X(PYTHON_NO_THREAD, "python_no_thread", NULL)					   \
+	X(PYTHON_CUT, "python_cut", NULL)
 /* clang-format on */
 
 enum offcpu_counter {

@@ -21,6 +21,7 @@
 
 const volatile __u32 unwind_dwarf = 0;	    /* set by the loader: 0 frame pointers only */
 const volatile __u32 unwind_max_depth = 64; /* frames, at most OFFCPU_MAX_STACK_DEPTH */
+const volatile __u32 python_frames = 0;	    /* set by the loader: CPython's frames (python.bpf.h) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -207,14 +208,20 @@ __noinline int unwind_rule(const struct offcpu_unwind_proc *p, __u64 pc,
 static __always_inline bool file_bias(const struct offcpu_unwind_file *f, __u64 start, __u64 pgoff,
 				      __u64 *bias)
 {
-	for (__u32 i = 0; i < OFFCPU_UNWIND_FILE_LOADS; i++) {
-		const struct offcpu_unwind_load *l = &f->loads[i];
+	/* The segment the mapping begins, else one it is inside (as
+	 * mapping_bias(): segments may share a file page). */
+	for (__u32 pass = 0; pass < 2; pass++) {
+		for (__u32 i = 0; i < OFFCPU_UNWIND_FILE_LOADS; i++) {
+			const struct offcpu_unwind_load *l = &f->loads[i];
+			__u64 seg_start = l->offset & ~0xfffull;
 
-		if (i >= f->n_loads)
-			break;
-		if (pgoff >= (l->offset & ~0xfffull) && pgoff < l->offset + l->filesz) {
-			*bias = start - pgoff + l->offset - l->vaddr;
-			return true;
+			if (i >= f->n_loads)
+				break;
+			if (pass ? pgoff >= seg_start && pgoff < l->offset + l->filesz
+				 : pgoff == seg_start) {
+				*bias = start - pgoff + l->offset - l->vaddr;
+				return true;
+			}
 		}
 	}
 	return false;
@@ -272,6 +279,7 @@ __noinline int unwind_proc_from_vmas(__u32 tgid)
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct offcpu_unwind_file_key key = {};
 	struct offcpu_unwind_proc *e;
+	struct offcpu_python_proc python = {};
 	struct bpf_iter_task_vma it;
 	struct vm_area_struct *vma;
 	__u32 zero = 0, gen = unwind_files_gen,
@@ -312,6 +320,10 @@ __noinline int unwind_proc_from_vmas(__u32 tgid)
 		}
 		if (!known)
 			flags &= ~OFFCPU_UNWIND_COMPLETE;
+		if (f->python.layout.minor && python_frames) {
+			python = f->python;
+			python.runtime += bias; /* every segment of a file shares its bias */
+		}
 		e->maps[n & (OFFCPU_UNWIND_MAPPINGS - 1)] = (struct offcpu_unwind_mapping){
 			.start = vma->vm_start,
 			.end = vma->vm_end,
@@ -323,6 +335,9 @@ __noinline int unwind_proc_from_vmas(__u32 tgid)
 		e->n = n + 1;
 	}
 	bpf_iter_task_vma_destroy(&it);
+	/* The layout first: a walk that finds the list finds it too. */
+	if (python.layout.minor && !bpf_map_update_elem(&python_procs, &tgid, &python, BPF_ANY))
+		flags |= OFFCPU_UNWIND_PYTHON;
 	e->flags = flags;
 	if (!e->n || bpf_map_update_elem(&unwind_procs, &tgid, e, BPF_NOEXIST))
 		return 0;

@@ -8,6 +8,7 @@
 #define OFFCPU_STACK_BPF_H
 
 #include "offcpu.bpf.h"
+#include "python.bpf.h"
 
 #define UNWIND_REFRESH_NS 1000000000ull /* 1 s */
 #define MAX_FRAME_BYTES	  (8u << 20)	/* the default stack rlimit */
@@ -176,6 +177,29 @@ static __always_inline bool read_user_u64(struct user_walk *s, bool remote, __u6
 }
 
 /*
+ * CPython's perf trampolines (3.12 and 3.13 with -X perf) are copies of
+ * "sub $8,%rsp; call *%rcx; add $8,%rsp; ret" in anonymous memory, with
+ * neither CFI nor a frame pointer: a return address at "add $8,%rsp; ret"
+ * in a CPython process's code outside its files is one's, whose caller's
+ * frame starts 16 bytes up, rbp untouched.
+ */
+#define PYTHON_TRAMPOLINE_RETURN 0xc308c48348ull /* add $8,%rsp; ret */
+
+static __always_inline bool python_trampoline_row(struct user_walk *s, bool remote,
+						  struct offcpu_unwind_row *row)
+{
+	__u64 code;
+
+	if (!(s->proc->flags & OFFCPU_UNWIND_PYTHON) || !read_user_u64(s, remote, s->ip, &code) ||
+	    (code & 0xffffffffffull) != PYTHON_TRAMPOLINE_RETURN)
+		return false;
+	row->cfa_rule = OFFCPU_CFA_RSP;
+	row->cfa_off = 16;
+	row->rbp_rule = OFFCPU_RBP_SAME;
+	return true;
+}
+
+/*
  * One frame of an unwind: records ip, then finds the caller's ip, sp and bp
  * from the table row that covers ip (a return address: ip - 1 is in the
  * call), or from frame pointers where no table covers it. Returns 1 to stop.
@@ -200,9 +224,9 @@ static __always_inline long unwind_step_in(__u32 i, struct user_walk *s, bool re
 	if (file.file_id && s->ip - file.bias <= OFFCPU_FRAME_VADDR_MASK)
 		st->ips[at] = OFFCPU_FRAME_FILE | (__u64)file.file_id << OFFCPU_FRAME_FILE_SHIFT |
 			      (s->ip - file.bias);
-	if (!known && i) /* a preempted thread's own PC is often in the vDSO */
-		s->unknown_pc = true;
-	else if (!known)
+	if (!known && i && !python_trampoline_row(s, remote, &row))
+		s->unknown_pc = true; /* a preempted thread's own PC is often in the vDSO */
+	else if (!known && !i)
 		s->unknown_first = true;
 	switch (row.cfa_rule) {
 	case OFFCPU_CFA_END:
@@ -281,12 +305,10 @@ __attribute__((unused)) static long unwind_step_remote(__u32 i, void *arg)
 	return unwind_step_in(i, arg, true);
 }
 
-/* t's user stack, walked with its process's unwind tables (proc), or with
- * frame pointers alone (proc NULL). t's mm must be the current task's, or
- * (remote, a constant; sleepable programs only) t's memory is read as t's. */
-static __always_inline void unwind_user_stack_of(struct task_struct *t, __u32 tgid,
-						 const struct offcpu_unwind_proc *proc,
-						 struct offcpu_stack *st, bool remote)
+/* t's native frames, as unwind_user_stack_of() walks them. */
+static __always_inline void unwind_native_stack_of(struct task_struct *t, __u32 tgid,
+						   const struct offcpu_unwind_proc *proc,
+						   struct offcpu_stack *st, bool remote)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
 	struct user_walk s = {
@@ -326,6 +348,21 @@ static __always_inline void unwind_user_stack_of(struct task_struct *t, __u32 tg
 	count(OFFCPU_CNT_USTACK_TABLE_WALKS);
 	if (!(st->flags & OFFCPU_STACK_COMPLETE))
 		count(OFFCPU_CNT_USTACK_TRUNCATED);
+}
+
+/* t's user stack, walked with its process's unwind tables (proc), or with
+ * frame pointers alone (proc NULL), and then a CPython process's
+ * interpreter frames. t's mm must be the current task's, or (remote, a
+ * constant; sleepable programs only) t's memory is read as t's. (Two
+ * functions: the native walk's state is off the stack before the Python
+ * walk's is on it, within the 512 bytes of the in-progress pass.) */
+static __always_inline void unwind_user_stack_of(struct task_struct *t, __u32 tgid,
+						 const struct offcpu_unwind_proc *proc,
+						 struct offcpu_stack *st, bool remote)
+{
+	unwind_native_stack_of(t, tgid, proc, st, remote);
+	if (proc)
+		python_walk(t, tgid, proc->flags, st, remote);
 }
 
 static __always_inline void unwind_user_stack(struct task_struct *t, __u32 tgid,

@@ -22,6 +22,27 @@ static uint64_t counter_value(const struct proto_status *st, const char *name)
 	return 0;
 }
 
+/* CPython's frames in user stacks: how many processes, walks and frames,
+ * and the processes the walk does not know. */
+static void python_status(const struct proto_status *st, const struct proto_unwind_status *u)
+{
+	uint64_t walks = counter_value(st, "python_walks"), cut = counter_value(st, "python_cut");
+
+	if (!u->python_frames) {
+		printf("python frames: off (python_frames = false)\n");
+		return;
+	}
+	printf("python frames: %" PRIu64 " CPython processes (3.10 to 3.13); %" PRIu64
+	       " walks, %" PRIu64 " frames, %" PRIu64 " cut short, %" PRIu64
+	       " threads without Python",
+	       u->python_processes, walks, counter_value(st, "python_frames"), cut,
+	       counter_value(st, "python_no_thread"));
+	if (u->python_unsupported)
+		printf("; native frames only for %" PRIu64 " (last: %s)", u->python_unsupported,
+		       u->python_unsupported_what);
+	printf("\n");
+}
+
 static void unwind_summary(const struct proto_status *st)
 {
 	const struct proto_unwind_status *u = &st->unwind;
@@ -59,6 +80,7 @@ static void unwind_summary(const struct proto_status *st)
 		       from_vmas, u->loader_hook ? " (also when their loader is done)" : "",
 		       u->adopted);
 	printf("\n");
+	python_status(st, u);
 	printf("user frames: by file and address for %" PRIu64 " files; names kept for %" PRIu64
 	       " processes (%" PRIu64 " files held)",
 	       u->file_ids, u->kept_processes, u->kept_files);

@@ -123,6 +123,7 @@ static const struct key keys[] = {
 	  .choices = unwind_names,
 	  .offset = offsetof(struct config, unwind) + TYPE_CHECK(unwind, unsigned) },
 	KEY(unwind_max_depth, KEY_U32, uint32_t, 1, 127), /* OFFCPU_MAX_STACK_DEPTH */
+	KEY(python_frames, KEY_BOOL, bool, 0, 1),
 	KEY(unwind_rows, KEY_U32, uint32_t, 4096, 1u << 26),
 	KEY(unwind_processes, KEY_U32, uint32_t, 16, 65536),
 	KEY(stack_cache, KEY_BOOL, bool, 0, 1),
@@ -219,6 +220,7 @@ static const struct config config_defaults = {
 	.bpf_stats = false,
 	.unwind = CONFIG_UNWIND_DWARF,
 	.unwind_max_depth = 64,
+	.python_frames = true,
 	.unwind_rows = 1u << 21,
 	.unwind_processes = 4096,
 	.stack_cache = true,

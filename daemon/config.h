@@ -39,6 +39,7 @@ struct config {
 	unsigned tracepoint;	    /* enum config_tracepoint */
 	unsigned unwind;	    /* enum config_unwind: how user stacks are walked */
 	uint32_t unwind_max_depth;  /* user frames walked with unwind tables */
+	bool python_frames;	    /* CPython's frames read with them (bpf/python.bpf.h) */
 	uint32_t unwind_rows;	    /* rows of all loaded unwind tables (16 bytes each) */
 	uint32_t unwind_processes;  /* processes with unwind tables at once */
 	bool stack_cache;	    /* exact kernel stacks from the verified cache */

@@ -33,6 +33,7 @@
 #include "file_ids.h"
 #include "proc_files.h"
 #include "symbolizer.h"
+#include "cpython_code.h"
 #include "unwinder.h"
 #include "walk_return.h"
 #include "manager_internal.h"
@@ -246,6 +247,7 @@ static int start_collector(struct manager *m)
 		.trace_self = cfg->trace_self,
 		.unwind_dwarf = cfg->unwind == CONFIG_UNWIND_DWARF,
 		.unwind_max_depth = cfg->unwind_max_depth,
+		.python_frames = cfg->python_frames,
 		.defer_walks = cfg->sampled_walk != CONFIG_SAMPLED_WALK_SWITCH_OUT,
 		.walk_return = cfg->sampled_walk == CONFIG_SAMPLED_WALK_RSEQ ? COLLECTOR_RETURN_RSEQ
 			       : cfg->sampled_walk == CONFIG_SAMPLED_WALK_AUTO
@@ -405,6 +407,11 @@ int manager_new(uv_loop_t *loop, const struct config *cfg, struct manager **ret)
 		log_error("cannot set up the symbolizer: %s", strerror(-r));
 		goto fail;
 	}
+	r = cpython_code_new(&m->cpython);
+	if (r < 0) {
+		log_error("cannot set up the symbolizer: %s", strerror(-r));
+		goto fail;
+	}
 	symbolizer_use_proc_files(m->symbolizer, m->proc_files);
 	symbolizer_use_file_ids(m->symbolizer, m->file_ids);
 	if (cfg->continuous) {
@@ -465,6 +472,7 @@ static void manager_free(struct manager *m)
 	for (unsigned i = 0; i < OFFCPU_MAX_SLOTS; i++)
 		request_probes_free(&m->cap.requests[i]);
 	symbolizer_free(m->symbolizer);
+	cpython_code_free(m->cpython);
 	manager_cgroups_free(m);
 	proc_files_free(m->proc_files); /* after the unwinder and symbolizer that use it */
 	file_ids_free(m->file_ids);	/* likewise */

@@ -33,6 +33,7 @@
 #include "store_queue.h"
 #include "tracefs.h"
 #include "symbolizer.h"
+#include "cpython_code.h"
 #include "unwinder.h"
 #include "walk_return.h"
 #include "manager_internal.h"
@@ -56,6 +57,15 @@ static void lookup_user_frames(void *arg, uint32_t tgid, uint64_t addr, char *bu
 				     addr & OFFCPU_FRAME_VADDR_MASK, buf, size);
 	else
 		symbolizer_user(m->symbolizer, tgid, addr, buf, size);
+}
+
+static void lookup_python_frame(void *arg, uint32_t tgid, uint64_t frame, char *buf, size_t size)
+{
+	struct manager *m = arg;
+
+	/* minor 0 (its layout withdrawn: it exited): the names last read */
+	cpython_code_name(m->cpython, tgid, collector_python_minor(m->collector, tgid), frame, buf,
+			  size);
 }
 
 static int lookup_waker_stack(void *arg, uint64_t hash, struct offcpu_stack *ret)
@@ -89,6 +99,7 @@ static void drain_work_cb(uv_work_t *req)
 		.arg = m,
 		.kernel_frame = lookup_kernel_frame,
 		.user_frames = lookup_user_frames,
+		.python_frame = lookup_python_frame,
 		.waker_stack = lookup_waker_stack,
 		.file_name = lookup_file_name,
 		.names_epoch = lookup_names_epoch,
@@ -114,6 +125,7 @@ static void drain_work_cb(uv_work_t *req)
 	if (r == 0) {
 		/* mappings may have changed since the last drain */
 		symbolizer_refresh_processes(m->symbolizer);
+		cpython_code_pass(m->cpython);
 		for (size_t i = 0; i < m->drain.n_drain_tgids; i++)
 			symbolizer_prime(m->symbolizer, m->drain.drain_tgids[i]);
 	}

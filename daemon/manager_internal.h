@@ -142,6 +142,7 @@ struct manager {
 	struct access_policy access;
 	struct collector *collector;
 	struct symbolizer *symbolizer;
+	struct cpython_code *cpython;  /* CPython frames' names (drain worker only) */
 	struct unwinder *unwinder;     /* NULL: user stacks by frame pointers only */
 	struct proc_files *proc_files; /* exited processes' maps and files, for names */
 	struct file_ids *file_ids;     /* the files user frames are recorded by */

@@ -261,7 +261,13 @@ static bool proto__add_unwind(cJSON *body, const struct proto_status *s)
 	       proto__add_u64(unwind, "unknown_forgotten", s->unwind.unknown_forgotten) &&
 	       proto__add_u64(unwind, "files_opened", s->unwind.files_opened) &&
 	       proto__add_u64(unwind, "files_known", s->unwind.files_known) &&
-	       proto__add_u64(unwind, "adopted", s->unwind.adopted);
+	       proto__add_u64(unwind, "adopted", s->unwind.adopted) &&
+	       proto__add_bool(unwind, "python_frames", s->unwind.python_frames) &&
+	       proto__add_u64(unwind, "python_processes", s->unwind.python_processes) &&
+	       proto__add_u64(unwind, "python_unsupported", s->unwind.python_unsupported) &&
+	       proto__add_string(unwind, "python_unsupported_what",
+				 s->unwind.python_unsupported_what ? s->unwind.python_unsupported_what
+								   : "");
 }
 
 static bool proto__add_pt(cJSON *body, const struct proto_status *s)

@@ -319,7 +319,7 @@ static int proto__reply_unwind(struct proto_status *s, const cJSON *o)
 	const cJSON *item;
 
 	item = cJSON_GetObjectItemCaseSensitive(o, "unwind");
-	s->unwind.mode = s->unwind.build_max_path = "";
+	s->unwind.mode = s->unwind.build_max_path = s->unwind.python_unsupported_what = "";
 	if (item && (!cJSON_IsObject(item) || proto__reply_str(item, "mode", &s->unwind.mode) < 0 ||
 		     proto__reply_u64(item, "tables", &s->unwind.tables) < 0 ||
 		     proto__reply_u64(item, "processes", &s->unwind.processes) < 0 ||
@@ -358,6 +358,13 @@ static int proto__reply_unwind(struct proto_status *s, const cJSON *o)
 		return -EINVAL;
 	if (item && cJSON_GetObjectItemCaseSensitive(item, "adopted") &&
 	    proto__reply_u64(item, "adopted", &s->unwind.adopted) < 0)
+		return -EINVAL;
+	if (item && cJSON_GetObjectItemCaseSensitive(item, "python_frames") &&
+	    (proto__reply_bool(item, "python_frames", &s->unwind.python_frames) < 0 ||
+	     proto__reply_u64(item, "python_processes", &s->unwind.python_processes) < 0 ||
+	     proto__reply_u64(item, "python_unsupported", &s->unwind.python_unsupported) < 0 ||
+	     proto__reply_str(item, "python_unsupported_what",
+				 &s->unwind.python_unsupported_what) < 0))
 		return -EINVAL;
 	return 0;
 }

@@ -248,6 +248,7 @@ static int load(struct collector *c, const struct collector_options *opts)
 	/* Tables need bpf_task_pt_regs(), which needs tp_btf's typed task. */
 	skel->rodata->unwind_dwarf = opts->unwind_dwarf && !c->raw_tp;
 	skel->rodata->unwind_max_depth = opts->unwind_max_depth;
+	skel->rodata->python_frames = opts->python_frames && skel->rodata->unwind_dwarf;
 	c->no_defer_why = f.no_defer_why;
 	skel->rodata->defer_walks = !c->no_defer_why;
 	c->no_rseq_why = f.no_rseq_why;
@@ -717,8 +718,16 @@ bool collector_unwind_maps(const struct collector *c, struct unwinder_maps *ret)
 		.files_fd = bpf_map__fd(c->skel->maps.unwind_files),
 		.files_gen = &c->skel->bss->unwind_files_gen,
 		.files_added = &c->skel->bss->unwind_files_added,
+		.python_procs_fd = c->skel->rodata->python_frames
+					   ? bpf_map__fd(c->skel->maps.python_procs)
+					   : -1,
 	};
 	return true;
+}
+
+bool collector_python_frames(const struct collector *c)
+{
+	return c->skel->rodata->python_frames;
 }
 
 const char *collector_tracepoint(const struct collector *c)

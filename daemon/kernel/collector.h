@@ -46,6 +46,7 @@ struct collector_options {
 	enum collector_attach attach;
 	bool unwind_dwarf;	   /* user stacks from unwind tables (tp_btf only) */
 	uint32_t unwind_max_depth; /* frames, 1..OFFCPU_MAX_STACK_DEPTH */
+	bool python_frames;	   /* CPython's interpreter frames too (unwind_dwarf only) */
 	uint32_t unwind_rows;	   /* rows of all loaded unwind tables */
 	uint32_t unwind_processes; /* processes with tables at once */
 	uint32_t oncpu_frequency;  /* on-CPU samples per second and CPU; 0: no sampling */
@@ -298,6 +299,13 @@ unsigned collector_slots_active(const struct collector *c);
 /* A waker's stack by hash (waker stacks are kept in an LRU map, not drained).
  * Returns 0, or -ENOENT if it was evicted. */
 int collector_waker_stack(struct collector *c, uint64_t hash, struct offcpu_stack *ret);
+
+/* Whether CPython's frames are walked (python_frames, with unwind tables). */
+bool collector_python_frames(const struct collector *c);
+
+/* The CPython minor version (3.MINOR) of process tgid, as its unwind
+ * tables published it; 0 if it has none published (not CPython, or gone). */
+unsigned collector_python_minor(struct collector *c, uint32_t tgid);
 
 /* A fileio row's file name by hash (an LRU map, not drained). Returns 0, or
  * -ENOENT if it was evicted. */

@@ -122,6 +122,15 @@ int collector_waker_stack(struct collector *c, uint64_t hash, struct offcpu_stac
 	return 0;
 }
 
+unsigned collector_python_minor(struct collector *c, uint32_t tgid)
+{
+	struct offcpu_python_proc pp;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.python_procs), &tgid, &pp) < 0)
+		return 0;
+	return pp.layout.minor;
+}
+
 int collector_file_name(struct collector *c, uint64_t hash, struct offcpu_file_name *ret)
 {
 	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.file_names), &hash, ret) < 0)

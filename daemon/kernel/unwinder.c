@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "cpython_layout.h"
 #include "elf_build_id.h"
 #include "file_ids.h"
 #include "offcpu.h"
@@ -72,6 +73,7 @@ struct table {
 	uint64_t retry_ns;
 	uint64_t last_used;
 	bool live; /* false: a free entry of u->tables */
+	struct cpython_file python; /* CPython, if the file is its runtime */
 };
 
 /* A mapped file recognized by what /proc/PID/maps says of it (device and
@@ -92,6 +94,7 @@ struct known_file {
 
 struct proc {
 	uint32_t tgid;
+	bool python; /* published in python_procs */
 	uint32_t n_tables;
 	uint32_t tables[OFFCPU_UNWIND_MAPPINGS]; /* indexes into u->tables, with a ref each */
 };
@@ -233,6 +236,9 @@ static void file_publish(struct unwinder *u, const struct table *t, const struct
 		f.loads[f.n_loads++] = (struct offcpu_unwind_load){ t->loads[i].offset,
 								     t->loads[i].vaddr,
 								     t->loads[i].filesz };
+	if (t->python.status == CPYTHON_KNOWN) /* a new process's first walks read it too */
+		f.python = (struct offcpu_python_proc){ .runtime = t->python.runtime_vaddr,
+							.layout = t->python.layout };
 	/* Full: the file's processes walk it with frame pointers until they are read. */
 	if (bpf_map_update_elem(u->maps.files_fd, &key, &f, BPF_ANY) == 0)
 		__atomic_fetch_add(u->maps.files_added, 1, __ATOMIC_SEQ_CST);
@@ -256,8 +262,11 @@ static void drop_kernel_built(struct unwinder *u, bool only_gone)
 		if (only_gone)
 			keep_kernel_built(u, key);
 		bpf_map_delete_elem(u->maps.procs_fd, &key);
-		if (only_gone)
+		if (only_gone) {
 			bpf_map_delete_elem(u->maps.requested_fd, &key);
+			if (u->maps.python_procs_fd >= 0) /* built with the list, maybe */
+				bpf_map_delete_elem(u->maps.python_procs_fd, &key);
+		}
 	}
 }
 
@@ -451,6 +460,8 @@ static ssize_t table_get(struct unwinder *u, int fd, const struct stat *st, uint
 	t->live = true;
 	t->path = strdup(path);
 	t->file_id = file_id_add(u, t, tgid, path);
+	if (u->maps.python_procs_fd >= 0)
+		cpython_layout_of_file(fd, path, &t->python); /* status NONE if it cannot tell */
 	/* On failure the file keeps a table of 0 rows (frame pointers). */
 	t->no_room = load_rows(u, fd, t, path) == -ENOSPC;
 	t->retry_ns = clock_monotonic_ns() + NO_ROOM_RETRY_NS;
@@ -466,13 +477,19 @@ found:
  * mapping of the file from file offset pgoff at start. */
 static bool mapping_bias(const struct table *t, uint64_t start, uint64_t pgoff, uint64_t *bias)
 {
-	for (size_t i = 0; i < t->n_loads; i++) {
-		const struct elf_load *l = &t->loads[i];
-		uint64_t seg_start = l->offset & ~0xfffull;
+	/* The segment the mapping begins, else one it is inside: two segments
+	 * may share a file page (lld puts code right after read-only data),
+	 * and the first one's range holds the next one's first page. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < t->n_loads; i++) {
+			const struct elf_load *l = &t->loads[i];
+			uint64_t seg_start = l->offset & ~0xfffull;
 
-		if (pgoff >= seg_start && pgoff < l->offset + l->filesz) {
-			*bias = start - pgoff + l->offset - l->vaddr;
-			return true;
+			if (pass ? pgoff >= seg_start && pgoff < l->offset + l->filesz
+				 : pgoff == seg_start) {
+				*bias = start - pgoff + l->offset - l->vaddr;
+				return true;
+			}
 		}
 	}
 	return false;
@@ -802,6 +819,46 @@ static int adopt_kernel_built(struct unwinder *u, uint32_t tgid, struct offcpu_u
 	return 0;
 }
 
+/*
+ * Publishes tgid's CPython layout if one of its files (fresh's tables, in
+ * e's order) is CPython's runtime of a version the walk knows, and marks e
+ * for the walk; else withdraws any published before (an exec). A runtime
+ * of another version is counted, with its version, for status.
+ */
+static void python_publish(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_proc *e,
+			   struct proc *fresh)
+{
+	fresh->python = false;
+	if (u->maps.python_procs_fd < 0)
+		return;
+	for (uint32_t i = 0; i < fresh->n_tables && i < e->n; i++) {
+		const struct cpython_file *py = &u->tables[fresh->tables[i]].python;
+		struct offcpu_python_proc pp = { .layout = py->layout };
+
+		if (py->status == CPYTHON_NONE)
+			continue;
+		if (py->status != CPYTHON_KNOWN) {
+			pthread_mutex_lock(&u->stats_lock);
+			u->stats.python_unsupported++;
+			snprintf(u->stats.python_unsupported_what,
+				 sizeof(u->stats.python_unsupported_what), "%s%s%s",
+				 py->version, py->version[0] ? ": " : "",
+				 cpython_status_name(py->status));
+			pthread_mutex_unlock(&u->stats_lock);
+			break;
+		}
+		/* Every segment of a file shares its mapping's bias. */
+		pp.runtime = py->runtime_vaddr + e->maps[i].bias;
+		if (bpf_map_update_elem(u->maps.python_procs_fd, &tgid, &pp, BPF_ANY) == 0) {
+			e->flags |= OFFCPU_UNWIND_PYTHON;
+			fresh->python = true;
+			return;
+		}
+		break;
+	}
+	bpf_map_delete_elem(u->maps.python_procs_fd, &tgid);
+}
+
 static int prepare(struct unwinder *u, uint32_t tgid)
 {
 	struct offcpu_unwind_proc e = { 0 };
@@ -821,6 +878,8 @@ static int prepare(struct unwinder *u, uint32_t tgid)
 		err = read_maps(u, tgid, &e, &fresh, mem);
 	if (fclose(mem) && !err)
 		err = -ENOMEM;
+	if (!err)
+		python_publish(u, tgid, &e, &fresh);
 	if (err)
 		proc_release(u, &fresh);
 	else
@@ -846,6 +905,8 @@ static void sweep(struct unwinder *u)
 		if (kill((pid_t)tgid, 0) < 0 && errno == ESRCH) {
 			bpf_map_delete_elem(u->maps.procs_fd, &tgid);
 			bpf_map_delete_elem(u->maps.requested_fd, &tgid);
+			if (u->procs[i].python)
+				bpf_map_delete_elem(u->maps.python_procs_fd, &tgid);
 		} else if (bpf_map_lookup_elem(u->maps.procs_fd, &tgid, &e) == 0) {
 			i++;
 			continue;
@@ -857,7 +918,7 @@ static void sweep(struct unwinder *u)
 static void update_counts(struct unwinder *u)
 {
 	uint64_t rows = 0, now = clock_monotonic_ns();
-	uint32_t tables = 0, given_up = 0;
+	uint32_t tables = 0, given_up = 0, python = 0;
 
 	for (size_t i = 0; i < u->n_tables; i++) {
 		if (u->tables[i].live && u->tables[i].n_rows) {
@@ -867,7 +928,10 @@ static void update_counts(struct unwinder *u)
 		given_up +=
 			u->tables[i].live && u->tables[i].no_room && now < u->tables[i].retry_ns;
 	}
+	for (size_t i = 0; i < u->n_procs; i++)
+		python += u->procs[i].python;
 	pthread_mutex_lock(&u->stats_lock);
+	u->stats.python_processes = python;
 	u->stats.tables = tables;
 	u->stats.rows_used = rows;
 	u->stats.table_bytes = rows * sizeof(struct offcpu_unwind_row);

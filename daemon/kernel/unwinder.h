@@ -28,6 +28,7 @@ struct unwinder_maps {
 	int files_fd;	   /* unwind_files: loaded tables by file identity */
 	volatile uint32_t *files_gen; /* unwind_files_gen, in the mmapped .bss */
 	volatile uint32_t *files_added; /* unwind_files_added, likewise */
+	int python_procs_fd; /* python_procs; -1: CPython's frames are not walked */
 };
 
 struct unwinder_stats {
@@ -46,6 +47,9 @@ struct unwinder_stats {
 	uint64_t files_opened;	  /* mappings whose file was opened to find its table */
 	uint64_t files_known;	  /* mappings whose table was known from the maps line */
 	uint64_t adopted;	  /* processes published from the kernel side's list, maps unread */
+	uint32_t python_processes;	/* CPython processes whose frames are walked */
+	uint64_t python_unsupported;	/* publishes of CPython processes the walk does not know */
+	char python_unsupported_what[48]; /* the last one's version and why ("3.14.0: unknown version") */
 };
 
 struct proc_files;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hashtab.h"
+#include "python_splice.h"
 
 /* Names are cached per drain: kernel stacks by hash (tgid 0), user stacks by
  * (tgid, hash) because the same addresses mean different code in two
@@ -189,6 +190,74 @@ static int append_reversed(char **buf, size_t *len, size_t *cap, const char *fra
 	return r;
 }
 
+/* Where a user stack's CPython frames start (bpf/python.bpf.h): after
+ * every native frame; nr if it has none. */
+static uint32_t python_frames_start(const struct offcpu_stack *st, uint32_t nr)
+{
+	for (uint32_t i = 0; i < nr; i++)
+		if (OFFCPU_FRAME_IS_PYTHON(st->ips[i]))
+			return i;
+	return nr;
+}
+
+/* The name of one address of a user stack (all but ips[0] are return
+ * addresses, looked up one byte earlier). */
+static void user_frame_name(const struct drain_lookup *lk, const struct offcpu_stack *st,
+			    uint32_t tgid, uint32_t i, char *frame, size_t size)
+{
+	lk->user_frames(lk->arg, tgid, st->ips[i] - (i > 0), frame, size);
+}
+
+/* As stack_name() for a user stack with CPython's frames from n_native
+ * on: each activation's frames in place of its eval loop's frame
+ * (python_splice.h). Appends to buf, which has the root's marker if any. */
+static char *python_stack_name(const struct drain_lookup *lk, const struct offcpu_stack *st,
+			       uint32_t tgid, uint32_t n_native, uint32_t nr, char *buf,
+			       size_t len, size_t cap)
+{
+	char **names = calloc(n_native ? n_native : 1, sizeof(*names)), frame[FRAME_NAME_MAX];
+	uint8_t kinds[OFFCPU_MAX_STACK_DEPTH];
+	int32_t order[OFFCPU_MAX_STACK_DEPTH];
+	uint32_t n;
+	int r = 0;
+
+	if (!names) {
+		free(buf);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < n_native && r == 0; i++) {
+		kinds[i] = PYTHON_SPLICE_OTHER;
+		if (!st->ips[i])
+			continue;
+		user_frame_name(lk, st, tgid, i, frame, sizeof(frame));
+		kinds[i] = python_splice_classify(frame);
+		if (!(names[i] = strdup(frame)))
+			r = -ENOMEM;
+	}
+	n = r ? 0 : python_splice_plan(kinds, n_native, st->ips + n_native, nr - n_native, order);
+	for (uint32_t k = 0; k < n && r == 0; k++) {
+		if (order[k] >= 0) {
+			if (names[order[k]])
+				r = append_frames(&buf, &len, &cap, names[order[k]], true);
+			continue;
+		}
+		if (lk->python_frame)
+			lk->python_frame(lk->arg, tgid, st->ips[n_native + (uint32_t)(-1 - order[k])],
+					 frame, sizeof(frame));
+		else
+			snprintf(frame, sizeof(frame), "[python]");
+		r = append(&buf, &len, &cap, frame);
+	}
+	for (uint32_t i = 0; i < n_native; i++)
+		free(names[i]);
+	free(names);
+	if (r < 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf ? buf : strdup("");
+}
+
 /* Joins a leaf-first stack into "root;...;leaf". Return addresses point after
  * the call, so every frame but the leaf is looked up one byte earlier. */
 static char *stack_name(const struct drain_lookup *lk, const struct offcpu_stack *st, uint32_t tgid,
@@ -204,6 +273,12 @@ static char *stack_name(const struct drain_lookup *lk, const struct offcpu_stack
 	if (!kernel && (st->flags & OFFCPU_STACK_DWARF) && !(st->flags & OFFCPU_STACK_COMPLETE) &&
 	    append(&buf, &len, &cap, DRAIN_TRUNCATED_FRAME) < 0)
 		return NULL;
+	if (!kernel && !leaf_first) {
+		uint32_t n_native = python_frames_start(st, nr);
+
+		if (n_native < nr)
+			return python_stack_name(lk, st, tgid, n_native, nr, buf, len, cap);
+	}
 	while (kernel && leaf < nr) {
 		lk->kernel_frame(lk->arg, st->ips[leaf] - (leaf > 0), frame, sizeof(frame));
 		if (!is_tracing_frame(frame))

@@ -69,6 +69,9 @@ struct drain_lookup {
 	/* The frames of one user address of process tgid, into buf: an inline
 	 * chain, root first, ';'-joined. */
 	void (*user_frames)(void *arg, uint32_t tgid, uint64_t addr, char *buf, size_t size);
+	/* The name of one CPython frame (OFFCPU_FRAME_PYTHON) of process
+	 * tgid, into buf. NULL: "[python]". */
+	void (*python_frame)(void *arg, uint32_t tgid, uint64_t frame, char *buf, size_t size);
 	/* A waker's stack by its hash: 0, or < 0 if it is gone. */
 	int (*waker_stack)(void *arg, uint64_t hash, struct offcpu_stack *ret);
 	/* A fileio row's file name by its hash: 0, or < 0 if it is gone. */

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -263,6 +264,62 @@ class Workload:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+class HeldProgram:
+    """A program that prints "ready", blocks as told once it reads a line
+    ("go"), prints "done ..." when its blocks are over and exits when its
+    stdin closes (still alive while its stacks are named): the ground-truth
+    programs of test_python.py and test_runtimes.py. cwd: where it may
+    leave files. A program that hangs is killed after timeout seconds."""
+
+    def __init__(self, argv, cwd=None, timeout=60):
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     cwd=cwd)
+        self.pid = self.proc.pid
+        self.watchdog = threading.Timer(timeout, self.proc.kill)
+        self.watchdog.start()
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            self.stop()
+            raise RuntimeError(f"{argv}: {line!r} (exit {self.proc.returncode})")
+
+    def go(self):
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def done(self):
+        """Waits for its "done" line; returns the words after "done"."""
+        line = self.proc.stdout.readline().split()
+        assert line and line[0] == "done", f"{self.proc.args}: {line}"
+        return line[1:]
+
+    def stop(self):
+        self.watchdog.cancel()
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except (subprocess.TimeoutExpired, BrokenPipeError):
+                self.proc.kill()
+                self.proc.wait()
+
+
+def capture_held(daemon, program, *args, seconds=4):
+    """A capture of a HeldProgram's process, started before its blocks;
+    returns (the capture's reply, what done() returned)."""
+    proc = daemon.ctl_popen("--json", "capture", "--pid", str(program.pid), "--seconds", str(seconds), *args)
+    try:
+        daemon.wait_captures(1)
+        program.go()
+        done = program.done()
+        out, err = proc.communicate(timeout=seconds + 30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, f"capture failed ({proc.returncode}): {out} {err}"
+    return json.loads(out)["capture"], done
 
 
 # Request workloads (tests/workloads/README.md): the ELF symbol of each one's request

@@ -127,6 +127,7 @@ static void test_defaults(void)
 	CHECK(c.max_age_s == 86400);
 	CHECK(c.stack_cache);
 	CHECK(c.stack_cache_audit == 64);
+	CHECK(c.python_frames);
 }
 
 static void test_empty(void)
@@ -287,6 +288,7 @@ static void test_bool(void)
 		{ "continuous", offsetof(struct config, continuous) },
 		{ "continuous_split_runq", offsetof(struct config, continuous_split_runq) },
 		{ "stack_cache", offsetof(struct config, stack_cache) },
+		{ "python_frames", offsetof(struct config, python_frames) },
 	};
 	char text[128], want[256];
 	struct config c;
