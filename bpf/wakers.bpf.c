@@ -88,14 +88,12 @@ static __always_inline __u32 waker_context(__u32 cur_pid)
 	return cur_pid ? OFFCPU_WAKER_TASK : OFFCPU_WAKER_IDLE;
 }
 
-/* Walks the current stack into the scratch buffer and interns it in the
- * waker_stacks map; returns its hash, 0 if empty. */
-static __always_inline __u64 waker_stack(void *ctx, struct offcpu_stack *buf, __u64 flags,
-					 __u32 err_counter)
+/* Interns the stack in buf in the waker_stacks map; returns its hash, 0
+ * if empty. */
+static __always_inline __u64 waker_stack_intern(struct offcpu_stack *buf)
 {
 	__u64 h;
 
-	walk_stack(ctx, buf, flags, err_counter);
 	if (!buf->nr)
 		return 0;
 	h = stack_hash(buf);
@@ -138,16 +136,20 @@ static __always_inline void waking(void *ctx, struct task_struct *p, bool btf)
 	id = bpf_get_current_pid_tgid();
 	cur_pid = (__u32)id;
 	w.ctx = waker_context(cur_pid);
-	w.kstack = waker_stack(ctx, &scr->stack, 0, OFFCPU_CNT_DROP_KSTACK_ERROR);
+	walk_stack(ctx, &scr->stack, 0, OFFCPU_CNT_DROP_KSTACK_ERROR);
+	w.kstack = waker_stack_intern(&scr->stack);
 	if (w.ctx == OFFCPU_WAKER_TASK) {
 		cur = btf ? bpf_get_current_task_btf()
 			  : (struct task_struct *)bpf_get_current_task();
 		w.tgid = id >> 32;
 		w.pid = cur_pid;
 		bpf_get_current_comm(w.comm, sizeof(w.comm));
-		if (!((btf ? cur->flags : BPF_CORE_READ(cur, flags)) & PF_KTHREAD))
-			w.ustack = waker_stack(ctx, &scr->stack, BPF_F_USER_STACK,
-					       OFFCPU_CNT_DROP_USTACK_ERROR);
+		/* With the unwind tables, as blocked threads' stacks are: whole
+		 * through code without frame pointers. */
+		if (!((btf ? cur->flags : BPF_CORE_READ(cur, flags)) & PF_KTHREAD)) {
+			walk_user_stack(ctx, cur, w.tgid, &scr->stack, btf);
+			w.ustack = waker_stack_intern(&scr->stack);
+		}
 		if (chains_on)
 			wrec = start_get(cur, cur_pid, btf, false);
 	}

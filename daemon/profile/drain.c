@@ -210,10 +210,11 @@ static void user_frame_name(const struct drain_lookup *lk, const struct offcpu_s
 
 /* As stack_name() for a user stack with CPython's frames from n_native
  * on: each activation's frames in place of its eval loop's frame
- * (python_splice.h). Appends to buf, which has the root's marker if any. */
+ * (python_splice.h). Appends to buf, which has the root's marker if any;
+ * leaf_first: the leaf first, then end (if not NULL: the root's marker). */
 static char *python_stack_name(const struct drain_lookup *lk, const struct offcpu_stack *st,
-			       uint32_t tgid, uint32_t n_native, uint32_t nr, char *buf,
-			       size_t len, size_t cap)
+			       uint32_t tgid, uint32_t n_native, uint32_t nr, bool leaf_first,
+			       const char *end, char *buf, size_t len, size_t cap)
 {
 	char **names = calloc(n_native ? n_native : 1, sizeof(*names)), frame[FRAME_NAME_MAX];
 	uint8_t kinds[OFFCPU_MAX_STACK_DEPTH];
@@ -236,18 +237,23 @@ static char *python_stack_name(const struct drain_lookup *lk, const struct offcp
 	}
 	n = r ? 0 : python_splice_plan(kinds, n_native, st->ips + n_native, nr - n_native, order);
 	for (uint32_t k = 0; k < n && r == 0; k++) {
-		if (order[k] >= 0) {
-			if (names[order[k]])
-				r = append_frames(&buf, &len, &cap, names[order[k]], true);
+		int32_t at = order[leaf_first ? n - 1 - k : k];
+
+		if (at >= 0) {
+			if (names[at])
+				r = leaf_first ? append_reversed(&buf, &len, &cap, names[at])
+					       : append_frames(&buf, &len, &cap, names[at], true);
 			continue;
 		}
 		if (lk->python_frame)
-			lk->python_frame(lk->arg, tgid, st->ips[n_native + (uint32_t)(-1 - order[k])],
-					 frame, sizeof(frame));
+			lk->python_frame(lk->arg, tgid, st->ips[n_native + (uint32_t)(-1 - at)], frame,
+					 sizeof(frame));
 		else
 			snprintf(frame, sizeof(frame), "[python]");
 		r = append(&buf, &len, &cap, frame);
 	}
+	if (r == 0 && end)
+		r = append(&buf, &len, &cap, end);
 	for (uint32_t i = 0; i < n_native; i++)
 		free(names[i]);
 	free(names);
@@ -267,17 +273,20 @@ static char *stack_name(const struct drain_lookup *lk, const struct offcpu_stack
 	size_t len = 0, cap = 0;
 	uint32_t nr = st->nr < OFFCPU_MAX_STACK_DEPTH ? st->nr : OFFCPU_MAX_STACK_DEPTH;
 	uint32_t leaf = 0;
-
 	/* A table walk that did not reach the thread's first frame says so
 	 * at the root, where the missing callers would be. */
-	if (!kernel && (st->flags & OFFCPU_STACK_DWARF) && !(st->flags & OFFCPU_STACK_COMPLETE) &&
-	    append(&buf, &len, &cap, DRAIN_TRUNCATED_FRAME) < 0)
+	bool truncated =
+		!kernel && (st->flags & OFFCPU_STACK_DWARF) && !(st->flags & OFFCPU_STACK_COMPLETE);
+
+	if (truncated && !leaf_first && append(&buf, &len, &cap, DRAIN_TRUNCATED_FRAME) < 0)
 		return NULL;
-	if (!kernel && !leaf_first) {
+	if (!kernel) {
 		uint32_t n_native = python_frames_start(st, nr);
 
 		if (n_native < nr)
-			return python_stack_name(lk, st, tgid, n_native, nr, buf, len, cap);
+			return python_stack_name(lk, st, tgid, n_native, nr, leaf_first,
+						 truncated && leaf_first ? DRAIN_TRUNCATED_FRAME : NULL,
+						 buf, len, cap);
 	}
 	while (kernel && leaf < nr) {
 		lk->kernel_frame(lk->arg, st->ips[leaf] - (leaf > 0), frame, sizeof(frame));
@@ -311,6 +320,10 @@ static char *stack_name(const struct drain_lookup *lk, const struct offcpu_stack
 	 * back: the leaf says so, where they would be. */
 	if (kernel && (st->flags & OFFCPU_STACK_SCHED_LOST) &&
 	    append(&buf, &len, &cap, DRAIN_SCHED_LOST_FRAME) < 0) {
+		free(buf);
+		return NULL;
+	}
+	if (truncated && leaf_first && append(&buf, &len, &cap, DRAIN_TRUNCATED_FRAME) < 0) {
 		free(buf);
 		return NULL;
 	}

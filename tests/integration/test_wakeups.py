@@ -27,6 +27,7 @@ from offcpu_env import BUILD, EXIT_USAGE, Daemon, Workload, parse_folded, skip_i
 from test_windows import FAST, export_json, now_ms, wait_stored
 
 WAKE_WORKLOAD = os.path.join(BUILD, "tests", "wake_workload")
+WAKE_WORKLOAD_NOFP = os.path.join(BUILD, "tests", "wake_workload_nofp")  # -O2, no frame pointers
 CONTEXT_LABELS = {"[hardirq]", "[softirq]", "[idle]", "[nmi]"}
 RUNQ = "[runqueue]"
 TOLERANCE = 0.05
@@ -35,8 +36,8 @@ TOLERANCE = 0.05
 class WakeWorkload(Workload):
     """wake_workload --wait-go --mode MODE; go() and kill() as offcpu_workload's."""
 
-    def __init__(self, mode, *args):
-        self.proc = subprocess.Popen([WAKE_WORKLOAD, "--wait-go", "--mode", mode, *args], stdin=subprocess.PIPE,
+    def __init__(self, mode, *args, binary=WAKE_WORKLOAD):
+        self.proc = subprocess.Popen([binary, "--wait-go", "--mode", mode, *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline().split()
         assert line and line[0] == "ready", f"wake_workload did not get ready: {line}"
@@ -254,6 +255,36 @@ class WakeupsTest(unittest.TestCase):
         self.assertAlmostEqual(total_us(everything) * 1000 / off_ns, 1.0, delta=TOLERANCE,
                                msg=f"off-CPU {total_us(everything)} us, wall - CPU {off_ns} ns")
         self.assertLessEqual(total_us(split) * 1000, want_ns * 1.01, "the waits are part of it")
+
+    def test_offwake_waker_without_frame_pointers(self):
+        """The waker's user stack is walked with the unwind tables, as the
+        blocked thread's is: whole through code built -O2 without frame
+        pointers, from the function that signals down to the thread's start
+        (with frame pointers alone it was the libc call and nothing more)."""
+        w = WakeWorkload("condvar", binary=WAKE_WORKLOAD_NOFP)
+        outs, truth = capture_all(self.daemon, w, {"offwake": ["--kind", "offwake"],
+                                                   "split": ["--kind", "offcpu", "--split-runq"]})
+        rows = [(levels(f), v) for f, v in parse_folded(outs["offwake"])]
+        waits = [(p, v) for p, v in rows if p[0][0] == "wk-sleeper" and has_frame(target_kernel(p[0]), "futex_wait")]
+        named = [(p, v) for p, v in waits if woken(p)]
+        self.assertTrue(waits, outs["offwake"])
+        self.assertGreaterEqual(total_us(named), 0.95 * total_us(waits), waits)
+        for parts, _ in named:
+            user = waker_user(parts[1])  # leaf first
+            self.assertIn("waker_signal", user, parts)
+            # waker_do_work calls waker_signal last: -O2 makes it a jump,
+            # and its frame is gone from any walk.
+            at = user.index("waker_signal")
+            self.assertEqual([f for f in user[at:] if f != "waker_do_work"][:3],
+                             ["waker_signal", "waker_thread", "start_thread"], parts)
+            self.assertIn(user[-1], ("__clone3", "__clone", "clone3", "clone"), f"not whole: {parts}")
+        # Its time: the sleeper's blocks, blocked part and run-queue part
+        # together, against the workload's own measure (as test_offwake_condvar).
+        everything = [(f, v) for f, v in parse_folded(outs["split"]) if f[0] == "wk-sleeper"]
+        off_ns = truth["wk-sleeper"]["wall_ns"] - truth["wk-sleeper"]["cpu_ns"]
+        self.assertAlmostEqual(total_us(everything) * 1000 / off_ns, 1.0, delta=TOLERANCE,
+                               msg=f"off-CPU {total_us(everything)} us, wall - CPU {off_ns} ns")
+        self.assertLessEqual(total_us(waits) * 1000, truth["wk-sleeper"]["blocked_ns"] * 1.01)
 
     def test_wakeup_condvar(self):
         w = WakeWorkload("condvar")
