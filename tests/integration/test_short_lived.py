@@ -23,6 +23,7 @@ space reads their maps are named from that list. A list that covers all of
 a process's executable files is taken by user space as it is, without
 reading the process's maps (status unwind.adopted).
 """
+import contextlib
 import json
 import os
 import shutil
@@ -140,6 +141,20 @@ def naps_seen(samples, tid):
         elif other is None:
             other = s["ustack"][:12]
     return named, total, other
+
+
+@contextlib.contextmanager
+def cpu_hogs():
+    """A busy loop on each CPU for the block's time: the host a new
+    process's first blocks meet under load."""
+    hogs = [subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"])
+            for cpu in sorted(os.sched_getaffinity(0))]
+    try:
+        yield
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
 
 
 class ShortLivedTest(unittest.TestCase):
@@ -312,6 +327,36 @@ class ShortLivedTest(unittest.TestCase):
                                     d.status()["unwind"])
         finally:
             self.stop(d, proc)
+
+    def test_capture_whole_from_the_first_block_under_load(self):
+        """As test_capture_whole_from_the_first_block with every CPU busy
+        (a busy loop on each): the processes' first blocks whole all the
+        same."""
+        d = self.daemon(SLOW_DRAINS + "continuous = false\n")
+        proc = None
+        try:
+            if not d.status()["unwind"]["loader_hook"]:
+                self.skipTest("no hook on the dynamic loader here (its _dl_debug_state)")
+            proc = d.ctl_popen("--json", "capture", "--seconds", "8", "-U", "--state", "S")
+            d.wait_captures(1)
+            with cpu_hogs():
+                truth = self.run_fresh_processes(d)
+            self.check_capture(proc, truth, "capture under load, from the first block")
+        finally:
+            self.stop(d, proc)
+
+    def test_always_on_whole_from_the_first_block_under_load(self):
+        """As test_always_on_whole_from_the_first_block with every CPU busy."""
+        d = self.daemon(SLOW_DRAINS + "window_seconds = 10\ncontinuous_stacks = sampled\n"
+                        "continuous_states = S\n")
+        try:
+            begin = int(time.time() * 1000)
+            with cpu_hogs():
+                truth = self.run_fresh_processes(d)
+            self.check_windows(d, begin, int(time.time() * 1000), truth,
+                               "always-on under load, from the first block")
+        finally:
+            self.assertEqual(d.stop(), 0, d.log_text())
 
     def test_copy_of_a_binary_whole_from_the_first_block(self):
         # A copy of a binary (another inode, the same build-id: the same
