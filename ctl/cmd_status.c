@@ -38,8 +38,9 @@ static void python_status(const struct proto_status *st, const struct proto_unwi
 	       u->python_processes, walks, counter_value(st, "python_frames"), cut,
 	       counter_value(st, "python_no_thread"));
 	if (u->python_unsupported)
-		printf("; native frames only for %" PRIu64 " (last: %s)", u->python_unsupported,
-		       u->python_unsupported_what);
+		printf("; native frames only for %" PRIu64 " processes of versions it does not know"
+		       " (last: %s)",
+		       u->python_unsupported, u->python_unsupported_what);
 	printf("\n");
 }
 

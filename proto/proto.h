@@ -368,9 +368,9 @@ struct proto_unwind_status {
 	 * VMAs, taken without reading their maps. Absent (0) from older daemons. */
 	uint64_t adopted;
 	/* CPython's frames (python_frames): on; CPython processes walked;
-	 * publishes of CPython processes the walk does not know, and the last
-	 * one's version and why ("3.9: unknown version"). Absent (false, 0,
-	 * NULL) from older daemons. */
+	 * CPython processes the walk does not know, seen since start, and the
+	 * last one's version and why ("3.9: unknown version"). Absent (false,
+	 * 0, NULL) from older daemons. */
 	bool python_frames;
 	uint64_t python_processes, python_unsupported;
 	const char *python_unsupported_what;

@@ -822,8 +822,9 @@ static int adopt_kernel_built(struct unwinder *u, uint32_t tgid, struct offcpu_u
 /*
  * Publishes tgid's CPython layout if one of its files (fresh's tables, in
  * e's order) is CPython's runtime of a version the walk knows, and marks e
- * for the walk; else withdraws any published before (an exec). A runtime
- * of another version is counted, with its version, for status.
+ * for the walk; else withdraws any published before (an exec). A process
+ * whose runtime is of another version is counted (once: not when its
+ * mappings are read again), with its version, for status.
  */
 static void python_publish(struct unwinder *u, uint32_t tgid, struct offcpu_unwind_proc *e,
 			   struct proc *fresh)
@@ -838,6 +839,8 @@ static void python_publish(struct unwinder *u, uint32_t tgid, struct offcpu_unwi
 		if (py->status == CPYTHON_NONE)
 			continue;
 		if (py->status != CPYTHON_KNOWN) {
+			if (proc_find(u, tgid))
+				break;
 			pthread_mutex_lock(&u->stats_lock);
 			u->stats.python_unsupported++;
 			snprintf(u->stats.python_unsupported_what,

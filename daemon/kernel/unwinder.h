@@ -48,7 +48,7 @@ struct unwinder_stats {
 	uint64_t files_known;	  /* mappings whose table was known from the maps line */
 	uint64_t adopted;	  /* processes published from the kernel side's list, maps unread */
 	uint32_t python_processes;	/* CPython processes whose frames are walked */
-	uint64_t python_unsupported;	/* publishes of CPython processes the walk does not know */
+	uint64_t python_unsupported;	/* CPython processes the walk does not know */
 	char python_unsupported_what[48]; /* the last one's version and why ("3.14.0: unknown version") */
 };
 

@@ -417,6 +417,50 @@ static void test_sched_lost(void)
 	free(name);
 }
 
+/* A CPython thread's stack: recv, called by the eval loop's frame that
+ * ran activation (A, B entered), called by start_thread. */
+static void py_user_frames(void *arg, uint32_t tgid, uint64_t addr, char *buf, size_t size)
+{
+	(void)arg;
+	(void)tgid;
+	snprintf(buf, size, "%s",
+		 addr == 0x1000 ? "recv" : addr == 0x2000 ? "_PyEval_EvalFrameDefault (ceval.c:1)"
+					   : "start_thread");
+}
+
+static void py_frame(void *arg, uint32_t tgid, uint64_t frame, char *buf, size_t size)
+{
+	(void)arg;
+	snprintf(buf, size, "%s (app.py:%u) of %u",
+		 OFFCPU_FRAME_PYTHON_CODE(frame) == 0x10000 ? "A" : "B",
+		 OFFCPU_FRAME_PYTHON_INSTR(frame), tgid);
+}
+
+/* drain_stack_name(): a user stack's CPython frames in place of its eval
+ * loop's frame, named through the lookup's python_frame. */
+static void test_python_frames(void)
+{
+	struct drain_lookup py = { .user_frames = py_user_frames, .python_frame = py_frame };
+	const uint64_t ips[] = { 0x1000, 0x2001, 0x3001,
+				 OFFCPU_FRAME_PYTHON | 7ull << OFFCPU_FRAME_PYTHON_INSTR_SHIFT | 0x10000,
+				 OFFCPU_FRAME_PYTHON | 9ull << OFFCPU_FRAME_PYTHON_INSTR_SHIFT | 0x20000 |
+					 OFFCPU_FRAME_PYTHON_ENTRY };
+	struct offcpu_stack whole = stack_of(OFFCPU_STACK_DWARF | OFFCPU_STACK_COMPLETE, 5, ips),
+			    cut = stack_of(OFFCPU_STACK_DWARF, 5, ips);
+	char *name;
+
+	name = drain_stack_name(&py, &whole, 42, false);
+	CHECK_STR(name, "start_thread;B (app.py:9) of 42;A (app.py:7) of 42;recv");
+	free(name);
+	name = drain_stack_name(&py, &cut, 42, false);
+	CHECK_STR(name, DRAIN_TRUNCATED_FRAME ";start_thread;B (app.py:9) of 42;A (app.py:7) of 42;recv");
+	free(name);
+	py.python_frame = NULL;
+	name = drain_stack_name(&py, &whole, 42, false);
+	CHECK_STR(name, "start_thread;[python];[python];recv");
+	free(name);
+}
+
 static int cgroup_lookups, ns_pid_lookups;
 
 static int cgroup_path(void *arg, uint64_t id, uint32_t tgid, char *buf, size_t size)
@@ -475,5 +519,6 @@ int main(void)
 	test_empty();
 	test_kept_names();
 	test_sched_lost();
+	test_python_frames();
 	return CHECK_DONE();
 }
