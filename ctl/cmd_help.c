@@ -239,7 +239,9 @@ static void usage_times_globals(FILE *out)
 		"  -s, --socket PATH  daemon socket (default $OFFCPUD_SOCKET or " DEFAULT_SOCKET
 		")\n"
 		"  -j, --json         JSON output, errors included: the daemon's raw reply\n"
-		"                     (JSON rows, unless --format asks for another)\n"
+		"                     (JSON rows, unless --format asks for another); before\n"
+		"                     or after the command\n"
+		"  -V, --version      offcpuctl's version\n"
 		"\n"
 		"Exit codes: 0 ok, 1 error, 2 bad arguments, 3 daemon not running,\n"
 		"4 permission denied, 5 no such pid (or cgroup, or push target), 6 busy.\n");

@@ -34,12 +34,35 @@ static const struct {
 	{ "serve", cmd_serve },
 };
 
+/* Takes --json out of a command's arguments (argv[1..argc)), up to a "--":
+ * it is a global option, given before the command or after it. Returns the
+ * new argc. */
+static int take_json(int argc, char **argv)
+{
+	int n = 1;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			while (i < argc)
+				argv[n++] = argv[i++];
+			break;
+		}
+		if (!strcmp(argv[i], "--json"))
+			json_output = true;
+		else
+			argv[n++] = argv[i];
+	}
+	argv[n] = NULL;
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	int opt;
@@ -48,7 +71,7 @@ int main(int argc, char **argv)
 	if (!socket_path || !*socket_path)
 		socket_path = DEFAULT_SOCKET;
 	/* '+': stop at the command; its options are its own. */
-	while ((opt = getopt_long(argc, argv, "+s:jh", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+s:jhV", options, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			socket_path = optarg;
@@ -59,6 +82,9 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
+		case 'V':
+			printf("offcpuctl %s\n", OFFCPU_VERSION);
+			return EXIT_OK;
 		default:
 			fprintf(stderr, "Try 'offcpuctl help'.\n");
 			return EXIT_USAGE;
@@ -68,10 +94,14 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[optind], commands[i].name))
-			return help_requested(argc - optind, argv + optind)
-				       ? command_help(argv[optind])
-				       : commands[i].fn(argc - optind, argv + optind);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		int n;
+
+		if (strcmp(argv[optind], commands[i].name))
+			continue;
+		n = take_json(argc - optind, argv + optind);
+		return help_requested(n, argv + optind) ? command_help(argv[optind])
+							: commands[i].fn(n, argv + optind);
+	}
 	return usage_error("unknown command '%s'", argv[optind]);
 }

@@ -7,10 +7,12 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "client.h"
@@ -47,13 +49,34 @@ int usage_error(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
+/* How to start offcpud here: with systemctl only where systemd is the
+ * init system (sd_booted()'s test). */
+static const char *start_advice(void)
+{
+	struct stat st;
+
+	return lstat("/run/systemd/system", &st) == 0 && S_ISDIR(st.st_mode)
+		       ? "start it with 'systemctl start offcpud'"
+		       : "start it with 'offcpud' as root (this host does not run systemd)";
+}
+
 static int connect_error(int r)
 {
+	struct stat st;
+
+	/* A path that is there but no socket: a wrong --socket, not a stopped
+	 * daemon. */
+	if ((r == -ECONNREFUSED || r == -ENOTSOCK) && stat(socket_path, &st) == 0 &&
+	    !S_ISSOCK(st.st_mode))
+		return fail(EXIT_USAGE, "not_a_socket",
+			    "%s is not a socket but a %s: --socket (or OFFCPUD_SOCKET) names "
+			    "offcpud's socket, %s by default",
+			    socket_path, S_ISDIR(st.st_mode) ? "directory" : S_ISREG(st.st_mode) ? "regular file" : "file",
+			    DEFAULT_SOCKET);
 	if (r == -ENOENT || r == -ECONNREFUSED)
 		return fail(EXIT_NOT_RUNNING, "not_running",
-			    "offcpud is not running (nothing listens on %s); start it with "
-			    "'systemctl start offcpud' or 'offcpud'",
-			    socket_path);
+			    "offcpud is not running (nothing listens on %s); %s", socket_path,
+			    start_advice());
 	if (r == -EACCES || r == -EPERM)
 		return fail(EXIT_PERMISSION, PROTO_ERR_PERMISSION,
 			    "permission denied on %s (run as root or as a member of the "
@@ -119,9 +142,16 @@ int transact(const struct proto_request *req, void (*tick)(void *), void *arg,
 	if (r < 0)
 		return fail(EXIT_ERROR, "io_error", "talking to offcpud: %s", strerror(-r));
 	if (proto_reply_parse(raw, len, &reply) < 0) {
+		bool json = len && raw[0] == '{';
+
 		free(raw);
-		return fail(EXIT_ERROR, "bad_reply",
-			    "offcpud sent a reply this offcpuctl cannot read");
+		/* Not JSON at all: whatever listens there is not offcpud. */
+		return json ? fail(EXIT_ERROR, "bad_reply",
+				   "offcpud sent a reply this offcpuctl cannot read")
+			    : fail(EXIT_ERROR, "not_offcpud",
+				   "what listens on %s is not offcpud (its reply is not offcpud's "
+				   "protocol)",
+				   socket_path);
 	}
 	if (!reply->ok) {
 		r = reply_error(reply, raw);

@@ -1,12 +1,19 @@
 """offcpuctl's habits: COMMAND --help and help COMMAND for every command;
-status says per kind whether it is ready, in use or unavailable (and why),
-and lists the BPF programs only with --verbose (or --json)."""
+--version; --json before or after the command; a --socket that is not
+offcpud's said as such, and how to start offcpud fit for the host; status
+says per kind whether it is ready, in use or unavailable (and why), and
+lists the BPF programs only with --verbose (or --json)."""
+import json
+import os
 import re
+import socket
 import subprocess
+import tempfile
+import threading
 import time
 import unittest
 
-from offcpu_env import OFFCPUCTL, Daemon
+from offcpu_env import OFFCPUCTL, OFFCPUD, Daemon
 
 KINDS = ["offcpu", "wakeup", "offwake", "chain", "runq", "oncpu", "bio", "fileio", "hotcold", "request",
          "latency"]
@@ -60,6 +67,60 @@ class HelpTest(unittest.TestCase):
         self.assertIn("unknown command 'nonsense'", r.stderr)
 
 
+class ClientHabitsTest(unittest.TestCase):
+    def test_version(self):
+        for binary, name in ((OFFCPUCTL, "offcpuctl"), (OFFCPUD, "offcpud")):
+            for flag in ("--version", "-V"):
+                r = subprocess.run([binary, flag], capture_output=True, text=True, timeout=30)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertRegex(r.stdout, rf"^{name} \d+\.\d+\.\d+\n$")
+
+    def test_socket_that_is_no_socket(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "file")
+            open(path, "w").close()
+            for where, what in ((path, "regular file"), (d, "directory")):
+                r = ctl("--socket", where, "status")
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertEqual(r.stderr, f"offcpuctl: {where} is not a socket but a {what}: --socket "
+                                 "(or OFFCPUD_SOCKET) names offcpud's socket, "
+                                 "/run/offcpud/offcpud.sock by default\n")
+                r = ctl("--socket", where, "status", "--json")
+                self.assertEqual(json.loads(r.stdout)["error"]["code"], "not_a_socket")
+
+    def test_socket_of_something_else(self):
+        """Something that is not offcpud listens there."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "other.sock")
+            srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            srv.bind(path)
+            srv.listen(1)
+
+            def answer():
+                conn, _ = srv.accept()
+                conn.recv(4096)
+                conn.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+                conn.close()
+            t = threading.Thread(target=answer)
+            t.start()
+            try:
+                r = ctl("--socket", path, "status")
+            finally:
+                t.join(timeout=10)
+                srv.close()
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertEqual(r.stderr, f"offcpuctl: what listens on {path} is not offcpud (its reply "
+                             "is not offcpud's protocol)\n")
+
+    def test_not_running_says_how_to_start_it_here(self):
+        r = ctl("--socket", "/nonexistent/offcpud.sock", "status")
+        self.assertEqual(r.returncode, 3)
+        how = ("start it with 'systemctl start offcpud'" if os.path.isdir("/run/systemd/system")
+               else "start it with 'offcpud' as root (this host does not run systemd)")
+        self.assertEqual(r.stderr, "offcpuctl: offcpud is not running (nothing listens on "
+                         f"/nonexistent/offcpud.sock); {how}\n")
+
+
 class StatusTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -78,6 +139,13 @@ class StatusTest(unittest.TestCase):
                 break
             rows[m.group(1)] = (m.group(2), m.group(3))
         return rows
+
+    def test_json_before_or_after_the_command(self):
+        before = self.daemon.ctl("--json", "status")
+        after = self.daemon.ctl("status", "--json")
+        self.assertEqual(after.returncode, 0, after.stderr)
+        self.assertEqual(json.loads(after.stdout)["cmd"], "status")
+        self.assertEqual(json.loads(before.stdout)["status"]["pid"], json.loads(after.stdout)["status"]["pid"])
 
     def test_each_kind_has_a_state(self):
         d = self.daemon
