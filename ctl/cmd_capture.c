@@ -31,15 +31,21 @@
 static void user_stacks_summary(const struct proto_user_stacks *us)
 {
 	uint64_t all = us->complete_ns + us->truncated_ns + us->frame_pointer_ns;
+	double pct = all ? 100.0 * us->truncated_ns / all : 0;
+	char share[32];
 
 	if (!us->truncated_ns)
 		return;
+	/* A share that rounds to 0.0 would read as none. */
+	if (pct < 0.05)
+		snprintf(share, sizeof(share), "under 0.1%%");
+	else
+		snprintf(share, sizeof(share), "%.1f%%", pct);
 	fprintf(stderr,
-		"offcpuctl: note: user stacks of %.1f%% of the time are incomplete "
+		"offcpuctl: note: user stacks of %s of the time are incomplete "
 		"(root frame [truncated]); %.1f%% reach the thread's first frame, %.1f%% are "
 		"frame-pointer walks\n",
-		100.0 * us->truncated_ns / all, 100.0 * us->complete_ns / all,
-		100.0 * us->frame_pointer_ns / all);
+		share, 100.0 * us->complete_ns / all, 100.0 * us->frame_pointer_ns / all);
 }
 
 static void capture_summary(const struct proto_capture_result *res, enum proto_kind kind,
@@ -77,9 +83,15 @@ static void capture_summary(const struct proto_capture_result *res, enum proto_k
 			" time no sample stood for ([unsampled])\n",
 			res->sampling.period_us, res->sampling.samples, res->sampling.blocks,
 			res->sampling.error_pct, res->sampling.unsampled_pct);
-	if (isatty(STDERR_FILENO))
-		fprintf(stderr, "captured %" PRIu64 " stacks, %.3f s %s in %.1f s\n",
-			res->n_samples, res->total_ns / 1e9, what, res->duration_ns / 1e9);
+	if (!isatty(STDERR_FILENO))
+		return;
+	fprintf(stderr, "captured %" PRIu64 " stacks, %.3f s %s in %.1f s", res->n_samples,
+		res->total_ns / 1e9, what, res->duration_ns / 1e9);
+	/* Its id, for export --capture (and the JSON reply's "id"). */
+	if (res->id)
+		fprintf(stderr, "; stored as capture %" PRIu64 ": offcpuctl export --capture %" PRIu64,
+			res->id, res->id);
+	fprintf(stderr, "\n");
 }
 
 enum {

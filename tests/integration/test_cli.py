@@ -1,6 +1,7 @@
 """offcpuctl's habits: COMMAND --help and help COMMAND for every command;
 --version; --json before or after the command; a --socket that is not
-offcpud's said as such, and how to start offcpud fit for the host; status
+offcpud's said as such, and how to start offcpud fit for the host; a
+capture's id on its summary; status
 says per kind whether it is ready, in use or unavailable (and why), and
 lists the BPF programs only with --verbose (or --json)."""
 import json
@@ -139,6 +140,31 @@ class StatusTest(unittest.TestCase):
                 break
             rows[m.group(1)] = (m.group(2), m.group(3))
         return rows
+
+    def test_capture_says_its_id(self):
+        """On a terminal, the capture's summary says the id export
+        --capture takes (scripts have the JSON reply's "id")."""
+        master, slave = os.openpty()
+        err = b""
+        try:
+            p = subprocess.Popen([OFFCPUCTL, "--socket", self.daemon.socket, "capture", "--seconds", "1",
+                                  "-o", os.devnull], stdout=subprocess.DEVNULL, stderr=slave)
+            os.close(slave)
+            while True:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # EIO: the other end closed
+                    break
+                if not chunk:
+                    break
+                err += chunk
+            self.assertEqual(p.wait(timeout=30), 0, err)
+        finally:
+            os.close(master)
+        m = re.search(rb"stored as capture (\d+): offcpuctl export --capture (\d+)\r?\n", err)
+        self.assertTrue(m and m.group(1) == m.group(2), err)
+        r = self.daemon.ctl("--json", "windows")
+        self.assertIn(int(m.group(1)), [w["capture_id"] for w in json.loads(r.stdout)["windows"]])
 
     def test_json_before_or_after_the_command(self):
         before = self.daemon.ctl("--json", "status")
