@@ -65,7 +65,8 @@ struct python_walk {
 	__u32 at;	  /* where the next frame goes in st->ips */
 	__u32 last;	  /* the last frame written, or OFFCPU_MAX_STACK_DEPTH */
 	__u32 frames;
-	bool cut; /* a reason frame was written */
+	bool cut;   /* a reason frame was written */
+	bool found; /* tstate is the thread's own */
 };
 
 static __always_inline long python_read(struct python_walk *w, bool remote, void *dst, __u32 size,
@@ -195,8 +196,10 @@ static __always_inline long python_thread_in(__u32 i, struct python_walk *w, boo
 		return 1;
 	if (!python_read_u64(w, remote, w->tstate + l->tstate_id, &id))
 		return 1;
-	if (id == w->id)
-		return 1; /* found: w->tstate */
+	if (id == w->id) {
+		w->found = true;
+		return 1;
+	}
 	if (!python_read_u64(w, remote, w->tstate + l->tstate_next, &next) || next == w->tstate)
 		next = 0;
 	w->tstate = next;
@@ -246,7 +249,11 @@ static __always_inline bool python_find_tstate(struct python_walk *w,
 	    !python_read_u64(w, remote, interp + l->interp_threads, &w->tstate))
 		return false;
 	bpf_loop(PYTHON_THREADS_MAX, remote ? python_thread_remote : python_thread, w, 0);
-	if (w->tstate)
+	/* Not found (the list ended, could not be read, or was longer than we
+	 * look): a thread of the C side alone, as far as we can tell. */
+	if (!w->found)
+		w->tstate = 0;
+	else
 		bpf_map_update_elem(&python_threads, &tid, &w->tstate, BPF_ANY);
 	return true;
 }
