@@ -121,6 +121,9 @@ class PythonFramesTest(unittest.TestCase):
             cap = capture(self.daemon, b)
         finally:
             b.stop()
+            perf_map = f"/tmp/perf-{b.pid}.map"  # -X perf leaves its map behind
+            if os.path.exists(perf_map):
+                os.unlink(perf_map)
         self.assert_ground_truth(version, cap["samples"], b.pid)
 
     def test_3_10(self):
