@@ -26,6 +26,11 @@ Reported, for the churn's run:
 Every process it starts (offcpud included) is stopped at the end, on an
 error, Ctrl-C or SIGTERM too.
 
+With --llvm N, N more long-lived processes map an LLVM-sized library
+(LLVM_LIBRARY, libLLVM: some 100 MiB, its unwind table among the largest
+a host has) and block every 50 ms, so their stacks are walked through it:
+the unwind rows that table takes are then not there for the churn's.
+
 With --keep-db PATH the daemon's database is copied there at the end, for
 bench/store_replay to write its windows again.
 
@@ -39,7 +44,7 @@ the same build beside itself compares two settings.
 
 Usage: sudo bench/churn.py [--build DIR] [--seconds N] [--rate R] [--config LINES]
            [--daemon OFFCPUD] [--beside OFFCPUD] [--beside-config LINES]
-           [--keep-db PATH] [--json]
+           [--llvm N] [--keep-db PATH] [--json]
 """
 import argparse
 import json
@@ -57,6 +62,7 @@ sys.path.insert(0, HERE)
 import bench_env  # noqa: E402 (after the path is set)
 
 PYTHON = "/usr/bin/python3"  # Debian's: a shim (pyenv) would add its own processes
+LLVM_LIBRARY = "/usr/lib/x86_64-linux-gnu/libLLVM-14.so.1"  # clang's, which the build needs
 SMALL_C = """#include <stdio.h>
 struct point { int x, y; };
 static int dist2(struct point a, struct point b) { return (a.x - b.x) * (a.x - b.x) + (a.y - b.y) * (a.y - b.y); }
@@ -201,6 +207,33 @@ class Service:
         return "mixed_workload"
 
 
+class LlvmHolders:
+    """n processes that map LLVM_LIBRARY and block every 50 ms until stopped."""
+
+    CODE = ("import ctypes, sys, time\n"
+            "ctypes.CDLL(sys.argv[1])\n"
+            "while True:\n"
+            "    time.sleep(0.05)\n")
+
+    def __init__(self, n):
+        if n and not os.path.exists(LLVM_LIBRARY):
+            raise RuntimeError(f"--llvm: {LLVM_LIBRARY} is missing")
+        self.procs = [subprocess.Popen([PYTHON, "-c", self.CODE, LLVM_LIBRARY]) for _ in range(n)]
+        self.pids = {p.pid for p in self.procs}
+        bench_env._live.append(self)
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        if self in bench_env._live:
+            bench_env._live.remove(self)
+
+    def __repr__(self):
+        return f"{len(self.procs)} processes mapping {LLVM_LIBRARY}"
+
+
 def cpu_ticks(pid):
     """utime + stime of pid, in clock ticks."""
     with open(f"/proc/{pid}/stat") as f:
@@ -338,11 +371,12 @@ def wait_stored(daemon, t_ms, timeout=60):
     raise RuntimeError(f"no window stored after {t_ms} in {timeout} s")
 
 
-def churn_run(daemon, build, seconds, rate, progress=None, beside=None):
+def churn_run(daemon, build, seconds, rate, progress=None, beside=None, llvm=0):
     """Churn next to the service against daemon (and beside, another
     build's daemon profiling the same churn: an A/B without the hour's
     noise); returns the measurements."""
     service = Service(build, seconds + 30)
+    holders = LlvmHolders(llvm)
     try:
         time.sleep(1)  # the service's tables are built before the churn
         status0 = daemon.status()
@@ -378,10 +412,11 @@ def churn_run(daemon, build, seconds, rate, progress=None, beside=None):
         status1 = daemon.status()
         fds_by_kind = fd_kinds(daemon.proc.pid)
         pairs = inner_socket_pairs(daemon.proc.pid)
-        service_pids = service.children()
+        service_pids = service.children() | holders.pids
         wait_stored(daemon, int(end * 1000))
         samples = export_run(daemon, begin - 1, time.time())
     finally:
+        holders.stop()
         service.stop()
     churn_cpu_s = (children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime)
     steady = None
@@ -401,6 +436,7 @@ def churn_run(daemon, build, seconds, rate, progress=None, beside=None):
     return {
         "seconds": round(watch.seconds, 1),
         "rate_asked": rate,
+        "llvm_processes": llvm,
         "processes": churn.processes,
         "processes_per_s": round(churn.processes / watch.seconds, 1),
         "launches": churn.started,
@@ -467,6 +503,8 @@ def main():
     ap.add_argument("--beside-config", metavar="LINES",
                     help="extra offcpud.conf lines for the daemon beside (default: --config's): the same "
                          "build beside itself compares two configurations")
+    ap.add_argument("--llvm", type=int, default=0, metavar="N",
+                    help="N more processes mapping libLLVM, blocking every 50 ms")
     ap.add_argument("--keep-db", metavar="PATH",
                     help="copy the daemon's database here at the end (for bench/store_replay)")
     ap.add_argument("--json", action="store_true")
@@ -489,7 +527,7 @@ def main():
             if not args.json and len(w.rss) % 30 == 0:
                 print(f"  {len(w.rss) - 1:4d} s  RSS {w.rss[-1] / 1024:.0f} MiB  fds {w.fds[-1]}", flush=True)
 
-        res = churn_run(d, build, args.seconds, args.rate, progress, beside)
+        res = churn_run(d, build, args.seconds, args.rate, progress, beside, args.llvm)
         if args.keep_db:
             keep_db(d.database, args.keep_db)
         d.stop()
@@ -501,7 +539,8 @@ def main():
         print(json.dumps(res, indent=1))
         return
     print(f"churn: {res['processes']} processes in {res['seconds']} s ({res['processes_per_s']}/s; "
-          f"launches {res['launches']}, {res['launches_failed']} failed)")
+          f"launches {res['launches']}, {res['launches_failed']} failed)"
+          f"{f', beside {args.llvm} processes mapping libLLVM' if args.llvm else ''}")
     print(f"CPU, % of one core: offcpud {res['daemon_cpu_pct']:.2f}, the churn itself "
           f"{res['churn_cpu_pct']:.1f}: offcpud / churn = {res['daemon_per_churn']:.3f}")
     if res.get("steady"):

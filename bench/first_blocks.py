@@ -22,10 +22,15 @@ want of tables (ustack_fp_fallback), table walks that stopped short
 process's VMAs (unwind_from_vmas); and the later processes' stacks that are
 not whole that hold the most time (--examples).
 
+--busy keeps a busy loop on each CPU while the processes run: the host
+whose CPUs are taken, where the daemon's reading of a new binary's tables
+competes with the load for a CPU.
+
 Usage: sudo bench/first_blocks.py [--build DIR] [--processes N] [--threads N]
-           [--naps N] [--stacks sampled,exact] [--examples N] [--json]
+           [--naps N] [--stacks sampled,exact] [--busy] [--examples N] [--json]
 """
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -59,6 +64,19 @@ def run_processes(build, args):
     return pids
 
 
+@contextlib.contextmanager
+def busy_loops(on):
+    """A busy loop on each CPU while the block runs, if on."""
+    hogs = [subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"])
+            for cpu in (sorted(os.sched_getaffinity(0)) if on else [])]
+    try:
+        yield
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+
+
 def shares(samples, broken):
     """(whole ns, all ns, whole blocks, all blocks) of these samples; adds
     the others' time to broken, by (comm, user stack)."""
@@ -80,9 +98,11 @@ def shares(samples, broken):
 def measure(build, args, mode):
     daemon = bench_env.daemon(f"continuous_stacks = {mode}\n")
     try:
-        before = daemon.status()["counters"]
+        st = daemon.status()
+        before, unwind_before = st["counters"], st["unwind"]
         begin = time.time()
-        pids = run_processes(build, args)
+        with busy_loops(args.busy):
+            pids = run_processes(build, args)
         end = time.time()
         time.sleep(3)  # a drain or two, into a window
         deadline = time.monotonic() + 60
@@ -93,7 +113,11 @@ def measure(build, args, mode):
             if time.monotonic() > deadline:
                 raise RuntimeError("no window after the processes' exit")
             time.sleep(0.5)
-        after = daemon.status()["counters"]
+        st = daemon.status()
+        after, unwind = st["counters"], st["unwind"]
+        reads = unwind.get("loader_reads", 0) - unwind_before.get("loader_reads", 0)
+        waited = unwind.get("loader_wait_ns_total", 0) - unwind_before.get("loader_wait_ns_total", 0)
+        took = unwind.get("loader_read_ns_total", 0) - unwind_before.get("loader_read_ns_total", 0)
         got = {"first": [0, 0, 0, 0], "later": [0, 0, 0, 0]}
         broken = {}  # the later processes' stacks that are not whole
         for i, pid in enumerate(pids):
@@ -106,6 +130,13 @@ def measure(build, args, mode):
                                                     zip(got["first" if i == 0 else "later"], part)]
         worst = sorted(broken.items(), key=lambda kv: -kv[1])[:args.examples]
         return {"counters": {k: after.get(k, 0) - before.get(k, 0) for k in COUNTERS},
+                # where a new process's time to its tables went (since the
+                # daemon started: the maxima are not per run)
+                "loader_reads": {"reads": reads,
+                                 "wait_ms_mean": round(waited / reads / 1e6, 2) if reads else None,
+                                 "wait_ms_max": round(unwind.get("loader_wait_ns_max", 0) / 1e6, 2),
+                                 "read_ms_mean": round(took / reads / 1e6, 2) if reads else None,
+                                 "read_ms_max": round(unwind.get("loader_read_ns_max", 0) / 1e6, 2)},
                 "not_whole": [{"comm": c, "ustack": u, "ns": ns} for (c, u), ns in worst],
                 **{k: {"whole_time": round(v[0] / v[1], 4) if v[1] else None,
                        "whole_blocks": round(v[2] / v[3], 4) if v[3] else None,
@@ -121,6 +152,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--naps", type=int, default=50)
     ap.add_argument("--stacks", default="sampled,exact")
+    ap.add_argument("--busy", action="store_true", help="a busy loop on each CPU meanwhile")
     ap.add_argument("--examples", type=int, default=3,
                     help="the later processes' stacks that are not whole to show, most time first")
     ap.add_argument("--json", action="store_true")
@@ -129,7 +161,8 @@ def main():
     if args.processes < 2 or any(m not in ("sampled", "exact") for m in modes):
         ap.error("--processes wants at least 2; --stacks wants sampled and/or exact")
     bench_env.set_build(args.build)
-    report = {"processes": args.processes, "threads": args.threads, "naps": args.naps, "modes": {}}
+    report = {"processes": args.processes, "threads": args.threads, "naps": args.naps,
+              "busy": args.busy, "modes": {}}
     with bench_env.cleanup():
         for mode in modes:
             report["modes"][mode] = measure(os.path.abspath(args.build), args, mode)
@@ -137,7 +170,8 @@ def main():
         print(json.dumps(report))
         return
     print(f"{args.processes} fresh processes of short_workload (no frame pointers), {args.threads} "
-          f"threads x {args.naps} naps of 1 ms each, one after another")
+          f"threads x {args.naps} naps of 1 ms each, one after another"
+          f"{', a busy loop on each CPU' if args.busy else ''}")
     print(f"{'mode':8} {'processes':9} {'blocks':>7} {'whole time':>10} {'whole blocks':>12}")
     for mode, r in report["modes"].items():
         for which in ("first", "later"):
@@ -146,6 +180,11 @@ def main():
             b = "-" if x["whole_blocks"] is None else f"{100 * x['whole_blocks']:.1f}%"
             print(f"{mode:8} {which:9} {x['blocks']:7d} {t:>10} {b:>12}")
         print(f"{'':8} counters: " + ", ".join(f"{k} {v}" for k, v in r["counters"].items()))
+        lr = r["loader_reads"]
+        if lr["reads"]:
+            print(f"{'':8} reads the loader asked for: {lr['reads']}, waited {lr['wait_ms_mean']} ms "
+                  f"on average (at most {lr['wait_ms_max']}), took {lr['read_ms_mean']} ms "
+                  f"(at most {lr['read_ms_max']})")
         for x in r["not_whole"]:
             print(f"{'':8} not whole, {x['ns'] / 1e6:.1f} ms: {x['comm']};{x['ustack'][:160]}")
 

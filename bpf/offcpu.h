@@ -322,10 +322,12 @@ struct offcpu_python_proc {
 /* What the kernel side asks user space through the unwind_requests ring
  * buffer: read the mappings of process tgid (and build their tables). */
 #define OFFCPU_UNWIND_REQUEST_NOW 1u /* the loader is done mapping: read at once */
+#define OFFCPU_UNWIND_REQUEST_QUEUED 2u /* sent without waking user space: no hurry */
 
 struct offcpu_unwind_request {
 	__u32 tgid;
 	__u32 flags;
+	__u64 asked_ns; /* bpf_ktime_get_ns() when asked: status says how long reads wait */
 };
 
 /* offcpu_unwind_proc.flags */

@@ -423,8 +423,18 @@ int unwind_loader_ready(struct pt_regs *ctx)
 	if (state > RT_CONSISTENT)
 		return 0; /* mapping libraries: wait for the call that says it is done */
 	proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
-	if (proc && !(proc->flags & OFFCPU_UNWIND_FROM_VMAS))
+	if (proc && !(proc->flags & OFFCPU_UNWIND_FROM_VMAS)) {
+		/* A dlopen done: the list user space published lacks the
+		 * library, whose code would end every walk through it until
+		 * the next refresh (a second away). Asked for again now, read
+		 * when the usual settling time has passed: a burst of
+		 * dlopens (imports) is read once, and a process that exits
+		 * by then not at all. The time asked is left as it is, or
+		 * the list being read now would be withdrawn as stale. */
+		if (state == RT_CONSISTENT)
+			unwind_submit(tgid, 0, false);
 		return 0;
+	}
 	if (proc) /* built at an earlier call: libraries mapped since */
 		bpf_map_delete_elem(&unwind_procs, &tgid);
 	if (state == RT_CONSISTENT) {

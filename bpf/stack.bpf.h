@@ -85,9 +85,10 @@ static __always_inline bool unwind_submit(__u32 tgid, __u32 flags, bool lazy)
 
 	if (!req)
 		return false;
-	req->tgid = tgid;
-	req->flags = flags;
 	lazy = lazy && bpf_ringbuf_query(&unwind_requests, BPF_RB_AVAIL_DATA) < UNWIND_LAZY_BYTES;
+	req->tgid = tgid;
+	req->flags = flags | (lazy ? OFFCPU_UNWIND_REQUEST_QUEUED : 0);
+	req->asked_ns = bpf_ktime_get_ns();
 	/* Forced: by default a submit wakes user space only if it has taken
 	 * every request before, which it has not while lazy ones wait. */
 	bpf_ringbuf_submit(req, lazy ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);

@@ -80,6 +80,12 @@ static void unwind_summary(const struct proto_status *st)
 		       " taken whole from there (maps unread)",
 		       from_vmas, u->loader_hook ? " (also when their loader is done)" : "",
 		       u->adopted);
+	if (u->loader_reads)
+		printf("; %" PRIu64 " read when their loader was done, %.1f ms later on average "
+		       "(at most %.1f), taking %.1f ms (at most %.1f), at nice %" PRId64,
+		       u->loader_reads, u->loader_wait_ns_total / 1e6 / u->loader_reads,
+		       u->loader_wait_ns_max / 1e6, u->loader_read_ns_total / 1e6 / u->loader_reads,
+		       u->loader_read_ns_max / 1e6, u->unwinder_nice);
 	printf("\n");
 	python_status(st, u);
 	printf("user frames: by file and address for %" PRIu64 " files; names kept for %" PRIu64

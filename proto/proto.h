@@ -367,6 +367,13 @@ struct proto_unwind_status {
 	/* Processes whose mappings the kernel side had found whole in their
 	 * VMAs, taken without reading their maps. Absent (0) from older daemons. */
 	uint64_t adopted;
+	/* Reads of new processes (and dlopens) the loader hook asked for: how
+	 * many, their wait from the ask to the read's start, and the reads'
+	 * own time. Absent (0) from older daemons. */
+	uint64_t loader_reads;
+	uint64_t loader_wait_ns_total, loader_wait_ns_max;
+	uint64_t loader_read_ns_total, loader_read_ns_max;
+	int64_t unwinder_nice; /* the niceness of the thread that reads them */
 	/* CPython's frames (python_frames): on; CPython processes walked;
 	 * CPython processes the walk does not know, seen since start, and the
 	 * last one's version and why ("3.9: unknown version"). Absent (false,

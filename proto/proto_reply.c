@@ -262,6 +262,12 @@ static bool proto__add_unwind(cJSON *body, const struct proto_status *s)
 	       proto__add_u64(unwind, "files_opened", s->unwind.files_opened) &&
 	       proto__add_u64(unwind, "files_known", s->unwind.files_known) &&
 	       proto__add_u64(unwind, "adopted", s->unwind.adopted) &&
+	       proto__add_u64(unwind, "loader_reads", s->unwind.loader_reads) &&
+	       proto__add_u64(unwind, "loader_wait_ns_total", s->unwind.loader_wait_ns_total) &&
+	       proto__add_u64(unwind, "loader_wait_ns_max", s->unwind.loader_wait_ns_max) &&
+	       proto__add_u64(unwind, "loader_read_ns_total", s->unwind.loader_read_ns_total) &&
+	       proto__add_u64(unwind, "loader_read_ns_max", s->unwind.loader_read_ns_max) &&
+	       proto__add_i64(unwind, "unwinder_nice", s->unwind.unwinder_nice) &&
 	       proto__add_bool(unwind, "python_frames", s->unwind.python_frames) &&
 	       proto__add_u64(unwind, "python_processes", s->unwind.python_processes) &&
 	       proto__add_u64(unwind, "python_unsupported", s->unwind.python_unsupported) &&

@@ -359,6 +359,14 @@ static int proto__reply_unwind(struct proto_status *s, const cJSON *o)
 	if (item && cJSON_GetObjectItemCaseSensitive(item, "adopted") &&
 	    proto__reply_u64(item, "adopted", &s->unwind.adopted) < 0)
 		return -EINVAL;
+	if (item && cJSON_GetObjectItemCaseSensitive(item, "loader_reads") &&
+	    (proto__reply_u64(item, "loader_reads", &s->unwind.loader_reads) < 0 ||
+	     proto__reply_u64(item, "loader_wait_ns_total", &s->unwind.loader_wait_ns_total) < 0 ||
+	     proto__reply_u64(item, "loader_wait_ns_max", &s->unwind.loader_wait_ns_max) < 0 ||
+	     proto__reply_u64(item, "loader_read_ns_total", &s->unwind.loader_read_ns_total) < 0 ||
+	     proto__reply_u64(item, "loader_read_ns_max", &s->unwind.loader_read_ns_max) < 0 ||
+	     proto__reply_i64(item, "unwinder_nice", &s->unwind.unwinder_nice) < 0))
+		return -EINVAL;
 	if (item && cJSON_GetObjectItemCaseSensitive(item, "python_frames") &&
 	    (proto__reply_bool(item, "python_frames", &s->unwind.python_frames) < 0 ||
 	     proto__reply_u64(item, "python_processes", &s->unwind.python_processes) < 0 ||

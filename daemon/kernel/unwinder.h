@@ -47,6 +47,14 @@ struct unwinder_stats {
 	uint64_t files_opened;	  /* mappings whose file was opened to find its table */
 	uint64_t files_known;	  /* mappings whose table was known from the maps line */
 	uint64_t adopted;	  /* processes published from the kernel side's list, maps unread */
+	/* Reads the loader asked for once it mapped a new process's libraries
+	 * (or a dlopen's): the time from its ask to the read's start (the
+	 * request queued, this thread waiting for a CPU) and the read's own
+	 * (tables built included). Under CPU load the wait is what grows. */
+	uint64_t loader_reads;
+	int nice; /* this thread's niceness: -10, or the daemon's without CAP_SYS_NICE */
+	uint64_t loader_wait_ns_total, loader_wait_ns_max;
+	uint64_t loader_read_ns_total, loader_read_ns_max;
 	uint32_t python_processes;	/* CPython processes whose frames are walked */
 	uint64_t python_unsupported;	/* CPython processes the walk does not know */
 	char python_unsupported_what[48]; /* the last one's version and why ("3.14.0: unknown version") */

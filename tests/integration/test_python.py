@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 import unittest
 
 from offcpu_env import Daemon, HeldProgram, capture_held
@@ -151,7 +152,10 @@ class PythonFramesTest(unittest.TestCase):
 
     def test_new_process(self):
         """A process started during a system-wide capture: Python frames
-        from its first blocks."""
+        from its first blocks, and whole stacks through the library its
+        imports dlopen'ed (the socket module's) a moment before: the loader
+        asks for the process's mappings again at once, where a walk that
+        meets the library's code would wait up to a second to ask."""
         python = self.python("3.12")
         d = self.daemon
         proc = d.ctl_popen("--json", "capture", "--seconds", "4", "-U", "--lines", "--comm", "python3.12")
@@ -159,6 +163,7 @@ class PythonFramesTest(unittest.TestCase):
             d.wait_captures(1)
             b = Blocker(python)
             try:
+                time.sleep(0.3)  # the read after the dlopen, with room to spare under load
                 b.go()
                 b.done()
                 out, err = proc.communicate(timeout=40)

@@ -339,9 +339,16 @@ class ShortLivedTest(unittest.TestCase):
                 self.skipTest("no hook on the dynamic loader here (its _dl_debug_state)")
             proc = d.ctl_popen("--json", "capture", "--seconds", "8", "-U", "--state", "S")
             d.wait_captures(1)
+            reads = d.status()["unwind"]["loader_reads"]
             with cpu_hogs():
                 truth = self.run_fresh_processes(d)
             self.check_capture(proc, truth, "capture under load, from the first block")
+            # The first of them, whose binary had no table yet, was read
+            # when its loader was done, and status says how long it waited.
+            u = d.status()["unwind"]
+            self.assertGreater(u["loader_reads"], reads, u)
+            self.assertGreater(u["loader_wait_ns_max"], 0, u)
+            self.assertEqual(u["unwinder_nice"], -10, u)
         finally:
             self.stop(d, proc)
 

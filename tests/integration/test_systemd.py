@@ -511,6 +511,12 @@ class ServiceCapabilitiesTest(unittest.TestCase):
         self.assertEqual(eff, bnd)
         self.assertEqual(bin(eff).count("1"), len(self.caps), self.caps)
 
+    def test_unwinder_priority(self):
+        """CAP_SYS_NICE: the thread that reads new processes' tables runs
+        at nice -10, and status says so."""
+        self.assertIn("CAP_SYS_NICE", self.caps)
+        self.assertEqual(self.status()["unwind"]["unwinder_nice"], -10)
+
     def test_other_users_process(self):
         private = os.path.join(self.dir, "nobody")
         os.mkdir(private, 0o700)
