@@ -519,7 +519,10 @@ struct offcpu_cgroup_event {
 	X(PYTHON_WALKS, "python_walks", NULL)						   \
 	X(PYTHON_FRAMES, "python_frames", NULL)						   \
 	X(PYTHON_NO_THREAD, "python_no_thread", NULL)					   \
-	X(PYTHON_CUT, "python_cut", NULL)
+	X(PYTHON_CUT, "python_cut", NULL)						   \
+	/* a child of a follow_children capture's process left out: no room in \
+	 * filter_tgids (bpf/follow.bpf.c) */                                  \
+	X(DROP_FOLLOW_FULL, "drop_follow_map_full", "follow_map_full")
 /* clang-format on */
 
 enum offcpu_counter {

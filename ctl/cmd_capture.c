@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture_command.h"
 #include "options.h"
 #include "output.h"
 #include "thread_state.h"
@@ -75,6 +76,7 @@ static void capture_summary(const struct proto_capture_result *res, enum proto_k
 			res->loaded, res->load_ms / 1e3);
 	requests_summary(stderr, "", res->requests, res->n_requests);
 	user_stacks_summary(&res->user_stacks);
+	print_notes(res->notes, res->n_notes);
 	if (res->sampling.period_us)
 		fprintf(stderr,
 			"offcpuctl: note: sampled stacks (T = %" PRIu64 " us): %" PRIu64
@@ -139,6 +141,7 @@ struct capture_args {
 	struct who_args who;
 	struct result_opts ro;
 	bool chain_depth; /* --chain-depth given */
+	bool seconds;	  /* --seconds given: with -- CMD, a limit */
 };
 
 /* Takes one of capture_options[]: EXIT_OK or the usage error's code. */
@@ -164,6 +167,7 @@ static int capture_option(struct capture_args *a, int opt, const char *arg)
 		if (parse_u64(arg, PROTO_SECONDS_MAX, &v) < 0 || v == 0)
 			r = usage_error("bad --seconds '%s': want 1 to " SECONDS_MAX, arg);
 		a->cap->seconds = v;
+		a->seconds = true;
 		break;
 	case OPT_STATE:
 		r = parse_states(arg, &a->cap->state_mask);
@@ -264,19 +268,33 @@ static int capture_kind_check(const struct proto_capture_request *cap, bool chai
 	return EXIT_OK;
 }
 
-/* Runs the capture req asks for and writes its result as ro says. */
-static int capture_run(const struct proto_request *req, const struct result_opts *ro)
+/*
+ * Runs the capture req asks for and writes its result as ro says; of
+ * command (NULL, or argv after "--"), until it exits. Returns the exit code:
+ * with a command, the command's where the capture succeeded.
+ */
+static int capture_run(struct proto_request *req, const struct result_opts *ro,
+		       char *const *command, bool limit)
 {
 	struct progress progress = { .start = time(NULL), .seconds = req->capture.seconds };
 	enum proto_format format = req->capture.format;
 	enum proto_kind kind = req->capture.kind;
 	bool oncpu = req->capture.oncpu;
+	struct command *cmd = NULL;
 	struct proto_reply *reply;
 	char *raw;
-	int r;
+	int r, exit_code;
 
-	signal(SIGINT, on_sigint);
-	r = transact(req, isatty(STDERR_FILENO) ? progress_tick : NULL, &progress, &reply, &raw);
+	if (command) {
+		/* No progress line: the terminal is the command's. */
+		r = capture_command_run(req, command, limit, &reply, &raw, &cmd);
+		if (r == EXIT_OK)
+			reply->capture.target_exited = false; /* the command's exit ends it */
+	} else {
+		signal(SIGINT, on_sigint);
+		r = transact(req, isatty(STDERR_FILENO) ? progress_tick : NULL, &progress, &reply,
+			     &raw);
+	}
 	if (progress.shown)
 		fprintf(stderr, "\r\033[K");
 	if (r != EXIT_OK)
@@ -290,6 +308,12 @@ static int capture_run(const struct proto_request *req, const struct result_opts
 				 reply->capture.output);
 	proto_reply_free(reply);
 	free(raw);
+	if (cmd) {
+		exit_code = command_wait(cmd);
+		command_free(cmd);
+		if (r == EXIT_OK)
+			r = exit_code;
+	}
 	return r;
 }
 
@@ -299,7 +323,20 @@ int cmd_capture(int argc, char **argv)
 	enum proto_format format;
 	struct proto_request *req;
 	struct proto_capture_request *cap;
+	char **command = NULL;
 	int opt, r = EXIT_OK;
+
+	/* "-- CMD ARGS": the command to run, whatever its arguments look like;
+	 * the options are before it. */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			command = argv + i + 1;
+			argc = i;
+			break;
+		}
+	}
+	if (command && !*command)
+		return usage_error("%s", "no command after '--': want -- CMD [ARGS...]");
 
 	req = calloc(1, sizeof(*req));
 	if (!req)
@@ -315,6 +352,9 @@ int cmd_capture(int argc, char **argv)
 		r = capture_option(&a, opt, optarg);
 	if (r == EXIT_OK && optind < argc)
 		r = usage_error("unexpected argument '%s'", argv[optind]);
+	if (r == EXIT_OK && command && (cap->n_pids || cap->n_tids))
+		r = usage_error("%s", "--pid and --tid do not go with '-- CMD': the capture is of "
+				      "the command and the processes it starts");
 	if (r == EXIT_OK)
 		r = capture_kind_check(cap, a.chain_depth);
 	if (r == EXIT_OK)
@@ -326,7 +366,7 @@ int cmd_capture(int argc, char **argv)
 	if (r == EXIT_OK) {
 		cap->format = format;
 		cap->render = a.ro.render;
-		r = capture_run(req, &a.ro);
+		r = capture_run(req, &a.ro, command, a.seconds);
 	}
 	free(req);
 	return r;

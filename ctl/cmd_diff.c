@@ -30,7 +30,7 @@ int cmd_diff(int argc, char **argv)
 	struct result_opts ro = RESULT_OPTS_INIT;
 	struct render_input input = { 0 };
 	struct flame_pl_args pl = { 0 };
-	struct flame_parse_stats st_a, st_b;
+	struct flame_parse_stats st_a = { 0 }, st_b = { 0 };
 	struct offline_args filters = { 0 };
 	struct stack_filter *filter = NULL;
 	bool normalize = false;
@@ -79,6 +79,13 @@ int cmd_diff(int argc, char **argv)
 		len_b = stack_filter_folded(filter, b, len_b);
 		stack_filter_free(filter);
 	}
+	/* as flamegraph: counts beyond 2^53 would not be exact */
+	if (flame_check_counts(a, len_a, FLAME_COUNT_EXACT_MAX, &st_a) < 0 ||
+	    flame_check_counts(b, len_b, FLAME_COUNT_EXACT_MAX, &st_b) < 0) {
+		r = fail_too_large(st_a.too_large_line ? argv[optind] : argv[optind + 1],
+				   st_a.too_large_line ? &st_a : &st_b);
+		goto out;
+	}
 	diff = flame_diff_folded(a, len_a, b, len_b, normalize, input.strip_hex, &st_a, &st_b);
 	if (!diff) {
 		r = fail(EXIT_ERROR, "internal", "out of memory");
@@ -96,6 +103,7 @@ int cmd_diff(int argc, char **argv)
 		r = draw(NULL, NULL, diff, strlen(diff), "the differential", &ro, &input, &pl,
 			 "Differential Flame Graph");
 	}
+out:
 	flame_pl_args_free(&pl);
 	free(a);
 	free(b);

@@ -97,16 +97,12 @@ static int export_diff_check(const char *baseline, const char *flag, const char 
 	return EXIT_OK;
 }
 
+/* The daemon's notes say why a result is empty (no window, a baseline
+ * that matched none, filters, a kind not recorded): one source for the CLI,
+ * --json and the web UI. */
 static void export_summary(const struct proto_export_result *res)
 {
-	if (!res->windows && res->capture_id)
-		fprintf(stderr, "offcpuctl: note: no window of capture %" PRIu64 " is stored\n",
-			res->capture_id);
-	else if (!res->windows)
-		fprintf(stderr, "offcpuctl: note: no stored window starts in that range\n");
-	if (res->differential && !res->diff_windows)
-		fprintf(stderr, "offcpuctl: note: no stored window matches the baseline "
-				"(--diff-against); everything shows as new\n");
+	print_notes(res->notes, res->n_notes);
 	if (!res->windows || !isatty(STDERR_FILENO))
 		return;
 	fprintf(stderr, "%" PRIu64 " window%s, %.1f s off-CPU", res->windows,
@@ -173,6 +169,7 @@ static int export_option(struct proto_export_request *ex, struct export_args *a,
 {
 	switch (opt) {
 	case OPT_KIND:
+		ex->kind_given = 1; /* else an export of a capture takes its kind */
 		return parse_profile_kind(arg, &ex->kind, &ex->oncpu);
 	case OPT_METRIC:
 		return parse_metric(arg, &ex->metric);
@@ -257,6 +254,15 @@ static int export_complete(struct proto_export_request *ex, struct export_args *
 	return EXIT_OK;
 }
 
+/* The kind the reply's rows are: a capture's own where none was asked for
+ * (older daemons do not say: the request's). */
+static enum proto_kind export_kind(const struct proto_export_result *res, enum proto_kind asked)
+{
+	int k = res->kind ? proto_kind_from_name(res->kind) : -1;
+
+	return k < 0 ? asked : (enum proto_kind)k;
+}
+
 /* Sends req and writes its result where a asks. Returns an exit code. */
 static int export_run(struct proto_request *req, const struct export_args *a)
 {
@@ -271,7 +277,8 @@ static int export_run(struct proto_request *req, const struct export_args *a)
 	if (!json_output)
 		export_summary(&reply->export);
 	if (a->ro.pprof)
-		r = write_export_pprof(a->ro.path, raw, &reply->export, ex->kind, ex->oncpu);
+		r = write_export_pprof(a->ro.path, raw, &reply->export,
+				       export_kind(&reply->export, ex->kind), ex->oncpu);
 	else
 		r = write_result(a->ro.path, raw, ex->format, reply->export.folded,
 				 reply->export.output);

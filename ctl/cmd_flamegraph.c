@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <string.h>
 
+#include "flame.h"
 #include "flame_options.h"
 #include "offline.h"
 #include "options.h"
@@ -24,7 +25,8 @@ int cmd_flamegraph(int argc, char **argv)
 		{ 0 },
 	};
 	struct result_opts ro = RESULT_OPTS_INIT;
-	struct render_input input = { 0 };
+	/* counts beyond 2^53 would be drawn inexact: refused */
+	struct render_input input = { .max_count = FLAME_COUNT_EXACT_MAX };
 	struct offline_args filters = { 0 };
 	struct flame_pl_args pl = { 0 };
 	struct stack_filter *filter;

@@ -1,6 +1,7 @@
 /*
- * cmd_help: offcpuctl help [COMMAND], and the usage text every command's
- * help is cut from (ctl/help.c).
+ * cmd_help: offcpuctl help [COMMAND|--all]: the one-screen overview, and
+ * the whole usage text every command's help is cut from (ctl/help.c),
+ * each command's examples at its end.
  */
 #define _GNU_SOURCE /* asprintf, open_memstream */
 #include "ctl.h"
@@ -8,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "help.h"
 
@@ -18,10 +20,9 @@ static void usage_status(FILE *out)
 		"Usage: offcpuctl [--socket PATH] [--json] COMMAND [OPTIONS]\n"
 		"\n"
 		"Commands:\n"
-		"  status [--verbose]          daemon version, uptime, each kind (ready, in use "
-		"or\n"
-		"                              unavailable, and why), store, push targets,\n"
-		"                              slots, rates, drops\n"
+		"  status [--verbose]          daemon version, uptime, each kind (ready, in\n"
+		"                              use or unavailable, and why), store, push\n"
+		"                              targets, slots, rates, drops\n"
 		"      -v, --verbose           also the BPF programs (--json: always)\n");
 }
 
@@ -29,13 +30,13 @@ static void usage_status(FILE *out)
 static void usage_capture(FILE *out)
 {
 	fprintf(out,
-		"  capture [OPTIONS]           capture off-CPU stacks; folded output\n"
+		"  capture [OPTIONS] [-- CMD]  capture off-CPU stacks; folded output\n"
 		"      -p, --pid PID[,PID...]  processes to capture (default: all)\n"
 		"      -t, --tid TID[,TID...]  only these threads\n"
 		"      -d, --seconds N         duration (default 10); Ctrl-C ends it early\n"
-		"          --state LIST        thread states at switch-out: R (running, "
-		"preempted),\n"
-		"                              S (sleeping), D (disk), O (other); e.g. S,D\n"
+		"          --state LIST        thread states at switch-out: R (running,\n"
+		"                              preempted), S (sleeping), D (disk), O\n"
+		"                              (other); e.g. S,D\n"
 		"          --min-block-us N, --min-us N\n"
 		"                              only blocks (I/Os) of at least N microseconds\n"
 		"          --max-block-us N    only blocks of at most N microseconds\n"
@@ -64,6 +65,11 @@ static void usage_capture(FILE *out)
 		"                              exact, demangled C++ or glob name\n"
 		"          --group-by WHAT     the root frame: comm (default), process, unit,\n"
 		"                              container or cgroup\n"
+		"          -- CMD [ARGS...]    run CMD (as the sudo caller under sudo) and\n"
+		"                              capture it and every process it starts, from\n"
+		"                              its exec to its exit (--seconds: at most);\n"
+		"                              exits with CMD's exit code; not with --pid\n"
+		"                              or --tid\n"
 		"      plus the who options, stack filters and output options below\n");
 }
 
@@ -112,7 +118,8 @@ static void usage_stored(FILE *out)
 		"          --group-by WHAT     the root frame, as for capture\n"
 		"      plus the who options, stack filters and output options below\n"
 		"  hist RANGE [OPTIONS]        per-process log2 histograms of block times, in\n"
-		"                              microseconds; RANGE as for export\n"
+		"                              microseconds\n"
+		"      RANGE is --window lastNx, --from T [--to T] or --capture ID, as for export\n"
 		"      -p, --pid PID[,PID...]  only these processes\n"
 		"          --kind K            offcpu (default: whole off-CPU time) or runq\n"
 		"                              (run-queue latency)\n"
@@ -170,7 +177,8 @@ static void usage_latency_serve(FILE *out)
 		"                              flame graphs, diffs, histograms) and its HTTP\n"
 		"                              API (offcpuctl(8), SERVE); default\n"
 		"                              127.0.0.1:9274; not loopback: --allow-remote\n"
-		"  help [COMMAND]              this text, or one command's (COMMAND --help too)\n");
+		"  help [COMMAND|--all]        a one-screen overview, one command's help\n"
+		"                              (COMMAND --help too), or all of this text\n");
 }
 
 /* The stack filters several commands share. */
@@ -236,8 +244,8 @@ static void usage_times_globals(FILE *out)
 		"2026-11-22 01:00:00+01:00) or relative (30m-ago); units s, m, h, d.\n"
 		"\n"
 		"Global options:\n"
-		"  -s, --socket PATH  daemon socket (default $OFFCPUD_SOCKET or " DEFAULT_SOCKET
-		")\n"
+		"  -s, --socket PATH  daemon socket (default $OFFCPUD_SOCKET or\n"
+		"                     " DEFAULT_SOCKET ")\n"
 		"  -j, --json         JSON output, errors included: the daemon's raw reply\n"
 		"                     (JSON rows, unless --format asks for another); before\n"
 		"                     or after the command\n"
@@ -247,7 +255,68 @@ static void usage_times_globals(FILE *out)
 		"4 permission denied, 5 no such pid (or cgroup, or push target), 6 busy.\n");
 }
 
-void usage(FILE *out)
+/* Each command's examples: its help ends with them ("Examples:"). */
+static void usage_examples(FILE *out)
+{
+	fprintf(out,
+		"\n"
+		"Examples of status:\n"
+		"  offcpuctl status\n"
+		"  offcpuctl status --verbose\n"
+		"\n"
+		"Examples of capture:\n"
+		"  offcpuctl capture -p 1234 -d 30 --svg -o offcpu.svg\n"
+		"  offcpuctl capture -p 1234 --kind offwake --svg -o offwake.svg\n"
+		"  offcpuctl capture --unit nginx --state D --min-block-us 1000 > disk.folded\n"
+		"  offcpuctl capture --svg -o make.svg -- make -j8\n"
+		"\n"
+		"Examples of blocked:\n"
+		"  offcpuctl blocked -p 1234 --limit 0\n"
+		"  offcpuctl blocked --state D --min-ms 1000\n"
+		"\n"
+		"Examples of windows:\n"
+		"  offcpuctl windows\n"
+		"  offcpuctl windows --since 10m-ago\n"
+		"\n"
+		"Examples of export:\n"
+		"  offcpuctl export --window last30m --svg -o last30m.svg\n"
+		"  offcpuctl export --from 2h-ago --to 1h-ago -p 1234 > hour.folded\n"
+		"  offcpuctl export --capture 7 --format speedscope -o capture7.json\n"
+		"  offcpuctl export --capture 9 --diff-against capture:8 --svg -o diff.svg\n"
+		"\n"
+		"Examples of hist:\n"
+		"  offcpuctl hist --window last10m\n"
+		"  offcpuctl hist --window last10m --kind runq -p 1234\n"
+		"\n"
+		"Examples of push:\n"
+		"  offcpuctl push --window last1h\n"
+		"  offcpuctl push --from 3h-ago --to 2h-ago --target NAME\n"
+		"\n"
+		"Examples of flamegraph:\n"
+		"  offcpuctl flamegraph out.folded -o out.svg\n"
+		"  offcpuctl export --window last1h | offcpuctl flamegraph -o last1h.svg\n"
+		"  offcpuctl flamegraph out.folded --format speedscope -o out.json\n"
+		"\n"
+		"Examples of diff:\n"
+		"  offcpuctl diff before.folded after.folded > diff.folded\n"
+		"  offcpuctl diff before.folded after.folded --normalize --svg -o diff.svg\n"
+		"\n"
+		"Examples of latency:\n"
+		"  offcpuctl latency --func do_command -p 1234 -d 10\n"
+		"  offcpuctl latency --func do_command -p 1234 --timeline --svg -o calls.svg\n"
+		"\n"
+		"Examples of serve:\n"
+		"  offcpuctl serve    # then open http://127.0.0.1:9274\n"
+		"  offcpuctl serve --listen 0.0.0.0:9274 --allow-remote\n"
+		"\n"
+		"Examples of help:\n"
+		"  offcpuctl help capture\n"
+		"  offcpuctl export --help\n"
+		"  offcpuctl help --all\n");
+}
+
+/* Every command, every option: offcpuctl help --all. */
+static void usage_all(FILE *out)
 {
 	usage_status(out);
 	usage_capture(out);
@@ -259,6 +328,35 @@ void usage(FILE *out)
 	usage_who(out);
 	usage_output(out);
 	usage_times_globals(out);
+	usage_examples(out);
+}
+
+/* One screen (24 lines of 80 columns): what offcpuctl is, the commands a
+ * newcomer needs first with an example each, and where to read on. */
+void usage(FILE *out)
+{
+	fprintf(out,
+		"offcpuctl: the client of offcpud, an off-CPU profiler (where threads wait)\n"
+		"\n"
+		"Usage: offcpuctl [--socket PATH] [--json] COMMAND [OPTIONS]\n"
+		"\n"
+		"First steps:\n"
+		"  status     whether offcpud runs here, and what it can record\n"
+		"               offcpuctl status\n"
+		"  capture    record a process's off-CPU stacks now, as a flame graph\n"
+		"               offcpuctl capture -p 1234 -d 30 --svg -o offcpu.svg\n"
+		"  windows    the windows offcpud keeps of the whole host, always on\n"
+		"               offcpuctl windows --since 1h-ago\n"
+		"  export     stored windows as one flame graph: the past, afterwards\n"
+		"               offcpuctl export --window last30m --svg -o last30m.svg\n"
+		"  serve      a web page over the stored windows: heatmap, flame graphs\n"
+		"               offcpuctl serve    # then open http://127.0.0.1:9274\n"
+		"\n"
+		"All commands: status capture blocked windows export hist push flamegraph\n"
+		"diff latency serve help\n"
+		"\n"
+		"Read on: offcpuctl help COMMAND (or COMMAND --help), offcpuctl help --all\n"
+		"(every option), man offcpuctl, and docs/ in offcpud's source.\n");
 }
 
 int command_help(const char *cmd)
@@ -270,7 +368,7 @@ int command_help(const char *cmd)
 
 	if (!mem)
 		return fail(EXIT_ERROR, "internal", "out of memory");
-	usage(mem);
+	usage_all(mem);
 	fclose(mem);
 	r = text ? help_command(text, cmd, stdout) : -ENOMEM;
 	free(text);
@@ -283,6 +381,10 @@ int cmd_help(int argc, char **argv)
 {
 	if (argc > 2)
 		return usage_error("help takes one command, got '%s' too", argv[2]);
+	if (argc == 2 && !strcmp(argv[1], "--all")) {
+		usage_all(stdout);
+		return EXIT_OK;
+	}
 	if (argc == 2)
 		return command_help(argv[1]);
 	usage(stdout);

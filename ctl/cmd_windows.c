@@ -33,6 +33,25 @@ static void format_bytes(uint64_t bytes, char *buf, size_t size)
 	snprintf(buf, size, "%.1f %s", v, units[i]);
 }
 
+/* A capture's kind; "-" for the continuous profile's windows (they hold
+ * its continuous_kinds), "?" for a capture stored before kinds were. */
+static const char *window_kind(const struct proto_window_info *w)
+{
+	if (!w->capture_id)
+		return "-";
+	return w->kind ? w->kind : "?";
+}
+
+/* A capture's targets: "all" where it named none. */
+static const char *window_targets(const struct proto_window_info *w)
+{
+	if (!w->capture_id)
+		return "all";
+	if (!w->kind)
+		return "?";
+	return w->targets && *w->targets ? w->targets : "all";
+}
+
 static void print_windows(const struct proto_window_info *w, size_t n)
 {
 	char start[32], end[32], duration[32], capture[32], bytes[32];
@@ -42,8 +61,8 @@ static void print_windows(const struct proto_window_info *w, size_t n)
 		printf("no stored windows\n");
 		return;
 	}
-	printf("%-19s  %-19s  %8s  %-10s  %8s  %9s  %10s\n", "START", "END", "DURATION", "CAPTURE",
-	       "STACKS", "SAMPLES", "BYTES");
+	printf("%-19s  %-19s  %8s  %-10s  %-7s  %8s  %9s  %10s  %s\n", "START", "END", "DURATION",
+	       "CAPTURE", "KIND", "STACKS", "SAMPLES", "BYTES", "TARGETS");
 	for (size_t i = 0; i < n; i++) {
 		format_local(w[i].start_ms, start, sizeof(start));
 		format_local(w[i].end_ms, end, sizeof(end));
@@ -53,8 +72,9 @@ static void print_windows(const struct proto_window_info *w, size_t n)
 		else
 			snprintf(capture, sizeof(capture), "continuous");
 		format_bytes(w[i].bytes, bytes, sizeof(bytes));
-		printf("%-19s  %-19s  %8s  %-10s  %8" PRIu64 "  %9" PRIu64 "  %10s\n", start, end,
-		       duration, capture, w[i].stacks, w[i].samples, bytes);
+		printf("%-19s  %-19s  %8s  %-10s  %-7s  %8" PRIu64 "  %9" PRIu64 "  %10s  %s\n",
+		       start, end, duration, capture, window_kind(&w[i]), w[i].stacks, w[i].samples,
+		       bytes, window_targets(&w[i]));
 		total += w[i].bytes;
 	}
 	format_bytes(total, bytes, sizeof(bytes));

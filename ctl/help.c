@@ -1,4 +1,5 @@
 /* help: see help.h. */
+#define _GNU_SOURCE /* memmem */
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
@@ -58,6 +59,44 @@ static void put_paragraph(const char *usage, const char *title, FILE *out)
 		fprintf(out, "\n%.*s", (int)len, text);
 }
 
+/* The paragraph "Examples of CMD:", under the heading "Examples:". */
+static void put_examples(const char *usage, const char *cmd, FILE *out)
+{
+	char title[64];
+	const char *text, *body;
+	size_t len;
+
+	snprintf(title, sizeof(title), "Examples of %s:", cmd);
+	text = paragraph(usage, title, &len);
+	if (!text)
+		return;
+	body = memchr(text, '\n', len);
+	if (body)
+		fprintf(out, "\nExamples:%.*s", (int)(text + len - body), body);
+}
+
+/* text[0..len) in lines of at most 79 columns, broken at spaces (a longer
+ * word on a line of its own). */
+static void put_wrapped(const char *text, size_t len, FILE *out)
+{
+	const size_t width = 79;
+
+	while (len > width) {
+		size_t cut = width;
+
+		while (cut > 0 && text[cut] != ' ')
+			cut--;
+		if (cut == 0)
+			for (cut = width; cut < len && text[cut] != ' '; cut++)
+				;
+		fprintf(out, "%.*s\n", (int)cut, text);
+		for (text += cut, len -= cut; len && *text == ' '; text++, len--)
+			;
+	}
+	if (len)
+		fprintf(out, "%.*s\n", (int)len, text);
+}
+
 /* Whether a word (letters, digits, '-') equal to word is in text[0..len). */
 static bool has_word(const char *text, size_t len, const char *word)
 {
@@ -81,6 +120,7 @@ int help_command(const char *usage, const char *cmd, FILE *out)
 	const char *p = usage, *line, *entry = NULL, *first = NULL, *opts = NULL;
 	size_t len, first_len = 0, entry_len = 0, clen = strlen(cmd), syn;
 	bool in_commands = false;
+	char desc[1024];
 
 	while (next_line(&p, &line, &len)) {
 		if (!in_commands) {
@@ -108,19 +148,20 @@ int help_command(const char *usage, const char *cmd, FILE *out)
 	 * which goes on in the lines indented to its column */
 	for (syn = 0; syn < first_len && strncmp(first + syn, "  ", 2); syn++)
 		;
-	fprintf(out, "Usage: offcpuctl [--socket PATH] [--json] %.*s\n", (int)syn, first);
+	fprintf(out, "Usage: offcpuctl [--socket PATH] [--json] %.*s\n\n", (int)syn, first);
 	while (syn < first_len && first[syn] == ' ')
 		syn++;
-	if (syn < first_len)
-		fprintf(out, "\n%.*s", (int)(first_len - syn), first + syn);
+	snprintf(desc, sizeof(desc), "%.*s", (int)(first_len - syn), first + syn);
 	for (p = entry; p < entry + entry_len; opts = NULL) {
 		opts = p;
 		next_line(&p, &line, &len);
 		if (indent(line, len) != 2 + syn)
 			break;
-		fprintf(out, " %.*s", (int)(len - 2 - syn), line + 2 + syn);
+		snprintf(desc + strlen(desc), sizeof(desc) - strlen(desc), "%s%.*s",
+			 *desc ? " " : "", (int)(len - 2 - syn), line + 2 + syn);
 	}
-	fputc('\n', out);
+	if (*desc)
+		put_wrapped(desc, strlen(desc), out);
 	if (opts) {
 		/* the options, indented 6 in the list: 2 here */
 		fputc('\n', out);
@@ -130,7 +171,8 @@ int help_command(const char *usage, const char *cmd, FILE *out)
 			fprintf(out, "%.*s\n", (int)(len - cut), line + cut);
 		}
 	}
-	if (has_word(entry, entry_len, "who"))
+	/* "the who options", not "who woke it" */
+	if (memmem(entry, entry_len, "who options", 11))
 		put_paragraph(usage, "Who options", out);
 	if (has_word(entry, entry_len, "filters"))
 		put_paragraph(usage, "Stack filters", out);
@@ -141,6 +183,7 @@ int help_command(const char *usage, const char *cmd, FILE *out)
 		put_paragraph(usage, "Times T", out);
 	put_paragraph(usage, "Global options", out);
 	put_paragraph(usage, "Exit codes", out);
+	put_examples(usage, cmd, out);
 	return 0;
 }
 

@@ -74,6 +74,17 @@ void warn_invalid(const char *what, const struct flame_parse_stats *st)
 			what, st->invalid, st->invalid == 1 ? "" : "s", st->first_invalid);
 }
 
+int fail_too_large(const char *name, const struct flame_parse_stats *st)
+{
+	if (st->too_large_count[0])
+		return fail(EXIT_ERROR, "input_error",
+			    "%s:%" PRIu64 ": count %s is too large (at most %.0f)", name,
+			    st->too_large_line, st->too_large_count, FLAME_COUNT_EXACT_MAX);
+	return fail(EXIT_ERROR, "input_error",
+		    "%s:%" PRIu64 ": the counts add up to more than %.0f", name, st->too_large_line,
+		    FLAME_COUNT_EXACT_MAX);
+}
+
 bool offline_option(struct offline_args *a, int opt, const char *arg)
 {
 	if (opt == 'p')
@@ -227,6 +238,11 @@ int draw(const char *path, const struct stack_filter *filter, const char *text, 
 	if (render_flame_new(format, &o->render, input, &f) < 0)
 		return fail(EXIT_ERROR, "internal", "out of memory");
 	r = path ? parse_file(f, path, filter) : flame_parse(f, text, len);
+	if (r == -ERANGE) {
+		r = fail_too_large(name, flame_stats(f));
+		flame_free(f);
+		return r;
+	}
 	if (r < 0) {
 		flame_free(f);
 		return fail(EXIT_ERROR, "input_error", "cannot read %s: %s", name, strerror(-r));

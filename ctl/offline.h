@@ -36,6 +36,10 @@ int read_all(const char *path, char **ret, size_t *ret_len);
 
 void warn_invalid(const char *what, const struct flame_parse_stats *st);
 
+/* Refuses the input name whose count (or total) st says is above
+ * FLAME_COUNT_EXACT_MAX, with its line: returns EXIT_ERROR. */
+int fail_too_large(const char *name, const struct flame_parse_stats *st);
+
 /* Takes opt if it is one of OFFLINE_FILTER_OPTIONS. */
 bool offline_option(struct offline_args *a, int opt, const char *arg);
 
@@ -55,7 +59,7 @@ void offline_pl_default(struct flame_pl_args *pl, const struct result_opts *ro);
  * flamegraph and diff: folded stacks to svg (or speedscope) in o->path. The
  * input is the file path ("-": stdin), streamed and filtered by filter (may
  * be NULL), or when path is NULL the len bytes of text. name says what the
- * input is in messages.
+ * input is in messages. input->max_count > 0: larger counts are refused.
  */
 int draw(const char *path, const struct stack_filter *filter, const char *text, size_t len,
 	 const char *name, const struct result_opts *o, const struct render_input *input,

@@ -166,3 +166,9 @@ int write_export_pprof(const char *path, const char *raw, const struct proto_exp
 	opts.comment = comment;
 	return write_pprof(path, raw, &opts);
 }
+
+void print_notes(const char *const *notes, size_t n)
+{
+	for (size_t i = 0; notes && i < n; i++)
+		fprintf(stderr, "offcpuctl: note: %s\n", notes[i]);
+}

@@ -25,6 +25,10 @@ void format_duration(int64_t ms, char *buf, size_t size);
  * it cannot be shown. */
 void format_local(int64_t ms, char *buf, size_t size);
 
+/* The daemon's notes on a result (why it is empty, what to do about
+ * frames it could not name), one "offcpuctl: note: " line each on stderr. */
+void print_notes(const char *const *notes, size_t n);
+
 int write_output(const char *path, const char *text);
 
 /* A capture's or export's result: the raw reply in JSON mode, else the

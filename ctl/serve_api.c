@@ -609,7 +609,9 @@ static int api_blocked(struct api_call *c, struct proto_request *req)
 static int export_pprof(struct api_call *c, const struct proto_export_request *ex,
 			const struct proto_export_result *res, const char *raw)
 {
-	struct pprof_opts opts = { .kind = ex->kind, .oncpu = ex->oncpu };
+	int kind = res->kind ? proto_kind_from_name(res->kind) : -1; /* a capture's own */
+	struct pprof_opts opts = { .kind = kind < 0 ? ex->kind : (enum proto_kind)kind,
+				   .oncpu = ex->oncpu };
 	struct proto_samples *s;
 	char *body = NULL;
 	size_t len = 0;
@@ -650,9 +652,9 @@ static int api_export(struct api_call *c, struct proto_request *req)
 	const char *format = param(c, "format"), *metric = param(c, "metric");
 	const char *palette = param(c, "palette"), *width = param(c, "width");
 	struct proto_reply *reply;
-	bool pprof = false;
+	bool pprof = false, notes = false;
 	uint64_t v;
-	char *raw;
+	char *raw, *body;
 	int r = 0, f;
 
 	req->cmd = PROTO_CMD_EXPORT;
@@ -660,12 +662,17 @@ static int api_export(struct api_call *c, struct proto_request *req)
 	if (format && !strcmp(format, "pprof")) {
 		pprof = true;
 		ex->format = PROTO_FORMAT_JSON;
+	} else if (format && !strcmp(format, "notes")) {
+		/* The daemon's notes on the export the graph shows (why it is
+		 * empty, a baseline that matched nothing), for the page to say. */
+		notes = true;
+		ex->format = PROTO_FORMAT_FOLDED;
 	} else if (format) {
 		f = proto_format_from_name(format);
 		if (f < 0)
 			return api_bad(c,
-				       "bad format '%s': want folded, json, svg, speedscope or "
-				       "pprof",
+				       "bad format '%s': want folded, json, svg, speedscope, "
+				       "pprof or notes",
 				       format);
 		ex->format = f;
 	}
@@ -682,6 +689,8 @@ static int api_export(struct api_call *c, struct proto_request *req)
 		r = parse_group_by(c, &ex->group_by);
 	if (r == 0)
 		r = parse_kind(c, &ex->kind, &ex->oncpu);
+	/* As offcpuctl's --kind: an export of a capture takes its kind unless named. */
+	ex->kind_given = param(c, "kind") != NULL;
 	if (r == 0)
 		r = parse_states(c, &ex->state_mask);
 	if (r == 0)
@@ -733,7 +742,10 @@ static int api_export(struct api_call *c, struct proto_request *req)
 	r = daemon_call(c, req, &reply, &raw);
 	if (r < 0)
 		return r;
-	if (pprof)
+	if (notes) {
+		body = proto_notes_json(reply->export.notes, reply->export.n_notes);
+		r = body ? api_body(c, JSON_TYPE, body, strlen(body)) : -ENOMEM;
+	} else if (pprof)
 		r = export_pprof(c, ex, &reply->export, raw);
 	else if (ex->format == PROTO_FORMAT_JSON)
 		r = api_copy(c, JSON_TYPE, raw);

@@ -141,10 +141,31 @@ int transact(const struct proto_request *req, void (*tick)(void *), void *arg,
 			    "offcpud closed the connection without replying");
 	if (r < 0)
 		return fail(EXIT_ERROR, "io_error", "talking to offcpud: %s", strerror(-r));
+	r = transact_reply(raw, len, req->cmd, &reply);
+	if (r != EXIT_OK) {
+		free(raw);
+		return r;
+	}
+	*ret_reply = reply;
+	*ret_raw = raw;
+	return EXIT_OK;
+}
+
+int transact_connect(struct client **ret)
+{
+	int r = client_connect(socket_path, ret);
+
+	return r < 0 ? connect_error(r) : EXIT_OK;
+}
+
+int transact_reply(const char *raw, size_t len, enum proto_cmd cmd, struct proto_reply **ret_reply)
+{
+	struct proto_reply *reply;
+	int r;
+
 	if (proto_reply_parse(raw, len, &reply) < 0) {
 		bool json = len && raw[0] == '{';
 
-		free(raw);
 		/* Not JSON at all: whatever listens there is not offcpud. */
 		return json ? fail(EXIT_ERROR, "bad_reply",
 				   "offcpud sent a reply this offcpuctl cannot read")
@@ -156,16 +177,13 @@ int transact(const struct proto_request *req, void (*tick)(void *), void *arg,
 	if (!reply->ok) {
 		r = reply_error(reply, raw);
 		proto_reply_free(reply);
-		free(raw);
 		return r;
 	}
-	if (reply->cmd != req->cmd) {
+	if (reply->cmd != cmd) {
 		proto_reply_free(reply);
-		free(raw);
 		return fail(EXIT_ERROR, "bad_reply", "offcpud answered another command");
 	}
 	*ret_reply = reply;
-	*ret_raw = raw;
 	return EXIT_OK;
 }
 

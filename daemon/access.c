@@ -176,6 +176,11 @@ int access_check_capture(const struct access_policy *p, const struct access_clie
 		snprintf(why, why_size, "capturing every process %s", rule);
 		return -EPERM;
 	}
+	/* A child followed may exec a setuid program: not the client's. */
+	if (req->follow_children) {
+		snprintf(why, why_size, "following children (capture -- CMD) %s", rule);
+		return -EPERM;
+	}
 	id = not_owned(c, req->pids, req->n_pids, proc_root, &uid);
 	if (!id)
 		id = not_owned(c, req->tids, req->n_tids, proc_root, &uid);

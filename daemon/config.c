@@ -1016,5 +1016,7 @@ int config_load(struct config *c, const char *path, char *err, size_t err_size)
 
 	r = config_parse(c, path, text, err, err_size);
 	free(text);
+	if (r >= 0) /* for messages that name where a setting goes */
+		snprintf(c->path, sizeof(c->path), "%s", path);
 	return r;
 }

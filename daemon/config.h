@@ -17,6 +17,7 @@
 #include "push_target.h"
 
 struct config {
+	char path[256];	       /* the file config_load() read; "": built-in defaults */
 	char socket_path[108]; /* sun_path size */
 	mode_t socket_mode;    /* octal in the file, e.g. 0660 */
 	char socket_group[64]; /* "" keeps the daemon's group */

@@ -70,6 +70,7 @@ static bool accept_cb(struct server_conn *conn, char *why, size_t why_size, void
 static void request_cb(struct server_conn *conn, const char *line, size_t len, void *userdata)
 {
 	struct manager *m = userdata;
+	struct store_jobs_export_setup setup;
 	struct proto_request *req;
 	struct capture *c;
 	char err[256];
@@ -100,9 +101,10 @@ static void request_cb(struct server_conn *conn, const char *line, size_t len, v
 	case PROTO_CMD_EXPORT:
 		if (!manager_cgroups_ready(m, conn, &req->export.who))
 			break;
+		manager_window_export_setup(m, &setup);
 		server_conn_ref(conn);
-		r = store_jobs_export(m->store_queue, &req->export, store_reply_cb, conn, err,
-				      sizeof(err));
+		r = store_jobs_export_noted(m->store_queue, &req->export, &setup, store_reply_cb,
+					    conn, err, sizeof(err));
 		break;
 	case PROTO_CMD_HIST:
 		if (!manager_cgroups_ready(m, conn, &req->hist.who))

@@ -182,9 +182,12 @@ static void reply_after_cb(uv_work_t *req, int status)
 		.start_ms = c->start_ms,
 		.end_ms = c->start_ms + (int64_t)((c->end_ns - c->start_ns) / 1000000) + 1,
 		.capture_id = c->id,
+		.kind = (int32_t)c->req.kind,
 	};
 
 	(void)status; /* never cancelled: the loop runs until the work is done */
+	_Static_assert(sizeof(w.targets) > CAPTURE_TARGETS_MAX, "a capture's targets fit");
+	capture_targets_describe(&c->req, w.targets, sizeof(w.targets));
 	m->cap.reply_works--;
 	if (rw->line)
 		server_conn_send(rw->conn, rw->line);
@@ -316,6 +319,9 @@ const char *manager_request_error_code(int r)
 /* Starts counting time: the capture's probes, if any, are in. */
 static void run_capture(struct manager *m, struct capture *c)
 {
+	struct proto_capture_started started = { .id = c->id, .seconds = c->req.seconds };
+	char *line;
+
 	/* From the slot's start: where the in-progress pass counts the blocks
 	 * begun before from. */
 	c->start_ns = collector_slot_activate(m->collector, c->slot);
@@ -323,6 +329,16 @@ static void run_capture(struct manager *m, struct capture *c)
 	c->phase = CAPTURE_RUNNING;
 	uv_update_time(m->loop); /* attaching took a while: time the capture from now */
 	uv_timer_start(&c->timer, capture_timer_cb, (uint64_t)c->req.seconds * 1000, 0);
+	/* The client may now start what it wants recorded (offcpuctl capture
+	 * -- CMD lets its command exec). */
+	if (c->req.notify_started) {
+		line = proto_reply_capture_started(&started);
+		if (line)
+			server_conn_send(c->conn, line);
+		else
+			log_warning("out of memory: capture %llu not announced",
+				    (unsigned long long)c->id);
+	}
 	manager_notify_status(m);
 	manager_drain_start(m); /* reads the targets' maps while they surely exist */
 	if (c->stop_requested)
@@ -575,7 +591,7 @@ void manager_handle_capture(struct manager *m, struct server_conn *conn,
 	struct collector_filter filter;
 	struct collector_group_status st;
 	uint32_t groups, missing = 0;
-	const char *code = NULL;
+	const char *code = NULL, *why;
 	struct capture *c;
 	char err[1024];
 
@@ -592,6 +608,11 @@ void manager_handle_capture(struct manager *m, struct server_conn *conn,
 	}
 	if (!manager_recording_allowed(m, conn, req, req->seconds))
 		return;
+	if (req->follow_children && !collector_follow_available(m->collector, &why)) {
+		snprintf(err, sizeof(err), "follow_children unavailable: %s", why);
+		manager_reply_error(conn, PROTO_ERR_UNSUPPORTED, err);
+		return;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c || profile_new(&c->profile) < 0) {
 		free(c);
@@ -599,6 +620,8 @@ void manager_handle_capture(struct manager *m, struct server_conn *conn,
 		return;
 	}
 	c->req = *req;
+	if (!c->req.seconds) /* until stop */
+		c->req.seconds = m->cfg.max_capture_seconds;
 	if (!manager_cgroups_ready(m, conn, &c->req.who) ||
 	    manager_cgroups_resolve(m, &c->req.who, c->cgroups, COLLECTOR_MAX_CGROUPS,
 				    &c->n_cgroups, &code, err, sizeof(err)) < 0) {

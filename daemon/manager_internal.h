@@ -28,6 +28,7 @@
 #include "request.h"
 #include "sampling.h"
 #include "store.h"
+#include "store_jobs.h"
 
 #define PROC_ROOT "/proc"
 
@@ -216,6 +217,8 @@ void manager_window_rotate(struct manager *m, bool reopen, int64_t now_ms);
 bool manager_window_due(const struct manager *m, int64_t now_ms);
 /* Frees the open window, unstored (the daemon is gone). */
 void manager_window_free(struct manager *m);
+/* What an export's notes say about the always-on profile's setup. */
+void manager_window_export_setup(const struct manager *m, struct store_jobs_export_setup *ret);
 
 /* manager_continuous.c */
 int manager_continuous_start(struct manager *m);

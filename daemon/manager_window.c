@@ -100,6 +100,21 @@ bool manager_window_due(const struct manager *m, int64_t now_ms)
 	return m->windows.window && now_ms >= m->windows.window_close_ms;
 }
 
+void manager_window_export_setup(const struct manager *m, struct store_jobs_export_setup *ret)
+{
+	uint32_t kinds = m->cfg.continuous_kinds;
+
+	/* The offcpu slot keeps run-queue wait as rows of their own. */
+	if ((kinds & (1u << PROTO_KIND_OFFCPU)) && m->cfg.continuous_split_runq)
+		kinds |= 1u << PROTO_KIND_RUNQ;
+	*ret = (struct store_jobs_export_setup){
+		.continuous = m->cfg.continuous,
+		.recorded_kinds = kinds,
+		.config_path = m->cfg.path[0] ? m->cfg.path : OFFCPU_DEFAULT_CONFIG,
+		.proc_root = PROC_ROOT,
+	};
+}
+
 void manager_window_free(struct manager *m)
 {
 	profile_free(m->windows.window);

@@ -121,7 +121,7 @@ struct proto_capture_request {
 	size_t n_pids;
 	uint32_t tids[PROTO_MAX_IDS]; /* threads; empty: every thread */
 	size_t n_tids;
-	uint32_t seconds;
+	uint32_t seconds;      /* 0: until stop, at most the daemon's max_capture_seconds */
 	uint32_t state_mask;   /* thread_state bits; default: all */
 	uint64_t min_block_us; /* default 0 */
 	uint64_t max_block_us; /* 0: no upper bound */
@@ -148,6 +148,8 @@ struct proto_capture_request {
 	uint32_t lines; /* bool: frames keep their source lines (common/frame.h) */
 	struct proto_cgroup_filter who;
 	enum proto_group_by group_by;
+	uint32_t follow_children; /* bool, with pids: processes they fork join the filter */
+	uint32_t notify_started;  /* bool: a "started" line once the capture counts */
 };
 
 /* Times are CLOCK_REALTIME in unix milliseconds; requests take 0..2^53. */
@@ -185,6 +187,9 @@ struct proto_export_request {
 	enum proto_metric metric;	  /* default PROTO_METRIC_TIME; BYTES: I/O kinds only */
 	struct proto_cgroup_filter who;	  /* A and B alike */
 	enum proto_group_by group_by;
+	/* Not a field of its own: whether the request named kind. An export
+	 * of a capture without one takes the capture's kind. */
+	uint32_t kind_given;
 };
 
 /* Exactly one of a range (from_ms > 0) or a capture_id is set, as for export. */
@@ -595,6 +600,16 @@ struct proto_capture_result {
 	const char *loaded; /* program groups this capture loaded ("fileio"); NULL or "": none */
 	uint64_t load_ms;   /* the time it waited for them */
 	struct proto_capture_sampling sampling; /* period_us 0: exact stacks */
+	/* Why the result is empty, and what to do about frames it could not
+	 * name; one sentence each, for the user. */
+	const char *const *notes;
+	size_t n_notes;
+};
+
+/* The line a capture with notify_started sends once it counts. */
+struct proto_capture_started {
+	uint64_t id;
+	uint32_t seconds; /* how long it runs at most (its seconds, or the daemon's limit) */
 };
 
 /* One stored window, as listed by "windows". */
@@ -605,6 +620,10 @@ struct proto_window_info {
 	uint64_t stacks;	  /* distinct stacks */
 	uint64_t samples;	  /* rows */
 	uint64_t bytes;		  /* estimated size in the database */
+	const char *kind;	  /* a capture's kind; NULL: continuous, or stored before
+				     captures' kinds were */
+	const char *targets;	  /* a capture's targets ("pid 12, comm x"); "": every
+				     thread; NULL as kind */
 };
 
 struct proto_export_result {
@@ -618,6 +637,10 @@ struct proto_export_result {
 	const char *folded;		    /* set for PROTO_FORMAT_FOLDED, else NULL */
 	const struct proto_sample *samples; /* set for PROTO_FORMAT_JSON */
 	const char *output;		    /* set for PROTO_FORMAT_SVG and _SPEEDSCOPE */
+	const char *kind;		    /* proto_kind_name() of the rows exported; NULL:
+					       not reported (older daemons) */
+	const char *const *notes;	    /* as a capture's */
+	size_t n_notes;
 };
 
 /* One process's histogram: counts[b] blocks lasted [2^b, 2^(b+1))
@@ -693,6 +716,7 @@ char *proto_request_format(const struct proto_request *req);
 char *proto_reply_error(const char *code, const char *message);
 char *proto_reply_status(const struct proto_status *status);
 char *proto_reply_capture(const struct proto_capture_result *result, size_t n_samples);
+char *proto_reply_capture_started(const struct proto_capture_started *started);
 /* One thread off the CPU now (PROTO_CMD_BLOCKED). */
 struct proto_blocked_thread {
 	const char *comm;
@@ -722,6 +746,9 @@ char *proto_reply_blocked(const struct proto_blocked_result *r);
 char *proto_reply_windows(const struct proto_window_info *w, size_t n); /* w: oldest first */
 char *proto_reply_export(const struct proto_export_result *r, size_t n_samples);
 char *proto_reply_hist(const struct proto_hist_result *r);
+/* {"v":1,"ok":true,"cmd":"export","notes":[...]}: an export's notes alone,
+ * for offcpuctl serve's web UI; '\n'-terminated, malloc'd, NULL on ENOMEM. */
+char *proto_notes_json(const char *const *notes, size_t n);
 char *proto_reply_latency(const struct proto_latency_result *r);
 char *proto_reply_pt_trace(const struct proto_pt_trace_result *r);
 
@@ -759,6 +786,8 @@ struct proto_reply {
 	struct proto_status status;		 /* cmd == STATUS */
 	struct proto_capture_result capture;	 /* cmd == CAPTURE; samples and requests'
 						    functions not parsed */
+	bool has_started;			 /* cmd == CAPTURE: the "started" line, */
+	struct proto_capture_started started;	 /* not the result */
 	const struct proto_window_info *windows; /* cmd == WINDOWS */
 	size_t n_windows;
 	struct proto_export_result export;   /* cmd == EXPORT; samples not parsed */

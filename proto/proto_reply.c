@@ -512,7 +512,8 @@ char *proto_reply_capture(const struct proto_capture_result *r, size_t n_samples
 	    !proto__add_requests(body, r->requests, r->n_requests) ||
 	    (r->loaded && *r->loaded &&
 	     (!proto__add_string(body, "loaded", r->loaded) ||
-	      !proto__add_u64(body, "load_ms", r->load_ms))))
+	      !proto__add_u64(body, "load_ms", r->load_ms))) ||
+	    (r->n_notes && !proto__add_frames(body, "notes", r->notes, r->n_notes)))
 		goto fail;
 	if (r->sampling.period_us &&
 	    (!(sm = cJSON_AddObjectToObject(body, "sampling")) ||
@@ -526,6 +527,22 @@ char *proto_reply_capture(const struct proto_capture_result *r, size_t n_samples
 fail:
 	cJSON_Delete(root);
 	return NULL;
+}
+
+/* {"v":1,"ok":true,"cmd":"capture","started":{...}}: not the capture's reply,
+ * which follows; only a capture that asked (notify_started) sends it. */
+char *proto_reply_capture_started(const struct proto_capture_started *st)
+{
+	cJSON *body, *root = proto__new_ok_head("capture");
+
+	if (!root)
+		return NULL;
+	if (!(body = cJSON_AddObjectToObject(root, "started")) ||
+	    !proto__add_u64(body, "id", st->id) || !proto__add_u64(body, "seconds", st->seconds)) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return proto__finish(root);
 }
 
 char *proto_reply_windows(const struct proto_window_info *w, size_t n)
@@ -547,7 +564,10 @@ char *proto_reply_windows(const struct proto_window_info *w, size_t n)
 		    !proto__add_u64(o, "capture_id", w[i].capture_id) ||
 		    !proto__add_u64(o, "stacks", w[i].stacks) ||
 		    !proto__add_u64(o, "samples", w[i].samples) ||
-		    !proto__add_u64(o, "bytes", w[i].bytes))
+		    !proto__add_u64(o, "bytes", w[i].bytes) ||
+		    (w[i].kind &&
+		     (!proto__add_string(o, "kind", w[i].kind) ||
+		      !proto__add_string(o, "targets", w[i].targets ? w[i].targets : ""))))
 			goto fail;
 	}
 	return proto__finish(root);
@@ -571,12 +591,25 @@ char *proto_reply_export(const struct proto_export_result *r, size_t n_samples)
 	    !proto__add_bool(body, "differential", r->differential) ||
 	    !proto__add_u64(body, "diff_windows", r->diff_windows) ||
 	    !proto__add_rows(body, r->folded, r->samples, n_samples) ||
-	    (r->output && !proto__add_string(body, "output", r->output)))
+	    (r->output && !proto__add_string(body, "output", r->output)) ||
+	    !proto__add_known(body, "kind", r->kind) ||
+	    (r->n_notes && !proto__add_frames(body, "notes", r->notes, r->n_notes)))
 		goto fail;
 	return proto__finish(root);
 fail:
 	cJSON_Delete(root);
 	return NULL;
+}
+
+char *proto_notes_json(const char *const *notes, size_t n)
+{
+	cJSON *root = proto__new_ok_head("export");
+
+	if (!root || !proto__add_frames(root, "notes", notes, n)) {
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return proto__finish(root);
 }
 
 static bool proto__add_hist_process(cJSON *list, const struct proto_hist_process *p)

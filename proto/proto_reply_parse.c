@@ -35,6 +35,7 @@ struct proto__reply {
 	const char **frames; /* every blocked thread's ustack and kstack, one after another */
 	struct proto_push_status *push; /* status's push targets */
 	const char **push_targets;	/* a push reply's targets */
+	const char **notes;		/* a capture's or an export's notes */
 };
 
 static int proto__reply_str(const cJSON *obj, const char *name, const char **ret)
@@ -578,6 +579,31 @@ static int proto__reply_opt_str(const cJSON *o, const char *name, const char **r
 	return 0;
 }
 
+/* The reply's "notes", into r->notes; none if absent (older daemons). */
+static int proto__reply_notes(struct proto__reply *r, const cJSON *o, const char *const **ret,
+			      size_t *ret_n)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "notes"), *item;
+	size_t n = 0;
+
+	if (!a)
+		return 0;
+	if (!cJSON_IsArray(a))
+		return -EINVAL;
+	r->notes = calloc(cJSON_GetArraySize(a) + 1, sizeof(*r->notes));
+	if (!r->notes)
+		return -ENOMEM;
+	cJSON_ArrayForEach(item, a)
+	{
+		if (!cJSON_IsString(item))
+			return -EINVAL;
+		r->notes[n++] = item->valuestring;
+	}
+	*ret = r->notes;
+	*ret_n = n;
+	return 0;
+}
+
 static int proto__reply_capture(struct proto__reply *r, const cJSON *o)
 {
 	struct proto_capture_result *c = &r->pub.capture;
@@ -615,7 +641,20 @@ static int proto__reply_capture(struct proto__reply *r, const cJSON *o)
 	if (e < 0)
 		return e;
 	c->drops = r->drops;
+	e = proto__reply_notes(r, o, &c->notes, &c->n_notes);
+	if (e < 0)
+		return e;
 	return proto__reply_requests(r, o, &c->requests, &c->n_requests);
+}
+
+/* The line before a capture's reply that says it counts (notify_started). */
+static int proto__reply_started(struct proto__reply *r, const cJSON *o)
+{
+	if (!cJSON_IsObject(o) || proto__reply_u64(o, "id", &r->pub.started.id) < 0 ||
+	    proto__reply_u32(o, "seconds", &r->pub.started.seconds) < 0)
+		return -EINVAL;
+	r->pub.has_started = true;
+	return 0;
 }
 
 /* The reply's own array, not an object: {"cmd":"windows","windows":[...]}. */
@@ -639,7 +678,9 @@ static int proto__reply_windows(struct proto__reply *r, const cJSON *a)
 		    proto__reply_u64(o, "capture_id", &w->capture_id) < 0 ||
 		    proto__reply_u64(o, "stacks", &w->stacks) < 0 ||
 		    proto__reply_u64(o, "samples", &w->samples) < 0 ||
-		    proto__reply_u64(o, "bytes", &w->bytes) < 0)
+		    proto__reply_u64(o, "bytes", &w->bytes) < 0 ||
+		    proto__reply_opt_str(o, "kind", &w->kind) < 0 ||
+		    proto__reply_opt_str(o, "targets", &w->targets) < 0)
 			return -EINVAL;
 		n++;
 	}
@@ -668,9 +709,10 @@ static int proto__reply_export(struct proto__reply *r, const cJSON *o)
 	     proto__reply_u64(o, "diff_windows", &e->diff_windows) < 0))
 		return -EINVAL;
 	if (proto__reply_opt_str(o, "folded", &e->folded) < 0 ||
-	    proto__reply_opt_str(o, "output", &e->output) < 0)
+	    proto__reply_opt_str(o, "output", &e->output) < 0 ||
+	    proto__reply_opt_str(o, "kind", &e->kind) < 0)
 		return -EINVAL;
-	return 0;
+	return proto__reply_notes(r, o, &e->notes, &e->n_notes);
 }
 
 /* The figures of a latency reply; hist, children and timeline are left
@@ -865,7 +907,11 @@ static int proto__reply_fill(struct proto__reply *r)
 		return proto__reply_status(r, cJSON_GetObjectItemCaseSensitive(root, "status"));
 	}
 	if (!strcmp(cmd, "capture")) {
+		const cJSON *started = cJSON_GetObjectItemCaseSensitive(root, "started");
+
 		r->pub.cmd = PROTO_CMD_CAPTURE;
+		if (started)
+			return proto__reply_started(r, started);
 		return proto__reply_capture(r, cJSON_GetObjectItemCaseSensitive(root, "capture"));
 	}
 	if (!strcmp(cmd, "windows")) {
@@ -948,5 +994,6 @@ void proto_reply_free(struct proto_reply *reply)
 	free(r->frames);
 	free(r->push);
 	free(r->push_targets);
+	free(r->notes);
 	free(r);
 }

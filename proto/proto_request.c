@@ -376,6 +376,8 @@ static int proto__parse_request(const cJSON *root, struct proto_request *req, ch
 		if (r < 0)
 			return r;
 	}
+	if (c->cmd == PROTO_CMD_EXPORT)
+		req->export.kind_given = proto__given(c, seen, "kind");
 	return c->check ? c->check(args, c, seen, err, err_size) : 0;
 }
 
@@ -557,6 +559,12 @@ char *proto_request_format(const struct proto_request *req)
 	for (size_t i = 0; i < c->n_fields; i++)
 		if (!proto__format_field(root, &c->fields[i], args))
 			goto fail;
+	/* A default kind said out loud: an export of a capture takes the
+	 * capture's kind only where the request names none. */
+	if (req->cmd == PROTO_CMD_EXPORT && req->export.kind_given &&
+	    req->export.kind == PROTO_KIND_OFFCPU &&
+	    !proto__add_string(root, "kind", proto_kind_name(PROTO_KIND_OFFCPU)))
+		goto fail;
 	return proto__finish(root);
 fail:
 	cJSON_Delete(root);

@@ -236,6 +236,7 @@ static const struct proto__field proto__capture_fields[] = {
 		.min = 1,
 		.max = PROTO_SECONDS_MAX,
 		.def = PROTO_SECONDS_DEFAULT,
+		.zero_ok = true, /* until stop */
 	},
 	PROTO__FILTER_FIELDS(struct proto_capture_request),
 	{
@@ -308,6 +309,8 @@ static const struct proto__field proto__capture_fields[] = {
 	{ .name = "lines", .kind = PROTO__KIND_BOOL, PROTO__CAP(lines) },
 	PROTO__WHO_FIELDS(struct proto_capture_request),
 	PROTO__GROUP_BY_FIELD(struct proto_capture_request),
+	{ .name = "follow_children", .kind = PROTO__KIND_BOOL, PROTO__CAP(follow_children) },
+	{ .name = "notify_started", .kind = PROTO__KIND_BOOL, PROTO__CAP(notify_started) },
 };
 
 static const struct proto__field proto__windows_fields[] = {
@@ -652,6 +655,9 @@ int proto__capture_check(const void *args, const struct proto__command *command,
 	if (proto__given(command, given, "chain_depth") && c->kind != PROTO_KIND_CHAIN)
 		return proto__fail(err, err_size, "field 'chain_depth' needs kind chain, not %s",
 				   proto_kind_name(c->kind));
+	/* The children's threads would not be in tids: nothing of theirs counts. */
+	if (c->follow_children && (!c->n_pids || c->n_tids))
+		return proto__fail(err, err_size, "field 'follow_children' needs 'pids' and no 'tids'");
 	return 0;
 }
 

@@ -401,6 +401,65 @@ static bool take_count(const char *p, size_t *len, double *ret, bool *ret_decima
 	return true;
 }
 
+/* The last whitespace-separated token of p[0..*len) (trailing whitespace
+ * skipped); *len becomes what stands before it. */
+static const char *last_token(const char *p, size_t *len, size_t *ret_len)
+{
+	size_t end = *len, start;
+
+	while (end > 0 && is_space(p[end - 1]))
+		end--;
+	for (start = end; start > 0 && !is_space(p[start - 1]); start--)
+		;
+	*ret_len = end - start;
+	*len = start;
+	return p + start;
+}
+
+/* A count written with an exponent, \d+(\.\d*)?[eE][+-]?\d+, which
+ * flamegraph.pl does not read: its value, or -1. */
+static double exponent_count(const char *p, size_t len)
+{
+	char buf[64], *end;
+	size_t i = 0;
+	double v;
+
+	while (i < len && p[i] >= '0' && p[i] <= '9')
+		i++;
+	if (i == 0)
+		return -1;
+	if (i < len && p[i] == '.')
+		for (i++; i < len && p[i] >= '0' && p[i] <= '9'; i++)
+			;
+	if (i == len || (p[i] != 'e' && p[i] != 'E') || len >= sizeof(buf))
+		return -1;
+	if (++i < len && (p[i] == '+' || p[i] == '-'))
+		i++;
+	if (i == len)
+		return -1;
+	for (; i < len; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return -1;
+	memcpy(buf, p, len);
+	buf[len] = '\0';
+	v = strtod(buf, &end);
+	return *end == '\0' ? v : -1;
+}
+
+/* Notes in st the first count above a limit: tok as written, or v as %g. */
+static void too_large(struct flame_parse_stats *st, uint64_t line_no, const char *tok,
+		      size_t tok_len, double v)
+{
+	st->too_large_line = line_no;
+	if (tok && tok_len < sizeof(st->too_large_count))
+		snprintf(st->too_large_count, sizeof(st->too_large_count), "%.*s", (int)tok_len,
+			 tok);
+	else if (tok)
+		snprintf(st->too_large_count, sizeof(st->too_large_count), "%g", v);
+	else
+		st->too_large_count[0] = '\0';
+}
+
 enum line_kind { LINE_EMPTY, LINE_INVALID, LINE_OK };
 
 struct line {
@@ -449,6 +508,47 @@ static enum line_kind parse_line(const char *p, size_t len, int *columns, struct
 		*columns = has_second ? 3 : 2;
 	*ret = l;
 	return LINE_OK;
+}
+
+/*
+ * max_count on one line p[0..len) (parsed as k, l): false, with st's
+ * too_large_* set, if a count of it is above max, or takes sum[0] (the last
+ * column's total) or sum[1] (the other's) above it. An invalid line is
+ * looked at only for a count with an exponent.
+ */
+static bool counts_within(double max, const char *p, size_t len, enum line_kind k,
+			  const struct line *l, const double sum[2], uint64_t line_no,
+			  struct flame_parse_stats *st)
+{
+	const char *tok;
+	size_t tok_len;
+	double v;
+
+	if (k == LINE_EMPTY)
+		return true;
+	tok = last_token(p, &len, &tok_len);
+	if (k == LINE_INVALID) {
+		v = exponent_count(tok, tok_len);
+		if (v <= max)
+			return true;
+		too_large(st, line_no, tok, tok_len, v);
+		return false;
+	}
+	if (l->count > max) {
+		too_large(st, line_no, tok, tok_len, l->count);
+		return false;
+	}
+	if (l->differential && l->old > max) {
+		tok = last_token(p, &len, &tok_len);
+		too_large(st, line_no, tok, tok_len, l->old);
+		return false;
+	}
+	/* max - sum: exact where sum + count would round (2^53 + 1) */
+	if (l->count > max - sum[0] || l->old > max - sum[1]) {
+		too_large(st, line_no, NULL, 0, 0);
+		return false;
+	}
+	return true;
 }
 
 /* Splits the stack at ';' into f->frames; trailing empty frames dropped,
@@ -799,6 +899,10 @@ int flame_parse(struct flame *f, const char *text, size_t len)
 
 		f->line_no++;
 		k = parse_line(text, (size_t)(eol - text), &f->columns, &l);
+		if (f->opts.max_count > 0 &&
+		    !counts_within(f->opts.max_count, text, (size_t)(eol - text), k, &l, f->sum,
+				   f->line_no, &f->stats))
+			return -ERANGE;
 		text = nl ? nl + 1 : end;
 		if (k == LINE_EMPTY)
 			continue;
@@ -832,6 +936,33 @@ int flame_parse(struct flame *f, const char *text, size_t len)
 		f->stats.total_other = f->sum[!f->opts.widths_from_old];
 	} else {
 		f->stats.total = f->sum[0];
+	}
+	return 0;
+}
+
+int flame_check_counts(const char *text, size_t len, double max_count,
+		       struct flame_parse_stats *ret)
+{
+	const char *end = text + len;
+	double sum[2] = { 0 };
+	uint64_t line_no = 0;
+
+	while (text < end) {
+		const char *nl = memchr(text, '\n', (size_t)(end - text));
+		const char *eol = nl ? nl : end;
+		int columns = 2;
+		struct line l;
+		enum line_kind k;
+
+		line_no++;
+		k = parse_line(text, (size_t)(eol - text), &columns, &l);
+		if (!counts_within(max_count, text, (size_t)(eol - text), k, &l, sum, line_no, ret))
+			return -ERANGE;
+		if (k == LINE_OK) {
+			sum[0] += l.count;
+			sum[1] += l.old;
+		}
+		text = nl ? nl + 1 : end;
 	}
 	return 0;
 }

@@ -46,7 +46,14 @@ struct flame_parse_opts {
 	bool normalize;	      /* scale OLD so its total equals NEW's */
 	bool widths_from_old; /* the reverse view: a vanished path stays visible */
 	bool negate;	      /* swap the meaning of red and blue (delta = old - new) */
+	/* > 0: a count above it (an exponent's too: "1e+26", which is
+	 * otherwise an invalid line), or a column's total above it, stops
+	 * flame_parse() with -ERANGE. FLAME_COUNT_EXACT_MAX is where doubles
+	 * stop counting exactly: 2^53 + 1 would be read as 2^53. */
+	double max_count;
 };
+
+#define FLAME_COUNT_EXACT_MAX 9007199254740991.0 /* 2^53 - 1 */
 
 struct flame_parse_stats {
 	uint64_t lines;		/* non-empty lines read */
@@ -55,6 +62,11 @@ struct flame_parse_stats {
 	bool differential;	/* the input had 3 columns */
 	double total;		/* the root's value */
 	double total_other;	/* differential: the other column's total */
+	/* max_count: the line of the first count, or the first line whose
+	 * count took a total, above it (0: none), and that count as written
+	 * (shortened as %g if longer); "" for a total. */
+	uint64_t too_large_line;
+	char too_large_count[32];
 };
 
 struct flame;
@@ -68,9 +80,19 @@ void flame_free(struct flame *f);					/* NULL-safe */
  * spaces; duplicate stacks are summed). May be called several times.
  * All lines of all calls must agree on 2 or 3 columns; lines that do not are
  * counted invalid. The end of text ends a line (read in chunks cut after a
- * newline). Not after flame_root() (-EINVAL). Returns 0 or -ENOMEM.
+ * newline). Not after flame_root() (-EINVAL). Returns 0, -ENOMEM, or
+ * -ERANGE: a count above opts' max_count (see struct flame_parse_stats).
  */
 int flame_parse(struct flame *f, const char *text, size_t len);
+
+/*
+ * Checks the counts of folded text against max_count as flame_parse() with
+ * that option does, without drawing anything: 0, or -ERANGE with
+ * ret->too_large_line (a line of text) and ret->too_large_count set.
+ * ret's other fields are not set.
+ */
+int flame_check_counts(const char *text, size_t len, double max_count,
+		       struct flame_parse_stats *ret);
 
 /* Merges the tree (after the last flame_parse) and returns it; NULL if
  * nothing valid was read, or on ENOMEM (then stats count valid lines). The

@@ -29,6 +29,7 @@ int render_flame_new(enum proto_format format, const struct proto_render *opts,
 		.strip_hex = input && input->strip_hex,
 		.widths_from_old = input && input->widths_from_old,
 		.negate = input && input->negate,
+		.max_count = input ? input->max_count : 0,
 	};
 
 	return flame_new(&popts, ret);

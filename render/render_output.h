@@ -20,6 +20,7 @@ struct render_input {
 	bool strip_hex;	      /* addresses in names -> 0x... */
 	bool widths_from_old; /* differential: the reverse view */
 	bool negate;	      /* differential: red and blue swapped */
+	double max_count;     /* > 0: larger counts refused (flame_parse_opts) */
 };
 
 /*

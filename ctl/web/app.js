@@ -21,7 +21,7 @@ let view = readURL();
 let heat = null;     /* the last heatmap reply's body */
 let dense = [];      /* per series: n_windows values (ns) */
 let timer = null;
-const loads = { heatmap: 0, flame: 0, hist: 0, blocked: 0 }; /* for tests: completed loads */
+const loads = { heatmap: 0, flame: 0, notes: 0, hist: 0, blocked: 0 }; /* for tests: completed loads */
 
 function readURL() {
 	const q = new URLSearchParams(location.search), v = {};
@@ -112,7 +112,20 @@ async function loadHeatmap() {
 		`${new Date(heat.end_ms[n - 1]).toLocaleString()}; colour: seconds of ${heat.kind} time per window` :
 		"No stored window in this range.";
 	drawHeatmap();
+	if (n && !heat.series.length)
+		await heatNotes(info);
 	loads.heatmap++;
+}
+
+/* Windows but no rows (a kind the always-on profile does not record,
+ * filters that matched nothing): the daemon's notes say why. */
+async function heatNotes(info) {
+	try {
+		const notes = (await getJSON(api("/api/export", { ...heatRange(), ...filterParams(),
+			format: "notes" }))).notes;
+		if (notes.length)
+			info.textContent += " Nothing to show: " + notes.join(" ");
+	} catch (_) { /* the heatmap's own line stays */ }
 }
 
 function plotWidth() {
@@ -326,9 +339,34 @@ function cliText(p) {
 	return s;
 }
 
+/* The daemon's notes on the graph's export: why it is empty (a kind the
+ * always-on profile does not record, filters that matched nothing), a
+ * baseline no window matched, frames it could not name. */
+async function loadNotes(p) {
+	const out = $("notes");
+	let notes = [];
+	try {
+		notes = (await getJSON(api("/api/export", { ...p, format: "notes" }))).notes;
+	} catch (e) {
+		notes = [String(e.message)];
+	}
+	if (p !== lastExport)
+		return; /* a newer selection's notes are on their way */
+	out.textContent = "";
+	for (const n of notes) {
+		const d = document.createElement("div");
+		d.textContent = "Note: " + n;
+		out.appendChild(d);
+	}
+	loads.notes++;
+}
+
+let lastExport = null;
+
 function loadFlame() {
 	const frame = $("graph"), err = $("error"), links = $("links");
 	err.textContent = "";
+	$("notes").textContent = "";
 	if (!parseRange(view.sel)) {
 		$("selinfo").textContent = "Drag over the heatmap to see a flame graph of that time.";
 		frame.style.display = "none";
@@ -352,14 +390,18 @@ function loadFlame() {
 	cli.textContent = cliText(p);
 	links.appendChild(cli);
 	frame.style.display = "block";
+	lastExport = p;
+	loadNotes(p);
 	frame.onload = () => {
 		const doc = frame.contentDocument;
 		if (doc && doc.contentType !== "image/svg+xml") {
-			/* An error: the API's JSON, shown here instead of the graph. */
+			/* An error: the API's JSON, shown here instead of the graph. An
+			 * empty graph's reason is in the notes, said once. */
 			let msg = doc.body ? doc.body.textContent : "";
 			try {
 				const e = JSON.parse(msg).error;
-				msg = `${e.code}: ${e.message}`;
+				msg = e.code === "no_data" ? "Nothing to draw: no stack in the selection." :
+					`${e.code}: ${e.message}`;
 			} catch (_) { /* shown as it came */ }
 			err.textContent = msg;
 			frame.style.display = "none";

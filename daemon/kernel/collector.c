@@ -192,6 +192,10 @@ static void group_autoload(const struct collector *c, struct offcpu_bpf *skel, u
 					  c->raw_tp && !c->no_cgroup_events_why);
 		bpf_program__set_autoload(skel->progs.cgroup_rmdir_raw,
 					  c->raw_tp && !c->no_cgroup_events_why);
+		bpf_program__set_autoload(skel->progs.follow_fork_btf, !c->raw_tp);
+		bpf_program__set_autoload(skel->progs.follow_exit_btf, !c->raw_tp);
+		bpf_program__set_autoload(skel->progs.follow_fork_raw, c->raw_tp);
+		bpf_program__set_autoload(skel->progs.follow_exit_raw, c->raw_tp);
 		break;
 	case COLLECTOR_GROUP_BIO:
 		bio_autoload(skel, c->bio_path);
@@ -670,6 +674,7 @@ int collector_new(const struct collector_options *opts, struct collector **ret)
 		}
 	}
 	collector_cgroup_events_attach(c); /* not needed: may fail */
+	collector_follow_attach(c);	   /* the same */
 	r = groups_probe(c);
 	if (r < 0)
 		goto fail;
@@ -691,6 +696,7 @@ void collector_free(struct collector *c)
 	for (size_t i = 0; i < c->n_links; i++)
 		bpf_link__destroy(c->links[i]);
 	collector_cgroup_events_detach(c);
+	collector_follow_detach(c);
 	bpf_link__destroy(c->loader_link);
 	io_detach(c, IO_BIO);
 	io_detach(c, IO_FILEIO);
@@ -792,7 +798,8 @@ size_t collector_programs(struct collector *c, struct collector_program *ret, si
 				 : prog == c->sched_progs[2]	   ? c->sched_links[2] != NULL
 								   : true),
 		};
-		ret[n].attached &= collector_cgroup_prog_attached(c, prog);
+		ret[n].attached &= collector_cgroup_prog_attached(c, prog) &&
+				   collector_follow_prog_attached(c, prog);
 		if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
 			ret[n].run_cnt = info.run_cnt;
 			ret[n].run_time_ns = info.run_time_ns;

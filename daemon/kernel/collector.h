@@ -92,6 +92,9 @@ struct collector_filter {
 	bool hist;	      /* keep log2 histograms */
 	bool requests;	      /* count only inside the slot's request functions */
 	uint64_t sample_period_ns; /* sampled stacks (bpf/sampling.h); 0: every block's */
+	/* With tgids: processes they fork, and theirs, join the filter as they
+	 * are made (collector_follow_available() says whether they can). */
+	bool follow_children;
 };
 
 /* Probes (one per entry, one per return) that one slot may attach. */
@@ -251,7 +254,8 @@ int collector_group_load(struct collector *c, unsigned group, uint64_t *ret_load
  * COLLECTOR_MAX_CGROUPS cgroups, -EINVAL for a cgroup at level
  * OFFCPU_CGROUP_FILTER_LEVELS or deeper, -ENOSPC if the id or cgroup
  * filter maps are full, -EOPNOTSUPP if a group it needs is unavailable
- * (collector_group_status); nothing is published then. */
+ * (collector_group_status) or it follows children and cannot
+ * (collector_follow_available); nothing is published then. */
 int collector_slot_add(struct collector *c, const struct collector_filter *f, unsigned *ret_slot);
 
 /* Adds a subtree to the cgroup filter of slot, which has one: a unit or
@@ -399,6 +403,10 @@ int collector_cgroup_events(struct collector *c,
 /* Whether the cgroup events come here (their tracepoints attached at
  * start), and if not why (*ret_why, "" if they do). */
 bool collector_cgroup_events_available(const struct collector *c, const char **ret_why);
+
+/* Whether a filter can follow children here (their tracepoints attached at
+ * start), and if not why (*ret_why, "" if it can). */
+bool collector_follow_available(const struct collector *c, const char **ret_why);
 
 /* Switches the kernel to the other buffer, waits until no program can still
  * write to the old one, and empties it into *ret (free with

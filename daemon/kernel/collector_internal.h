@@ -8,7 +8,8 @@
  * collector_drain.c empties the maps, moves the threads' banks of totals,
  * and runs the in-progress pass and the blocked snapshot;
  * collector_cgroups.c attaches the cgroup v2 events' programs and reads
- * their ring. Not for callers
+ * their ring; collector_follow.c attaches the programs that let a filter
+ * follow its processes' children. Not for callers
  * outside daemon/kernel/collector*.c: they have collector.h.
  */
 #ifndef COLLECTOR_INTERNAL_H
@@ -93,6 +94,14 @@ struct collector {
 	void *cgroup_arg;
 	int cgroup_n;	/* events handed to cgroup_fn */
 	int cgroup_ret; /* cgroup_fn's nonzero return, which stopped the call */
+	/* Following children (collector_follow.c): fork, exit. */
+	struct bpf_link *follow_links[2];
+	const char *no_follow_why;   /* why captures cannot follow children; NULL: they can */
+	char follow_attach_why[128]; /* no_follow_why where attaching failed */
+	/* Slots that followed children since their filter entries were last
+	 * scrubbed: a fork seen as the slot was released may have added one
+	 * after, so they are scrubbed again before reuse. */
+	uint32_t follow_scrub;
 };
 
 /* collector.c */
@@ -162,6 +171,16 @@ void collector_cgroup_events_detach(struct collector *c);
 /* Whether prog, a core program other than sched_progs', is attached: the
  * cgroup events' may not be, the others are. */
 bool collector_cgroup_prog_attached(const struct collector *c, const struct bpf_program *prog);
+
+/* collector_follow.c */
+
+/* Attaches the follow programs (bpf/follow.bpf.c); where that fails, sets
+ * no_follow_why and goes on without. */
+void collector_follow_attach(struct collector *c);
+void collector_follow_detach(struct collector *c);
+
+/* Whether prog, if one of the follow programs, is attached (else true). */
+bool collector_follow_prog_attached(const struct collector *c, const struct bpf_program *prog);
 
 /* collector_loader.c */
 

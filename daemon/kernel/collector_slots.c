@@ -136,6 +136,8 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 			break;
 	if (slot == OFFCPU_MAX_SLOTS)
 		return -EBUSY;
+	if (f->follow_children && (c->no_follow_why || !f->n_tgids))
+		return -EOPNOTSUPP;
 	r = filter_cgroup_levels(f, &levels);
 	if (r < 0)
 		return r;
@@ -157,6 +159,10 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 		}
 	}
 
+	if (c->follow_scrub & bit) {
+		filter_ids_clear(tgid_fd, slot);
+		c->follow_scrub &= ~bit;
+	}
 	r = filter_ids_update(tgid_fd, f->tgids, f->n_tgids, slot, true);
 	if (r == 0)
 		r = filter_ids_update(tid_fd, f->tids, f->n_tids, slot, true);
@@ -200,6 +206,10 @@ int collector_slot_add(struct collector *c, const struct collector_filter *f, un
 	mask_set(&bss->hist_slots, bit, f->hist);
 	mask_set(&bss->request_slots, bit, f->requests);
 	mask_set(&bss->filename_slots, bit, f->filename);
+	/* Its tgids are in: their forks may join from here. */
+	mask_set(&bss->follow_slots, bit, f->follow_children && f->n_tgids);
+	if (f->follow_children)
+		c->follow_scrub |= bit;
 	if (f->kind == OFFCPU_KIND_FILEIO)
 		c->fileio_slots |= bit;
 	if (waker)
@@ -337,6 +347,8 @@ void collector_slot_release(struct collector *c, unsigned slot)
 	collector_slot_deactivate(c, slot);
 	collector_request_detach(c, slot);
 	slot_latency_rows(c, slot, true, NULL);
+	/* No fork adds the slot's bit once this is clear. */
+	mask_set(&c->skel->bss->follow_slots, 1u << slot, false);
 	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_tgids), slot);
 	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_tids), slot);
 	filter_ids_clear(bpf_map__fd(c->skel->maps.filter_cgroups), slot);

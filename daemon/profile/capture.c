@@ -2,13 +2,16 @@
 #include "capture.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "reply_render.h"
+#include "result_notes.h"
 #include "stack_filter.h"
+#include "thread_state.h"
 
 _Static_assert((int)PROTO_KIND_OFFCPU == (int)OFFCPU_KIND_OFFCPU &&
 		       (int)PROTO_KIND_WAKEUP == (int)OFFCPU_KIND_WAKEUP &&
@@ -47,9 +50,19 @@ static bool id_exists(const char *proc_root, uint32_t pid, uint32_t tid)
 int capture_check_targets(const char *proc_root, const struct proto_capture_request *req, char *err,
 			  size_t err_size)
 {
+	uint32_t tgid;
+
 	for (size_t i = 0; i < req->n_pids; i++) {
 		if (!id_exists(proc_root, req->pids[i], 0)) {
 			snprintf(err, err_size, "no process with pid %u", req->pids[i]);
+			return -ESRCH;
+		}
+		/* The kernel would match it against process ids only: nothing. */
+		if (result_notes_thread_of(proc_root, req->pids[i], &tgid)) {
+			snprintf(err, err_size,
+				 "pid %u is a thread of process %u, not a process: give --tid %u "
+				 "for that thread, or --pid %u for its process",
+				 req->pids[i], tgid, req->pids[i], tgid);
 			return -ESRCH;
 		}
 	}
@@ -61,6 +74,39 @@ int capture_check_targets(const char *proc_root, const struct proto_capture_requ
 		}
 	}
 	return 0;
+}
+
+/* Appends a printf-formatted piece to buf, which stays NUL-terminated. */
+static void __attribute__((format(printf, 3, 4)))
+append(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t len = strlen(buf);
+	va_list ap;
+
+	if (len + 1 >= size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + len, size - len, fmt, ap);
+	va_end(ap);
+}
+
+void capture_targets_describe(const struct proto_capture_request *req, char *buf, size_t size)
+{
+	const char *who_names[] = { "cgroup", "unit", "container" };
+	const char *who[] = { req->who.cgroup, req->who.unit, req->who.container };
+
+	if (!size)
+		return;
+	buf[0] = '\0';
+	for (size_t i = 0; i < req->n_pids; i++)
+		append(buf, size, "%s%u", i ? "," : "pid ", req->pids[i]);
+	for (size_t i = 0; i < req->n_tids; i++)
+		append(buf, size, "%s%u", i ? "," : *buf ? "; tid " : "tid ", req->tids[i]);
+	if (req->comm[0])
+		append(buf, size, "%scomm %s", *buf ? "; " : "", req->comm);
+	for (size_t i = 0; i < 3; i++)
+		if (who[i][0])
+			append(buf, size, "%s%s %s", *buf ? "; " : "", who_names[i], who[i]);
 }
 
 bool capture_target_exited(const char *proc_root, const struct proto_capture_request *req)
@@ -96,6 +142,7 @@ void capture_filter(const struct capture *c, struct collector_filter *ret)
 		.oncpu = req->oncpu,
 		.requests = req->n_requests > 0,
 		.sample_period_ns = req->sampled ? (uint64_t)req->sample_period_us * 1000 : 0,
+		.follow_children = req->follow_children,
 	};
 }
 
@@ -173,7 +220,8 @@ static int add_user_stack_time(void *arg, const struct profile_row *row)
 /* The reply line for profile p, the rows of c to show. */
 static char *capture_reply_profile(const struct capture *c, const struct profile *p,
 				   const uint64_t counters_now[OFFCPU_CNT_MAX], bool target_exited,
-				   const struct proto_request_stats *requests, size_t n_requests)
+				   const struct proto_request_stats *requests, size_t n_requests,
+				   const struct result_notes *notes)
 {
 	struct proto_counter drops[OFFCPU_CNT_MAX];
 	size_t n_drops = 0;
@@ -194,6 +242,8 @@ static char *capture_reply_profile(const struct capture *c, const struct profile
 		.drops = drops,
 		.requests = requests,
 		.n_requests = n_requests,
+		.notes = (const char *const *)notes->v,
+		.n_notes = notes->n,
 	};
 	for (unsigned g = 0; g < COLLECTOR_GROUP_COUNT; g++) {
 		if (!(c->groups_loaded & (1u << g)))
@@ -237,9 +287,23 @@ static char *capture_reply_profile(const struct capture *c, const struct profile
 				 .kind = c->req.kind,
 				 .oncpu = c->req.oncpu,
 				 .metric = c->req.metric,
+				 .subject = {
+					 .pids = c->req.pids,
+					 .n_pids = c->req.n_pids,
+					 .tids = c->req.tids,
+					 .n_tids = c->req.n_tids,
+					 .comm = c->req.comm,
+					 .who = &c->req.who,
+					 .from_ms = c->start_ms,
+					 .to_ms = c->start_ms +
+						  (int64_t)((c->end_ns - c->start_ns) / 1000000),
+				 },
 			 },
 			 &folded, &output, &line);
-	if (r == 0 && !line) {
+	if (r == 0 && line && notes->n) { /* nothing to draw: say why */
+		free(line);
+		line = result_notes_no_data(notes);
+	} else if (r == 0 && !line) {
 		res.folded = folded;
 		res.output = output;
 		line = proto_reply_capture(&res, 0);
@@ -249,22 +313,51 @@ static char *capture_reply_profile(const struct capture *c, const struct profile
 	return line;
 }
 
+/* The reply's notes: why c holds nothing (recorded: its rows before the
+ * stack filters), what to do about frames it could not name. */
+static int capture_notes(const struct capture *c, size_t recorded, struct result_notes *notes)
+{
+	const struct proto_capture_request *q = &c->req;
+	struct result_frame_shares shares;
+	char filters[1024], targets[CAPTURE_TARGETS_MAX + 1];
+
+	if (profile_rows(c->profile)) {
+		result_frame_shares(c->profile, &shares);
+		return result_notes_frames(notes, &shares);
+	}
+	if (recorded) {
+		result_notes_filters(filters, sizeof(filters), NULL, 0, THREAD_STATE_ALL, q->comm,
+				     q->grep, q->exclude, NULL, NULL, NULL);
+		return result_notes_add(notes,
+					"%zu stack%s recorded, but none passed the filters: %s",
+					recorded, recorded == 1 ? " was" : "s were", filters);
+	}
+	capture_targets_describe(q, targets, sizeof(targets));
+	return result_notes_add(notes, "no %s stacks were recorded%s%s%s", proto_kind_name(q->kind),
+				*targets ? " (targets: " : "", targets, *targets ? ")" : "");
+}
+
 char *capture_reply(struct capture *c, const uint64_t counters_now[OFFCPU_CNT_MAX],
 		    bool target_exited, const struct proto_request_stats *requests,
 		    size_t n_requests)
 {
+	struct result_notes notes = { 0 };
 	struct profile *shown = NULL;
+	size_t recorded = profile_rows(c->profile);
 	char *line;
 
-	if (capture_apply_filters(c) < 0)
+	if (capture_apply_filters(c) < 0 || capture_notes(c, recorded, &notes) < 0) {
+		result_notes_free(&notes);
 		return NULL;
+	}
 	/* The stored window keeps the lines; the reply shows them if asked. */
 	if (!c->req.lines) {
 		if (profile_without_lines(c->profile, &shown) < 0)
 			return NULL;
 	}
 	line = capture_reply_profile(c, shown ? shown : c->profile, counters_now, target_exited,
-				     requests, n_requests);
+				     requests, n_requests, &notes);
 	profile_free(shown);
+	result_notes_free(&notes);
 	return line;
 }

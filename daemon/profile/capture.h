@@ -51,10 +51,17 @@ struct capture {
 	size_t n_cgroups;
 };
 
-/* Checks that every requested pid and tid exists under proc_root. Returns 0,
- * or -ESRCH with a message naming the first missing one in err. */
+/* Checks that every requested pid and tid exists under proc_root, and that
+ * each pid is a process's, not another thread's. Returns 0, or -ESRCH with a
+ * message naming the first missing one (or the thread's process) in err. */
 int capture_check_targets(const char *proc_root, const struct proto_capture_request *req, char *err,
 			  size_t err_size);
+
+/* What the request targets, for the stored window: "pid 12,13; tid 14;
+ * comm x; unit nginx.service"; "" for every thread. buf always
+ * NUL-terminated (cut short if it is too small). */
+#define CAPTURE_TARGETS_MAX 511 /* bytes of a description, without the NUL */
+void capture_targets_describe(const struct proto_capture_request *req, char *buf, size_t size);
 
 /* True if a requested pid or tid no longer exists. */
 bool capture_target_exited(const char *proc_root, const struct proto_capture_request *req);

@@ -29,20 +29,23 @@ static const char *const stmt_sql[STMT_COUNT] = {
 	[STMT_STACK_DELETE] = "DELETE FROM stacks WHERE id = ?1",
 	[STMT_STACKS_ALL] = "SELECT id, frames FROM stacks",
 	[STMT_WINDOW_INSERT] = "INSERT INTO windows (start_ms, end_ms, capture_id, n_stacks, "
-			       "n_samples, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+			       "n_samples, bytes, kind, targets) VALUES (?1, ?2, ?3, ?4, ?5, "
+			       "?6, ?7, ?8)",
 	[STMT_WINDOW_DELETE] = "DELETE FROM windows WHERE id = ?1",
 	[STMT_WINDOW_SAMPLES_DELETE] = "DELETE FROM samples WHERE window_id = ?1",
 	[STMT_WINDOW_HIST_DELETE] = "DELETE FROM hist WHERE window_id = ?1",
 	[STMT_WINDOW_HEAT_DELETE] = "DELETE FROM heat_cells WHERE window_id = ?1",
 	[STMT_WINDOW_HEAT_MARK_DELETE] = "DELETE FROM heat_windows WHERE window_id = ?1",
 	[STMT_WINDOWS_SINCE] = "SELECT id, start_ms, end_ms, capture_id, n_stacks, n_samples, "
-			       "bytes FROM windows WHERE start_ms >= ?1 ORDER BY start_ms, id",
+			       "bytes, kind, targets FROM windows WHERE start_ms >= ?1 "
+			       "ORDER BY start_ms, id",
 	[STMT_WINDOWS_ENDED_BEFORE] = "SELECT id FROM windows WHERE end_ms < ?1 AND id != ?2",
 	[STMT_WINDOWS_OLDEST] = "SELECT id FROM windows WHERE id != ?1 ORDER BY start_ms, id",
 	[STMT_WINDOWS_STATS] = "SELECT count(*), min(start_ms), max(end_ms) FROM windows",
 	[STMT_WINDOWS_IN_RANGE] = "SELECT count(*) FROM windows WHERE capture_id = 0 AND "
 				  "start_ms >= ?1 AND start_ms < ?2",
 	[STMT_WINDOWS_OF_CAPTURE] = "SELECT count(*) FROM windows WHERE capture_id = ?1",
+	[STMT_CAPTURE_KIND] = "SELECT coalesce(max(kind), -1) FROM windows WHERE capture_id = ?1",
 	[STMT_WINDOW_EXISTS] = "SELECT count(*) FROM windows WHERE id = ?1",
 	/* A continuous window evicted before a push target had it. */
 	[STMT_PUSH_LOST] = "UPDATE push_targets SET lost = lost + 1 WHERE cursor < ?1 AND "

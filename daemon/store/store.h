@@ -69,11 +69,18 @@ struct store_hist {
 	uint64_t count;	  /* saturates at UINT64_MAX */
 };
 
+#define STORE_TARGETS_MAX 511 /* bytes of a capture's targets, without the NUL */
+
 struct store_window {
 	uint64_t id;	  /* set by store_window_add */
 	int64_t start_ms; /* CLOCK_REALTIME, unix milliseconds */
 	int64_t end_ms;
 	uint64_t capture_id; /* 0: the continuous profile; else an ad-hoc capture */
+	/* A capture's kind (enum proto_kind) and targets as its request named
+	 * them ("pid 12, comm x"; "": every thread). kind -1: continuous, or
+	 * stored before schema version 8. Read back by store_windows_list. */
+	int32_t kind;
+	char targets[STORE_TARGETS_MAX + 1];
 	/* Set by store_window_add, read back by store_windows_list: */
 	uint64_t n_stacks;  /* distinct (ustack, kstack, chain) triples */
 	uint64_t n_samples; /* rows stored (samples with equal keys merged) */
@@ -129,6 +136,11 @@ int store_window_add(struct store *s, struct store_window *w, const struct store
  * (free()); 0 or -errno. */
 int store_windows_list(struct store *s, int64_t since_ms, struct store_window **ret, size_t *ret_n,
 		       char *err, size_t err_size);
+
+/* The kind capture_id's window was recorded as, into *ret_kind: -1 if no
+ * window of it is stored or it predates stored kinds. 0 or -errno. */
+int store_capture_kind(struct store *s, uint64_t capture_id, int32_t *ret_kind, char *err,
+		       size_t err_size);
 
 struct store_query {
 	int64_t from_ms; /* a window is in range if from_ms <= start_ms < to_ms */

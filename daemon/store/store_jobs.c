@@ -2,6 +2,7 @@
 #include "store_jobs.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "offcpu.h"
 #include "proto_heatmap.h"
 #include "reply_render.h"
+#include "result_notes.h"
 #include "stack_filter.h"
 #include "store_heatmap.h"
 #include "thread_state.h"
@@ -242,6 +244,10 @@ static void windows_work(struct store_job *job, struct store *store)
 				.stacks = w[i].n_stacks,
 				.samples = w[i].n_samples,
 				.bytes = w[i].bytes,
+				.kind = w[i].capture_id && w[i].kind >= 0
+						? proto_kind_name(w[i].kind)
+						: NULL,
+				.targets = w[i].targets,
 			};
 		j->base.reply = proto_reply_windows(info, n);
 	}
@@ -282,6 +288,11 @@ struct export_job {
 	struct stack_filter *filter; /* all of the request's filters */
 	struct who_match *who;	     /* its cgroup, unit or container; NULL: none */
 	struct profile *profile;     /* the rows being added by export_row() */
+	/* What the notes say about the daemon's setup; has_setup false: none. */
+	struct store_jobs_export_setup setup;
+	bool has_setup;
+	char config_path[256]; /* setup's copy */
+	struct result_notes notes;
 };
 
 void store_jobs_row(const struct store_sample *s, struct profile_row *ret)
@@ -363,7 +374,8 @@ static int export_select(struct export_job *j, struct store *store, int64_t from
 /* The reply's text for the folded, svg and speedscope formats (see
  * reply_render()). 0, or -ENOMEM. */
 static int export_text(struct export_job *j, struct profile *after, struct profile *before,
-		       char **ret_folded, char **ret_output, char **ret_error)
+		       const struct proto_export_result *res, int64_t diff_to_ms, char **ret_folded,
+		       char **ret_output, char **ret_error)
 {
 	struct render_input input = {
 		.widths_from_old = j->req.diff_widths_from_old,
@@ -393,8 +405,109 @@ static int export_text(struct export_job *j, struct profile *after, struct profi
 				    .oncpu = j->req.oncpu,
 				    .metric = j->req.metric,
 				    .differential = before != NULL,
+				    .subject = {
+					    .pids = j->req.pids,
+					    .n_pids = j->req.n_pids,
+					    .comm = j->req.comm,
+					    .who = &j->req.who,
+					    .from_ms = res->from_ms,
+					    .to_ms = res->to_ms,
+					    .capture_id = res->capture_id,
+					    .diff_from_ms = j->req.diff_from_ms,
+					    .diff_to_ms = diff_to_ms,
+					    .diff_capture = j->req.diff_capture,
+				    },
 			    },
 			    ret_folded, ret_output, ret_error);
+}
+
+/* "offcpu only", "offcpu and runq", "offcpu, runq and bio": the kinds of
+ * mask, into buf. */
+static void kinds_list(uint32_t mask, char *buf, size_t size)
+{
+	unsigned n = 0, total = __builtin_popcount(mask);
+	const char *sep;
+
+	buf[0] = '\0';
+	for (unsigned k = 0; k < 32 && n < total; k++) {
+		if (!(mask & (1u << k)))
+			continue;
+		n++;
+		sep = n == 1 ? "" : n == total ? " and " : ", ";
+		snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", sep, proto_kind_name(k));
+	}
+	if (total == 1)
+		snprintf(buf + strlen(buf), size - strlen(buf), " only");
+}
+
+/* Why an export with windows holds no rows: the first reason that applies. */
+static int export_empty_note(struct export_job *j, const struct proto_export_result *res,
+			     int32_t capture_kind)
+{
+	const struct proto_export_request *q = &j->req;
+	const char *kind = proto_kind_name(q->kind);
+	char filters[1024], kinds[128];
+	uint32_t tgid;
+
+	for (size_t i = 0; j->has_setup && i < q->n_pids; i++)
+		if (result_notes_thread_of(j->setup.proc_root, q->pids[i], &tgid))
+			return result_notes_add(&j->notes,
+						"--pid %u is a thread of process %u: stored stacks "
+						"are kept by process; use --pid %u",
+						q->pids[i], tgid, tgid);
+	if (q->capture_id && capture_kind >= 0 && (uint32_t)capture_kind != q->kind)
+		return result_notes_add(&j->notes,
+					"capture %" PRIu64 " recorded %s, not %s: leave out --kind "
+					"(an export of a capture takes its kind) or give --kind %s",
+					q->capture_id, proto_kind_name(capture_kind), kind,
+					proto_kind_name(capture_kind));
+	if (!q->capture_id && j->has_setup && !j->setup.continuous)
+		return result_notes_add(&j->notes,
+					"the always-on profile is off (continuous = false in %s): "
+					"only captures are stored",
+					j->setup.config_path);
+	if (!q->capture_id && j->has_setup && !(j->setup.recorded_kinds & (1u << q->kind))) {
+		kinds_list(j->setup.recorded_kinds, kinds, sizeof(kinds));
+		return result_notes_add(&j->notes,
+					"the always-on profile records %s; add %s to "
+					"continuous_kinds in %s to record it",
+					kinds, kind, j->setup.config_path);
+	}
+	result_notes_filters(filters, sizeof(filters), q->pids, q->n_pids, q->state_mask, q->comm,
+			     q->grep, q->exclude, q->who.cgroup, q->who.unit, q->who.container);
+	if (*filters)
+		return result_notes_add(&j->notes,
+					"%" PRIu64 " window%s matched, but no stack passed the "
+					"filters: %s",
+					res->windows, res->windows == 1 ? "" : "s", filters);
+	return result_notes_add(&j->notes, "%" PRIu64 " window%s matched, but %s no %s stacks",
+				res->windows, res->windows == 1 ? "" : "s",
+				res->windows == 1 ? "it holds" : "they hold", kind);
+}
+
+/* The reply's notes: why it is empty, what to do about frames it could not
+ * name. 0 or -ENOMEM. */
+static int export_notes(struct export_job *j, const struct proto_export_result *res,
+			const struct profile *after, int32_t capture_kind)
+{
+	struct result_frame_shares shares;
+	int r = 0;
+
+	if (!res->windows && res->capture_id)
+		r = result_notes_add(&j->notes, "no window of capture %" PRIu64 " is stored",
+				     res->capture_id);
+	else if (!res->windows)
+		r = result_notes_add(&j->notes, "no stored window starts in that range");
+	else if (!res->n_samples)
+		r = export_empty_note(j, res, capture_kind);
+	if (r == 0 && res->differential && !res->diff_windows)
+		r = result_notes_add(&j->notes, "no stored window matches the baseline; "
+						"everything shows as new");
+	if (r == 0 && res->n_samples) {
+		result_frame_shares(after, &shares);
+		r = result_notes_frames(&j->notes, &shares);
+	}
+	return r;
 }
 
 static void export_work(struct store_job *job, struct store *store)
@@ -409,13 +522,22 @@ static void export_work(struct store_job *job, struct store *store)
 	struct proto_sample *samples = NULL;
 	char msg[1024] = "", *folded = NULL, *output = NULL, *error = NULL;
 	size_t n_samples = 0;
-	int r;
+	int64_t diff_to_ms = 0;
+	int32_t capture_kind = -1;
+	int r = 0;
 
-	r = export_select(j, store, j->req.from_ms, j->req.to_ms, j->req.capture_id, &after,
-			  &res.windows, &res.to_ms, msg, sizeof(msg));
+	if (j->req.capture_id)
+		r = store_capture_kind(store, j->req.capture_id, &capture_kind, msg, sizeof(msg));
+	/* An export of a capture shows what the capture recorded. */
+	if (r == 0 && capture_kind >= 0 && !j->req.kind_given && !j->req.oncpu)
+		j->req.kind = capture_kind;
+	res.kind = proto_kind_name(j->req.kind);
+	if (r == 0)
+		r = export_select(j, store, j->req.from_ms, j->req.to_ms, j->req.capture_id, &after,
+				  &res.windows, &res.to_ms, msg, sizeof(msg));
 	if (r == 0 && res.differential)
 		r = export_select(j, store, j->req.diff_from_ms, j->req.diff_to_ms,
-				  j->req.diff_capture, &before, &res.diff_windows, NULL, msg,
+				  j->req.diff_capture, &before, &res.diff_windows, &diff_to_ms, msg,
 				  sizeof(msg));
 	if (r < 0) {
 		j->base.reply = r == -ENOMEM ? NULL : job_error_reply(r, msg);
@@ -430,15 +552,25 @@ static void export_work(struct store_job *job, struct store *store)
 	}
 	res.total_ns = profile_total_ns(after);
 	res.n_samples = profile_rows(after);
+	if (export_notes(j, &res, after, capture_kind) < 0)
+		goto out;
+	res.notes = (const char *const *)j->notes.v;
+	res.n_notes = j->notes.n;
 	if (j->req.format == PROTO_FORMAT_JSON) {
 		if (profile_samples(after, &samples, &n_samples) < 0)
 			goto out;
 		res.samples = samples;
-	} else if (export_text(j, after, before, &folded, &output, &error) < 0) {
+	} else if (export_text(j, after, before, &res, diff_to_ms, &folded, &output, &error) < 0) {
 		goto out;
 	}
 	res.folded = folded;
 	res.output = output;
+	if (error && j->notes.n) { /* nothing to draw: say why */
+		free(error);
+		error = result_notes_no_data(&j->notes);
+		if (!error)
+			goto out;
+	}
 	j->base.reply = error ? error : proto_reply_export(&res, n_samples);
 out:
 	profile_samples_free(samples, n_samples);
@@ -458,11 +590,19 @@ static void export_done(struct store_job *job)
 
 	stack_filter_free(j->filter);
 	who_match_free(j->who);
+	result_notes_free(&j->notes);
 	reply_done(job);
 }
 
 int store_jobs_export(struct store_queue *q, const struct proto_export_request *req,
 		      store_jobs_reply_fn reply, void *arg, char *err, size_t err_size)
+{
+	return store_jobs_export_noted(q, req, NULL, reply, arg, err, err_size);
+}
+
+int store_jobs_export_noted(struct store_queue *q, const struct proto_export_request *req,
+			    const struct store_jobs_export_setup *setup, store_jobs_reply_fn reply,
+			    void *arg, char *err, size_t err_size)
 {
 	struct stack_filter_spec spec = {
 		.comm = req->comm,
@@ -481,6 +621,12 @@ int store_jobs_export(struct store_queue *q, const struct proto_export_request *
 		return -ENOMEM;
 	j->base.job.done = export_done;
 	j->req = *req;
+	if (setup) {
+		j->setup = *setup;
+		j->has_setup = true;
+		snprintf(j->config_path, sizeof(j->config_path), "%s", setup->config_path);
+		j->setup.config_path = j->config_path;
+	}
 	r = stack_filter_new(&spec, &j->filter, err, err_size);
 	if (r == 0 && who_given(&req->who) && (r = who_match_new(&req->who, &j->who)) < 0)
 		stack_filter_free(j->filter);

@@ -47,6 +47,20 @@ int store_jobs_windows(struct store_queue *q, const struct proto_windows_request
 int store_jobs_export(struct store_queue *q, const struct proto_export_request *req,
 		      store_jobs_reply_fn reply, void *arg, char *err, size_t err_size);
 
+/* What an export's notes (result_notes.h) say about the daemon's setup. */
+struct store_jobs_export_setup {
+	bool continuous;	   /* the always-on profile runs */
+	uint32_t recorded_kinds;   /* 1 << enum proto_kind of each kind its windows hold */
+	const char *config_path;   /* where continuous_kinds is set (copied) */
+	const char *proc_root;	   /* for a --pid that is a thread; static */
+};
+
+/* store_jobs_export(), with notes that name setup where an empty result
+ * comes from it (setup NULL: none). */
+int store_jobs_export_noted(struct store_queue *q, const struct proto_export_request *req,
+			    const struct store_jobs_export_setup *setup, store_jobs_reply_fn reply,
+			    void *arg, char *err, size_t err_size);
+
 /* Queues a "hist" request. 0 or -ENOMEM. */
 int store_jobs_hist(struct store_queue *q, const struct proto_hist_request *req,
 		    store_jobs_reply_fn reply, void *arg);

@@ -14,9 +14,12 @@
 #include "hashtab.h"
 #include "store_internal.h"
 
-/* Columns id, start_ms, end_ms, capture_id, n_stacks, n_samples, bytes. */
+/* Columns id, start_ms, end_ms, capture_id, n_stacks, n_samples, bytes,
+ * and where the statement has them kind and targets. */
 static void window_from_row(sqlite3_stmt *st, struct store_window *w)
 {
+	const unsigned char *targets;
+
 	w->id = (uint64_t)sqlite3_column_int64(st, 0);
 	w->start_ms = sqlite3_column_int64(st, 1);
 	w->end_ms = sqlite3_column_int64(st, 2);
@@ -24,6 +27,32 @@ static void window_from_row(sqlite3_stmt *st, struct store_window *w)
 	w->n_stacks = (uint64_t)sqlite3_column_int64(st, 4);
 	w->n_samples = (uint64_t)sqlite3_column_int64(st, 5);
 	w->bytes = (uint64_t)sqlite3_column_int64(st, 6);
+	w->kind = -1;
+	w->targets[0] = '\0';
+	if (sqlite3_column_count(st) < 9 || sqlite3_column_type(st, 7) == SQLITE_NULL)
+		return;
+	w->kind = (int32_t)sqlite3_column_int64(st, 7);
+	targets = sqlite3_column_text(st, 8);
+	snprintf(w->targets, sizeof(w->targets), "%s", targets ? (const char *)targets : "");
+}
+
+int store_capture_kind(struct store *s, uint64_t capture_id, int32_t *ret_kind, char *err,
+		       size_t err_size)
+{
+	sqlite3_stmt *st;
+	int64_t kind = -1;
+	int r;
+
+	assert(s && ret_kind);
+	s->err = err;
+	s->err_size = err_size;
+	st = stmt(s, STMT_CAPTURE_KIND);
+	sqlite3_bind_int64(st, 1, (int64_t)capture_id);
+	r = store__stmt_int(s, st, "cannot read a capture's kind", &kind);
+	if (r < 0)
+		return r;
+	*ret_kind = (int32_t)kind;
+	return 0;
 }
 
 int store__windows_collect(struct store *s, sqlite3_stmt *st, struct store_window **ret,

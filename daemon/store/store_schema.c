@@ -1,6 +1,6 @@
 /*
  * store_schema: the tables, their migrations and the check of a file before
- * anything is written to it. Schema version 6:
+ * anything is written to it. Schema version 8:
  *
  *   strings(id, name BLOB UNIQUE)     frame names, comms and cgroup paths
  *   stacks(id, frames BLOB UNIQUE)    LEB128 varints of strings.id, root first;
@@ -9,7 +9,8 @@
  *          chain_id, cgroup_id, ns_pid) UNIQUE
  *                                     cgroup_id 0: no path known (no
  *                                     string); ns_pid 0: tgid or not known
- *   windows(id, start_ms, end_ms, capture_id, n_stacks, n_samples, bytes)
+ *   windows(id, start_ms, end_ms, capture_id, n_stacks, n_samples, bytes,
+ *           kind, targets)  a capture's kind and targets; NULL: continuous
  *   samples(window_id, series_id, sum_ns, count, bytes)
  *                                     WITHOUT ROWID, clustered by window
  *   hist(window_id, tgid, type, comm_id, buckets)
@@ -26,7 +27,8 @@
  * Until version 4 the heatmap made its index itself, at its first query, and
  * the daemon after each window: version 4 writes it with the window. Until
  * version 5 hist had a row per bucket. Until version 6 series had no
- * cgroup_id and ns_pid; its series get 0 for both.
+ * cgroup_id and ns_pid; its series get 0 for both. Until version 8 windows
+ * had no kind and targets; its windows keep NULL in both.
  *
  * Everything but the values is interned, down to the series (a thread of a
  * kind in a state at a pair of stacks and a waker chain, in a cgroup),
@@ -319,11 +321,38 @@ static int migrate_to_7(sqlite3 *db)
 	return sqlite3_exec(db, migration_v7, NULL, NULL, NULL);
 }
 
+/* A capture's window says what it recorded: its kind and its targets.
+ * Older windows keep NULL in both: not known. SQLite has no ADD COLUMN IF
+ * NOT EXISTS, and a file whose version was set back (as tests do) has
+ * them already. */
+static const char migration_v8[] = "ALTER TABLE windows ADD COLUMN kind INTEGER;\n"
+				   "ALTER TABLE windows ADD COLUMN targets TEXT;\n";
+
+static int migrate_to_8(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	bool have = false;
+	int rc;
+
+	rc = sqlite3_prepare_v2(
+		db, "SELECT count(*) FROM pragma_table_info('windows') WHERE name = 'kind'", -1,
+		&st, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		have = sqlite3_column_int64(st, 0) > 0;
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW)
+		return rc;
+	return have ? SQLITE_OK : sqlite3_exec(db, migration_v8, NULL, NULL, NULL);
+}
+
 /* migrations[v] turns a version v database into version v + 1; the schema
  * version is the number of entries. Append only: never edit a shipped step. */
 static int (*const migrations[])(sqlite3 *db) = {
 	migrate_to_1, migrate_to_2, migrate_to_3, migrate_to_4,
-	migrate_to_5, migrate_to_6, migrate_to_7,
+	migrate_to_5, migrate_to_6, migrate_to_7, migrate_to_8,
 };
 
 #define STORE_SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))

@@ -761,6 +761,13 @@ static int window_insert(struct store *s, struct store_window *w, struct hashtab
 	sqlite3_bind_int64(st, 4, (int64_t)hashtab_count(triples));
 	sqlite3_bind_int64(st, 5, (int64_t)n);
 	sqlite3_bind_int64(st, 6, (int64_t)bytes);
+	if (w->capture_id && w->kind >= 0) {
+		sqlite3_bind_int64(st, 7, w->kind);
+		sqlite3_bind_text(st, 8, w->targets, -1, SQLITE_STATIC);
+	} else {
+		sqlite3_bind_null(st, 7);
+		sqlite3_bind_null(st, 8);
+	}
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE) {

@@ -15,6 +15,8 @@
  *   P flamegraph.pl's drawing (offcpuctl flamegraph --colors java --hash
  *     --self-right --minwidth 0)   X also pprof_write_folded()
  *   D the text is "OLD\n--\nNEW": render flame_diff_folded(OLD, NEW)
+ *   L only the count limit of 1000 (offcpuctl's max_count), as
+ *     flame_parse() and flame_check_counts() apply it: they must agree
  *
  * Property checked (abort() if not): the merged tree does not depend on the
  * order of the input lines (the parser reuses the previous line's path, so
@@ -54,6 +56,7 @@ struct fuzz_opts {
 	bool normalize;
 	bool diff;
 	bool pl, pprof;
+	bool limit; /* "L": the count limit alone (fuzz_limit_check()) */
 };
 
 /* Reads the "#fuzz:" line, if any; returns the length it takes. */
@@ -122,6 +125,9 @@ static size_t fuzz_opts_parse(const char *p, size_t len, struct fuzz_opts *o)
 			break;
 		case 'X':
 			o->pprof = true;
+			break;
+		case 'L':
+			o->limit = true;
 			break;
 		case 'T':
 			break;
@@ -259,6 +265,40 @@ static void fuzz_order_check(const struct fuzz_opts *o, struct flame *f, const c
 	free(rev);
 }
 
+/* The count limit (offcpuctl's): flame_parse() fed in chunks and
+ * flame_check_counts() refuse the same line and count, or neither does. */
+static void fuzz_limit_check(const char *text, size_t len)
+{
+	const double limit = 1000;
+	struct flame_parse_opts po = { .max_count = limit };
+	struct flame_parse_stats checked = { 0 };
+	struct flame *f;
+	int want, r = 0;
+
+	want = flame_check_counts(text, len, limit, &checked);
+	fuzz_check(want == 0 || want == -ERANGE, "flame_check_counts() failed");
+	fuzz_check(flame_new(&po, &f) == 0, "flame_new");
+	while (len && r == 0) {
+		const char *nl =
+			len > FUZZ_CHUNK ? memchr(text + FUZZ_CHUNK, '\n', len - FUZZ_CHUNK) : NULL;
+		size_t n = nl ? (size_t)(nl - text) + 1 : len;
+
+		r = flame_parse(f, text, n);
+		text += n;
+		len -= n;
+	}
+	fuzz_check(r == want, "flame_parse() and flame_check_counts() disagree");
+	if (want)
+		fuzz_check(
+			flame_stats(f)->too_large_line == checked.too_large_line &&
+				!strcmp(flame_stats(f)->too_large_count, checked.too_large_count),
+			"flame_parse() and flame_check_counts() refuse different lines");
+	else
+		fuzz_check(flame_stats(f)->total <= limit * (1 + 1e-12),
+			   "a total above the limit passed");
+	flame_free(f);
+}
+
 /* What rendering may answer: done, or nothing to draw (an svg of counts
  * that add up to infinity is one too); speedscope refuses such counts with
  * ERANGE (JSON has no infinity). */
@@ -285,6 +325,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	skip = fuzz_opts_parse(text, len, &o);
 	text += skip;
 	len -= skip;
+	if (o.limit) {
+		fuzz_limit_check(text, len);
+		return 0;
+	}
 	if (o.diff) {
 		const char *sep = memmem(text, len, "\n--\n", 4);
 		size_t old_len = sep ? (size_t)(sep - text) + 1 : len;

@@ -26,7 +26,7 @@ def ctl(*args):
 
 def commands():
     """The commands the whole help lists (the lines indented by 2 under Commands:)."""
-    text = ctl("help").stdout
+    text = ctl("help", "--all").stdout
     block = text.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
     return [m.group(1) for m in re.finditer(r"^  ([a-z]+)", block, re.M)]
 

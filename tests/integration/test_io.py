@@ -215,7 +215,7 @@ class IoTest(unittest.TestCase):
             r = d.ctl("export", *rng, "--kind", "fileio", "--svg")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("sync_write_thread", r.stdout)
-            self.assertIn("File I/O Flame Graph", r.stdout)
+            self.assertIn(f">File I/O \u2014 pid {w.pid} \u2014 ", r.stdout)
         finally:
             w.done()
 

@@ -118,7 +118,7 @@ class HotColdTest(unittest.TestCase):
         # The svg: hot/cold palette, on-CPU frames warm, off-CPU ones blue.
         r = self.daemon.ctl("export", "--capture", str(cid), "--kind", "hotcold", "--svg")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("Hot/Cold Flame Graph", r.stdout)
+        self.assertIn(f">Hot/Cold \u2014 all processes \u2014 capture {cid}<", r.stdout)
         self.assertIn("on-CPU user", r.stdout)
         self.assertIn("off-CPU kernel", r.stdout)
 

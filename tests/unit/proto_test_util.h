@@ -215,7 +215,8 @@ enum { GARBAGE_LINES = 16 };
 static inline void garbage_lines(char *lines[GARBAGE_LINES])
 {
 	struct proto_capture_result res = { .id = 1, .folded = "a;b 1\n" };
-	const struct proto_window_info w[] = { { 1, 2, 3, 4, 5, 6, 7 }, { 8, -9, 10, 0, 1, 2, 3 } };
+	const struct proto_window_info w[] = { { 1, 2, 3, 4, 5, 6, 7, "offcpu", "pid 1" },
+						 { 8, -9, 10, 0, 1, 2, 3, NULL, NULL } };
 	struct proto_export_result ex = {
 		.from_ms = 1, .to_ms = 2, .windows = 3, .folded = "x 1\n"
 	};

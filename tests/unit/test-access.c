@@ -84,6 +84,11 @@ static void test_capture(const struct access_policy *p)
 	req.pids[0] = 100;
 	req.n_pids = 1;
 	CHECK(access_check_capture(p, &c, &req, root, why, sizeof(why)) == 0);
+	/* Its own process, but a child may exec a setuid program. */
+	req.follow_children = 1;
+	CHECK(access_check_capture(p, &c, &req, root, why, sizeof(why)) == -EPERM);
+	CHECK(strstr(why, "following children (capture -- CMD) needs root") != NULL);
+	req.follow_children = 0;
 	/* A pid that does not exist passes: the capture's own check names it. */
 	req.pids[1] = 999;
 	req.n_pids = 2;

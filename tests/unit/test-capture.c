@@ -4,6 +4,7 @@
  * the counters' growth, svg replies are drawn, an empty one is no_data). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -55,6 +56,7 @@ static void test_targets(void)
 {
 	char root[] = "/tmp/offcpu-test-capture-XXXXXX", path[128], err[128] = "";
 	struct proto_capture_request req = { .n_pids = 1, .pids = { 100 } };
+	FILE *f;
 
 	CHECK(mkdtemp(root) != NULL);
 	snprintf(path, sizeof(path), "%s/100", root);
@@ -72,10 +74,52 @@ static void test_targets(void)
 	req.n_tids = 1;
 	CHECK(capture_check_targets(root, &req, err, sizeof(err)) == -ESRCH);
 	CHECK_STR(err, "no thread with tid 555");
+	/* A thread's id given as a pid: refused, naming both ways to ask. */
+	snprintf(path, sizeof(path), "%s/101", root);
+	CHECK(mkdir(path, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/101/status", root);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("Name:\tworker\nTgid:\t100\nPid:\t101\n", f);
+		fclose(f);
+	}
+	req.n_tids = 0;
+	req.pids[0] = 101;
+	CHECK(capture_check_targets(root, &req, err, sizeof(err)) == -ESRCH);
+	CHECK_STR(err, "pid 101 is a thread of process 100, not a process: give --tid 101 for that "
+		       "thread, or --pid 100 for its process");
+	CHECK(unlink(path) == 0);
+	snprintf(path, sizeof(path), "%s/101", root);
+	CHECK(rmdir(path) == 0);
+	snprintf(path, sizeof(path), "%s/100", root);
 	/* No target: the whole system, which cannot exit. */
 	memset(&req, 0, sizeof(req));
 	CHECK(!capture_target_exited(root, &req));
 	CHECK(rmdir(path) == 0 && rmdir(root) == 0);
+}
+
+static void test_targets_describe(void)
+{
+	struct proto_capture_request req = {
+		.n_pids = 2, .pids = { 12, 13 }, .n_tids = 1, .tids = { 14 }
+	};
+	char buf[CAPTURE_TARGETS_MAX + 1];
+
+	capture_targets_describe(&req, buf, sizeof(buf));
+	CHECK_STR(buf, "pid 12,13; tid 14");
+	snprintf(req.comm, sizeof(req.comm), "nginx");
+	snprintf(req.who.unit, sizeof(req.who.unit), "nginx.service");
+	capture_targets_describe(&req, buf, sizeof(buf));
+	CHECK_STR(buf, "pid 12,13; tid 14; comm nginx; unit nginx.service");
+	memset(&req, 0, sizeof(req));
+	capture_targets_describe(&req, buf, sizeof(buf));
+	CHECK_STR(buf, "");
+	/* Cut short, terminated. */
+	req.n_pids = 3;
+	req.pids[0] = req.pids[1] = req.pids[2] = 1234567;
+	capture_targets_describe(&req, buf, 12);
+	CHECK_STR(buf, "pid 1234567");
 }
 
 static void test_filter(void)
@@ -155,6 +199,33 @@ static void test_reply_folded(void)
 	capture_destroy(c);
 }
 
+/* An empty reply says why. */
+static void test_reply_notes(void)
+{
+	struct capture *c = capture_new(PROTO_FORMAT_FOLDED);
+	uint64_t now[OFFCPU_CNT_MAX] = { 0 };
+	struct proto_reply *r;
+
+	c->req.n_pids = 1;
+	c->req.pids[0] = 10;
+	r = reply_of(capture_reply(c, now, false, NULL, 0));
+	CHECK(r && r->ok && r->capture.n_notes == 1);
+	if (r && r->capture.n_notes == 1)
+		CHECK_STR(r->capture.notes[0], "no offcpu stacks were recorded (targets: pid 10)");
+	proto_reply_free(r);
+
+	add_row(c->profile, "app", "main;work", 3000);
+	add_row(c->profile, "app", "main;rest", 3000);
+	snprintf(c->req.comm, sizeof(c->req.comm), "other");
+	r = reply_of(capture_reply(c, now, false, NULL, 0));
+	CHECK(r && r->ok && r->capture.n_notes == 1);
+	if (r && r->capture.n_notes == 1)
+		CHECK_STR(r->capture.notes[0],
+			  "2 stacks were recorded, but none passed the filters: --comm other");
+	proto_reply_free(r);
+	capture_destroy(c);
+}
+
 static void test_reply_svg(void)
 {
 	struct capture *c = capture_new(PROTO_FORMAT_SVG);
@@ -169,14 +240,19 @@ static void test_reply_svg(void)
 	proto_reply_free(r);
 
 	add_row(c->profile, "app", "main;work", 3000000);
+	c->req.pids[0] = 123;
+	c->req.n_pids = 1;
+	c->start_ms = 1795903805000; /* 2026-11-28 22:10:05 UTC, for 2 s */
 	r = reply_of(capture_reply(c, now, false, NULL, 0));
 	CHECK(r && r->ok);
 	if (r && r->ok) {
 		CHECK(r->capture.folded == NULL);
 		CHECK(r->capture.output && strstr(r->capture.output, "<svg"));
-		/* The kind's title and the metric's unit, as none was asked for. */
+		/* What it shows as the title, and the metric's unit, as none was
+		 * asked for. */
 		CHECK(r->capture.output &&
-		      strstr(r->capture.output, proto_title_of_kind(PROTO_KIND_OFFCPU, false)));
+		      strstr(r->capture.output, ">Off-CPU Time \u2014 pid 123 \u2014 "
+						"2026-11-28 22:10:05\u201322:10:07 UTC</text>"));
 		CHECK(r->capture.output && strstr(r->capture.output, "main"));
 	}
 	proto_reply_free(r);
@@ -186,7 +262,9 @@ static void test_reply_svg(void)
 int main(void)
 {
 	test_targets();
+	test_targets_describe();
 	test_filter();
+	test_reply_notes();
 	test_reply_folded();
 	test_reply_svg();
 	return CHECK_DONE();

@@ -456,6 +456,23 @@ static void test_reply_capture(void)
 	free(s);
 }
 
+/* The line a capture with notify_started sends before its reply. */
+static void test_reply_capture_started(void)
+{
+	struct proto_capture_started st = { .id = 12, .seconds = 3600 };
+	struct proto_reply *reply = NULL;
+	char *s = proto_reply_capture_started(&st);
+
+	CHECK_STR(s, "{\"v\":1,\"ok\":true,\"cmd\":\"capture\",\"started\":{\"id\":12,"
+		     "\"seconds\":3600}}\n");
+	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
+	if (reply)
+		CHECK(reply->ok && reply->cmd == PROTO_CMD_CAPTURE && reply->has_started &&
+		      reply->started.id == 12 && reply->started.seconds == 3600);
+	proto_reply_free(reply);
+	free(s);
+}
+
 static void test_capture_request_stats_reply(void)
 {
 	struct proto_request_function funcs[] = { { "_Z10do_commandP3THDb",
@@ -619,11 +636,12 @@ static void test_reply_samples(void)
 static void test_reply_windows(void)
 {
 	const struct proto_window_info w[] = {
-		{ 41, INT64_C(1795309200000), INT64_C(1795309210000), 0, 12, 40, 12595 },
-		{ 42, INT64_C(1795309203117), INT64_C(1795309205118), 7, 2, 2, 930 },
+		{ 41, INT64_C(1795309200000), INT64_C(1795309210000), 0, 12, 40, 12595, NULL, NULL },
+		{ 42, INT64_C(1795309203117), INT64_C(1795309205118), 7, 2, 2, 930, "wakeup",
+		  "pid 12, comm x" },
 		/* Extremes: a clock before 1970, counters past 2^53. */
 		{ UINT64_MAX, INT64_C(-1000), INT64_C(9007199254740991), UINT64_C(9007199254740993),
-		  0, 0, UINT64_MAX },
+		  0, 0, UINT64_MAX, NULL, NULL },
 	};
 	struct proto_reply *reply = NULL;
 	char *s = proto_reply_windows(w, 3);
@@ -635,6 +653,10 @@ static void test_reply_windows(void)
 		  "('%s')", STR(s));
 	CHECK_MSG(s && strstr(s, "\"start_ms\":-1000,\"end_ms\":9007199254740991,"), "('%s')",
 		  STR(s));
+	/* A capture's kind and targets; the continuous window has neither. */
+	CHECK_MSG(s && strstr(s, "\"bytes\":930,\"kind\":\"wakeup\",\"targets\":\"pid 12, "
+				 "comm x\"}"),
+		  "('%s')", STR(s));
 	CHECK_MSG(s && proto_reply_parse(s, strlen(s), &reply) == 0, "('%s')", STR(s));
 	if (reply) {
 		CHECK(reply->ok && reply->cmd == PROTO_CMD_WINDOWS);
@@ -650,6 +672,10 @@ static void test_reply_windows(void)
 				  "(window %zu)", i);
 		}
 		if (reply->n_windows == 3) {
+			CHECK(!reply->windows[0].kind && !reply->windows[0].targets);
+			CHECK(reply->windows[1].kind && !strcmp(reply->windows[1].kind, "wakeup"));
+			CHECK(reply->windows[1].targets &&
+			      !strcmp(reply->windows[1].targets, "pid 12, comm x"));
 			/* Past 2^53 doubles are approximate; 2^64 saturates. */
 			CHECK(reply->windows[2].id == UINT64_MAX);
 			CHECK(reply->windows[2].bytes == UINT64_MAX);
@@ -1267,13 +1293,67 @@ static void test_reply_latency(void)
 	free(line);
 }
 
+/* Notes: written only where there are some, parsed back in order. */
+static void test_reply_notes(void)
+{
+	const char *const notes[] = { "no stored window starts in that range",
+				      "a \"quoted\" note; with \\ and \u00e9" };
+	struct proto_export_result ex = { .from_ms = 1, .to_ms = 2, .folded = "", .kind = "wakeup",
+					  .notes = notes, .n_notes = 2 };
+	struct proto_capture_result cap = { .id = 3, .folded = "", .notes = notes, .n_notes = 1 };
+	struct proto_reply *reply = NULL;
+	char *s = proto_reply_export(&ex, 0);
+
+	CHECK_MSG(s && strstr(s, "\"kind\":\"wakeup\",\"notes\":[\"no stored window starts in "
+				 "that range\","),
+		  "('%s')", STR(s));
+	CHECK(s && proto_reply_parse(s, strlen(s), &reply) == 0);
+	if (reply) {
+		CHECK(reply->export.n_notes == 2);
+		CHECK_STR(reply->export.kind, "wakeup");
+		if (reply->export.n_notes == 2) {
+			CHECK_STR(reply->export.notes[0], notes[0]);
+			CHECK_STR(reply->export.notes[1], notes[1]);
+		}
+	}
+	proto_reply_free(reply);
+	free(s);
+
+	reply = NULL;
+	s = proto_reply_capture(&cap, 0);
+	CHECK(s && proto_reply_parse(s, strlen(s), &reply) == 0);
+	CHECK(reply && reply->capture.n_notes == 1);
+	if (reply && reply->capture.n_notes == 1)
+		CHECK_STR(reply->capture.notes[0], notes[0]);
+	proto_reply_free(reply);
+	free(s);
+
+	/* None: no field, and none parsed. */
+	cap.n_notes = 0;
+	reply = NULL;
+	s = proto_reply_capture(&cap, 0);
+	CHECK_MSG(s && !strstr(s, "notes"), "('%s')", STR(s));
+	CHECK(s && proto_reply_parse(s, strlen(s), &reply) == 0);
+	CHECK(reply && reply->capture.n_notes == 0 && !reply->capture.notes);
+	proto_reply_free(reply);
+	free(s);
+
+	s = proto_notes_json(notes, 1);
+	CHECK_MSG(s && !strcmp(s, "{\"v\":1,\"ok\":true,\"cmd\":\"export\",\"notes\":[\"no stored "
+				  "window starts in that range\"]}\n"),
+		  "('%s')", STR(s));
+	free(s);
+}
+
 int main(void)
 {
+	test_reply_notes();
 	test_reply_error();
 	test_reply_status();
 	test_reply_status_push();
 	test_reply_push();
 	test_reply_capture();
+	test_reply_capture_started();
 	test_capture_request_stats_reply();
 	test_reply_samples();
 	test_reply_windows();

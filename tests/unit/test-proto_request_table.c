@@ -145,19 +145,18 @@ static void test_fields_invalid(void)
 	CAPTURE_BAD("\"tids\":[true]", "field 'tids'[0] must be an integer");
 
 	/* seconds */
-	CAPTURE_BAD("\"seconds\":0", "field 'seconds' must be between 1 and 86400");
-	CAPTURE_BAD("\"seconds\":86401", "field 'seconds' must be between 1 and 86400");
-	CAPTURE_BAD("\"seconds\":-1", "field 'seconds' must be between 1 and 86400");
+	CAPTURE_BAD("\"seconds\":86401", "field 'seconds' must be 0 or between 1 and 86400");
+	CAPTURE_BAD("\"seconds\":-1", "field 'seconds' must be 0 or between 1 and 86400");
 	CAPTURE_BAD("\"seconds\":1.5", "field 'seconds' must be an integer");
 	CAPTURE_BAD("\"seconds\":0.5", "field 'seconds' must be an integer");
 	CAPTURE_BAD("\"seconds\":\"10\"", "field 'seconds' must be an integer");
 	CAPTURE_BAD("\"seconds\":true", "field 'seconds' must be an integer");
 	CAPTURE_BAD("\"seconds\":null", "field 'seconds' must be an integer");
 	CAPTURE_BAD("\"seconds\":[10]", "field 'seconds' must be an integer");
-	CAPTURE_BAD("\"seconds\":1e300", "field 'seconds' must be between 1 and 86400");
-	CAPTURE_BAD("\"seconds\":1e999", "field 'seconds' must be between 1 and 86400");
-	CAPTURE_BAD("\"seconds\":-1e999", "field 'seconds' must be between 1 and 86400");
-	CAPTURE_BAD("\"seconds\":9007199254740993", "field 'seconds' must be between");
+	CAPTURE_BAD("\"seconds\":1e300", "field 'seconds' must be 0 or between 1 and 86400");
+	CAPTURE_BAD("\"seconds\":1e999", "field 'seconds' must be 0 or between 1 and 86400");
+	CAPTURE_BAD("\"seconds\":-1e999", "field 'seconds' must be 0 or between 1 and 86400");
+	CAPTURE_BAD("\"seconds\":9007199254740993", "field 'seconds' must be 0 or between");
 
 	/* min_block_us / max_block_us */
 	CAPTURE_BAD("\"min_block_us\":-1", "field 'min_block_us' must be between 0 and");
@@ -1310,9 +1309,33 @@ static void test_heatmap_request(void)
 	HEATMAP_BAD("\"from_ms\":1,\"states\":[]", "states");
 }
 
+/* A capture of a command (offcpuctl capture -- CMD): until stop, its
+ * children followed, its start announced. */
+static void test_capture_command(void)
+{
+	struct proto_request req;
+
+	if (CAPTURE_OK("\"pids\":[7],\"seconds\":0,\"follow_children\":true,"
+		       "\"notify_started\":true",
+		       &req) == 0)
+		CHECK(req.capture.seconds == 0 && req.capture.follow_children == 1 &&
+		      req.capture.notify_started == 1);
+	if (CAPTURE_OK("\"notify_started\":true", &req) == 0)
+		CHECK(req.capture.notify_started == 1 && req.capture.follow_children == 0 &&
+		      req.capture.seconds == PROTO_SECONDS_DEFAULT);
+	CAPTURE_BAD("\"follow_children\":true",
+		    "field 'follow_children' needs 'pids' and no 'tids'");
+	CAPTURE_BAD("\"pids\":[7],\"tids\":[8],\"follow_children\":true",
+		    "field 'follow_children' needs 'pids' and no 'tids'");
+	CAPTURE_BAD("\"pids\":[7],\"follow_children\":1",
+		    "field 'follow_children' must be true or false");
+	CAPTURE_BAD("\"notify_started\":\"yes\"", "field 'notify_started' must be true or false");
+}
+
 int main(void)
 {
 	test_defaults();
+	test_capture_command();
 	test_fields_valid();
 	test_ids_limit();
 	test_fields_invalid();

@@ -247,7 +247,7 @@ static void test_create_reopen(void)
 	size_t n = 0;
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 7);
+	CHECK(pragma(s, "PRAGMA user_version") == 8);
 	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2); /* incremental */
 	CHECK(add(s, 1000, 2000, 0, &v, 1, &w) == 0);
 	CHECK(w.id > 0 && w.n_samples == 1 && w.n_stacks == 1 && w.bytes > 0);
@@ -255,7 +255,7 @@ static void test_create_reopen(void)
 	store_close(NULL);
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 7);
+	CHECK(pragma(s, "PRAGMA user_version") == 8);
 	CHECK(store_windows_list(s, 0, &list, &n, err, sizeof(err)) == 0);
 	CHECK(n == 1 && list[0].id == w.id && list[0].start_ms == 1000 && list[0].end_ms == 2000);
 	CHECK(n == 1 && list[0].n_samples == 1 && list[0].n_stacks == 1 &&
@@ -808,9 +808,9 @@ static void test_refused(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	store_close(s);
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(sqlite3_exec(db, "PRAGMA user_version = 8", NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, "PRAGMA user_version = 9", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
-	check_refused(path, -EPROTO, "schema version 8");
+	check_refused(path, -EPROTO, "schema version 9");
 
 	/* An empty database made elsewhere, in WAL mode, is adopted. */
 	path = db_path("empty.db");
@@ -818,7 +818,7 @@ static void test_refused(void)
 	CHECK(sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 7);
+	CHECK(pragma(s, "PRAGMA auto_vacuum") == 2 && pragma(s, "PRAGMA user_version") == 8);
 	store_close(s);
 
 	/* Somebody else's database. */
@@ -1351,7 +1351,7 @@ static void check_migrated(const char *path, enum v1_content content)
 	size_t n = 0;
 
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 7);
+	CHECK(pragma(s, "PRAGMA user_version") == 8);
 	CHECK(pragma(s, "PRAGMA application_id") == 1329811541);
 	CHECK(pragma(s, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = "
 			"'ok'") == 1);
@@ -1428,11 +1428,43 @@ static void check_migrated(const char *path, enum v1_content content)
 	/* Migrated once: the next open finds the current version and the same
 	 * rows. */
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
-	CHECK(pragma(s, "PRAGMA user_version") == 7);
+	CHECK(pragma(s, "PRAGMA user_version") == 8);
 	CHECK(query_range(s, 0, 5000, &g, &windows) == 0);
 	CHECK(windows == 2 && g.n == 4);
 	got_free(&g);
 	hgot_free(&hg);
+	store_close(s);
+}
+
+/* A capture's window keeps its kind and targets; a continuous one neither. */
+static void test_capture_kinds(void)
+{
+	const char *path = db_path("kinds.db");
+	struct store_sample v = { .tgid = 7, .pid = 8, .comm = "c", .state = 1, .sum_ns = 5,
+				  .count = 1, .ustack = "main", .kstack = "" };
+	struct store_window w = { .start_ms = 3000, .end_ms = 4000, .capture_id = 9, .kind = 1 };
+	struct store_window *list = NULL;
+	struct store *s = NULL;
+	size_t n = 0;
+	int32_t kind = 0;
+
+	remove_db(path);
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	if (!s)
+		return;
+	CHECK(add(s, 1000, 2000, 0, &v, 1, NULL) == 0);
+	snprintf(w.targets, sizeof(w.targets), "pid 7; comm c");
+	CHECK(store_window_add(s, &w, &v, 1, NULL, 0, err, sizeof(err)) == 0);
+	CHECK(store_windows_list(s, 0, &list, &n, err, sizeof(err)) == 0);
+	CHECK(n == 2);
+	if (n == 2) {
+		CHECK(list[0].capture_id == 0 && list[0].kind == -1 && !list[0].targets[0]);
+		CHECK(list[1].capture_id == 9 && list[1].kind == 1);
+		CHECK_STR(list[1].targets, "pid 7; comm c");
+	}
+	free(list);
+	CHECK(store_capture_kind(s, 9, &kind, err, sizeof(err)) == 0 && kind == 1);
+	CHECK(store_capture_kind(s, 10, &kind, err, sizeof(err)) == 0 && kind == -1);
 	store_close(s);
 }
 
@@ -1485,7 +1517,7 @@ static void test_migrate_v3(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	if (!s)
 		return;
-	CHECK(pragma(s, "PRAGMA user_version") == 7);
+	CHECK(pragma(s, "PRAGMA user_version") == 8);
 	CHECK(pragma(s, "SELECT count(*) FROM heat_cells") == 1);
 	CHECK(pragma(s, "SELECT count(*) FROM heat_cells WHERE window_id = 99") == 0);
 	CHECK(pragma(s, "SELECT count(*) FROM heat_windows") == 1);
@@ -1872,7 +1904,7 @@ static void test_migrate_v5_file(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	if (!s)
 		goto out;
-	CHECK(pragma(s, "PRAGMA user_version") == 7);
+	CHECK(pragma(s, "PRAGMA user_version") == 8);
 	CHECK(pragma(s, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = "
 			"'ok'") == 1);
 	series = db_text(store__db(s), v5_series_sql);
@@ -1885,6 +1917,11 @@ static void test_migrate_v5_file(void)
 	CHECK(store_windows_list(s, INT64_MIN, &list, &n_list, err, sizeof(err)) == 0);
 	CHECK((int64_t)n_list == raw_counts[0]);
 	check_v5_windows(s, t, n_t, list, n_list);
+	/* Version 8's kind and targets: not known for the old captures. */
+	for (size_t i = 0; i < n_list; i++)
+		CHECK(list[i].kind == -1 && !list[i].targets[0]);
+	CHECK(pragma(s, "SELECT count(*) FROM windows WHERE kind IS NOT NULL OR "
+			"targets IS NOT NULL") == 0);
 
 	/* A row of the newest continuous window, as a new window's model. */
 	for (size_t i = 0; i < n_list; i++)
@@ -1940,7 +1977,7 @@ static void test_migrate_v5_file(void)
 	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
 	if (!s)
 		goto out;
-	CHECK(pragma(s, "PRAGMA user_version") == 7);
+	CHECK(pragma(s, "PRAGMA user_version") == 8);
 	{
 		char *now = db_text(store__db(s), "SELECT group_concat(id || ',' || cgroup_id || "
 						  "',' || ns_pid, ';') FROM (SELECT * FROM series "
@@ -2036,6 +2073,7 @@ int main(void)
 	test_migrate_v1();
 	test_migrate_v3();
 	test_migrate_v5_file();
+	test_capture_kinds();
 	test_cgroup();
 	test_cgroup_gc();
 

@@ -5,7 +5,8 @@
  * /tmp/perf-PID.map (perf's format: "START SIZE name", hex), and sleeps
  * through it. x86-64 only.
  *
- * Usage: jit_workload [--sleeps N] [--sleep-ms MS]
+ * Usage: jit_workload [--sleeps N] [--sleep-ms MS] [--map 0]
+ * (--map 0: no perf map, as a JIT started without one)
  * Prints "ready PID", waits for a line on stdin, sleeps, prints
  * {"blocked_ns":...,"blocks":N,"jit_name":"..."}, and removes its map and
  * exits when stdin closes.
@@ -38,7 +39,7 @@ static uint64_t now_ns(void)
 
 int main(int argc, char **argv)
 {
-	int sleeps = 40;
+	int sleeps = 40, write_map = 1;
 	long sleep_ms = 20;
 	char line[16], map_path[64];
 	uint64_t blocked = 0;
@@ -52,6 +53,8 @@ int main(int argc, char **argv)
 			sleeps = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--sleep-ms"))
 			sleep_ms = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--map"))
+			write_map = atoi(argv[i + 1]);
 	}
 	code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (code == MAP_FAILED)
@@ -63,12 +66,14 @@ int main(int argc, char **argv)
 		return 1;
 	stub = (stub_fn)(void *)(code + 64);
 	snprintf(map_path, sizeof(map_path), "/tmp/perf-%d.map", (int)getpid());
-	map = fopen(map_path, "w");
-	if (!map)
-		return 1;
-	fprintf(map, "%lx %zx %s\n", (unsigned long)(uintptr_t)(code + 64), sizeof(stub_code),
-		JIT_NAME);
-	fclose(map);
+	if (write_map) {
+		map = fopen(map_path, "w");
+		if (!map)
+			return 1;
+		fprintf(map, "%lx %zx %s\n", (unsigned long)(uintptr_t)(code + 64),
+			sizeof(stub_code), JIT_NAME);
+		fclose(map);
+	}
 
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
@@ -88,6 +93,7 @@ int main(int argc, char **argv)
 	 * the next drain, from its map. */
 	while (fgets(line, sizeof(line), stdin))
 		;
-	unlink(map_path);
+	if (write_map)
+		unlink(map_path);
 	return 0;
 }
