@@ -62,6 +62,20 @@ def cleanup():
             signal.signal(signal.SIGTERM, old)
 
 
+def add_daemon_args(ap, workload):
+    """The options of a bench that runs the daemon on a workload, and may
+    run another build beside it on the same workload (an A/B in one run):
+    --config, --daemon, --beside, --beside-config."""
+    ap.add_argument("--config", default="", help="extra offcpud.conf lines (\\n-separated)")
+    ap.add_argument("--daemon", help="the offcpud to run (default: the build's), e.g. an older one to compare")
+    ap.add_argument("--beside", metavar="OFFCPUD",
+                    help=f"run this offcpud too (another build), beside the first on the same {workload}, "
+                         "and report both: an A/B in one run")
+    ap.add_argument("--beside-config", metavar="LINES",
+                    help="extra offcpud.conf lines for the daemon beside (default: --config's): the same "
+                         "build beside itself compares two configurations")
+
+
 def daemon(extra_config="", binary=None):
     """A started offcpud (offcpu_env.Daemon; binary: another build's) registered
     for cleanup; its stop() also removes its temporary directory."""

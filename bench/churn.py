@@ -460,6 +460,7 @@ def churn_run(daemon, build, seconds, rate, progress=None, beside=None, llvm=0):
         "unix_pairs_inside_end": pairs,
         "unwind_start": unwind_counters(status0),
         "unwind_end": unwind_counters(status1),
+        "memory_end": memory_figures(status1),
         "unknown_user_frames": {
             "churn": churn_unknown,
             "thread_program": unknown_share(samples, churn.short_pids),
@@ -490,19 +491,25 @@ def keep_db(database, path):
         src.close()
 
 
+def memory_figures(status):
+    """Where offcpud's memory goes, from its status ({} from builds before
+    those figures): the heap in use and free, what its caches and unwind
+    tables hold."""
+    d = status.get("daemon", {})
+    if "heap_in_use_bytes" not in d:
+        return {}
+    fields = ("heap_in_use_bytes", "heap_free_bytes", "store_cache_bytes", "symbol_cache_bytes")
+    out = {k[:-len("_bytes")]: d[k] for k in fields}
+    out["unwind_tables"] = status.get("unwind", {}).get("table_bytes", 0)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     ap.add_argument("--seconds", type=int, default=180)
     ap.add_argument("--rate", type=float, default=65.0, help="new processes a second")
-    ap.add_argument("--config", default="", help="extra offcpud.conf lines (\\n-separated)")
-    ap.add_argument("--daemon", help="the offcpud to run (default: the build's), e.g. an older one to compare")
-    ap.add_argument("--beside", metavar="OFFCPUD",
-                    help="run this offcpud too (another build), beside the first on the same churn, and "
-                         "report both: an A/B in one run")
-    ap.add_argument("--beside-config", metavar="LINES",
-                    help="extra offcpud.conf lines for the daemon beside (default: --config's): the same "
-                         "build beside itself compares two configurations")
+    bench_env.add_daemon_args(ap, "churn")
     ap.add_argument("--llvm", type=int, default=0, metavar="N",
                     help="N more processes mapping libLLVM, blocking every 50 ms")
     ap.add_argument("--keep-db", metavar="PATH",
@@ -576,6 +583,9 @@ def main():
           f"their VMAs, maps unread: {u1.get('adopted', 0) - u0.get('adopted', 0)}")
     print(f"unwind at start: {res['unwind_start']}")
     print(f"unwind at end:   {res['unwind_end']}")
+    if res["memory_end"]:
+        print("offcpud's memory at the end, MiB: " +
+              ", ".join(f"{k} {v / 2**20:.1f}" for k, v in res["memory_end"].items()))
     u = res["unknown_user_frames"]
     print(f"[unknown...] user frames in the windows: churn {share(u['churn'])}, of which the thread "
           f"program {share(u['thread_program'])}; service {share(u['service'])}")

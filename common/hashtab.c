@@ -217,6 +217,11 @@ size_t hashtab_count(const struct hashtab *h)
 	return h->count;
 }
 
+size_t hashtab_bytes(const struct hashtab *h)
+{
+	return sizeof(*h) + h->capacity * h->entry_size;
+}
+
 bool hashtab_next(const struct hashtab *h, size_t *pos, const void **ret_key, void **ret_value)
 {
 	for (size_t i = *pos; i < h->capacity; i++) {

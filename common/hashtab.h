@@ -34,6 +34,9 @@ int hashtab_reserve(struct hashtab *h, size_t n);
 
 size_t hashtab_count(const struct hashtab *h);
 
+/* Bytes the table takes (its entries and itself), for memory accounting. */
+size_t hashtab_bytes(const struct hashtab *h);
+
 /* The hash the table uses, for callers that key by a hash of their own
  * (content of any length: a stack string of kilobytes). Not stable across
  * versions or byte orders: never store it. */

@@ -358,8 +358,15 @@ int cmd_status(int argc, char **argv)
 		for (size_t i = 0; i < st->n_maps; i++)
 			printf(" %s %" PRIu64 "/%" PRIu64 " (%.0f%%)", st->maps[i].name,
 			       st->maps[i].entries, st->maps[i].max_entries, st->maps[i].fill_pct);
-		printf("\noffcpud: %.1f%% of a CPU, %.1f MiB resident\n", st->cpu_pct,
+		printf("\noffcpud: %.1f%% of a CPU, %.1f MiB resident", st->cpu_pct,
 		       st->rss_bytes / 1048576.0);
+		if (st->heap_in_use_bytes)
+			printf(" (heap %.1f MiB in use, %.1f free; caches: store %.1f, symbols %.1f, "
+			       "unwind tables %.1f MiB)",
+			       st->heap_in_use_bytes / 1048576.0, st->heap_free_bytes / 1048576.0,
+			       st->store_cache_bytes / 1048576.0, st->symbol_cache_bytes / 1048576.0,
+			       st->unwind.table_bytes / 1048576.0);
+		printf("\n");
 		printf("store: %s, %.1f MiB, %" PRIu64 " windows (%" PRIu64 " written, %" PRIu64
 		       " failed since start)%s%s\n",
 		       st->store.path, st->store.bytes / 1048576.0, st->store.windows,

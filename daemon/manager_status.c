@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +125,16 @@ static uint64_t rss_bytes(void)
 		fclose(f);
 	}
 	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* malloc's heap: in use (mapped blocks included), and free but held by its
+ * arenas. mallinfo2() walks the arenas: a status's cost, not a drain's. */
+static void heap_bytes(struct proto_status *st)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	st->heap_in_use_bytes = mi.uordblks + mi.hblkhd;
+	st->heap_free_bytes = mi.fordblks;
 }
 
 static void map_fill(struct proto_map_fill *f, const char *name, size_t entries, uint32_t max)
@@ -363,11 +374,14 @@ void manager_handle_status(struct manager *m, struct server_conn *conn)
 		},
 		.cpu_pct = per_second(m, m->stats.cpu_ns, m->stats.cpu_prev_ns) / 1e7,
 		.rss_bytes = rss_bytes(),
+		.store_cache_bytes = m->windows.store_stats.cache_bytes,
+		.symbol_cache_bytes = m->symbolizer ? symbolizer_cache_bytes(m->symbolizer) : 0,
 		.unwind.mode = "fp", /* set whole below when tables are used */
 	};
 	manager_pt_limits(&m->cfg, &pt_limits);
 	pt_capture_status(&pt_limits, &st.pt, pt_reason, sizeof(pt_reason));
 	fill_sampling_status(m, &st.sampling);
+	heap_bytes(&st);
 	if (m->pt.pt_work)
 		st.pt.recording_pid = m->pt.pt_work->req.pid;
 	kinds_status(m, &st.pt, kinds, groups);

@@ -505,6 +505,11 @@ struct proto_status {
 	struct proto_store_status store;
 	double cpu_pct;	    /* the daemon's CPU time over the last drain interval, % of one CPU */
 	uint64_t rss_bytes; /* the daemon's resident memory */
+	/* Its heap (malloc's: in use, and free but held), and what its caches
+	 * hold of it: the store writer's ids, the symbolizer's tables and
+	 * names. All 0 from older daemons. */
+	uint64_t heap_in_use_bytes, heap_free_bytes;
+	uint64_t store_cache_bytes, symbol_cache_bytes;
 	struct proto_unwind_status unwind; /* mode NULL/"": not reported (older daemons) */
 	struct proto_pt_status pt;	   /* event NULL/"": not reported (older daemons) */
 	struct proto_sampling_status sampling; /* stacks NULL/"": not reported */

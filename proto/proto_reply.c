@@ -226,7 +226,11 @@ static bool proto__add_store(cJSON *body, const struct proto_status *s)
 				 s->store.last_error ? s->store.last_error : "") &&
 	       (daemon = cJSON_AddObjectToObject(body, "daemon")) &&
 	       proto__add_rate(daemon, "cpu_pct", s->cpu_pct) &&
-	       proto__add_u64(daemon, "rss_bytes", s->rss_bytes);
+	       proto__add_u64(daemon, "rss_bytes", s->rss_bytes) &&
+	       proto__add_u64(daemon, "heap_in_use_bytes", s->heap_in_use_bytes) &&
+	       proto__add_u64(daemon, "heap_free_bytes", s->heap_free_bytes) &&
+	       proto__add_u64(daemon, "store_cache_bytes", s->store_cache_bytes) &&
+	       proto__add_u64(daemon, "symbol_cache_bytes", s->symbol_cache_bytes);
 }
 
 static bool proto__add_unwind(cJSON *body, const struct proto_status *s)

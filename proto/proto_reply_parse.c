@@ -520,6 +520,13 @@ static int proto__reply_status(struct proto__reply *r, const cJSON *o)
 	    (!cJSON_IsObject(item) || proto__reply_double(item, "cpu_pct", &s->cpu_pct) < 0 ||
 	     proto__reply_u64(item, "rss_bytes", &s->rss_bytes) < 0))
 		return -EINVAL;
+	/* Optional: daemons before the memory figures did not send them. */
+	if (item && cJSON_GetObjectItemCaseSensitive(item, "heap_in_use_bytes") &&
+	    (proto__reply_u64(item, "heap_in_use_bytes", &s->heap_in_use_bytes) < 0 ||
+	     proto__reply_u64(item, "heap_free_bytes", &s->heap_free_bytes) < 0 ||
+	     proto__reply_u64(item, "store_cache_bytes", &s->store_cache_bytes) < 0 ||
+	     proto__reply_u64(item, "symbol_cache_bytes", &s->symbol_cache_bytes) < 0))
+		return -EINVAL;
 
 	/* Optional: daemons before the I/O kinds did not send them. */
 	s->bio_tracepoints = s->fileio_tracepoints = s->runq_clock = s->kstack_cache_reason = "";

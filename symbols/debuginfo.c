@@ -17,9 +17,11 @@
 
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,9 @@
 #define DEBUGINFO_NAME_MAX   512
 #define DEBUGINFO_PATH_PREFIX "+:.debug:" /* then debug_root */
 #define DEBUGINFO_FRAMES_MAX 32 /* functions inlined into one another at one address */
+/* What libdw keeps of a line table's row (its Dwarf_Line and the sorted
+ * array's share), for debuginfo_bytes(). */
+#define DEBUGINFO_LINE_BYTES 48
 
 /* One address range of a function's code. */
 struct debuginfo_range {
@@ -49,6 +54,7 @@ struct debuginfo_cu {
 	Dwarf_Off offset; /* the CU DIE's */
 	struct debuginfo_range *ranges;
 	size_t n_ranges, cap_ranges;
+	bool lines_counted; /* its line table is in bytes */
 };
 
 struct debuginfo {
@@ -59,6 +65,8 @@ struct debuginfo {
 	Dwarf_Addr bias;	 /* module address - ELF vaddr */
 	struct debuginfo_cu *cus; /* sorted by offset */
 	size_t n_cus;
+	bool sections_counted; /* the debug sections are in bytes */
+	size_t bytes;		/* debuginfo_bytes() but the index's array */
 };
 
 /* The executable and its DWARF are opened by us and by the standard
@@ -410,7 +418,58 @@ static struct debuginfo_cu *debuginfo_cu_index(struct debuginfo *d, Dwarf_Die *c
 	memmove(&d->cus[lo + 1], &d->cus[lo], (d->n_cus - lo) * sizeof(*d->cus));
 	d->cus[lo] = c;
 	d->n_cus++;
+	d->bytes += c.cap_ranges * sizeof(*c.ranges);
 	return &d->cus[lo];
+}
+
+/* The bytes of the debug sections of the ELF that DWARF came from, as libdw
+ * holds them (a compressed one decompressed). */
+static size_t debuginfo_sections_bytes(Dwarf *dw)
+{
+	Elf *elf = dw ? dwarf_getelf(dw) : NULL;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx, bytes = 0;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) < 0)
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		GElf_Chdr ch;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name || (strncmp(name, ".debug", 6) && strncmp(name, ".zdebug", 7)))
+			continue;
+		bytes += (sh.sh_flags & SHF_COMPRESSED) && gelf_getchdr(scn, &ch) ? ch.ch_size
+										  : sh.sh_size;
+	}
+	return bytes;
+}
+
+/* Counts what naming an address in cu (index: its entry, or NULL) had libdw
+ * read: the debug sections once, the CU's line table once. */
+static void debuginfo_count(struct debuginfo *d, Dwarf_Die *cu, struct debuginfo_cu *index)
+{
+	Dwarf_Lines *lines;
+	Dwarf_Addr bias;
+	size_t n;
+
+	if (!d->sections_counted) {
+		d->sections_counted = true;
+		d->bytes += debuginfo_sections_bytes(dwfl_module_getdwarf(d->mod, &bias));
+	}
+	if (index && !index->lines_counted) {
+		index->lines_counted = true;
+		if (dwarf_getsrclines(cu, &lines, &n) == 0) /* read already: getsrc did */
+			d->bytes += n * DEBUGINFO_LINE_BYTES;
+	}
+}
+
+size_t debuginfo_bytes(const struct debuginfo *d)
+{
+	return d->bytes + d->n_cus * sizeof(*d->cus);
 }
 
 /* The subprogram of c whose code holds pc (a CU address); false if none. */
@@ -534,6 +593,7 @@ int debuginfo_frames(struct debuginfo *d, uint64_t vaddr, const char *outer_name
 	if (!depth)
 		return 0;
 	src = dwfl_module_getsrc(d->mod, addr);
+	debuginfo_count(d, cu, index);
 	if (src) {
 		int l = 0;
 

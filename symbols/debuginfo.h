@@ -39,4 +39,12 @@ void debuginfo_free(struct debuginfo *d); /* NULL-safe */
 int debuginfo_frames(struct debuginfo *d, uint64_t vaddr, const char *outer_name, char *buf,
 		     size_t size);
 
+/*
+ * An estimate of the memory d holds: the debug sections libdw has mapped or
+ * read (a mapped one's pages count in RSS once touched), the line tables of
+ * the compile units named so far (libdw keeps both until the reader is
+ * freed) and d's own index. Grows as frames are named.
+ */
+size_t debuginfo_bytes(const struct debuginfo *d);
+
 #endif

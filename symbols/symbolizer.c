@@ -49,6 +49,13 @@
 #define SYM_ELF_LOADS_MAX	  32
 #define SYM_ELF_PHDRS_MAX	  4096
 #define SYM_ELF_CACHE_MAX	  (1u << 16) /* named addresses kept per ELF file */
+/* Named addresses kept in all, their table included: 256 files of 65,536
+ * names each could take gigabytes. */
+#define SYM_NAMED_MAX_BYTES	  ((size_t)32 << 20)
+/* What the DWARF readers hold in all (debuginfo_bytes(): line tables grow
+ * with each compile unit named): past this, the least recently used file
+ * with DWARF is dropped from the cache, to be read again on its next use. */
+#define SYM_DWARF_MAX_BYTES	  ((size_t)96 << 20)
 #define SYM_FRAMES_MAX_BYTES	  4096	     /* one address's frames, inlines included */
 #define SYM_FILES_MAX		  65536	     /* file ids remembered (file_ids.h) */
 
@@ -92,6 +99,9 @@ struct sym_elf {
 	struct sym_table syms;
 	struct debuginfo *dbg;	/* NULL: no DWARF reader (the file's or a separate one) */
 	struct hashtab *frames; /* vaddr -> struct sym_frames: names made so far */
+	size_t names_bytes;	/* frames' table and names */
+	size_t dwarf_bytes;	/* debuginfo_bytes(dbg) when last counted */
+	size_t bytes;		/* syms, names_bytes and dwarf_bytes, as in cache_bytes */
 };
 
 struct sym_frames {
@@ -163,6 +173,11 @@ struct symbolizer {
 	struct sym_elf *elfs; /* SYM_ELFS_MAX slots */
 	uint64_t elf_clock;
 	uint64_t elf_serial;
+	size_t names_bytes; /* of every slot */
+	size_t dwarf_bytes; /* of every slot */
+	/* The symbol tables, names and DWARF readers the caches hold: read
+	 * from other threads, an atomic. */
+	size_t cache_bytes;
 };
 
 /* Appends a string of len bytes plus a NUL to a buffer of initial bytes at
@@ -322,6 +337,11 @@ static int sym_kernel_visit(void *arg, const struct kallsyms_sym *sym)
 	return r == -ENOMEM ? r : 0;
 }
 
+static size_t sym_table_bytes(const struct sym_table *t)
+{
+	return t->cap_funcs * sizeof(*t->funcs) + t->names_cap;
+}
+
 static int sym_kernel_load(struct symbolizer *s)
 {
 	char path[PATH_MAX];
@@ -335,6 +355,7 @@ static int sym_kernel_load(struct symbolizer *s)
 		return r;
 	}
 	sym_table_finish(&s->kernel);
+	__atomic_add_fetch(&s->cache_bytes, sym_table_bytes(&s->kernel), __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -372,6 +393,80 @@ static void sym_elf_clear(struct sym_elf *e)
 	sym_elf_frames_free(e);
 	debuginfo_free(e->dbg);
 	memset(e, 0, sizeof(*e));
+}
+
+/* Brings e's part of s->cache_bytes up to date after a change. */
+static void sym_elf_account(struct symbolizer *s, struct sym_elf *e)
+{
+	size_t bytes = sym_table_bytes(&e->syms) + e->names_bytes + e->dwarf_bytes;
+
+	__atomic_add_fetch(&s->cache_bytes, bytes - e->bytes, __ATOMIC_RELAXED);
+	e->bytes = bytes;
+}
+
+/* Empties slot e (of s), its bytes uncounted. */
+static void sym_elf_drop(struct symbolizer *s, struct sym_elf *e)
+{
+	s->names_bytes -= e->names_bytes;
+	s->dwarf_bytes -= e->dwarf_bytes;
+	__atomic_sub_fetch(&s->cache_bytes, e->bytes, __ATOMIC_RELAXED);
+	sym_elf_clear(e);
+}
+
+/* Drops e's named addresses (they are made again on use). */
+static void sym_elf_forget_names(struct symbolizer *s, struct sym_elf *e)
+{
+	sym_elf_frames_free(e);
+	s->names_bytes -= e->names_bytes;
+	e->names_bytes = 0;
+	sym_elf_account(s, e);
+}
+
+/* Keeps the named addresses of all slots under SYM_NAMED_MAX_BYTES: the
+ * slot that holds the most forgets its own, which a long-lived process's
+ * hot frames will make again. */
+static void sym_names_bound(struct symbolizer *s)
+{
+	while (s->names_bytes > SYM_NAMED_MAX_BYTES) {
+		struct sym_elf *most = &s->elfs[0];
+
+		for (size_t i = 1; i < SYM_ELFS_MAX; i++)
+			if (s->elfs[i].names_bytes > most->names_bytes)
+				most = &s->elfs[i];
+		if (!most->names_bytes)
+			break; /* not reached: the slots' bytes add up to the total */
+		sym_elf_forget_names(s, most);
+	}
+}
+
+/* Counts what e's DWARF reader holds now, and keeps the readers of all
+ * slots under SYM_DWARF_MAX_BYTES by dropping the least recently used
+ * files with DWARF other than e (mappings notice by the slot's serial). */
+static void sym_dwarf_bound(struct symbolizer *s, struct sym_elf *e)
+{
+	size_t bytes = e->dbg ? debuginfo_bytes(e->dbg) : 0;
+
+	s->dwarf_bytes += bytes - e->dwarf_bytes;
+	e->dwarf_bytes = bytes;
+	sym_elf_account(s, e);
+	while (s->dwarf_bytes > SYM_DWARF_MAX_BYTES) {
+		struct sym_elf *oldest = NULL;
+
+		for (size_t i = 0; i < SYM_ELFS_MAX; i++) {
+			struct sym_elf *c = &s->elfs[i];
+
+			if (c != e && c->dwarf_bytes && (!oldest || c->last_used < oldest->last_used))
+				oldest = c;
+		}
+		if (!oldest)
+			break; /* e alone: it stays, as the file the frame is in */
+		sym_elf_drop(s, oldest);
+	}
+}
+
+size_t symbolizer_cache_bytes(struct symbolizer *s)
+{
+	return __atomic_load_n(&s->cache_bytes, __ATOMIC_RELAXED);
 }
 
 static bool sym_elf_key_equal(const struct sym_elf_key *a, const struct sym_elf_key *b)
@@ -515,7 +610,7 @@ static struct sym_elf *sym_elf_victim(struct symbolizer *s)
 		if (s->elfs[i].last_used < v->last_used)
 			v = &s->elfs[i];
 	}
-	sym_elf_clear(v);
+	sym_elf_drop(s, v);
 	return v;
 }
 
@@ -594,6 +689,7 @@ static struct sym_elf *sym_elf_from_fd(struct symbolizer *s, int fd, const struc
 			e = NULL;
 			goto out;
 		}
+		sym_elf_account(s, e);
 		/* Without DWARF the ELF symbols still name the frames. */
 		dbg_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		if (dbg_fd >= 0 && debuginfo_open(dbg_fd, path, s->debug_root, &e->dbg) < 0)
@@ -884,29 +980,44 @@ out:
 
 /* sym_elf_name() through e's cache of named addresses: DWARF lookups and
  * demangling cost microseconds, and stacks share their frames. */
-static int sym_elf_name_cached(struct sym_elf *e, const char *path, uint64_t vaddr, char *buf,
-			       size_t size)
+static int sym_elf_name_cached(struct symbolizer *s, struct sym_elf *e, const char *path,
+			       uint64_t vaddr, char *buf, size_t size)
 {
 	char frames[SYM_FRAMES_MAX_BYTES];
 	struct sym_frames *slot;
+	size_t table_bytes;
 	bool created;
 	int r;
 
 	if (e->frames && hashtab_count(e->frames) >= SYM_ELF_CACHE_MAX)
-		sym_elf_frames_free(e); /* start afresh rather than grow without bound */
-	if (!e->frames && hashtab_new(sizeof(uint64_t), sizeof(struct sym_frames), &e->frames) < 0)
-		return sym_elf_name(e, path, vaddr, buf, size);
+		sym_elf_forget_names(s, e); /* start afresh rather than grow without bound */
+	if (!e->frames) {
+		if (hashtab_new(sizeof(uint64_t), sizeof(struct sym_frames), &e->frames) < 0)
+			return sym_elf_name(e, path, vaddr, buf, size);
+		e->names_bytes += hashtab_bytes(e->frames);
+		s->names_bytes += hashtab_bytes(e->frames);
+	}
 	slot = hashtab_get(e->frames, &vaddr);
 	if (slot && slot->names) {
 		snprintf(buf, size, "%s", slot->names);
 		return slot->r;
 	}
 	r = sym_elf_name(e, path, vaddr, frames, sizeof(frames));
+	sym_dwarf_bound(s, e);
 	snprintf(buf, size, "%s", frames);
+	table_bytes = hashtab_bytes(e->frames);
 	slot = hashtab_put(e->frames, &vaddr, &created);
 	if (slot) {
+		size_t added = hashtab_bytes(e->frames) - table_bytes;
+
 		slot->names = strdup(frames); /* NULL: named again next time */
 		slot->r = r;
+		if (slot->names)
+			added += strlen(frames) + 1;
+		e->names_bytes += added;
+		s->names_bytes += added;
+		sym_elf_account(s, e);
+		sym_names_bound(s);
 	}
 	return r;
 }
@@ -1015,7 +1126,7 @@ int symbolizer_user(struct symbolizer *s, uint32_t tgid, uint64_t addr, char *bu
 		snprintf(buf, size, "%s+0x%" PRIx64, sym_basename(path), offset);
 		return -ENOENT;
 	}
-	return sym_elf_name_cached(e, path, vaddr, buf, size);
+	return sym_elf_name_cached(s, e, path, vaddr, buf, size);
 }
 
 /* Opens the file of f for reading where the unwinder found it: the
@@ -1109,7 +1220,7 @@ int symbolizer_user_file(struct symbolizer *s, uint32_t id, uint64_t vaddr, char
 		return -ENOENT;
 	}
 	slot->elf->last_used = ++s->elf_clock;
-	return sym_elf_name_cached(slot->elf, slot->name, vaddr, buf, size);
+	return sym_elf_name_cached(s, slot->elf, slot->name, vaddr, buf, size);
 }
 
 void symbolizer_use_file_ids(struct symbolizer *s, struct file_ids *ids)

@@ -42,6 +42,11 @@ enum symbolizer_unnamed {
  * called from any thread. */
 void symbolizer_unnamed(struct symbolizer *s, uint64_t ret[SYMBOLIZER_UNNAMED_COUNT]);
 
+/* Bytes the caches' symbol tables, named addresses and DWARF readers take
+ * (the last estimated: debuginfo_bytes()). The names are bounded at 32 MiB
+ * in all, the DWARF readers at 96 MiB. May be called from any thread. */
+size_t symbolizer_cache_bytes(struct symbolizer *s);
+
 struct proc_files;
 
 /* Names the stacks of a process that has exited from what files kept of

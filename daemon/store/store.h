@@ -132,6 +132,11 @@ int store_window_add(struct store *s, struct store_window *w, const struct store
 		     size_t n_samples, const struct store_hist *hists, size_t n_hists, char *err,
 		     size_t err_size);
 
+/* Bytes the writer's caches of frame, stack and series ids take: at most
+ * 38 MiB (two generations of each; store_write.c). store_stats() says it
+ * too, for the writer's connection. */
+size_t store_cache_bytes(const struct store *s);
+
 /* Windows that start at or after since_ms, oldest first. *ret is malloc'd
  * (free()); 0 or -errno. */
 int store_windows_list(struct store *s, int64_t since_ms, struct store_window **ret, size_t *ret_n,
@@ -192,6 +197,7 @@ struct store_stats {
 	uint64_t windows;
 	int64_t oldest_start_ms; /* 0 if empty */
 	int64_t newest_end_ms;
+	uint64_t cache_bytes; /* store_cache_bytes() */
 };
 
 /* 0 or -errno. */

@@ -65,13 +65,24 @@ struct intern_entry {
 	size_t len;
 };
 
-/* Content -> row id, so recurring frames and stacks cost no SQL. Keyed by a
- * 64-bit hash; the content is kept to tell a collision from a hit. */
-struct intern {
+/* One generation of an intern cache: its contents side by side in arena. */
+struct intern_gen {
 	struct hashtab *map; /* hash -> struct intern_entry; NULL: off after ENOMEM */
 	char *arena;
 	size_t used;
 	size_t cap;
+};
+
+/* Content -> row id, so recurring frames and stacks cost no SQL. Keyed by a
+ * 64-bit hash; the content is kept to tell a collision from a hit. In two
+ * generations, as the series: a hit in the older is cached in the newer
+ * again, and a full newer becomes the older, the older's memory freed. What
+ * recurs stays; what came once (churn's stripped binaries named by offset,
+ * a new thread's start) goes within two generations, so the cache holds at
+ * most twice a generation's limits (store_cache_bytes()). */
+struct intern {
+	struct intern_gen newer, older;
+	size_t gen_entries, gen_bytes; /* a generation's limits */
 };
 
 struct store {

@@ -609,6 +609,7 @@ int store_stats(struct store *s, struct store_stats *ret)
 	sqlite3_reset(st);
 	if (rc != SQLITE_ROW)
 		return store__errno(s->db, rc);
+	ret->cache_bytes = store_cache_bytes(s);
 	r = store__db_bytes(s, &ret->db_bytes);
 	return r < 0 ? r : 0;
 }

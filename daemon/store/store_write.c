@@ -14,9 +14,17 @@
 #include "hashtab.h"
 #include "store_internal.h"
 
-/* The interning caches are dropped and refilled rather than grown past this. */
-#define INTERN_MAX_ENTRIES	  (1u << 20)
-#define INTERN_MAX_BYTES	  ((size_t)64 << 20)
+/* A generation of the interning caches (struct intern). Under churn, new
+ * frames and stacks keep coming (stripped binaries' frames named by
+ * offset): caches of 64 MiB each, dropped when full, took 40 MiB of the
+ * daemon's heap in 5 minutes of bench/churn.py. A window's stacks number in
+ * the thousands; a generation holds some 15,000 (their text averages
+ * 600 bytes) and 32,768 frame names. Two generations of the three caches,
+ * tables included, take at most 38 MiB (store_cache_bytes()). */
+#define STRINGS_GENERATION_ENTRIES (1u << 15)
+#define STRINGS_GENERATION_BYTES   ((size_t)2 << 20)
+#define STACKS_GENERATION_ENTRIES  (1u << 15)
+#define STACKS_GENERATION_BYTES	   ((size_t)8 << 20)
 /* A generation of the series cache: 5 MiB of table. Under process churn
  * most series are a new thread's, used in one window; a cache of every
  * series up to 2^20 grew toward 128 MiB of table, and its lookups spent
@@ -94,33 +102,56 @@ struct cell_row {
 	uint64_t sum_ns;
 };
 
-static void intern_reset(struct intern *c)
+static void intern_gen_free(struct intern_gen *g)
 {
-	hashtab_free(c->map);
-	c->used = 0;
-	if (hashtab_new(sizeof(uint64_t), sizeof(struct intern_entry), &c->map) < 0)
-		c->map = NULL;
+	hashtab_free(g->map);
+	free(g->arena);
+	*g = (struct intern_gen){ 0 };
+}
+
+/* Empties c, its limits set to a generation of gen_entries and gen_bytes. */
+static void intern_reset(struct intern *c, size_t gen_entries, size_t gen_bytes)
+{
+	intern_gen_free(&c->newer);
+	intern_gen_free(&c->older);
+	c->gen_entries = gen_entries;
+	c->gen_bytes = gen_bytes;
+	if (hashtab_new(sizeof(uint64_t), sizeof(struct intern_entry), &c->newer.map) < 0)
+		c->newer.map = NULL;
 }
 
 void store__intern_free(struct intern *c)
 {
-	hashtab_free(c->map);
-	free(c->arena);
+	intern_gen_free(&c->newer);
+	intern_gen_free(&c->older);
 }
 
-/* 1 with *ret_id: cached. 0: not cached. -1: another content has this hash;
- * such content is looked up in SQL every time and never cached. */
-static int intern_find(const struct intern *c, uint64_t hash, const char *p, size_t n,
-		       int64_t *ret_id)
+static size_t intern_gen_bytes(const struct intern_gen *g)
 {
-	const struct intern_entry *e;
+	return g->cap + (g->map ? hashtab_bytes(g->map) : 0);
+}
 
-	if (!c->map)
-		return 0;
-	e = hashtab_get(c->map, &hash);
+size_t store_cache_bytes(const struct store *s)
+{
+	size_t n = intern_gen_bytes(&s->strings.newer) + intern_gen_bytes(&s->strings.older) +
+		   intern_gen_bytes(&s->stacks.newer) + intern_gen_bytes(&s->stacks.older);
+
+	if (s->series)
+		n += hashtab_bytes(s->series);
+	if (s->series_older)
+		n += hashtab_bytes(s->series_older);
+	return n;
+}
+
+/* 1 with *ret_id: in g. 0: not in g. -1: another content has this hash. */
+static int intern_gen_find(const struct intern_gen *g, uint64_t hash, const char *p, size_t n,
+			   int64_t *ret_id)
+{
+	const struct intern_entry *e = g->map ? hashtab_get(g->map, &hash) : NULL;
+
 	if (!e)
 		return 0;
-	if (e->len != n || (n && memcmp(c->arena + e->off, p, n)))
+	if (e->len != n || (n && memcmp(g->arena + e->off, p, n)))
 		return -1;
 	*ret_id = e->id;
 	return 1;
@@ -129,43 +160,64 @@ static int intern_find(const struct intern *c, uint64_t hash, const char *p, siz
 /* Best effort: on ENOMEM the content is simply not cached. */
 static void intern_add(struct intern *c, uint64_t hash, const char *p, size_t n, int64_t id)
 {
+	struct intern_gen *g = &c->newer;
 	struct intern_entry *e;
 	bool created;
 
-	if (n > INTERN_MAX_BYTES)
+	if (n > c->gen_bytes)
 		return;
-	if (!c->map || hashtab_count(c->map) >= INTERN_MAX_ENTRIES ||
-	    c->used + n > INTERN_MAX_BYTES)
-		intern_reset(c);
-	if (!c->map)
-		return;
-	if (c->used + n > c->cap) {
-		size_t cap = c->cap ? c->cap : 65536;
+	if (!g->map || hashtab_count(g->map) >= c->gen_entries || g->used + n > c->gen_bytes) {
+		struct hashtab *map;
+
+		if (hashtab_new(sizeof(uint64_t), sizeof(struct intern_entry), &map) < 0)
+			return;
+		intern_gen_free(&c->older);
+		c->older = *g;
+		*g = (struct intern_gen){ .map = map };
+	}
+	if (g->used + n > g->cap) {
+		size_t cap = g->cap ? g->cap : 65536;
 		char *arena;
 
-		while (cap < c->used + n)
+		while (cap < g->used + n)
 			cap *= 2;
-		arena = realloc(c->arena, cap);
+		if (cap > c->gen_bytes)
+			cap = c->gen_bytes;
+		arena = realloc(g->arena, cap);
 		if (!arena)
 			return;
-		c->arena = arena;
-		c->cap = cap;
+		g->arena = arena;
+		g->cap = cap;
 	}
-	e = hashtab_put(c->map, &hash, &created);
+	e = hashtab_put(g->map, &hash, &created);
 	if (!e || !created)
 		return;
 	if (n)
-		memcpy(c->arena + c->used, p, n);
+		memcpy(g->arena + g->used, p, n);
 	e->id = id;
-	e->off = c->used;
+	e->off = g->used;
 	e->len = n;
-	c->used += n;
+	g->used += n;
+}
+
+/* 1 with *ret_id: cached. 0: not cached. -1: another content has this hash;
+ * such content is looked up in SQL every time and never cached. */
+static int intern_find(struct intern *c, uint64_t hash, const char *p, size_t n, int64_t *ret_id)
+{
+	int r = intern_gen_find(&c->newer, hash, p, n, ret_id);
+
+	if (r)
+		return r;
+	r = intern_gen_find(&c->older, hash, p, n, ret_id);
+	if (r > 0)
+		intern_add(c, hash, p, n, *ret_id); /* may free the older: p is the caller's */
+	return r;
 }
 
 void store__forget(struct store *s)
 {
-	intern_reset(&s->strings);
-	intern_reset(&s->stacks);
+	intern_reset(&s->strings, STRINGS_GENERATION_ENTRIES, STRINGS_GENERATION_BYTES);
+	intern_reset(&s->stacks, STACKS_GENERATION_ENTRIES, STACKS_GENERATION_BYTES);
 	hashtab_free(s->series);
 	hashtab_free(s->series_older);
 	s->series_older = NULL;

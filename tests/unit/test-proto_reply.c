@@ -110,6 +110,10 @@ static void test_reply_status(void)
 			   "database or disk is full" },
 		.cpu_pct = 1.5,
 		.rss_bytes = 12345678,
+		.heap_in_use_bytes = 9000001,
+		.heap_free_bytes = 9000002,
+		.store_cache_bytes = 9000003,
+		.symbol_cache_bytes = 9000004,
 		.slots_active = 3,
 		.slots_max = 64,
 		.captures_running = 2,
@@ -170,6 +174,8 @@ static void test_reply_status(void)
 		      p->store.disk_full &&
 		      !strcmp(p->store.last_error, "database or disk is full"));
 		CHECK(p->cpu_pct == 1.5 && p->rss_bytes == 12345678);
+		CHECK(p->heap_in_use_bytes == 9000001 && p->heap_free_bytes == 9000002 &&
+		      p->store_cache_bytes == 9000003 && p->symbol_cache_bytes == 9000004);
 		CHECK(p->n_kinds == 3);
 		if (p->n_kinds == 3) {
 			CHECK_STR(p->kinds[0].name, "offcpu");

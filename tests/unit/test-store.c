@@ -81,7 +81,7 @@ struct got_row {
 
 struct got {
 	struct got_row *v;
-	size_t n;
+	size_t n, cap;
 	size_t stop_after; /* 0: never */
 };
 
@@ -90,7 +90,11 @@ static int collect(void *arg, const struct store_sample *sample)
 	struct got *g = arg;
 	struct got_row *r;
 
-	g->v = realloc(g->v, (g->n + 1) * sizeof(*g->v));
+	if (g->n == g->cap) {
+		g->cap = g->cap ? 2 * g->cap : 64;
+		g->v = realloc(g->v, g->cap * sizeof(*g->v));
+		CHECK(g->v);
+	}
 	r = &g->v[g->n++];
 	r->s = *sample;
 	r->comm = strdup(sample->comm);
@@ -494,6 +498,53 @@ static void test_interning(struct gen *gen)
 
 		CHECK(r && r->s.sum_ns == 2 * in->sum_ns && r->s.count == 2 * in->count);
 	}
+	got_free(&g);
+	store_close(s);
+}
+
+/* The writer's caches stay bounded however many distinct stacks come (process
+ * churn), and a stack that recurs keeps its row through the generations. */
+static void test_cache_bound(struct gen *gen)
+{
+	const char *path = db_path("cache.db");
+	const size_t windows = 60, fresh = 1900, recurring = 100;
+	size_t most = 0;
+	struct got g = { 0 };
+	struct store *s;
+
+	CHECK(store_open(path, NULL, &s, err, sizeof(err)) == 0);
+	for (size_t w = 0; w < windows; w++) {
+		struct store_window win;
+
+		gen_fill(gen, recurring, 1000000); /* the same stacks every window */
+		for (size_t i = 0; i < fresh; i++) {
+			uint32_t id = (uint32_t)(w * fresh + i);
+
+			make_stack(gen->u[recurring + i], id, "user");
+			make_stack(gen->k[recurring + i], id % 50, "kern");
+			gen->v[recurring + i] = gen->v[i % recurring];
+			gen->v[recurring + i].ustack = gen->u[recurring + i];
+			gen->v[recurring + i].kstack = gen->k[recurring + i];
+		}
+		CHECK(add(s, 1000 * (int64_t)(w + 1), 1000 * (int64_t)(w + 2), 0, gen->v,
+			  recurring + fresh, &win) == 0);
+		if (store_cache_bytes(s) > most)
+			most = store_cache_bytes(s);
+	}
+	/* Some 57 MiB of distinct stack text went through (caches that only
+	 * dropped at 64 MiB took 74); two generations of each cache take at
+	 * most 38 MiB. */
+	CHECK_MSG(most <= (size_t)38 << 20, "the caches took %zu bytes", most);
+	CHECK(query_range(s, 0, 1000 * (int64_t)(windows + 2), &g, NULL) == 0);
+	gen_fill(gen, recurring, 1000000);
+	for (size_t i = 0; i < recurring; i++) {
+		const struct store_sample *in = &gen->v[i];
+		const struct got_row *r =
+			got_find(&g, in->pid, in->comm, in->state, in->ustack, in->kstack);
+
+		CHECK(r && r->s.sum_ns == windows * in->sum_ns && r->s.count == windows * in->count);
+	}
+	CHECK(pragma(s, "SELECT count(*) FROM stacks") >= (int64_t)(windows * fresh));
 	got_free(&g);
 	store_close(s);
 }
@@ -2059,6 +2110,7 @@ int main(void)
 	test_filters();
 	test_range();
 	test_interning(gen);
+	test_cache_bound(gen);
 	test_age();
 	test_push_outbox();
 	test_size(gen);

@@ -387,9 +387,13 @@ static void test_user(void)
 	CHECK(fn_read && fn_sleep && fn_poll && fn_nanosleep);
 
 	CHECK(symbolizer_new(dir, "/usr/lib/debug", &s) == 0);
+	CHECK(symbolizer_cache_bytes(s) == 0);
 
 	/* (a) this executable: .symtab, global and local functions, PIE */
 	CHECK_USER(s, TGID, target, 0, "symbolizer_test_target");
+	/* its symbol table, the name, and the DWARF read for it (this test is
+	 * built with -g: its debug sections alone are tens of KiB) */
+	CHECK_MSG(symbolizer_cache_bytes(s) > 16384, "%zu", symbolizer_cache_bytes(s));
 	CHECK_USER(s, TGID, target + 3, 0, "symbolizer_test_target");
 	CHECK_USER(s, TGID, (uintptr_t)test_local_function + 1, 0, "test_local_function");
 	CHECK_USER(s, TGID, (uintptr_t)main, 0, "main");
