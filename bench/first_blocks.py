@@ -30,7 +30,6 @@ Usage: sudo bench/first_blocks.py [--build DIR] [--processes N] [--threads N]
            [--naps N] [--stacks sampled,exact] [--busy] [--examples N] [--json]
 """
 import argparse
-import contextlib
 import json
 import os
 import subprocess
@@ -41,6 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import bench_env  # noqa: E402 (after the path is set)
+import offcpu_env  # noqa: E402 (bench_env puts the tests' helpers on the path)
 
 COUNTERS = ("ustack_fp_fallback", "ustack_truncated", "ustack_table_walks", "unwind_from_vmas")
 ROOTS = ("start_thread", "__libc_start_main", "__libc_start_call_main", "_start")
@@ -62,19 +62,6 @@ def run_processes(build, args):
                              capture_output=True, text=True, check=True).stdout
         pids.append(json.loads(out.strip().splitlines()[-1])["pid"])
     return pids
-
-
-@contextlib.contextmanager
-def busy_loops(on):
-    """A busy loop on each CPU while the block runs, if on."""
-    hogs = [subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"])
-            for cpu in (sorted(os.sched_getaffinity(0)) if on else [])]
-    try:
-        yield
-    finally:
-        for h in hogs:
-            h.kill()
-            h.wait()
 
 
 def shares(samples, broken):
@@ -101,7 +88,7 @@ def measure(build, args, mode):
         st = daemon.status()
         before, unwind_before = st["counters"], st["unwind"]
         begin = time.time()
-        with busy_loops(args.busy):
+        with offcpu_env.cpu_hogs(args.busy):
             pids = run_processes(build, args)
         end = time.time()
         time.sleep(3)  # a drain or two, into a window

@@ -33,6 +33,7 @@
 #include "hashtab.h"
 #include "kallsyms.h"
 #include "perfmap.h"
+#include "pid_ns.h"
 #include "proc_files.h"
 #include "proc_maps.h"
 #include "text_lines.h"
@@ -1022,33 +1023,13 @@ static int sym_elf_name_cached(struct symbolizer *s, struct sym_elf *e, const ch
 	return r;
 }
 
-/* The process's pid in its own pid namespace (the last "NSpid:" field of
- * its status), which names its perf map; tgid if that cannot be read. */
+/* The process's pid in its own pid namespace, which names its perf map;
+ * tgid if that cannot be read. */
 static uint32_t sym_proc_ns_pid(struct symbolizer *s, uint32_t tgid)
 {
-	char path[PATH_MAX], line[256];
-	uint32_t pid = tgid;
-	FILE *f;
+	uint32_t pid;
 
-	if (snprintf(path, sizeof(path), "%s/%" PRIu32 "/status", s->proc_root, tgid) >=
-	    (int)sizeof(path))
-		return tgid;
-	f = fopen(path, "re");
-	if (!f)
-		return tgid;
-	while (fgets(line, sizeof(line), f)) {
-		char *last;
-
-		if (strncmp(line, "NSpid:", 6))
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		last = strrchr(line, '\t');
-		if (last && strtoul(last + 1, NULL, 10) > 0)
-			pid = strtoul(last + 1, NULL, 10);
-		break;
-	}
-	fclose(f);
-	return pid;
+	return pid_ns_innermost(s->proc_root, tgid, &pid) == 0 && pid ? pid : tgid;
 }
 
 /* A JIT's name for addr, from the process's /tmp/perf-PID.map (read

@@ -5,6 +5,7 @@ Everything here runs the real programs; nothing is mocked. The tests need
 root (BPF) and the build directory in OFFCPU_BUILD_DIR.
 """
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -30,6 +31,20 @@ REQUEST_LIB = os.path.join(BUILD, "tests", "librequest_workload.so")
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 NODE_MODULES = os.environ.get("OFFCPU_NODE_MODULES",
                               os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_modules"))
+
+
+@contextlib.contextmanager
+def cpu_hogs(on=True):
+    """A busy loop on each CPU while the block runs (if on): the host a new
+    process's first blocks meet under load."""
+    hogs = [subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"])
+            for cpu in (sorted(os.sched_getaffinity(0)) if on else [])]
+    try:
+        yield
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
 
 
 def fd_ids(pid, key):

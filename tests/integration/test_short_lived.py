@@ -23,7 +23,6 @@ space reads their maps are named from that list. A list that covers all of
 a process's executable files is taken by user space as it is, without
 reading the process's maps (status unwind.adopted).
 """
-import contextlib
 import json
 import os
 import shutil
@@ -32,7 +31,7 @@ import subprocess
 import time
 import unittest
 
-from offcpu_env import BUILD, Daemon, fd_ids
+from offcpu_env import BUILD, Daemon, cpu_hogs, fd_ids
 from test_windows import continuous, export_json, windows
 
 SHORT_WORKLOAD = os.path.join(BUILD, "tests", "short_workload")
@@ -141,20 +140,6 @@ def naps_seen(samples, tid):
         elif other is None:
             other = s["ustack"][:12]
     return named, total, other
-
-
-@contextlib.contextmanager
-def cpu_hogs():
-    """A busy loop on each CPU for the block's time: the host a new
-    process's first blocks meet under load."""
-    hogs = [subprocess.Popen(["taskset", "-c", str(cpu), "sh", "-c", "while :; do :; done"])
-            for cpu in sorted(os.sched_getaffinity(0))]
-    try:
-        yield
-    finally:
-        for h in hogs:
-            h.kill()
-            h.wait()
 
 
 class ShortLivedTest(unittest.TestCase):
