@@ -360,12 +360,18 @@ int cmd_status(int argc, char **argv)
 			       st->maps[i].entries, st->maps[i].max_entries, st->maps[i].fill_pct);
 		printf("\noffcpud: %.1f%% of a CPU, %.1f MiB resident", st->cpu_pct,
 		       st->rss_bytes / 1048576.0);
-		if (st->heap_in_use_bytes)
-			printf(" (heap %.1f MiB in use, %.1f free; caches: store %.1f, symbols %.1f, "
-			       "unwind tables %.1f MiB)",
-			       st->heap_in_use_bytes / 1048576.0, st->heap_free_bytes / 1048576.0,
+		/* All 0: a daemon from before these figures. The heap alone 0:
+		 * its allocator cannot say (a sanitizer's). */
+		if (st->heap_in_use_bytes || st->store_cache_bytes || st->symbol_cache_bytes) {
+			printf(" (");
+			if (st->heap_in_use_bytes)
+				printf("heap %.1f MiB in use, %.1f free; ",
+				       st->heap_in_use_bytes / 1048576.0,
+				       st->heap_free_bytes / 1048576.0);
+			printf("caches: store %.1f, symbols %.1f, unwind tables %.1f MiB)",
 			       st->store_cache_bytes / 1048576.0, st->symbol_cache_bytes / 1048576.0,
 			       st->unwind.table_bytes / 1048576.0);
+		}
 		printf("\n");
 		printf("store: %s, %.1f MiB, %" PRIu64 " windows (%" PRIu64 " written, %" PRIu64
 		       " failed since start)%s%s\n",
