@@ -102,7 +102,6 @@ struct sym_elf {
 	struct hashtab *frames; /* vaddr -> struct sym_frames: names made so far */
 	size_t names_bytes;	/* frames' table and names */
 	size_t dwarf_bytes;	/* debuginfo_bytes(dbg) when last counted */
-	size_t bytes;		/* syms, names_bytes and dwarf_bytes, as in cache_bytes */
 };
 
 struct sym_frames {
@@ -174,10 +173,10 @@ struct symbolizer {
 	struct sym_elf *elfs; /* SYM_ELFS_MAX slots */
 	uint64_t elf_clock;
 	uint64_t elf_serial;
-	size_t names_bytes; /* of every slot */
-	size_t dwarf_bytes; /* of every slot */
-	/* The symbol tables, names and DWARF readers the caches hold: read
-	 * from other threads, an atomic. */
+	size_t tables_bytes; /* the kernel's symbol table and every slot's */
+	size_t names_bytes;  /* of every slot */
+	size_t dwarf_bytes;  /* of every slot */
+	/* The sum of the three, for other threads to read: an atomic. */
 	size_t cache_bytes;
 };
 
@@ -343,6 +342,13 @@ static size_t sym_table_bytes(const struct sym_table *t)
 	return t->cap_funcs * sizeof(*t->funcs) + t->names_cap;
 }
 
+/* Makes the caches' bytes, after a change, what other threads read. */
+static void sym_cache_publish(struct symbolizer *s)
+{
+	__atomic_store_n(&s->cache_bytes, s->tables_bytes + s->names_bytes + s->dwarf_bytes,
+			 __ATOMIC_RELAXED);
+}
+
 static int sym_kernel_load(struct symbolizer *s)
 {
 	char path[PATH_MAX];
@@ -356,7 +362,8 @@ static int sym_kernel_load(struct symbolizer *s)
 		return r;
 	}
 	sym_table_finish(&s->kernel);
-	__atomic_add_fetch(&s->cache_bytes, sym_table_bytes(&s->kernel), __ATOMIC_RELAXED);
+	s->tables_bytes += sym_table_bytes(&s->kernel);
+	sym_cache_publish(s);
 	return 0;
 }
 
@@ -396,22 +403,22 @@ static void sym_elf_clear(struct sym_elf *e)
 	memset(e, 0, sizeof(*e));
 }
 
-/* Brings e's part of s->cache_bytes up to date after a change. */
-static void sym_elf_account(struct symbolizer *s, struct sym_elf *e)
-{
-	size_t bytes = sym_table_bytes(&e->syms) + e->names_bytes + e->dwarf_bytes;
-
-	__atomic_add_fetch(&s->cache_bytes, bytes - e->bytes, __ATOMIC_RELAXED);
-	e->bytes = bytes;
-}
-
 /* Empties slot e (of s), its bytes uncounted. */
 static void sym_elf_drop(struct symbolizer *s, struct sym_elf *e)
 {
+	s->tables_bytes -= sym_table_bytes(&e->syms);
 	s->names_bytes -= e->names_bytes;
 	s->dwarf_bytes -= e->dwarf_bytes;
-	__atomic_sub_fetch(&s->cache_bytes, e->bytes, __ATOMIC_RELAXED);
 	sym_elf_clear(e);
+	sym_cache_publish(s);
+}
+
+/* Counts bytes more of e's named addresses. */
+static void sym_names_add(struct symbolizer *s, struct sym_elf *e, size_t bytes)
+{
+	e->names_bytes += bytes;
+	s->names_bytes += bytes;
+	sym_cache_publish(s);
 }
 
 /* Drops e's named addresses (they are made again on use). */
@@ -420,7 +427,7 @@ static void sym_elf_forget_names(struct symbolizer *s, struct sym_elf *e)
 	sym_elf_frames_free(e);
 	s->names_bytes -= e->names_bytes;
 	e->names_bytes = 0;
-	sym_elf_account(s, e);
+	sym_cache_publish(s);
 }
 
 /* Keeps the named addresses of all slots under SYM_NAMED_MAX_BYTES: the
@@ -449,7 +456,7 @@ static void sym_dwarf_bound(struct symbolizer *s, struct sym_elf *e)
 
 	s->dwarf_bytes += bytes - e->dwarf_bytes;
 	e->dwarf_bytes = bytes;
-	sym_elf_account(s, e);
+	sym_cache_publish(s);
 	while (s->dwarf_bytes > SYM_DWARF_MAX_BYTES) {
 		struct sym_elf *oldest = NULL;
 
@@ -690,7 +697,8 @@ static struct sym_elf *sym_elf_from_fd(struct symbolizer *s, int fd, const struc
 			e = NULL;
 			goto out;
 		}
-		sym_elf_account(s, e);
+		s->tables_bytes += sym_table_bytes(&e->syms);
+		sym_cache_publish(s);
 		/* Without DWARF the ELF symbols still name the frames. */
 		dbg_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		if (dbg_fd >= 0 && debuginfo_open(dbg_fd, path, s->debug_root, &e->dbg) < 0)
@@ -995,8 +1003,7 @@ static int sym_elf_name_cached(struct symbolizer *s, struct sym_elf *e, const ch
 	if (!e->frames) {
 		if (hashtab_new(sizeof(uint64_t), sizeof(struct sym_frames), &e->frames) < 0)
 			return sym_elf_name(e, path, vaddr, buf, size);
-		e->names_bytes += hashtab_bytes(e->frames);
-		s->names_bytes += hashtab_bytes(e->frames);
+		sym_names_add(s, e, hashtab_bytes(e->frames));
 	}
 	slot = hashtab_get(e->frames, &vaddr);
 	if (slot && slot->names) {
@@ -1015,9 +1022,7 @@ static int sym_elf_name_cached(struct symbolizer *s, struct sym_elf *e, const ch
 		slot->r = r;
 		if (slot->names)
 			added += strlen(frames) + 1;
-		e->names_bytes += added;
-		s->names_bytes += added;
-		sym_elf_account(s, e);
+		sym_names_add(s, e, added);
 		sym_names_bound(s);
 	}
 	return r;

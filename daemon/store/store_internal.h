@@ -67,7 +67,7 @@ struct intern_entry {
 
 /* One generation of an intern cache: its contents side by side in arena. */
 struct intern_gen {
-	struct hashtab *map; /* hash -> struct intern_entry; NULL: off after ENOMEM */
+	struct hashtab *map; /* hash -> struct intern_entry; NULL: none yet */
 	char *arena;
 	size_t used;
 	size_t cap;

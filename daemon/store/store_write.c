@@ -109,15 +109,14 @@ static void intern_gen_free(struct intern_gen *g)
 	*g = (struct intern_gen){ 0 };
 }
 
-/* Empties c, its limits set to a generation of gen_entries and gen_bytes. */
+/* Empties c, its limits set to a generation of gen_entries and gen_bytes
+ * (intern_add() makes the newer generation's table on first use). */
 static void intern_reset(struct intern *c, size_t gen_entries, size_t gen_bytes)
 {
 	intern_gen_free(&c->newer);
 	intern_gen_free(&c->older);
 	c->gen_entries = gen_entries;
 	c->gen_bytes = gen_bytes;
-	if (hashtab_new(sizeof(uint64_t), sizeof(struct intern_entry), &c->newer.map) < 0)
-		c->newer.map = NULL;
 }
 
 void store__intern_free(struct intern *c)
