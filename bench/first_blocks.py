@@ -26,9 +26,20 @@ not whole that hold the most time (--examples).
 whose CPUs are taken, where the daemon's reading of a new binary's tables
 competes with the load for a CPU.
 
-Usage: sudo bench/first_blocks.py [--build DIR] [--processes N] [--threads N]
-           [--naps N] [--stacks sampled,exact] [--busy] [--examples N] [--json]
+--beside-large starts, just before the first process, compilers whose
+tables are large and new to the daemon (clang with libLLVM and
+libclang-cpp, gcc's cc1, cc1plus and f951: about a second of table builds
+on an idle CPU), each waiting on its standard input until the end: the
+first process of a new binary then competes with those builds.
+
+--daemon runs another build's offcpud (an A/B of the daemon alone: the
+workload and offcpuctl stay the build's).
+
+Usage: sudo bench/first_blocks.py [--build DIR] [--daemon OFFCPUD] [--processes N]
+           [--threads N] [--naps N] [--stacks sampled,exact] [--busy]
+           [--beside-large] [--examples N] [--json]
 """
+import contextlib
 import argparse
 import json
 import os
@@ -51,6 +62,33 @@ def whole(ustack):
     that stopped short, [unknown...] a frame that could not be named."""
     return (bool(ustack) and any(f in ROOTS for f in ustack[:3]) and
             not any(f == "[truncated]" or f.startswith("[unknown") or "+0x" in f for f in ustack))
+
+
+LARGE_PROGRAMS = (
+    ["/usr/bin/clang-14", "-x", "c", "-fsyntax-only", "-"],
+    ["/usr/lib/gcc/x86_64-linux-gnu/12/cc1", "-quiet"],
+    ["/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus", "-quiet"],
+    ["/usr/lib/gcc/x86_64-linux-gnu/12/f951", "-quiet"],
+)
+
+
+@contextlib.contextmanager
+def large_programs(on):
+    """LARGE_PROGRAMS (those installed) started, each blocked reading its
+    standard input, until the block ends; nothing if not on."""
+    procs = []
+    try:
+        for argv in LARGE_PROGRAMS if on else ():
+            if os.path.exists(argv[0]):
+                procs.append(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL))
+        if on and not procs:
+            raise RuntimeError("--beside-large: none of " + ", ".join(a[0] for a in LARGE_PROGRAMS))
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def run_processes(build, args):
@@ -83,12 +121,12 @@ def shares(samples, broken):
 
 
 def measure(build, args, mode):
-    daemon = bench_env.daemon(f"continuous_stacks = {mode}\n")
+    daemon = bench_env.daemon(f"continuous_stacks = {mode}\n", args.daemon)
     try:
         st = daemon.status()
         before, unwind_before = st["counters"], st["unwind"]
         begin = time.time()
-        with offcpu_env.cpu_hogs(args.busy):
+        with offcpu_env.cpu_hogs(args.busy), large_programs(args.beside_large):
             pids = run_processes(build, args)
         end = time.time()
         time.sleep(3)  # a drain or two, into a window
@@ -124,6 +162,7 @@ def measure(build, args, mode):
                                  "wait_ms_max": round(unwind.get("loader_wait_ns_max", 0) / 1e6, 2),
                                  "read_ms_mean": round(took / reads / 1e6, 2) if reads else None,
                                  "read_ms_max": round(unwind.get("loader_read_ns_max", 0) / 1e6, 2)},
+                "background_builds": unwind.get("background_builds", 0),
                 "not_whole": [{"comm": c, "ustack": u, "ns": ns} for (c, u), ns in worst],
                 **{k: {"whole_time": round(v[0] / v[1], 4) if v[1] else None,
                        "whole_blocks": round(v[2] / v[3], 4) if v[3] else None,
@@ -139,7 +178,10 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--naps", type=int, default=50)
     ap.add_argument("--stacks", default="sampled,exact")
+    ap.add_argument("--daemon", help="the offcpud to run (default: the build's), e.g. an older one to compare")
     ap.add_argument("--busy", action="store_true", help="a busy loop on each CPU meanwhile")
+    ap.add_argument("--beside-large", action="store_true",
+                    help="compilers with large tables new to the daemon started beside the first process")
     ap.add_argument("--examples", type=int, default=3,
                     help="the later processes' stacks that are not whole to show, most time first")
     ap.add_argument("--json", action="store_true")
@@ -149,7 +191,7 @@ def main():
         ap.error("--processes wants at least 2; --stacks wants sampled and/or exact")
     bench_env.set_build(args.build)
     report = {"processes": args.processes, "threads": args.threads, "naps": args.naps,
-              "busy": args.busy, "modes": {}}
+              "busy": args.busy, "beside_large": args.beside_large, "daemon": args.daemon, "modes": {}}
     with bench_env.cleanup():
         for mode in modes:
             report["modes"][mode] = measure(os.path.abspath(args.build), args, mode)
@@ -158,7 +200,9 @@ def main():
         return
     print(f"{args.processes} fresh processes of short_workload (no frame pointers), {args.threads} "
           f"threads x {args.naps} naps of 1 ms each, one after another"
-          f"{', a busy loop on each CPU' if args.busy else ''}")
+          f"{', a busy loop on each CPU' if args.busy else ''}"
+          f"{', large compilers started beside the first' if args.beside_large else ''}"
+          f"{f', offcpud {args.daemon}' if args.daemon else ''}")
     print(f"{'mode':8} {'processes':9} {'blocks':>7} {'whole time':>10} {'whole blocks':>12}")
     for mode, r in report["modes"].items():
         for which in ("first", "later"):
@@ -171,7 +215,8 @@ def main():
         if lr["reads"]:
             print(f"{'':8} reads the loader asked for: {lr['reads']}, waited {lr['wait_ms_mean']} ms "
                   f"on average (at most {lr['wait_ms_max']}), took {lr['read_ms_mean']} ms "
-                  f"(at most {lr['read_ms_max']})")
+                  f"(at most {lr['read_ms_max']})"
+                  + (f"; {r['background_builds']} large tables built apart" if r["background_builds"] else ""))
         for x in r["not_whole"]:
             print(f"{'':8} not whole, {x['ns'] / 1e6:.1f} ms: {x['comm']};{x['ustack'][:160]}")
 

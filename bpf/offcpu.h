@@ -240,6 +240,11 @@ struct offcpu_unwind_mapping {
  * vDSO, walks with no tables) keep the process's address.
  */
 #define OFFCPU_FRAME_FILE	(1ull << 63)
+/* No user address is at or above this (x86-64 with 5-level paging
+ * included): a return address a walk finds there is stack garbage (a
+ * frame-pointer walk through code that keeps data in rbp), which must not
+ * be taken for a file or CPython frame. Walks stop before one. */
+#define OFFCPU_USER_PC_END	(1ull << 56)
 #define OFFCPU_FRAME_FILE_SHIFT 40
 #define OFFCPU_FRAME_VADDR_MASK ((1ull << OFFCPU_FRAME_FILE_SHIFT) - 1)
 #define OFFCPU_FRAME_FILE_IDS	(1u << 23) /* ids are 1 to OFFCPU_FRAME_FILE_IDS - 1 */

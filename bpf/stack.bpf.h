@@ -287,6 +287,8 @@ static __always_inline long unwind_step_in(__u32 i, struct user_walk *s, bool re
 		st->flags |= OFFCPU_STACK_COMPLETE; /* a thread's first frame has none */
 		return 1;
 	}
+	if (ra >= OFFCPU_USER_PC_END)
+		return 1;
 	s->ip = ra;
 	s->sp = cfa;
 	s->bp = bp;

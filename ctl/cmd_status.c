@@ -86,6 +86,10 @@ static void unwind_summary(const struct proto_status *st)
 		       u->loader_reads, u->loader_wait_ns_total / 1e6 / u->loader_reads,
 		       u->loader_wait_ns_max / 1e6, u->loader_read_ns_total / 1e6 / u->loader_reads,
 		       u->loader_read_ns_max / 1e6, u->unwinder_nice);
+	if (u->background_builds)
+		printf("; %" PRIu64 " large tables built apart, off those reads (the longest wait "
+		       "there %.1f ms)",
+		       u->background_builds, u->background_wait_ns_max / 1e6);
 	printf("\n");
 	python_status(st, u);
 	printf("user frames: by file and address for %" PRIu64 " files; names kept for %" PRIu64

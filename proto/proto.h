@@ -379,6 +379,9 @@ struct proto_unwind_status {
 	uint64_t loader_wait_ns_total, loader_wait_ns_max;
 	uint64_t loader_read_ns_total, loader_read_ns_max;
 	int64_t unwinder_nice; /* the niceness of the thread that reads them */
+	/* Large tables built by a thread of their own, off those reads; the
+	 * longest wait there behind others. Absent (0) from older daemons. */
+	uint64_t background_builds, background_wait_ns_max;
 	/* CPython's frames (python_frames): on; CPython processes walked;
 	 * CPython processes the walk does not know, seen since start, and the
 	 * last one's version and why ("3.9: unknown version"). Absent (false,

@@ -272,6 +272,8 @@ static bool proto__add_unwind(cJSON *body, const struct proto_status *s)
 	       proto__add_u64(unwind, "loader_read_ns_total", s->unwind.loader_read_ns_total) &&
 	       proto__add_u64(unwind, "loader_read_ns_max", s->unwind.loader_read_ns_max) &&
 	       proto__add_i64(unwind, "unwinder_nice", s->unwind.unwinder_nice) &&
+	       proto__add_u64(unwind, "background_builds", s->unwind.background_builds) &&
+	       proto__add_u64(unwind, "background_wait_ns_max", s->unwind.background_wait_ns_max) &&
 	       proto__add_bool(unwind, "python_frames", s->unwind.python_frames) &&
 	       proto__add_u64(unwind, "python_processes", s->unwind.python_processes) &&
 	       proto__add_u64(unwind, "python_unsupported", s->unwind.python_unsupported) &&

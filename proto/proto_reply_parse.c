@@ -368,6 +368,10 @@ static int proto__reply_unwind(struct proto_status *s, const cJSON *o)
 	     proto__reply_u64(item, "loader_read_ns_max", &s->unwind.loader_read_ns_max) < 0 ||
 	     proto__reply_i64(item, "unwinder_nice", &s->unwind.unwinder_nice) < 0))
 		return -EINVAL;
+	if (item && cJSON_GetObjectItemCaseSensitive(item, "background_builds") &&
+	    (proto__reply_u64(item, "background_builds", &s->unwind.background_builds) < 0 ||
+	     proto__reply_u64(item, "background_wait_ns_max", &s->unwind.background_wait_ns_max) < 0))
+		return -EINVAL;
 	if (item && cJSON_GetObjectItemCaseSensitive(item, "python_frames") &&
 	    (proto__reply_bool(item, "python_frames", &s->unwind.python_frames) < 0 ||
 	     proto__reply_u64(item, "python_processes", &s->unwind.python_processes) < 0 ||

@@ -44,6 +44,13 @@
 /* A file whose table found no room is not built again for this long: each
  * build costs the CFI parse (cc1's: 0.3 s) and would find no room again. */
 #define NO_ROOM_RETRY_NS  (60 * 1000 * 1000 * 1000ull)
+/* A file with more functions than this (its .eh_frame_hdr's count) has its
+ * table built by the builder thread, not by the thread that reads new
+ * processes: libLLVM's 95,000 take 150 ms, cc1's 45,000 200 ms, and every
+ * new process waited behind them. Below it a build takes 1.5-4.5 us a
+ * function (bench/unwind_tables): python3.11's 10,000, whose first
+ * process's Python frames need its layout at once, 15 ms. */
+#define INLINE_BUILD_FDES_MAX 16384
 
 struct elf_load {
 	uint64_t offset, vaddr, filesz;
@@ -70,6 +77,8 @@ struct table {
 	uint32_t first_row, n_rows; /* n_rows 0: no table (none built, or no room) */
 	uint32_t file_id;	    /* its frames' file (file_ids.h); 0: none */
 	uint32_t refs;		    /* processes whose published mappings use it */
+	uint64_t fdes;		    /* functions in .eh_frame_hdr: what a build costs; 0 if none */
+	bool building;		    /* queued to the builder thread: no rows yet, not evictable */
 	bool no_room;		    /* rows were full: built again when asked for after retry_ns */
 	uint64_t retry_ns;
 	uint64_t last_used;
@@ -98,6 +107,14 @@ struct proc {
 	bool python; /* published in python_procs */
 	uint32_t n_tables;
 	uint32_t tables[OFFCPU_UNWIND_MAPPINGS]; /* indexes into u->tables, with a ref each */
+};
+
+/* A large table to build off the reader thread (INLINE_BUILD_FDES_MAX). */
+struct build_job {
+	uint32_t table; /* index into u->tables; building, so it stays */
+	int fd;		/* the file, owned by the job */
+	struct stat st;
+	uint64_t queued_ns;
 };
 
 struct pending {
@@ -132,6 +149,13 @@ struct unwinder {
 	uint64_t clock;
 	uint64_t last_sweep_ns;
 	bool built; /* a table was built since the last malloc_trim() */
+	/* Large tables, built by the builder thread smallest first; built
+	 * tables' processes are read again by it, then `built_cond` told. */
+	struct build_job *jobs;
+	size_t n_jobs, cap_jobs;
+	pthread_t builder;
+	bool builder_started;
+	pthread_cond_t jobs_cond, built_cond;
 
 	pthread_mutex_t stats_lock; /* stats only: status must not wait for a build */
 	struct unwinder_stats stats;
@@ -156,9 +180,15 @@ static bool read_identity(int fd, const struct stat *st, struct table *t)
 	for (size_t i = 0; i < phnum && t->n_loads < LOADS_MAX; i++) {
 		GElf_Phdr ph;
 
-		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD)
+		if (!gelf_getphdr(elf, i, &ph))
+			continue;
+		if (ph.p_type == PT_LOAD)
 			t->loads[t->n_loads++] =
 				(struct elf_load){ ph.p_offset, ph.p_vaddr, ph.p_filesz };
+		/* A 12-byte header, then 8 bytes per function (the usual
+		 * encoding; the estimate decides where and when it is built). */
+		else if (ph.p_type == PT_GNU_EH_FRAME && ph.p_filesz > 12)
+			t->fdes = (ph.p_filesz - 12) / 8;
 	}
 	elf_end(elf);
 	return true;
@@ -314,7 +344,7 @@ static bool evict_one(struct unwinder *u, const struct table *keep)
 	for (size_t i = 0; i < u->n_tables; i++) {
 		struct table *t = &u->tables[i];
 
-		if (t != keep && t->live && !t->refs &&
+		if (t != keep && t->live && !t->refs && !t->building &&
 		    (!victim || t->last_used < victim->last_used))
 			victim = t;
 	}
@@ -364,37 +394,77 @@ static void stats_add_build(struct unwinder *u, const char *path, uint64_t ns, i
 	pthread_mutex_unlock(&u->stats_lock);
 }
 
-/* Builds the table of fd into the rows array. */
-static int load_rows(struct unwinder *u, int fd, struct table *t, const char *path)
+/* Puts built, fd's table as unwind_table_build() returned it (err) after
+ * ns, into the rows array as t's, evicting unused tables if need be; a
+ * table that finds no room is not built again for a while. */
+static void place_rows(struct unwinder *u, struct table *t, const struct unwind_table *built,
+		       int err, uint64_t ns)
 {
-	struct unwind_table built;
-	uint64_t t0 = clock_monotonic_ns();
 	int64_t at;
-	int err;
 
-	err = unwind_table_build(fd, u->maps.rows_max, &built);
-	u->built = true;
 	if (!err) {
 		/* A table that would not fit even with every unused table
 		 * evicted evicts none: they would only be built again (under
 		 * churn, next to a file too large for the rows left, that
 		 * emptied the array of unused tables at each retry). */
-		if (built.n_rows > u->maps.rows_max - rows_in_use(u))
+		if (built->n_rows > u->maps.rows_max - rows_in_use(u))
 			at = -1;
 		else
-			while ((at = find_room(u, built.n_rows)) < 0 && evict_one(u, t))
+			while ((at = find_room(u, built->n_rows)) < 0 && evict_one(u, t))
 				;
 		if (at < 0) {
 			err = -ENOSPC;
 		} else {
-			memcpy(&u->rows[at], built.rows, built.n_rows * sizeof(*built.rows));
+			memcpy(&u->rows[at], built->rows, built->n_rows * sizeof(*built->rows));
 			t->first_row = (uint32_t)at;
-			t->n_rows = (uint32_t)built.n_rows;
+			t->n_rows = (uint32_t)built->n_rows;
 		}
 	}
-	stats_add_build(u, path, clock_monotonic_ns() - t0, err);
+	stats_add_build(u, t->path ? t->path : "", ns, err);
+	t->no_room = err == -ENOSPC;
+	t->retry_ns = clock_monotonic_ns() + NO_ROOM_RETRY_NS;
+}
+
+/* Builds the table of fd (and reads its CPython layout) into t, here. */
+static void build_now(struct unwinder *u, int fd, struct table *t)
+{
+	struct unwind_table built;
+	uint64_t t0 = clock_monotonic_ns();
+	int err;
+
+	if (u->maps.python_procs_fd >= 0)
+		cpython_layout_of_file(fd, t->path, &t->python); /* status NONE if it cannot tell */
+	err = unwind_table_build(fd, u->maps.rows_max, &built);
+	u->built = true;
+	place_rows(u, t, &built, err, clock_monotonic_ns() - t0);
 	unwind_table_free(&built);
-	return err;
+}
+
+/* Queues t's build (file fd, status st) for the builder thread; false if
+ * it cannot (no memory, no thread): then it is built here. */
+static bool build_later(struct unwinder *u, int fd, const struct stat *st, struct table *t)
+{
+	struct build_job job = { .table = (uint32_t)(t - u->tables), .st = *st };
+
+	if (!u->builder_started || t->fdes <= INLINE_BUILD_FDES_MAX)
+		return false;
+	if (u->n_jobs == u->cap_jobs) {
+		size_t cap = u->cap_jobs ? u->cap_jobs * 2 : 8;
+		void *p = reallocarray(u->jobs, cap, sizeof(*u->jobs));
+
+		if (!p)
+			return false;
+		u->jobs = p;
+		u->cap_jobs = cap;
+	}
+	job.fd = dup(fd);
+	if (job.fd < 0)
+		return false;
+	job.queued_ns = clock_monotonic_ns();
+	u->jobs[u->n_jobs++] = job;
+	t->building = true;
+	pthread_cond_signal(&u->jobs_cond);
+	return true;
 }
 
 /* Publishes t's rows for the file of st: t's own file, or another file
@@ -462,11 +532,10 @@ static ssize_t table_get(struct unwinder *u, int fd, const struct stat *st, uint
 	t->live = true;
 	t->path = strdup(path);
 	t->file_id = file_id_add(u, t, tgid, path);
-	if (u->maps.python_procs_fd >= 0)
-		cpython_layout_of_file(fd, path, &t->python); /* status NONE if it cannot tell */
-	/* On failure the file keeps a table of 0 rows (frame pointers). */
-	t->no_room = load_rows(u, fd, t, path) == -ENOSPC;
-	t->retry_ns = clock_monotonic_ns() + NO_ROOM_RETRY_NS;
+	/* On failure the file keeps a table of 0 rows (frame pointers); so
+	 * does a large one until the builder thread is done with it. */
+	if (!build_later(u, fd, st, t))
+		build_now(u, fd, t);
 found:
 	t = &u->tables[idx];
 	if (t->n_rows)
@@ -997,15 +1066,123 @@ static int on_request(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* Whether a table tgid's published mappings use is still being built. */
+static bool proc_waits_for_build(struct unwinder *u, uint32_t tgid)
+{
+	const struct proc *p = proc_find(u, tgid);
+
+	for (uint32_t i = 0; p && i < p->n_tables; i++)
+		if (u->tables[p->tables[i]].building)
+			return true;
+	return false;
+}
+
 int unwinder_prepare(struct unwinder *u, uint32_t tgid)
 {
 	int err;
 
 	pthread_mutex_lock(&u->lock);
 	err = prepare(u, tgid);
+	/* The builder thread reads it again once its large tables are built. */
+	while (!err && !atomic_load(&u->stop) && proc_waits_for_build(u, tgid))
+		pthread_cond_wait(&u->built_cond, &u->lock);
 	update_counts(u);
 	pthread_mutex_unlock(&u->lock);
 	return err;
+}
+
+/* Reads again the processes that use table idx, just built: their
+ * published mappings have no rows for it yet. */
+static void prepare_users(struct unwinder *u, uint32_t idx)
+{
+	uint32_t *tgids = calloc(u->n_procs + 1, sizeof(*tgids));
+	size_t n = 0;
+
+	if (!tgids)
+		return; /* they ask again when a walk leaves their mappings */
+	for (size_t i = 0; i < u->n_procs; i++)
+		for (uint32_t k = 0; k < u->procs[i].n_tables; k++)
+			if (u->procs[i].tables[k] == idx) {
+				tgids[n++] = u->procs[i].tgid;
+				break;
+			}
+	for (size_t i = 0; i < n; i++)
+		prepare(u, tgids[i]);
+	free(tgids);
+}
+
+/* The queued job with the fewest functions: a new program's table is not
+ * built after a larger one queued before it. */
+static struct build_job take_smallest_job(struct unwinder *u)
+{
+	size_t best = 0;
+	struct build_job job;
+
+	for (size_t i = 1; i < u->n_jobs; i++)
+		if (u->tables[u->jobs[i].table].fdes < u->tables[u->jobs[best].table].fdes)
+			best = i;
+	job = u->jobs[best];
+	u->jobs[best] = u->jobs[--u->n_jobs];
+	return job;
+}
+
+/*
+ * Builds large tables (INLINE_BUILD_FDES_MAX) so that the reader thread
+ * never waits for one. It runs at the daemon's niceness: a build is
+ * background work, the reads that new processes wait for are not. The
+ * build runs unlocked; only placing its rows takes the lock.
+ */
+static void *builder_thread(void *arg)
+{
+	struct unwinder *u = arg;
+
+	pthread_mutex_lock(&u->lock);
+	while (!atomic_load(&u->stop)) {
+		struct cpython_file python = { 0 };
+		struct unwind_table built;
+		struct build_job job;
+		struct table *t;
+		uint64_t t0;
+		char *path;
+		int err;
+
+		if (!u->n_jobs) {
+			pthread_cond_wait(&u->jobs_cond, &u->lock);
+			continue;
+		}
+		job = take_smallest_job(u);
+		path = strdup(u->tables[job.table].path ? u->tables[job.table].path : "");
+		pthread_mutex_unlock(&u->lock);
+
+		t0 = clock_monotonic_ns();
+		if (u->maps.python_procs_fd >= 0 && path)
+			cpython_layout_of_file(job.fd, path, &python);
+		err = unwind_table_build(job.fd, u->maps.rows_max, &built);
+		close(job.fd);
+		free(path);
+
+		pthread_mutex_lock(&u->lock);
+		t = &u->tables[job.table]; /* u->tables may have moved meanwhile */
+		t->python = python;
+		place_rows(u, t, &built, err, clock_monotonic_ns() - t0);
+		t->building = false;
+		if (t->n_rows)
+			table_publish(u, t, &job.st);
+		prepare_users(u, job.table);
+		update_counts(u);
+		pthread_mutex_lock(&u->stats_lock);
+		u->stats.background_builds++;
+		if (t0 - job.queued_ns > u->stats.background_wait_ns_max)
+			u->stats.background_wait_ns_max = t0 - job.queued_ns;
+		pthread_mutex_unlock(&u->stats_lock);
+		pthread_cond_broadcast(&u->built_cond);
+		pthread_mutex_unlock(&u->lock);
+		unwind_table_free(&built);
+		malloc_trim(0); /* the build's buffers */
+		pthread_mutex_lock(&u->lock);
+	}
+	pthread_mutex_unlock(&u->lock);
+	return NULL;
 }
 
 /* Milliseconds until the next pending process is due or the next sweep. */
@@ -1128,6 +1305,8 @@ int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct
 	u->file_ids = file_ids;
 	u->stop_fd = u->epoll_fd = -1;
 	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->jobs_cond, NULL);
+	pthread_cond_init(&u->built_cond, NULL);
 	snprintf(u->proc_root, sizeof(u->proc_root), "%s", proc_root);
 	pthread_mutex_init(&u->stats_lock, NULL);
 	u->stats.rows_max = maps->rows_max;
@@ -1159,6 +1338,10 @@ int unwinder_new(const struct unwinder_maps *maps, const char *proc_root, struct
 		goto fail;
 	u->thread_started = true;
 	pthread_setname_np(u->thread, "offcpud-unwind"); /* its CPU apart in top, bench/churn.py */
+	/* Without it large tables are built by the reader, as small ones are. */
+	u->builder_started = pthread_create(&u->builder, NULL, builder_thread, u) == 0;
+	if (u->builder_started)
+		pthread_setname_np(u->builder, "offcpud-tables");
 	*ret = u;
 	return 0;
 fail:
@@ -1175,6 +1358,16 @@ void unwinder_free(struct unwinder *u)
 		eventfd_write(u->stop_fd, 1);
 		pthread_join(u->thread, NULL);
 	}
+	if (u->builder_started) {
+		pthread_mutex_lock(&u->lock);
+		pthread_cond_broadcast(&u->jobs_cond);
+		pthread_cond_broadcast(&u->built_cond);
+		pthread_mutex_unlock(&u->lock);
+		pthread_join(u->builder, NULL);
+	}
+	for (size_t i = 0; i < u->n_jobs; i++)
+		close(u->jobs[i].fd);
+	free(u->jobs);
 	if (u->stop_fd >= 0)
 		close(u->stop_fd);
 	if (u->epoll_fd >= 0)
@@ -1189,6 +1382,8 @@ void unwinder_free(struct unwinder *u)
 	free(u->procs);
 	free(u->pending);
 	pthread_mutex_destroy(&u->stats_lock);
+	pthread_cond_destroy(&u->jobs_cond);
+	pthread_cond_destroy(&u->built_cond);
 	pthread_mutex_destroy(&u->lock);
 	free(u);
 }

@@ -55,6 +55,9 @@ struct unwinder_stats {
 	int nice; /* this thread's niceness: -10, or the daemon's without CAP_SYS_NICE */
 	uint64_t loader_wait_ns_total, loader_wait_ns_max;
 	uint64_t loader_read_ns_total, loader_read_ns_max;
+	/* Large tables built by the builder thread, off the reads new processes
+	 * wait for; the longest one waited there for the builds before it. */
+	uint64_t background_builds, background_wait_ns_max;
 	uint32_t python_processes;	/* CPython processes whose frames are walked */
 	uint64_t python_unsupported;	/* CPython processes the walk does not know */
 	char python_unsupported_what[48]; /* the last one's version and why ("3.14.0: unknown version") */
@@ -75,7 +78,8 @@ void unwinder_free(struct unwinder *u); /* NULL-safe; stops the thread */
 
 /* Loads tgid's tables now, before a capture of it starts, so that its
  * first blocks are walked with them too. Blocks while a table is built
- * (mariadbd: 0.2 s the first time): call it off the event loop. Returns 0,
+ * (mariadbd: 0.2 s the first time), large ones by the builder thread
+ * included: call it off the event loop. Returns 0,
  * -ESRCH if the process is gone, -EAGAIN if it exec'd meanwhile. */
 int unwinder_prepare(struct unwinder *u, uint32_t tgid);
 

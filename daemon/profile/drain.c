@@ -190,6 +190,19 @@ static int append_reversed(char **buf, size_t *len, size_t *cap, const char *fra
 	return r;
 }
 
+/* How many of the nr frames of st, a user stack the kernel walked with
+ * frame pointers (bpf_get_stack: raw addresses, never our frame
+ * encodings), come before the first that no user address can be: stack
+ * garbage a walk through code that keeps data in rbp read as a return
+ * address, which would read as a file or CPython frame. */
+static uint32_t raw_user_frames(const struct offcpu_stack *st, uint32_t nr)
+{
+	for (uint32_t i = 0; i < nr; i++)
+		if (st->ips[i] >= OFFCPU_USER_PC_END)
+			return i;
+	return nr;
+}
+
 /* Where a user stack's CPython frames start (bpf/python.bpf.h): after
  * every native frame; nr if it has none. */
 static uint32_t python_frames_start(const struct offcpu_stack *st, uint32_t nr)
@@ -273,14 +286,19 @@ static char *stack_name(const struct drain_lookup *lk, const struct offcpu_stack
 	size_t len = 0, cap = 0;
 	uint32_t nr = st->nr < OFFCPU_MAX_STACK_DEPTH ? st->nr : OFFCPU_MAX_STACK_DEPTH;
 	uint32_t leaf = 0;
+	bool raw = !kernel && !(st->flags & OFFCPU_STACK_DWARF);
+	uint32_t whole_nr = nr;
 	/* A table walk that did not reach the thread's first frame says so
-	 * at the root, where the missing callers would be. */
-	bool truncated =
-		!kernel && (st->flags & OFFCPU_STACK_DWARF) && !(st->flags & OFFCPU_STACK_COMPLETE);
+	 * at the root, where the missing callers would be; so does a
+	 * frame-pointer walk cut at garbage. */
+	bool truncated;
 
+	if (raw)
+		nr = raw_user_frames(st, nr);
+	truncated = (!kernel && !raw && !(st->flags & OFFCPU_STACK_COMPLETE)) || nr < whole_nr;
 	if (truncated && !leaf_first && append(&buf, &len, &cap, DRAIN_TRUNCATED_FRAME) < 0)
 		return NULL;
-	if (!kernel) {
+	if (!kernel && !raw) {
 		uint32_t n_native = python_frames_start(st, nr);
 
 		if (n_native < nr)

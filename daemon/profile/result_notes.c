@@ -90,7 +90,8 @@ int result_notes_frames(struct result_notes *notes, const struct result_frame_sh
 			"%.0f%% of the time has user stacks with the root frame [truncated]: the "
 			"walk stopped before the thread's first frame (a new process's first "
 			"blocks before its unwind tables were read, depth limit, a DWARF "
-			"expression it does not evaluate, unreadable stack memory), so callers "
+			"expression it does not evaluate, unreadable stack memory, data where a "
+			"frame-pointer walk looked for a return address), so callers "
 			"are missing above it; offcpuctl status shows the unwinder's "
 			"state (docs/UNWINDING.md, Truncated stacks)",
 			100.0 * s->truncated_ns / s->total_ns);

@@ -317,7 +317,8 @@ class UnnamedFramesTest(unittest.TestCase):
                                            r"\[truncated\]: the walk stopped before the thread's first "
                                            r"frame \(a new process's first blocks before its unwind "
                                            r"tables were read, depth limit, a DWARF expression it does not "
-                                           r"evaluate, unreadable stack memory\), so callers are missing "
+                                           r"evaluate, unreadable stack memory, data where a frame-pointer "
+                                           r"walk looked for a return address\), so callers are missing "
                                            r"above it; offcpuctl status shows the unwinder's state "
                                            r"\(docs/UNWINDING\.md, Truncated stacks\)$")
         finally:

@@ -236,6 +236,39 @@ class UnwindTest(unittest.TestCase):
         self.assertEqual(with_grep["evictions"], 0, with_grep)
         self.assertEqual(with_grep["tables"], with_cat["tables"], (with_cat, with_grep))
 
+    def test_large_table_built_apart(self):
+        """gcc's cc1 has some 45,000 functions, past the reader's
+        INLINE_BUILD_FDES_MAX: its table is built by the builder thread, the
+        process is read again when it is done, and cc1 waiting on its
+        standard input is then walked whole, from _start through
+        toplev::main to read."""
+        cc1 = subprocess.run(["gcc", "-print-prog-name=cc1"], capture_output=True, text=True).stdout.strip()
+        if not os.path.isabs(cc1) or not os.path.exists(cc1):
+            self.skipTest(f"no cc1 from gcc -print-prog-name=cc1: {cc1!r}")
+        d = self.daemon
+        before = d.status()["unwind"]["background_builds"]
+        proc = subprocess.Popen([cc1, "-quiet"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            deadline, ustack = time.monotonic() + 30, None
+            while True:
+                unwind = d.status()["unwind"]
+                r = d.ctl("--json", "blocked", "--pid", str(proc.pid))
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                threads = json.loads(r.stdout)["blocked"]["threads"]
+                ustack = threads[0]["ustack"] if threads else None
+                if unwind["background_builds"] > before and ustack and ustack[0] == "_start":
+                    break
+                self.assertLess(time.monotonic(), deadline,
+                                f"cc1's table built apart and its stack whole: {unwind}, {ustack}")
+                time.sleep(0.3)
+        finally:
+            proc.kill()
+            proc.wait()
+        self.assertIn("toplev::main(int, char**)", ustack)
+        self.assertEqual(ustack[-1], "read")
+        self.assertNotIn("[truncated]", ustack)
+
     def test_status_reports_tables(self):
         # Its own capture, so the tables it counts do not depend on the
         # tests that ran before it.
@@ -289,6 +322,29 @@ class FramePointerModeTest(unittest.TestCase):
         self.assertTrue(rows)
         self.assertFalse(any("block_in_sleep" in s for s in rows), rows)
         self.assertEqual(cap["user_stacks"]["complete_ns"] + cap["user_stacks"]["truncated_ns"], 0)
+
+    def test_garbage_return_addresses_are_not_frames(self):
+        """A frame-pointer walk of code that keeps data in rbp reads data as
+        return addresses. Values no user address can be (bit 62 set: a
+        double such as 2.0) read as CPython frames, "[python: not a code
+        object]", for 2/3 of short_workload's time before the walk's result
+        was cut there; now such a stack ends at "[truncated]"."""
+        d = Daemon("unwind = fp\n")
+        w = subprocess.Popen([os.path.join(BUILD, "tests", "short_workload"), "--threads", "2",
+                              "--naps", "3000"], stdout=subprocess.DEVNULL)
+        try:
+            time.sleep(0.3)
+            r = d.ctl("--json", "capture", "--pid", str(w.pid), "--seconds", "1", "-U")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        finally:
+            w.kill()
+            w.wait()
+            d.stop()
+        samples = json.loads(r.stdout)["capture"]["samples"]
+        self.assertTrue(samples, "the workload's naps were captured")
+        bogus = [s["ustack"] for s in samples
+                 if any(f.startswith("[python") or f == "[unknown: file forgotten]" for f in s["ustack"])]
+        self.assertEqual(bogus, [], "garbage taken for CPython or file frames in a C program")
 
 
 if __name__ == "__main__":

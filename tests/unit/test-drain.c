@@ -352,7 +352,10 @@ static void drain_kept(struct drain_names *kept, struct drain_result *r)
 	b.rows = calloc(b.n_rows, sizeof(*b.rows));
 	b.stacks[0] = (struct collector_stack){ K_SLEEP, stack_of(0, 3, k_sleep) };
 	b.stacks[1] = (struct collector_stack){ U_MAIN, stack_of(0, 2, u_main) };
-	b.stacks[2] = (struct collector_stack){ 0x23, stack_of(0, 2, u_file) };
+	/* File frames come from table walks only. */
+	b.stacks[2] = (struct collector_stack){
+		0x23, stack_of(OFFCPU_STACK_DWARF | OFFCPU_STACK_COMPLETE, 2, u_file)
+	};
 	for (unsigned i = 0; i < 3; i++)
 		b.rows[i].key = (struct offcpu_key){ .tgid = i == 1 ? 20 : 10,
 						     .kstack = i < 2 ? K_SLEEP : 0,
@@ -461,6 +464,24 @@ static void test_python_frames(void)
 	free(name);
 }
 
+/* A frame-pointer walk's stack (no OFFCPU_STACK_DWARF: raw addresses)
+ * that read data as a return address: the name ends before it, at
+ * [truncated], rather than taking 2.0's bits for a CPython frame. */
+static void test_garbage_in_raw_stack(void)
+{
+	struct drain_lookup py = { .user_frames = py_user_frames, .python_frame = py_frame };
+	const uint64_t ips[] = { 0x1000, 0x3001, 0x4000000000000000ull /* 2.0 */, 0x3001 };
+	struct offcpu_stack raw = stack_of(0, 4, ips), clean = stack_of(0, 2, ips);
+	char *name;
+
+	name = drain_stack_name(&py, &raw, 42, false);
+	CHECK_STR(name, DRAIN_TRUNCATED_FRAME ";start_thread;recv");
+	free(name);
+	name = drain_stack_name(&py, &clean, 42, false);
+	CHECK_STR(name, "start_thread;recv");
+	free(name);
+}
+
 static int cgroup_lookups, ns_pid_lookups;
 
 static int cgroup_path(void *arg, uint64_t id, uint32_t tgid, char *buf, size_t size)
@@ -520,5 +541,6 @@ int main(void)
 	test_kept_names();
 	test_sched_lost();
 	test_python_frames();
+	test_garbage_in_raw_stack();
 	return CHECK_DONE();
 }
