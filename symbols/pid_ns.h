@@ -2,8 +2,9 @@
  * pid_ns: the pid a process has in its own pid namespace, the one its
  * owners know it by (a container's main process is often 1 there). Read
  * from the last field of the NSpid line of /proc/TGID/status, which lists
- * the process's pid in each namespace from the reader's down to its own.
- * Does not log.
+ * the process's pid in each namespace from the reader's down to its own;
+ * where its ns/pid link is the reader's own, it is the pid itself, and
+ * the status file is not read. Does not log.
  */
 #ifndef PID_NS_H
 #define PID_NS_H

@@ -80,6 +80,7 @@ struct table {
 	uint64_t fdes;		    /* functions in .eh_frame_hdr: what a build costs; 0 if none */
 	bool building;		    /* queued to the builder thread: no rows yet, not evictable */
 	bool no_room;		    /* rows were full: built again when asked for after retry_ns */
+	uint64_t rows_needed;	    /* what the build that found no room made */
 	uint64_t retry_ns;
 	uint64_t last_used;
 	bool live; /* false: a free entry of u->tables */
@@ -375,6 +376,24 @@ static uint64_t rows_in_use(const struct unwinder *u)
 	return rows;
 }
 
+/* Whether t, if its table found no room, is to be built again now: its
+ * retry is due, and its rows would fit with every unused table evicted.
+ * One that would not is put off again unbuilt: under churn beside large
+ * libraries, such retries rebuilt cc1's 480,000 rows (0.2 s) every minute
+ * to find no room again. */
+static bool rebuild_due(struct unwinder *u, struct table *t)
+{
+	uint64_t now = clock_monotonic_ns();
+
+	if (!t->no_room || now < t->retry_ns)
+		return false;
+	if (t->rows_needed > u->maps.rows_max - rows_in_use(u)) {
+		t->retry_ns = now + NO_ROOM_RETRY_NS;
+		return false;
+	}
+	return true;
+}
+
 static void stats_add_build(struct unwinder *u, const char *path, uint64_t ns, int err)
 {
 	pthread_mutex_lock(&u->stats_lock);
@@ -421,7 +440,8 @@ static void place_rows(struct unwinder *u, struct table *t, const struct unwind_
 		}
 	}
 	stats_add_build(u, t->path ? t->path : "", ns, err);
-	t->no_room = err == -ENOSPC;
+	t->no_room = err == -ENOSPC || err == -E2BIG;
+	t->rows_needed = err == -E2BIG ? (uint64_t)u->maps.rows_max + 1 : built->n_rows;
 	t->retry_ns = clock_monotonic_ns() + NO_ROOM_RETRY_NS;
 }
 
@@ -513,9 +533,8 @@ static ssize_t table_get(struct unwinder *u, int fd, const struct stat *st, uint
 	if (!read_identity(fd, st, &key))
 		return -1;
 	for (idx = 0; idx < u->n_tables; idx++)
-		if (u->tables[idx].live &&
-		    (!u->tables[idx].no_room || clock_monotonic_ns() < u->tables[idx].retry_ns) &&
-		    same_file(&u->tables[idx], &key))
+		if (u->tables[idx].live && same_file(&u->tables[idx], &key) &&
+		    !rebuild_due(u, &u->tables[idx]))
 			goto found;
 	for (idx = 0; idx < u->n_tables && u->tables[idx].live; idx++)
 		;
@@ -694,8 +713,7 @@ static ssize_t known_file_table(struct unwinder *u, const struct proc_map *m)
 	if (!k)
 		return -1;
 	t = &u->tables[k->table];
-	if (!t->live || (t->no_room && clock_monotonic_ns() >= t->retry_ns) ||
-	    proc_files_stat(u->files, m->dev, m->ino, &st) < 0 || st.st_dev != k->dev ||
+	if (!t->live || rebuild_due(u, t) || proc_files_stat(u->files, m->dev, m->ino, &st) < 0 || st.st_dev != k->dev ||
 	    st.st_ino != k->ino || st.st_size != k->size || st.st_ctim.tv_sec != k->ctime.tv_sec ||
 	    st.st_ctim.tv_nsec != k->ctime.tv_nsec)
 		return -1;
