@@ -22,6 +22,6 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:check_initialization_order=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir build-asan --output-on-failure "$@"
 
-# The parsers of untrusted input under libFuzzer, ASan and UBSan, 30 s each
+# The parsers of untrusted input under libFuzzer, ASan and UBSan, 20 s each
 # (scripts/fuzz.sh; a crash fails the run and leaves its input in build-fuzz/).
-scripts/fuzz.sh 30
+scripts/fuzz.sh 20
