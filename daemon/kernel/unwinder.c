@@ -413,9 +413,9 @@ static void stats_add_build(struct unwinder *u, const char *path, uint64_t ns, i
 	pthread_mutex_unlock(&u->stats_lock);
 }
 
-/* Puts built, fd's table as unwind_table_build() returned it (err) after
- * ns, into the rows array as t's, evicting unused tables if need be; a
- * table that finds no room is not built again for a while. */
+/* Puts built (unwind_table_build()'s table, err its result, ns its time)
+ * into the rows array as t's, evicting unused tables if need be; a table
+ * that finds no room is not built again for a while. */
 static void place_rows(struct unwinder *u, struct table *t, const struct unwind_table *built,
 		       int err, uint64_t ns)
 {

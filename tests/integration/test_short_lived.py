@@ -521,12 +521,13 @@ class ShortLivedTest(unittest.TestCase):
 
     def test_without_unwinder_frames_say_why(self):
         # unwind = fp: no unwinder reads the processes' mappings, nothing
-        # keeps them; their frames say why they are not named, and status
-        # counts them. Nothing reads their maps while they live either: no
-        # always-on windows (their open blocks are named where a window
-        # ends), and the capture ends well after they exit. (Their leaves
-        # are the frames: below, a frame-pointer walk of code without frame
-        # pointers reads data, cut at [truncated].)
+        # keeps them; their frames that are not named say why, and status
+        # counts them. Their stacks are a leaf in libc and, below it, what a
+        # frame-pointer walk of code without frame pointers read as return
+        # addresses: data, cut at [truncated], or addresses that no mapping
+        # the daemon knows of holds. Whether the leaf is named depends on
+        # whether their maps were read while they lived, which this test
+        # does not control: each run showed all or none of them named.
         d = Daemon(SLOW_DRAINS + "unwind = fp\ncontinuous = false\n")
         proc = d.ctl_popen("--json", "capture", "--seconds", "8", "-U", "--state", "S")
         try:
@@ -538,9 +539,10 @@ class ShortLivedTest(unittest.TestCase):
             frames = [f for s in json.loads(out)["capture"]["samples"] if s["pid"] in tids
                       for f in s["ustack"]]
             self.assertTrue(frames)
-            self.assertIn("[unknown: exited]", frames)
-            self.assertNotIn("[unknown]", frames)
-            self.assertGreater(d.status()["unwind"]["unknown_exited"], 0)
+            unnamed = {f for f in frames if f.startswith("[unknown")}
+            self.assertLessEqual(unnamed, {"[unknown: exited]"}, frames)
+            if unnamed:
+                self.assertGreater(d.status()["unwind"]["unknown_exited"], 0)
         finally:
             self.stop(d, proc)
 
