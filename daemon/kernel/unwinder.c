@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "clock.h"
 #include "cpython_layout.h"
 #include "elf_build_id.h"
@@ -466,17 +467,9 @@ static bool build_later(struct unwinder *u, int fd, const struct stat *st, struc
 {
 	struct build_job job = { .table = (uint32_t)(t - u->tables), .st = *st };
 
-	if (!u->builder_started || t->fdes <= INLINE_BUILD_FDES_MAX)
+	if (!u->builder_started || t->fdes <= INLINE_BUILD_FDES_MAX ||
+	    array_grow(&u->jobs, &u->cap_jobs, u->n_jobs + 1, sizeof(*u->jobs), 8) < 0)
 		return false;
-	if (u->n_jobs == u->cap_jobs) {
-		size_t cap = u->cap_jobs ? u->cap_jobs * 2 : 8;
-		void *p = reallocarray(u->jobs, cap, sizeof(*u->jobs));
-
-		if (!p)
-			return false;
-		u->jobs = p;
-		u->cap_jobs = cap;
-	}
 	job.fd = dup(fd);
 	if (job.fd < 0)
 		return false;
@@ -1068,16 +1061,10 @@ static int on_request(void *ctx, void *data, size_t size)
 			u->pending[i].ready_ns = ready;
 		return 0;
 	}
-	if (u->n_pending == u->cap_pending) {
-		size_t cap = u->cap_pending ? u->cap_pending * 2 : 64;
-		void *p = reallocarray(u->pending, cap, sizeof(*u->pending));
-
-		if (!p) { /* ask again at the next walk */
-			bpf_map_delete_elem(u->maps.requested_fd, &req.tgid);
-			return 0;
-		}
-		u->pending = p;
-		u->cap_pending = cap;
+	if (array_grow(&u->pending, &u->cap_pending, u->n_pending + 1, sizeof(*u->pending), 64) <
+	    0) { /* ask again at the next walk */
+		bpf_map_delete_elem(u->maps.requested_fd, &req.tgid);
+		return 0;
 	}
 	u->pending[u->n_pending++] = (struct pending){ req.tgid, due, ready };
 	stat_add(u, &u->stats.requests);

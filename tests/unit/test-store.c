@@ -11,6 +11,7 @@
 
 #include <sqlite3.h>
 
+#include "array.h"
 #include "check.h"
 #include "store.h"
 #include "store_push.h"
@@ -90,10 +91,9 @@ static int collect(void *arg, const struct store_sample *sample)
 	struct got *g = arg;
 	struct got_row *r;
 
-	if (g->n == g->cap) {
-		g->cap = g->cap ? 2 * g->cap : 64;
-		g->v = realloc(g->v, g->cap * sizeof(*g->v));
-		CHECK(g->v);
+	if (array_grow(&g->v, &g->cap, g->n + 1, sizeof(*g->v), 64) < 0) {
+		CHECK(!"out of memory");
+		return -ENOMEM;
 	}
 	r = &g->v[g->n++];
 	r->s = *sample;
